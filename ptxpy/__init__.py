@@ -1,0 +1,23 @@
+"""ptxpy: type-annotated Python kernels compiled straight to PTX, run from JAX.
+
+    @ptxpy.jit(out_shape=lambda x: x, grid=lambda x: (ptxpy.cdiv(x.shape[0], 256),), block=256)
+    def double(x: Array[f32], out: Array[f32]):
+        i = ptxpy.global_id(0)
+        if i < x.shape[0]:
+            out[i] = 2.0 * x[i]
+"""
+__version__ = "0.1.0"
+
+from ptxpy.types import (  # noqa: E402
+    Array, Const, Scalar, ArrayType, bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64,
+)
+from ptxpy.intrinsics import *  # noqa: E402,F401,F403
+from ptxpy.intrinsics import __all__ as _intrinsic_names  # noqa: E402
+from ptxpy.api import func, jit, transpile, Kernel  # noqa: E402
+from ptxpy.transpiler.errors import CompileError  # noqa: E402
+
+__all__ = [
+    "jit", "func", "transpile", "Kernel", "CompileError", "Array", "Const", "Scalar", "ArrayType",
+    "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+    *_intrinsic_names,
+]

@@ -1,0 +1,5 @@
+import sys
+
+from ptxpy.cli import main
+
+sys.exit(main())

@@ -1,0 +1,230 @@
+"""`ptxpy.jit`, `ptxpy.func` and `ptxpy.transpile` (SPEC 2.6, 3)."""
+from __future__ import annotations
+
+import functools
+import inspect
+import linecache
+import os
+
+from ptxpy.transpiler import driver
+from ptxpy.transpiler.abi import CompiledKernel
+from ptxpy.transpiler.errors import CompileError
+from ptxpy.types import ArrayType, ConstType, from_numpy
+
+
+def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defines=None,
+              fast_math: bool = False, debug: bool = False) -> dict[str, str]:
+    """PTX text of every `@ptxpy.jit` kernel in `source`: `{kernel_name: ptx_text}`."""
+    return driver.transpile(source, filename, arch, defines, fast_math, debug)
+
+
+def func(fn):
+    """Mark a device function: callable from kernels and other device functions (inlined)."""
+    @functools.wraps(fn)
+    def host_call(*args, **kwargs):
+        raise RuntimeError(f"@ptxpy.func {fn.__name__} can only be called from a kernel")
+    host_call.__ptxpy_func__ = True
+    return host_call
+
+
+def jit(fn=None, *, out_shape=None, grid=None, block=None, input_output_aliases=None,
+        debug: bool = False, fast_math: bool = False, interpret=None, arch=None):
+    """Make a kernel from an annotated function (SPEC 2.6). Usable with or without arguments."""
+    def wrap(f):
+        return Kernel(f, out_shape=out_shape, grid=grid, block=block,
+                      input_output_aliases=input_output_aliases, debug=debug,
+                      fast_math=fast_math, interpret=interpret, arch=arch)
+    return wrap(fn) if fn is not None else wrap
+
+
+class Kernel:
+    def __init__(self, fn, *, out_shape, grid, block, input_output_aliases, debug, fast_math,
+                 interpret, arch):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.out_shape, self.grid, self.block = out_shape, grid, block
+        self.input_output_aliases = dict(input_output_aliases or {})
+        self.debug, self.fast_math, self.interpret, self.arch = debug, fast_math, interpret, arch
+        self._program = None
+        self._compiled: dict = {}
+
+    # --- source and signature ------------------------------------------------------------
+    @property
+    def program(self) -> driver.Program:
+        if self._program is None:
+            filename = inspect.getsourcefile(self.fn) or inspect.getfile(self.fn)
+            source = "".join(linecache.getlines(filename)) or open(filename).read()
+            self._program = driver.parse(source, filename)
+            if self.__name__ not in self._program.kernels:
+                raise CompileError(f"{self.__name__} is not decorated with @ptxpy.jit in its source",
+                                   None, filename)
+        return self._program
+
+    @property
+    def params(self) -> list:
+        return self.program.kernels[self.__name__].params
+
+    # --- calls ----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        call = self._prepare(args, kwargs)
+        if self._interpreting():
+            from ptxpy.runtime.interpret import run_interpreted
+
+            outs = run_interpreted(call.kernel, call.inputs, call.out_types, call.grid, call.block,
+                                   self.input_output_aliases)
+        else:
+            from ptxpy.runtime.launch import launch
+
+            outs = launch(call.kernel, call.inputs, call.out_types, call.grid, call.block,
+                          self.input_output_aliases)
+        return tuple(outs) if call.many_outputs else outs[0]
+
+    def ptx(self, *args, **kwargs) -> str:
+        """The PTX text this call would run (no GPU needed)."""
+        return self._prepare(args, kwargs).kernel.ptx
+
+    def transpile(self, *args, **kwargs) -> str:
+        """Like `ptx`, for `jax.ShapeDtypeStruct`s (or arrays) in place of array arguments."""
+        return self.ptx(*args, **kwargs)
+
+    def compiled(self, *args, **kwargs) -> CompiledKernel:
+        return self._prepare(args, kwargs).kernel
+
+    def _interpreting(self) -> bool:
+        if os.environ.get("PTXPY_INTERPRET", "") not in ("", "0"):
+            return True
+        if self.interpret is not None:
+            return bool(self.interpret)
+        return not _has_gpu()
+
+    def _prepare(self, args, kwargs) -> "_Call":
+        out_types, many = _out_types(_evaluate(self.out_shape, args, kwargs, "out_shape"))
+        bound, consts = self._bind(args, kwargs, len(out_types))
+        by_ref = frozenset(name for name, value in bound if _is_jax_array_scalar(value))
+        self._check_arrays(bound)
+        kernel = self._specialise(consts, by_ref)
+        grid = _dim3(_evaluate(self.grid, args, kwargs, "grid"), "grid")
+        block = _dim3(_evaluate(self.block, args, kwargs, "block"), "block")
+        return _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
+
+    def _specialise(self, consts: dict, by_ref: frozenset) -> CompiledKernel:
+        arch = self.arch or _gpu_arch() or driver.DEFAULT_ARCH
+        key = (tuple(sorted(consts.items())), by_ref, arch)
+        if key not in self._compiled:
+            options = driver.Options(arch, self.fast_math, self.debug)
+            stages = driver.compile_kernel(self.program, self.__name__, consts, by_ref, options)
+            self._compiled[key] = stages.kernel
+        return self._compiled[key]
+
+    def _bind(self, args, kwargs, n_outputs: int):
+        """Match call arguments to the non-output parameters: [(name, value)] and Const values."""
+        params = self.params
+        array_positions = [k for k, p in enumerate(params) if isinstance(p.type, ArrayType)]
+        if n_outputs > len(array_positions):
+            raise TypeError(f"{self.__name__}: out_shape has {n_outputs} entries but the kernel has "
+                            f"only {len(array_positions)} array parameters")
+        outputs = set(array_positions[len(array_positions) - n_outputs:])
+        inputs = [p for k, p in enumerate(params) if k not in outputs]
+        values = dict(zip([p.name for p in inputs], args))
+        if len(args) > len(inputs):
+            raise TypeError(f"{self.__name__}() takes {len(inputs)} arguments ({n_outputs} of its "
+                            f"array parameters are outputs) but {len(args)} were given")
+        for name, value in kwargs.items():
+            if name not in {p.name for p in inputs}:
+                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}'")
+            if name in values:
+                raise TypeError(f"{self.__name__}() got multiple values for argument '{name}'")
+            values[name] = value
+        bound, consts = [], {}
+        for p in inputs:
+            if isinstance(p.type, ConstType):
+                if p.name in values:
+                    consts[p.name] = _const_value(values[p.name], p, self.__name__)
+            elif p.name not in values:
+                raise TypeError(f"{self.__name__}() missing argument '{p.name}'")
+            else:
+                bound.append((p.name, values[p.name]))
+        return bound, consts
+
+    def _check_arrays(self, bound) -> None:
+        types = {p.name: p.type for p in self.params}
+        for name, value in bound:
+            expected = types[name]
+            if not isinstance(expected, ArrayType):
+                continue
+            shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+            if shape is None or dtype is None:
+                raise TypeError(f"{self.__name__}: argument '{name}' must be an array, got {type(value).__name__}")
+            if len(shape) != expected.rank:
+                raise TypeError(f"{self.__name__}: argument '{name}' must have rank {expected.rank}, got shape {tuple(shape)}")
+            if from_numpy(dtype) != expected.elem:
+                raise TypeError(f"{self.__name__}: argument '{name}' must have dtype {expected.elem}, got {dtype}")
+
+
+class _Call:
+    def __init__(self, kernel, inputs, out_types, grid, block, many_outputs):
+        self.kernel, self.inputs, self.out_types = kernel, inputs, out_types
+        self.grid, self.block, self.many_outputs = grid, block, many_outputs
+
+
+def _evaluate(spec, args, kwargs, what: str):
+    if spec is None:
+        raise TypeError(f"@ptxpy.jit needs {what}= to run or specialise a kernel")
+    return spec(*args, **kwargs) if callable(spec) else spec
+
+
+def _out_types(spec):
+    import jax
+
+    many = isinstance(spec, (list, tuple))
+    entries = list(spec) if many else [spec]
+    return [jax.ShapeDtypeStruct(tuple(e.shape), e.dtype) for e in entries], many
+
+
+def _dim3(value, what: str) -> tuple:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
+        raise ValueError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
+    return dims + (1,) * (3 - len(dims))
+
+
+def _const_value(value, param, kernel: str):
+    if hasattr(value, "shape") and getattr(value, "shape", ()) != ():
+        raise TypeError(f"{kernel}: Const parameter '{param.name}' needs a Python value")
+    try:
+        return {"bool": bool, "i32": int, "f32": float}[param.type.base.name](value)
+    except Exception:
+        raise TypeError(f"{kernel}: Const parameter '{param.name}' needs a compile-time value, "
+                        f"got {type(value).__name__}") from None
+
+
+def _is_jax_array_scalar(value) -> bool:
+    try:
+        import jax
+    except ImportError:
+        return False
+    return isinstance(value, jax.Array) and value.ndim == 0
+
+
+@functools.lru_cache(maxsize=None)
+def _has_gpu() -> bool:
+    try:
+        import jax
+
+        return bool(jax.devices("gpu"))
+    except Exception:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_arch() -> str | None:
+    if not _has_gpu():
+        return None
+    import jax
+
+    capability = getattr(jax.devices("gpu")[0], "compute_capability", None)
+    if not capability:
+        return None
+    major, minor = str(capability).split(".")
+    arch = f"sm_{major}{minor}"
+    return arch if arch in driver.SUPPORTED_ARCHS else driver.DEFAULT_ARCH

@@ -1,0 +1,1 @@
+"""ptxpy.runtime: loading PTX, the JAX binding, caches, the PTX simulator."""

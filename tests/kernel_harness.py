@@ -1,0 +1,69 @@
+"""Compile kernel source end to end, assemble it, run it in the simulator (shared by tests)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ptxpy.transpiler import driver, ptxas
+from ptxpy.transpiler.abi import CompiledKernel
+
+ARCHS = ("sm_80", "sm_90")
+
+
+class Out:
+    """An output array of the given shape and dtype (the kernel's last array parameters)."""
+
+    def __init__(self, shape, dtype, init=None):
+        self.shape = tuple(np.atleast_1d(shape)) if not isinstance(shape, tuple) else shape
+        self.dtype = np.dtype(dtype)
+        self.init = init
+
+
+def compile_source(source: str, name: str, consts=None, arch="sm_90", debug=False,
+                   fast_math=False, by_ref=()) -> CompiledKernel:
+    program = driver.parse(source, "kernels.py")
+    options = driver.Options(arch, fast_math, debug)
+    return driver.compile_kernel(program, name, consts, frozenset(by_ref), options).kernel
+
+
+def assemble_all(source: str, name: str, consts=None, **kw) -> dict:
+    """Assemble for every arch in ARCHS; return {arch: registers}. Fails the test on an error."""
+    registers = {}
+    if ptxas.find_ptxas() is None:
+        return registers
+    for arch in ARCHS:
+        kernel = compile_source(source, name, consts, arch=arch, **kw)
+        ok, log, regs = ptxas.assemble(kernel.ptx, arch)
+        assert ok, f"ptxas {arch} rejected {name}:\n{log}\n{kernel.ptx}"
+        registers[arch] = regs
+    return registers
+
+
+def run(source: str, name: str, args: list, grid, block, consts=None, debug=False,
+        fast_math=False, assemble=True):
+    """Compile, assemble (sm_80, sm_90) and simulate; return the outputs (a list of arrays).
+
+    `args` lists the call's inputs in parameter order, with `Out(...)` for each output array.
+    """
+    from ptxpy.runtime.simulator import run_kernel
+
+    kernel = compile_source(source, name, consts, debug=debug, fast_math=fast_math)
+    if assemble:
+        assemble_all(source, name, consts, debug=debug, fast_math=fast_math)
+    values, outputs = [], []
+    for value in args:
+        if isinstance(value, Out):
+            array = (np.full(value.shape, value.init, value.dtype) if value.init is not None
+                     else np.zeros(value.shape, value.dtype))
+            outputs.append(array)
+            value = array
+        values.append(value)
+    ptx_args = []
+    for spec, value in zip(kernel.params, values):
+        if spec.kind == "array":
+            ptx_args.append(value)
+            ptx_args.extend(int(n) for n in value.shape)
+        else:
+            ptx_args.append(value)
+    assert len(values) == len(kernel.params), "wrong number of arguments for the kernel"
+    run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=ptx_args)
+    return outputs

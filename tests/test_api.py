@@ -1,0 +1,114 @@
+"""`@ptxpy.jit` without a GPU: `.ptx`, `.transpile`, and interpret mode from JAX (SPEC 2.6)."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ptxpy
+from ptxpy import Array, Const, f32, i32
+
+BLOCK = 64
+
+
+@ptxpy.jit(out_shape=lambda x, y, a: x, grid=lambda x, y, a: (ptxpy.cdiv(x.shape[0], BLOCK),),
+           block=BLOCK, interpret=True)
+def saxpy(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = a * x[i] + y[i]
+
+
+@ptxpy.jit(out_shape=lambda x, n=2: [x, jax.ShapeDtypeStruct(x.shape, jnp.int32)],
+           grid=1, block=BLOCK, interpret=True)
+def two_outputs(x: Array[f32], out: Array[f32], idx: Array[i32], n: Const[int] = 2):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = x[i] * n
+        idx[i] = i * n
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=BLOCK, input_output_aliases={0: 0}, interpret=True)
+def add_one_in_place(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < len(x) and i % 2 == 0:
+        out[i] = out[i] + 1.0
+
+
+def data(n=100):
+    rng = np.random.default_rng(0)
+    return rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+
+
+def test_ptx_and_transpile_need_no_gpu():
+    x, y = data()
+    text = saxpy.ptx(x, y, 2.0)
+    assert ".visible .entry saxpy(" in text
+    spec = jax.ShapeDtypeStruct((100,), jnp.float32)
+    assert saxpy.transpile(spec, spec, 2.0) == text
+
+
+def test_eager_call_in_interpret_mode_matches_numpy():
+    x, y = data()
+    np.testing.assert_array_equal(np.asarray(saxpy(x, y, 3.0)), np.float32(3.0) * x + y)
+
+
+def test_under_jax_jit_with_traced_scalar_and_no_retranspile():
+    x, y = data()
+    f = jax.jit(saxpy)
+    np.testing.assert_array_equal(np.asarray(f(x, y, 2.0)), np.float32(2.0) * x + y)
+    before = len(saxpy._compiled)
+    np.testing.assert_array_equal(np.asarray(f(x, y, 5.0)), np.float32(5.0) * x + y)
+    assert len(saxpy._compiled) == before
+
+
+def test_under_vmap():
+    x = np.stack(data(64))
+    y = np.ones_like(x)
+    out = jax.vmap(lambda a, b: saxpy(a, b, 2.0))(x, y)
+    np.testing.assert_array_equal(np.asarray(out), 2.0 * x + 1.0)
+
+
+def test_multiple_outputs_and_const_by_keyword():
+    x, _ = data(50)
+    out, idx = two_outputs(x, n=3)
+    np.testing.assert_array_equal(np.asarray(out), x * 3)
+    np.testing.assert_array_equal(np.asarray(idx), np.arange(50) * 3)
+    out2, idx2 = two_outputs(x)
+    np.testing.assert_array_equal(np.asarray(idx2), np.arange(50) * 2)
+
+
+def test_input_output_aliases():
+    x, _ = data(50)
+    out = add_one_in_place(x)
+    expected = x.copy()
+    expected[::2] += 1
+    np.testing.assert_array_equal(np.asarray(out), expected)
+
+
+def test_wrong_arguments_are_clear_errors():
+    x, y = data()
+    with pytest.raises(TypeError, match="dtype f32"):
+        saxpy(x.astype(np.float64), y, 1.0)
+    with pytest.raises(TypeError, match="rank 1"):
+        saxpy(x.reshape(10, 10), y, 1.0)
+    with pytest.raises(TypeError, match="missing argument 'a'"):
+        saxpy(x, y)
+
+
+@ptxpy.jit(out_shape=lambda x, y, a: x, grid=2, block=BLOCK, interpret=False)
+def saxpy2(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = a * x[i] + y[i]
+
+
+def test_environment_variable_forces_interpret(monkeypatch):
+    monkeypatch.setenv("PTXPY_INTERPRET", "1")
+    x, y = data()
+    np.testing.assert_array_equal(np.asarray(saxpy2(x, y, 2.0)), np.float32(2.0) * x + y)
+
+
+def test_host_side_helpers():
+    assert ptxpy.cdiv(10, 4) == 3 and list(ptxpy.static_range(3)) == [0, 1, 2]
+    with pytest.raises(RuntimeError, match="inside"):
+        ptxpy.global_id(0)

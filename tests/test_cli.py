@@ -1,0 +1,118 @@
+"""`ptxpy transpile` as SPEC 3 fixes it: files written, stages printed, exit statuses, errors."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ptxpy.cli import main
+from ptxpy.transpiler import ptxas
+
+KERNELS = '''
+import ptxpy
+from ptxpy import Array, Const, f32
+
+raise RuntimeError("the CLI must never run this file")
+
+@ptxpy.jit(out_shape=lambda x: x, grid=lambda x: 1, block=256)
+def scale(x: Array[f32], out: Array[f32], K: Const[int] = 3):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = x[i] * K
+
+@ptxpy.jit
+def copy(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = x[i]
+'''
+
+BROKEN = '''
+import ptxpy
+from ptxpy import Array, f32
+
+@ptxpy.jit
+def bad(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    out[i] = undefined_name + 1.0
+'''
+
+
+@pytest.fixture
+def kernels_file(tmp_path):
+    path = tmp_path / "kernels.py"
+    path.write_text(KERNELS)
+    return path
+
+
+def test_writes_one_ptx_per_kernel_beside_the_file_without_running_it(kernels_file, capsys):
+    assert main(["transpile", str(kernels_file)]) == 0
+    for name in ("scale", "copy"):
+        text = (kernels_file.parent / f"{name}.ptx").read_text()
+        assert f".visible .entry {name}(" in text
+        assert ".address_size 64" in text and ".target sm_90" in text
+
+
+def test_output_dir_kernel_selection_arch_and_defines(kernels_file, tmp_path):
+    out = tmp_path / "out"
+    assert main(["transpile", str(kernels_file), "-o", str(out), "--kernel", "scale",
+                 "--arch", "sm_80", "-D", "K=5"]) == 0
+    assert sorted(os.listdir(out)) == ["scale.ptx"]
+    text = (out / "scale.ptx").read_text()
+    assert ".target sm_80" in text and ".version 7.0" in text
+    default = ptxpy_transpile(kernels_file, {})["scale"]
+    assert default != text.replace("sm_80", "sm_90")  # K=5 differs from the default K=3
+
+
+def ptxpy_transpile(path, defines):
+    import ptxpy
+
+    return ptxpy.transpile(path.read_text(), str(path), defines=defines)
+
+
+@pytest.mark.parametrize("stage,marker", [("ssa", "func scale("), ("typed", "kernel scale(")])
+def test_emit_prints_a_stage_instead_of_writing(kernels_file, capsys, stage, marker):
+    assert main(["transpile", str(kernels_file), "--emit", stage, "--kernel", "scale"]) == 0
+    assert marker in capsys.readouterr().out
+    assert not (kernels_file.parent / "scale.ptx").exists()
+
+
+@pytest.mark.skipif(ptxas.find_ptxas() is None, reason="ptxas not installed")
+def test_check_reports_registers(kernels_file, capsys, tmp_path):
+    assert main(["transpile", str(kernels_file), "-o", str(tmp_path), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "scale: ptxas sm_90:" in out and "registers" in out
+
+
+def test_error_in_input_exits_1_with_located_message(tmp_path, capsys):
+    path = tmp_path / "broken.py"
+    path.write_text(BROKEN)
+    assert main(["transpile", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{path}:8:14: error: ")
+    assert "undefined_name" in err[0]
+    assert err[1] == "    out[i] = undefined_name + 1.0"
+    assert err[2] == " " * 13 + "^"
+
+
+@pytest.mark.parametrize("argv", [["transpile"], ["transpile", "missing.py"], ["frobnicate"],
+                                  ["transpile", "x.py", "--emit", "llvm"], [],
+                                  ["transpile", "x.py", "-D", "noequals"]])
+def test_bad_usage_exits_2(argv, capsys):
+    try:
+        status = main(argv)
+    except SystemExit as exit:
+        status = exit.code
+    assert status == 2
+
+
+def test_unknown_kernel_is_an_input_error(kernels_file, capsys):
+    assert main(["transpile", str(kernels_file), "--kernel", "nope"]) == 1
+    assert "no @ptxpy.jit kernel named 'nope'" in capsys.readouterr().err
+
+
+def test_version_and_console_script(kernels_file):
+    import ptxpy
+
+    done = subprocess.run([sys.executable, "-m", "ptxpy", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"ptxpy {ptxpy.__version__}"

@@ -1,0 +1,587 @@
+"""End to end: Python source -> PTX -> ptxas (sm_80, sm_90) -> simulator, against NumPy.
+
+One kernel per construct of SPEC 2.1-2.3; each result is computed independently with NumPy.
+"""
+import numpy as np
+import pytest
+
+from kernel_harness import Out, run
+
+HEADER = """
+import math
+import ptxpy
+from ptxpy import Array, Const, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+"""
+
+rng = np.random.default_rng(1234)
+
+
+def src(body: str) -> str:
+    return HEADER + body
+
+
+def test_saxpy():
+    source = src("""
+@ptxpy.jit
+def saxpy(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = a * x[i] + y[i]
+""")
+    n = 1000
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    (out,) = run(source, "saxpy", [x, y, np.float32(2.5), Out(n, np.float32)], grid=4, block=256)
+    np.testing.assert_array_equal(out, np.float32(2.5) * x + y)
+
+
+def test_if_elif_else():
+    source = src("""
+@ptxpy.jit
+def piecewise(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id()
+    if i >= len(x):
+        return
+    v = x[i]
+    if v < -1.0:
+        r = -1.0
+    elif v < 0.0:
+        r = v * v
+    elif v == 0.0:
+        r = 42.0
+    else:
+        r = v + 1.0
+    out[i] = r
+""")
+    x = np.concatenate([rng.uniform(-3, 3, 300), [0.0, -1.0, -0.5]]).astype(np.float32)
+    (out,) = run(source, "piecewise", [x, Out(x.size, np.float32)], grid=3, block=128)
+    expected = np.where(x < -1, -1.0, np.where(x < 0, x * x, np.where(x == 0, 42.0, x + 1)))
+    np.testing.assert_array_equal(out, expected.astype(np.float32))
+
+
+def test_while_loop_collatz():
+    source = src("""
+@ptxpy.jit
+def collatz(x: Array[i32], steps: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        n = x[i]
+        count = 0
+        while n != 1:
+            if n % 2 == 0:
+                n = n // 2
+            else:
+                n = 3 * n + 1
+            count += 1
+        steps[i] = count
+""")
+    x = np.arange(1, 200, dtype=np.int32)
+
+    def collatz(n):
+        c = 0
+        while n != 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            c += 1
+        return c
+    (out,) = run(source, "collatz", [x, Out(x.size, np.int32)], grid=2, block=128)
+    np.testing.assert_array_equal(out, [collatz(int(n)) for n in x])
+
+
+def test_for_range_row_sum_2d():
+    source = src("""
+@ptxpy.jit
+def row_sum(x: Array[f32, 2], out: Array[f32]):
+    row = ptxpy.global_id(0)
+    if row < x.shape[0]:
+        acc = 0.0
+        for j in range(x.shape[1]):
+            acc += x[row, j]
+        out[row] = acc
+""")
+    x = rng.standard_normal((37, 50)).astype(np.float32)
+    (out,) = run(source, "row_sum", [x, Out(37, np.float32)], grid=1, block=64)
+    expected = np.zeros(37, np.float32)
+    for j in range(50):
+        expected += x[:, j]
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("start,stop,step", [(0, 10, 1), (10, 0, -1), (3, 20, 4), (20, 3, -3),
+                                             (5, 5, 1), (5, 0, 2), (0, 5, -1), (-7, 7, 3)])
+def test_for_range_runtime_step(start, stop, step):
+    source = src("""
+@ptxpy.jit
+def ranges(start: i32, stop: i32, step: i32, total: Array[i32], count: Array[i32], last: Array[i32]):
+    t = ptxpy.global_id(0)
+    s = 0
+    c = 0
+    v = -1000
+    for v in range(start, stop, step):
+        s += v * (t + 1)
+        c += 1
+    total[t] = s
+    count[t] = c
+    last[t] = v
+""")
+    outs = run(source, "ranges", [np.int32(start), np.int32(stop), np.int32(step),
+                                  Out(32, np.int32), Out(32, np.int32), Out(32, np.int32)],
+               grid=1, block=32)
+    values = list(range(start, stop, step))
+    t = np.arange(32)
+    np.testing.assert_array_equal(outs[0], sum(values) * (t + 1))
+    np.testing.assert_array_equal(outs[1], len(values))
+    np.testing.assert_array_equal(outs[2], values[-1] if values else -1000)
+
+
+def test_for_constant_negative_step_and_var_modified_in_body():
+    source = src("""
+@ptxpy.jit
+def down(out: Array[i32]):
+    t = ptxpy.global_id(0)
+    acc = 0
+    for k in range(t, -1, -2):
+        acc = acc * 3 + k
+        k = 1000          # does not change the iteration, as in Python
+    out[t] = acc
+""")
+    (out,) = run(source, "down", [Out(40, np.int32)], grid=1, block=40)
+    expected = []
+    for t in range(40):
+        acc = 0
+        for k in range(t, -1, -2):
+            acc = (acc * 3 + k) & 0xFFFFFFFF
+        expected.append(np.uint32(acc).view(np.int32))
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_static_range_unrolled_with_break_and_continue():
+    source = src("""
+N = 8
+@ptxpy.jit
+def unrolled(x: Array[i32], out: Array[i32]):
+    i = ptxpy.global_id(0)
+    acc = 0
+    for k in ptxpy.static_range(N):
+        if k == 2:
+            continue
+        if x[i] == k:
+            break
+        acc += k * x[i]
+    out[i] = acc
+""")
+    x = rng.integers(0, 10, 64).astype(np.int32)
+    (out,) = run(source, "unrolled", [x, Out(64, np.int32)], grid=1, block=64)
+    expected = []
+    for v in x:
+        acc = 0
+        for k in range(8):
+            if k == 2:
+                continue
+            if v == k:
+                break
+            acc += k * v
+        expected.append(acc)
+    np.testing.assert_array_equal(out, expected)
+    ptx = __import__("kernel_harness").compile_source(source, "unrolled").ptx
+    assert "bra" in ptx  # the breaks branch out
+
+
+def test_break_continue_early_return():
+    source = src("""
+@ptxpy.jit
+def search(x: Array[i32, 2], target: i32, out: Array[i32]):
+    row = ptxpy.global_id(0)
+    if row >= x.shape[0]:
+        return
+    out[row] = -1
+    for j in range(x.shape[1]):
+        if x[row, j] < 0:
+            continue
+        if x[row, j] == target:
+            out[row] = j
+            break
+""")
+    x = rng.integers(-3, 6, (50, 20)).astype(np.int32)
+    (out,) = run(source, "search", [x, np.int32(4), Out(50, np.int32)], grid=1, block=64)
+    expected = [int(np.argmax(r == 4)) if (r == 4).any() else -1 for r in x]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_guarded_load_never_executes_out_of_bounds():
+    source = src("""
+@ptxpy.jit
+def guarded(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    n = x.shape[0]
+    v = x[i] if i < n else 0.0
+    w = 1.0
+    if i < n and x[i] > 0.0:
+        w = 2.0
+    if i >= n or x[i] < 0.0:
+        w = w + 10.0
+    if i < out.shape[0]:
+        out[i] = v * w
+""")
+    x = rng.standard_normal(100).astype(np.float32)
+    # 128 threads read a 100-element array: threads 100..127 must not touch x
+    (out,) = run(source, "guarded", [x, Out(128, np.float32)], grid=1, block=128)
+    w = np.where(x > 0, 2.0, 1.0) + np.where(x < 0, 10.0, 0.0)
+    np.testing.assert_array_equal(out[:100], (x * w).astype(np.float32))
+    np.testing.assert_array_equal(out[100:], 0.0)
+
+
+def test_chained_comparisons():
+    source = src("""
+@ptxpy.jit
+def inside(x: Array[f32], lo: f32, hi: f32, out: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = 1 if lo <= x[i] < hi else 0
+        if lo < x[i] <= hi != x[i]:
+            out[i] += 2
+""")
+    x = rng.uniform(-2, 2, 200).astype(np.float32)
+    x[:3] = [-1.0, 1.0, 0.5]
+    (out,) = run(source, "inside", [x, np.float32(-1.0), np.float32(1.0), Out(200, np.int32)],
+                 grid=1, block=256)
+    expected = ((-1 <= x) & (x < 1)).astype(np.int32) + 2 * ((-1 < x) & (x <= 1) & (x != 1))
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_tuple_assignment_and_swap_fibonacci():
+    source = src("""
+@ptxpy.jit
+def fib(out: Array[i64]):
+    i = ptxpy.global_id(0)
+    a, b = i64(0), i64(1)
+    for _ in range(i):
+        a, b = b, a + b
+    x, y = a, b
+    x, y = y, x
+    out[i] = y * 1000 + (x - y)
+""")
+    (out,) = run(source, "fib", [Out(60, np.int64)], grid=1, block=60)
+    fibs = [0, 1]
+    while len(fibs) < 62:
+        fibs.append(fibs[-1] + fibs[-2])
+    expected = [fibs[i] * 1000 + (fibs[i + 1] - fibs[i]) for i in range(60)]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_augmented_assignment_on_arrays_and_locals():
+    source = src("""
+@ptxpy.jit
+def aug(x: Array[i32], out: Array[i32]):
+    i = ptxpy.global_id(0)
+    v = x[i]
+    v += 3
+    v *= 2
+    v -= 1
+    v //= 3
+    v %= 7
+    v <<= 2
+    v |= 1
+    v ^= 6
+    v &= 0xFF
+    v >>= 1
+    out[i] = v
+    out[i] += 100
+""")
+    x = rng.integers(-50, 50, 64).astype(np.int32)
+    (out,) = run(source, "aug", [x, Out(64, np.int32)], grid=1, block=64)
+    v = x.astype(np.int64)
+    v = (v + 3) * 2 - 1
+    v = v // 3
+    v = v % 7
+    v = ((v << 2) | 1) ^ 6
+    v = (v & 0xFF) >> 1
+    np.testing.assert_array_equal(out, v + 100)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.int16])
+def test_floor_division_and_modulo_on_negative_ints(dtype):
+    t = {np.int32: "i32", np.int64: "i64", np.int8: "i8", np.int16: "i16"}[dtype]
+    source = src(f"""
+@ptxpy.jit
+def floors(a: Array[{t}], b: Array[{t}], q: Array[{t}], r: Array[{t}]):
+    i = ptxpy.global_id(0)
+    if i < len(a):
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+""")
+    a = rng.integers(-100, 100, 500).astype(dtype)
+    b = rng.integers(-9, 10, 500).astype(dtype)
+    b[b == 0] = 3
+    q, r = run(source, "floors", [a, b, Out(500, dtype), Out(500, dtype)], grid=2, block=256)
+    np.testing.assert_array_equal(q, np.floor_divide(a, b))
+    np.testing.assert_array_equal(r, np.mod(a, b))
+
+
+def test_floor_division_fixup_removed_for_nonnegative_operands():
+    from ptxpy.transpiler import driver
+
+    source = src("""
+@ptxpy.jit
+def tiles(out: Array[i32]):
+    i = ptxpy.global_id(0)
+    out[i] = i // 32 + i % 32
+""")
+    ssa = str(driver.compile_kernel(driver.parse(source), "tiles", stop_after="ssa").ssa)
+    assert "floordiv" not in ssa and "floormod" not in ssa and "select" not in ssa, ssa
+    (out,) = run(source, "tiles", [Out(128, np.int32)], grid=2, block=64)
+    i = np.arange(128)
+    np.testing.assert_array_equal(out, i // 32 + i % 32)
+
+
+def test_float_floordiv_and_mod():
+    source = src("""
+@ptxpy.jit
+def ffloor(a: Array[f32], b: Array[f32], q: Array[f32], r: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < len(a):
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+""")
+    a = rng.uniform(-10, 10, 100).astype(np.float32)
+    b = rng.uniform(0.5, 3, 100).astype(np.float32) * rng.choice([-1, 1], 100).astype(np.float32)
+    q, r = run(source, "ffloor", [a, b, Out(100, np.float32), Out(100, np.float32)], grid=1, block=128)
+    np.testing.assert_allclose(q, np.floor_divide(a, b))
+    np.testing.assert_allclose(r, np.mod(a, b), atol=2e-6)
+
+
+def test_power_with_constant_integer_exponents():
+    source = src("""
+@ptxpy.jit
+def powers(x: Array[f32], n: Array[i32], out: Array[f32], iout: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = x[i] ** 2 + x[i] ** 3 - x[i] ** 0 + x[i] ** -2 + x[i] ** 1
+        iout[i] = n[i] ** 5
+""")
+    x = rng.uniform(0.5, 2, 100).astype(np.float32)
+    n = rng.integers(-20, 20, 100).astype(np.int32)
+    out, iout = run(source, "powers", [x, n, Out(100, np.float32), Out(100, np.int32)], grid=1, block=128)
+    np.testing.assert_allclose(out, x ** 2 + x ** 3 - 1 + x ** -2.0 + x, rtol=2e-6)
+    np.testing.assert_array_equal(iout, n.astype(np.int64) ** 5)
+
+
+def test_min_max_abs_many_arguments():
+    source = src("""
+@ptxpy.jit
+def mm(a: Array[f32], b: Array[i32], out: Array[f32], iout: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < len(a):
+        out[i] = max(a[i], 0.5, -a[i]) + min(a[i], abs(a[i]) * 2.0, 1.0)
+        iout[i] = min(b[i], 3, -b[i], 100) + max(abs(b[i]), 7)
+""")
+    a = rng.uniform(-4, 4, 100).astype(np.float32)
+    b = rng.integers(-20, 20, 100).astype(np.int32)
+    out, iout = run(source, "mm", [a, b, Out(100, np.float32), Out(100, np.int32)], grid=1, block=128)
+    np.testing.assert_array_equal(out, np.maximum(np.maximum(a, 0.5), -a) +
+                                  np.minimum(np.minimum(a, np.abs(a) * 2), 1.0))
+    np.testing.assert_array_equal(iout, np.minimum.reduce([b, np.full_like(b, 3), -b]) +
+                                  np.maximum(np.abs(b), 7))
+
+
+def test_casts_truncate_and_wrap():
+    source = src("""
+@ptxpy.jit
+def casts(x: Array[f32], n: Array[i32], t: Array[i32], w8: Array[i8], wu8: Array[u8], f: Array[f32], big: Array[i64]):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        t[i] = int(x[i])
+        w8[i] = i8(n[i])
+        wu8[i] = n[i]
+        f[i] = float(n[i]) / 4
+        big[i] = i64(n[i]) * 100000
+""")
+    x = rng.uniform(-100, 100, 100).astype(np.float32)
+    n = rng.integers(-100000, 100000, 100).astype(np.int32)
+    outs = run(source, "casts", [x, n, Out(100, np.int32), Out(100, np.int8), Out(100, np.uint8),
+                                 Out(100, np.float32), Out(100, np.int64)], grid=1, block=128)
+    np.testing.assert_array_equal(outs[0], np.trunc(x).astype(np.int32))
+    np.testing.assert_array_equal(outs[1], n.astype(np.int8))
+    np.testing.assert_array_equal(outs[2], n.astype(np.uint8))
+    np.testing.assert_array_equal(outs[3], n.astype(np.float32) / np.float32(4))
+    np.testing.assert_array_equal(outs[4], n.astype(np.int64) * 100000)
+
+
+def test_small_integer_arithmetic_wraps():
+    source = src("""
+@ptxpy.jit
+def wraps(a: Array[u8], b: Array[i16], c: Array[u8], d: Array[i16], e: Array[u32]):
+    i = ptxpy.global_id(0)
+    if i < len(a):
+        x = a[i]
+        x = x * 3 + 200        # u8 arithmetic wraps (weak literals keep u8)
+        c[i] = x
+        y = b[i]
+        y = y * 7 - 30000
+        d[i] = y
+        e[i] = u32(b[i]) * 3000000
+""")
+    a = rng.integers(0, 256, 100).astype(np.uint8)
+    b = rng.integers(-30000, 30000, 100).astype(np.int16)
+    c, d, e = run(source, "wraps", [a, b, Out(100, np.uint8), Out(100, np.int16), Out(100, np.uint32)],
+                  grid=1, block=128)
+    np.testing.assert_array_equal(c, (a.astype(np.int64) * 3 + 200).astype(np.uint8))
+    np.testing.assert_array_equal(d, (b.astype(np.int64) * 7 - 30000).astype(np.int16))
+    np.testing.assert_array_equal(e, (b.astype(np.int64).astype(np.uint32) * np.uint32(3000000)))
+
+
+def test_promotion_i32_plus_u32_is_i64_and_f16_stays_f16():
+    source = src("""
+@ptxpy.jit
+def promo(a: Array[i32], b: Array[u32], h: Array[f16], s: Array[i64], g: Array[f16]):
+    i = ptxpy.global_id(0)
+    if i < len(a):
+        s[i] = a[i] + b[i]
+        g[i] = h[i] * 2.0 + 1.0
+""")
+    a = rng.integers(-2**31, 2**31 - 1, 64).astype(np.int32)
+    b = rng.integers(0, 2**32 - 1, 64).astype(np.uint32)
+    h = rng.uniform(-3, 3, 64).astype(np.float16)
+    s, g = run(source, "promo", [a, b, h, Out(64, np.int64), Out(64, np.float16)], grid=1, block=64)
+    np.testing.assert_array_equal(s, a.astype(np.int64) + b.astype(np.int64))
+    np.testing.assert_array_equal(g, h * np.float16(2) + np.float16(1))
+
+
+def test_device_functions_inlined_with_tuple_returns():
+    source = src("""
+@ptxpy.func
+def divmod_floor(a: i32, b: i32) -> tuple[i32, i32]:
+    return a // b, a % b
+
+@ptxpy.func
+def clamp(v: f32, lo: f32, hi: f32) -> f32:
+    if v < lo:
+        return lo
+    if v > hi:
+        return hi
+    return v
+
+@ptxpy.func
+def scaled_sum(x: Array[f32], i: i32, s: f32) -> f32:
+    return clamp(x[i] * s, -1.0, 1.0) + clamp(x[i], 0.0, 0.5)
+
+@ptxpy.jit
+def funcs(x: Array[f32], n: Array[i32], out: Array[f32], q: Array[i32], r: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = scaled_sum(x, i, 0.5)
+        qq, rr = divmod_floor(n[i], 7)
+        q[i] = qq
+        r[i] = rr
+""")
+    x = rng.uniform(-4, 4, 100).astype(np.float32)
+    n = rng.integers(-100, 100, 100).astype(np.int32)
+    out, q, r = run(source, "funcs", [x, n, Out(100, np.float32), Out(100, np.int32), Out(100, np.int32)],
+                    grid=1, block=128)
+    np.testing.assert_array_equal(out, np.clip(x * np.float32(0.5), -1, 1) + np.clip(x, 0, 0.5))
+    np.testing.assert_array_equal(q, n // 7)
+    np.testing.assert_array_equal(r, n % 7)
+
+
+@pytest.mark.parametrize("k,flag", [(1, False), (3, True)])
+def test_const_parameters_specialise(k, flag):
+    source = src("""
+@ptxpy.jit
+def scale(x: Array[f32], out: Array[f32], K: Const[int] = 2, NEG: Const[bool] = False):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        v = x[i] * K
+        if NEG:
+            v = -v
+        out[i] = v
+""")
+    x = rng.standard_normal(64).astype(np.float32)
+    (out,) = run(source, "scale", [x, Out(64, np.float32)], grid=1, block=64,
+                 consts={"K": k, "NEG": flag})
+    np.testing.assert_array_equal(out, x * k * (-1 if flag else 1))
+
+
+def test_const_default_used_when_not_given():
+    source = src("""
+@ptxpy.jit
+def scale(x: Array[f32], out: Array[f32], K: Const[int] = 4):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = x[i] * K
+""")
+    x = rng.standard_normal(64).astype(np.float32)
+    (out,) = run(source, "scale", [x, Out(64, np.float32)], grid=1, block=64)
+    np.testing.assert_array_equal(out, x * 4)
+
+
+def test_thread_block_grid_intrinsics_2d():
+    source = src("""
+@ptxpy.jit
+def ids(out: Array[i32, 3]):
+    x = ptxpy.block_idx.x * ptxpy.block_dim.x + ptxpy.thread_idx.x
+    y = ptxpy.program_id(1) * ptxpy.block_dim.y + ptxpy.thread_idx.y
+    if x < out.shape[1] and y < out.shape[0]:
+        out[y, x, 0] = ptxpy.global_id(0) + 1000 * ptxpy.global_id(1)
+        out[y, x, 1] = ptxpy.lane_id() + 100 * ptxpy.warp_id()
+        out[y, x, 2] = ptxpy.num_programs(0) * 10 + ptxpy.grid_dim.y + ptxpy.WARP_SIZE * 1000
+""")
+    (out,) = run(source, "ids", [Out((12, 20, 3), np.int32)], grid=(3, 2), block=(8, 8))
+    yy, xx = np.mgrid[0:12, 0:20]
+    np.testing.assert_array_equal(out[..., 0], xx + 1000 * yy)
+    linear = (xx % 8) + 8 * (yy % 8)
+    np.testing.assert_array_equal(out[..., 1], linear % 32 + 100 * (linear // 32))
+    np.testing.assert_array_equal(out[..., 2], 3 * 10 + 2 + 32000)
+
+
+def test_module_constants_and_math_constants():
+    source = src("""
+BLOCK = 64
+HALF = BLOCK // 2
+EPS = 1e-3
+SCALE = 1.0 / 4
+
+@ptxpy.jit
+def consts(out: Array[f32]):
+    i = ptxpy.global_id(0)
+    out[i] = (i % HALF) * SCALE + EPS + math.pi
+""")
+    (out,) = run(source, "consts", [Out(64, np.float32)], grid=1, block=64)
+    i = np.arange(64)
+    np.testing.assert_allclose(out, ((i % 32) * 0.25 + 1e-3 + np.pi).astype(np.float32), rtol=1e-6)
+
+
+def test_rms_norm_rows():
+    source = src("""
+@ptxpy.jit
+def rms_norm(x: Array[f32, 2], w: Array[f32], out: Array[f32, 2], eps: f32):
+    row = ptxpy.global_id(0)
+    if row >= x.shape[0]:
+        return
+    n = x.shape[1]
+    ss = 0.0
+    for j in range(n):
+        ss += x[row, j] * x[row, j]
+    scale = 1.0 / math.sqrt(ss / n + eps)
+    for j in range(n):
+        out[row, j] = x[row, j] * scale * w[j]
+""")
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    w = rng.standard_normal(64).astype(np.float32)
+    (out,) = run(source, "rms_norm", [x, w, Out((16, 64), np.float32), np.float32(1e-6)], grid=1, block=32)
+    expected = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-6)
+
+
+def test_nan_comparisons_follow_python():
+    source = src("""
+@ptxpy.jit
+def nans(x: Array[f32], out: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        v = x[i]
+        out[i] = (1 if v == v else 0) + (2 if v != v else 0) + (4 if v < 1.0 else 0) + (8 if not v >= 1.0 else 0)
+""")
+    x = np.array([np.nan, 0.0, 2.0, -np.inf, np.inf], np.float32)
+    (out,) = run(source, "nans", [x, Out(5, np.int32)], grid=1, block=32)
+    expected = [(1 if v == v else 0) + (2 if v != v else 0) + (4 if v < 1 else 0) + (8 if not v >= 1 else 0)
+                for v in x.tolist()]
+    np.testing.assert_array_equal(out, expected)

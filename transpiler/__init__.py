@@ -1,0 +1,1 @@
+"""ptxpy.transpiler: source -> typed tree -> SSA -> passes -> registers -> PTX."""

@@ -1,0 +1,50 @@
+"""What the transpiler hands to the runtime: a kernel's PTX and its parameter list.
+
+The `.param` list of the PTX entry is derived from `params` as docs/ptx-dialect.md says:
+an array gives a u64 pointer then one u32 extent per dimension; a scalar is passed by value,
+or, when `by_ref` (a traced JAX scalar), as a u64 pointer to one element in global memory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ptxpy.types import Scalar
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    kind: str          # 'array' | 'scalar'
+    dtype: Scalar
+    rank: int = 0      # arrays: 1..4
+    by_ref: bool = False
+    written: bool = False  # arrays: whether the kernel stores or atomically updates it
+
+    def ptx_params(self, kernel: str) -> list[tuple[str, str]]:
+        """(name, ptx type) of each `.param` this parameter becomes."""
+        base = f"{kernel}_{self.name}"
+        if self.kind == "array":
+            return [(base, "u64")] + [(f"{base}_shape{k}", "u32") for k in range(self.rank)]
+        if self.by_ref:
+            return [(base, "u64")]
+        return [(base, PARAM_TYPE[self.dtype.name])]
+
+
+PARAM_TYPE = {
+    "bool": "u8", "i8": "s8", "u8": "u8", "i16": "s16", "u16": "u16", "i32": "s32", "u32": "u32",
+    "i64": "s64", "u64": "u64", "f16": "b16", "bf16": "b16", "f32": "f32", "f64": "f64",
+}
+
+
+@dataclass
+class CompiledKernel:
+    name: str
+    ptx: str
+    params: list[ParamSpec]             # runtime parameters in signature order (no Consts)
+    arch: str = "sm_90"
+    shared_bytes: int = 0               # static shared memory the kernel declares
+    source_file: str = "<string>"
+    options: dict = field(default_factory=dict)  # debug, fast_math, consts: for cache keys
+
+    def ptx_params(self) -> list[tuple[str, str]]:
+        return [p for spec in self.params for p in spec.ptx_params(self.name)]

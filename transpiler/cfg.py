@@ -1,0 +1,134 @@
+"""Control-flow analyses over `ir.Function`: orders, dominators, natural loops."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ir import Block, Function
+
+
+def reverse_postorder(func: Function) -> list[Block]:
+    """Blocks reachable from the entry, each before its successors except along back edges."""
+    seen: set[Block] = set()
+    order: list[Block] = []
+    stack = [(func.entry, iter(func.entry.succs))]
+    seen.add(func.entry)
+    while stack:
+        block, succs = stack[-1]
+        for succ in succs:
+            if succ not in seen:
+                seen.add(succ)
+                stack.append((succ, iter(succ.succs)))
+                break
+        else:
+            order.append(block)
+            stack.pop()
+    order.reverse()
+    return order
+
+
+def dominators(func: Function) -> dict[Block, Block | None]:
+    """Immediate dominators (Cooper, Harvey, Kennedy), for reachable blocks; the entry maps to None."""
+    order = reverse_postorder(func)
+    index = {b: k for k, b in enumerate(order)}
+    idom: dict[Block, Block | None] = {func.entry: func.entry}
+    changed = True
+    while changed:
+        changed = False
+        for block in order[1:]:
+            preds = [p for p in block.preds if p in idom]
+            if not preds:
+                continue
+            new = preds[0]
+            for pred in preds[1:]:
+                new = _intersect(pred, new, idom, index)
+            if idom.get(block) is not new:
+                idom[block] = new
+                changed = True
+    idom[func.entry] = None
+    return idom
+
+
+def _intersect(a: Block, b: Block, idom, index) -> Block:
+    while a is not b:
+        while index[a] > index[b]:
+            a = idom[a]
+        while index[b] > index[a]:
+            b = idom[b]
+    return a
+
+
+class DomTree:
+    def __init__(self, func: Function):
+        self.idom = dominators(func)
+        self.children: dict[Block, list[Block]] = {b: [] for b in self.idom}
+        for block, parent in self.idom.items():
+            if parent is not None:
+                self.children[parent].append(block)
+        self.depth = {}
+        for block in reverse_postorder(func):
+            parent = self.idom[block]
+            self.depth[block] = 0 if parent is None else self.depth[parent] + 1
+
+    def dominates(self, a: Block, b: Block) -> bool:
+        """Whether every path from the entry to `b` passes through `a` (a block dominates itself)."""
+        if b not in self.depth or a not in self.depth:
+            return False
+        while self.depth[b] > self.depth[a]:
+            b = self.idom[b]
+        return a is b
+
+    def preorder(self, root: Block) -> list[Block]:
+        out, todo = [], [root]
+        while todo:
+            block = todo.pop()
+            out.append(block)
+            todo.extend(reversed(self.children[block]))
+        return out
+
+
+@dataclass(eq=False)
+class Loop:
+    header: Block
+    blocks: set = field(default_factory=set)
+    latches: list = field(default_factory=list)
+    parent: "Loop | None" = None
+
+    @property
+    def exits(self) -> list[Block]:
+        """Blocks outside the loop that a loop block branches to."""
+        return [s for b in self.blocks for s in b.succs if s not in self.blocks]
+
+    def preheader(self) -> Block | None:
+        """The single outside predecessor of the header, when it branches only to the header."""
+        outside = [p for p in self.header.preds if p not in self.blocks]
+        if len(outside) == 1 and outside[0].succs == [self.header]:
+            return outside[0]
+        return None
+
+
+def natural_loops(func: Function, dom: DomTree | None = None) -> list[Loop]:
+    """Natural loops, one per header (back edges to one header merged), innermost first."""
+    dom = dom or DomTree(func)
+    loops: dict[Block, Loop] = {}
+    for block in reverse_postorder(func):
+        for succ in block.succs:
+            if dom.dominates(succ, block):
+                loop = loops.setdefault(succ, Loop(succ, {succ}))
+                loop.latches.append(block)
+                _collect_body(loop, block)
+    ordered = sorted(loops.values(), key=lambda l: len(l.blocks))
+    for k, inner in enumerate(ordered):
+        for outer in ordered[k + 1:]:
+            if inner.header in outer.blocks:
+                inner.parent = outer
+                break
+    return ordered
+
+
+def _collect_body(loop: Loop, latch: Block) -> None:
+    todo = [latch]
+    while todo:
+        block = todo.pop()
+        if block not in loop.blocks:
+            loop.blocks.add(block)
+            todo.extend(block.preds)

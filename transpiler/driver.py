@@ -1,0 +1,120 @@
+"""The pipeline, stage by stage: parse -> type-check -> SSA -> passes -> PTX."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .abi import CompiledKernel
+from .errors import CompileError
+
+DEFAULT_ARCH = "sm_90"
+SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
+
+
+@dataclass(frozen=True)
+class Options:
+    arch: str = DEFAULT_ARCH
+    fast_math: bool = False
+    debug: bool = False
+
+    def as_dict(self) -> dict:
+        return {"arch": self.arch, "fast_math": self.fast_math, "debug": self.debug}
+
+
+@dataclass
+class Stages:
+    """Every stage's product for one kernel specialisation (for `--emit` and tests)."""
+    typed: object = None
+    ssa: object = None
+    kernel: CompiledKernel | None = None
+    timings: dict = field(default_factory=dict)
+
+
+def check_arch(arch: str) -> str:
+    if arch not in SUPPORTED_ARCHS:
+        raise CompileError(f"unsupported target '{arch}' (choose from {', '.join(SUPPORTED_ARCHS)})")
+    return arch
+
+
+@dataclass
+class Program:
+    """A parsed source file: its kernels and device functions, not yet specialised."""
+    parsed: object          # frontend.ParsedModule
+    filename: str
+    source: str
+
+    @property
+    def kernels(self) -> dict:
+        return self.parsed.kernels
+
+
+def parse(source: str, filename: str = "<string>") -> Program:
+    from .frontend import parse_module
+
+    parsed = _located(lambda: parse_module(source, filename), filename, source)
+    return Program(parsed, filename, source)
+
+
+def compile_kernel(program: Program, name: str, consts: dict | None = None, by_ref=frozenset(),
+                   options: Options = Options(), stop_after: str = "ptx") -> Stages:
+    """Compile one specialisation of kernel `name`; `stop_after` in 'typed', 'ssa', 'ptx'."""
+    from .backend import emit_ptx
+    from .frontend import check_kernel
+    from .passes import optimize
+    from .ssa_builder import build_function
+
+    check_arch(options.arch)
+    filename, source = program.filename, program.source
+    stages = Stages()
+    stages.typed = _located(lambda: check_kernel(program.parsed, name, consts, frozenset(by_ref)), filename, source)
+    if stop_after == "typed":
+        return stages
+    func = _located(lambda: build_function(stages.typed, options.arch, options.as_dict()), filename, source)
+    stages.ssa = _located(lambda: optimize(func), filename, source)
+    if stop_after == "ssa":
+        return stages
+    ptx = _located(lambda: emit_ptx(stages.ssa), filename, source)
+    shared = sum(d.nbytes for d in func.arrays if d.space == "shared")
+    stages.kernel = CompiledKernel(name, ptx, list(func.params), options.arch, shared, filename,
+                                   {**options.as_dict(), "consts": dict(consts or {})})
+    return stages
+
+
+def transpile(source: str, filename: str = "<string>", arch: str = DEFAULT_ARCH, defines=None,
+              fast_math: bool = False, debug: bool = False, kernels=None) -> dict[str, str]:
+    """`ptxpy.transpile`: PTX text of every `@ptxpy.jit` kernel in `source` (SPEC 3)."""
+    options = Options(check_arch(arch), fast_math, debug)
+    program = parse(source, filename)
+    names = list(program.kernels) if not kernels else list(kernels)
+    for name in names:
+        if name not in program.kernels:
+            raise CompileError(f"no @ptxpy.jit kernel named '{name}' in {filename}")
+    out = {}
+    for name in names:
+        consts = consts_for(program.kernels[name], defines or {})
+        out[name] = compile_kernel(program, name, consts, options=options).kernel.ptx
+    return out
+
+
+def consts_for(kernel_decl, defines: dict) -> dict:
+    """The `Const` values of a kernel from `-D NAME=VALUE` defines (others take defaults)."""
+    names = {p.name for p in kernel_decl.params if type(p.type).__name__ == "ConstType"}
+    return {k: v for k, v in defines.items() if k in names}
+
+
+def _located(step, filename: str, source: str):
+    """Run a stage; give a CompileError its file and line; turn a compiler bug into an error."""
+    try:
+        return step()
+    except CompileError as err:
+        if err.filename in (None, "<string>") or err.source_line is None:
+            err.located(filename, source.splitlines())
+        raise
+    except RecursionError:
+        raise CompileError("the kernel is nested too deeply to compile", None, filename)
+    except Exception as err:  # a bug in ptxpy: still report it as an error, never a traceback
+        if os.environ.get("PTXPY_TRACEBACK"):
+            raise
+        raise CompileError(f"internal compiler error: {type(err).__name__}: {err} "
+                           "(please report this; PTXPY_TRACEBACK=1 shows the traceback)",
+                           None, filename) from err

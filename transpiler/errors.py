@@ -1,0 +1,30 @@
+"""Errors in the user's kernel: `file.py:LINE:COL: error: message`, the line, and a caret."""
+from __future__ import annotations
+
+
+class CompileError(Exception):
+    """An error in user code. `loc` is (line, col) with a 1-based line and 0-based col."""
+
+    def __init__(self, message: str, loc=None, filename: str = "<string>", source_line: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self.filename = filename
+        self.source_line = source_line
+
+    def located(self, filename: str, source_lines: list[str]) -> "CompileError":
+        """Fill in the file and source line (for errors raised deep inside a stage)."""
+        self.filename = filename
+        if self.loc and 0 < self.loc[0] <= len(source_lines):
+            self.source_line = source_lines[self.loc[0] - 1]
+        return self
+
+    def __str__(self) -> str:
+        if not self.loc:
+            return f"{self.filename}: error: {self.message}"
+        line, col = self.loc
+        text = f"{self.filename}:{line}:{col + 1}: error: {self.message}"
+        if self.source_line is not None:
+            source = self.source_line.rstrip("\n").expandtabs(8)
+            text += f"\n{source}\n{' ' * col}^"
+        return text

@@ -1,0 +1,352 @@
+"""The SSA IR: functions of basic blocks of typed instructions, with phis.
+
+An `Instr` is also the `Value` it defines (as in LLVM). Every value has a `Scalar` type, or
+None for instructions that define nothing (stores, branches). Phi arguments line up with the
+block's `preds` list: `phi.args[k]` flows in from `block.preds[k]`. A block's last instruction,
+and only that one, is a terminator (`br`, `cbr`, `ret`, `trap`); its successors are its
+`targets`. The written spec of every opcode is `OPS` below and docs/design.md ("The IR").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from ptxpy.types import Scalar, SCALARS, bool_, i32, i64, u32
+
+Loc = tuple  # (line, col), 1-based line, 0-based col, in the Python source
+
+
+class Value:
+    type: Scalar | None
+
+
+class Const(Value):
+    """A compile-time constant: a Python int, float or bool of `type`."""
+
+    __slots__ = ("type", "value")
+
+    def __init__(self, type: Scalar, value):
+        self.type = type
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{_const_text(self.value)}:{self.type}"
+
+    def __eq__(self, other):
+        return (isinstance(other, Const) and other.type == self.type
+                and _const_key(other.value) == _const_key(self.value))
+
+    def __hash__(self):
+        return hash((self.type, _const_key(self.value)))
+
+
+def _const_key(value):
+    # NaN constants are equal to each other for CSE purposes; -0.0 differs from 0.0
+    if isinstance(value, float):
+        return ("f", repr(value))
+    return value
+
+
+def _const_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+class Undef(Value):
+    """An undefined value (a variable read on a path that never assigned it)."""
+
+    __slots__ = ("type",)
+
+    def __init__(self, type: Scalar):
+        self.type = type
+
+    def __repr__(self) -> str:
+        return f"undef:{self.type}"
+
+
+class Instr(Value):
+    __slots__ = ("op", "type", "args", "attrs", "targets", "loc", "block", "id")
+    _next_id = 0
+
+    def __init__(self, op: str, type: Scalar | None, args=(), attrs=None, targets=(), loc=None):
+        self.op = op
+        self.type = type
+        self.args: list[Value] = list(args)
+        self.attrs: dict = dict(attrs or {})
+        self.targets: list[Block] = list(targets)
+        self.loc: Loc | None = loc
+        self.block: Block | None = None
+        Instr._next_id += 1
+        self.id = Instr._next_id
+
+    @property
+    def is_terminator(self) -> bool:
+        return self.op in TERMINATORS
+
+    @property
+    def is_phi(self) -> bool:
+        return self.op == "phi"
+
+    @property
+    def has_side_effects(self) -> bool:
+        return OPS[self.op].effects
+
+    def __repr__(self) -> str:
+        return f"%{self.id}"
+
+
+class Block:
+    __slots__ = ("name", "phis", "instrs", "preds", "func")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.phis: list[Instr] = []
+        self.instrs: list[Instr] = []
+        self.preds: list[Block] = []
+        self.func: Function | None = None
+
+    @property
+    def terminator(self) -> Instr | None:
+        return self.instrs[-1] if self.instrs and self.instrs[-1].is_terminator else None
+
+    @property
+    def succs(self) -> list[Block]:
+        term = self.terminator
+        return list(term.targets) if term else []
+
+    def all_instrs(self) -> Iterator[Instr]:
+        yield from self.phis
+        yield from self.instrs
+
+    def append(self, instr: Instr) -> Instr:
+        instr.block = self
+        (self.phis if instr.is_phi else self.instrs).append(instr)
+        return instr
+
+    def insert_before_terminator(self, instr: Instr) -> Instr:
+        instr.block = self
+        pos = len(self.instrs) - (1 if self.terminator else 0)
+        self.instrs.insert(pos, instr)
+        return instr
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass
+class SharedDecl:
+    """A block-wide `.shared` (or per-thread `.local`) array the function declares."""
+    name: str
+    elem: Scalar
+    count: int
+    align: int = 16
+    space: str = "shared"   # 'shared' | 'local'
+
+    @property
+    def nbytes(self) -> int:
+        return self.elem.nbytes * self.count
+
+
+@dataclass
+class Function:
+    name: str
+    params: list          # transpiler.abi.ParamSpec, in signature order
+    blocks: list[Block] = field(default_factory=list)
+    arrays: list[SharedDecl] = field(default_factory=list)
+    filename: str = "<string>"
+    source_lines: list[str] = field(default_factory=list)
+    arch: str = "sm_90"
+    options: dict = field(default_factory=dict)
+
+    @property
+    def entry(self) -> Block:
+        return self.blocks[0]
+
+    def new_block(self, hint: str = "bb") -> Block:
+        block = Block(f"{hint}{len(self.blocks)}")
+        block.func = self
+        self.blocks.append(block)
+        return block
+
+    def instrs(self) -> Iterator[Instr]:
+        for block in self.blocks:
+            yield from block.all_instrs()
+
+    def __str__(self) -> str:
+        return format_function(self)
+
+
+# --- opcodes ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OpSpec:
+    """Typing rule of an opcode: `shape` says how result and argument types relate.
+
+    'same':    args all of the result type
+    'cmp':     two args of one type, result bool
+    'select':  (bool, T, T) -> T
+    'shift':   (T, i32|u32) -> T
+    'cvt':     one arg of any scalar type, result any scalar type
+    'wide':    two args of a 32-bit (or 16-bit) type, result of twice its width, same signedness
+    'free':    checked by the op's own description (memory, intrinsics)
+    """
+    shape: str
+    nargs: int | None      # None: variadic
+    effects: bool = False  # must not be removed or moved even when unused
+
+
+def _ops() -> dict[str, OpSpec]:
+    ops = {}
+    for name in ("add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor",
+                 "mul_hi", "copysign", "floordiv", "floormod"):
+        ops[name] = OpSpec("same", 2)
+    for name in ("neg", "not", "abs", "sqrt", "rsqrt", "rcp", "floor", "ceil", "trunc", "round",
+                 "ex2", "lg2", "sin", "cos", "tanh", "mov"):
+        ops[name] = OpSpec("same", 1)
+    ops["fma"] = OpSpec("same", 3)
+    ops["shl"] = OpSpec("shift", 2)
+    ops["shr"] = OpSpec("shift", 2)
+    ops["cmp"] = OpSpec("cmp", 2)
+    ops["isnan"] = OpSpec("free", 1)
+    ops["isinf"] = OpSpec("free", 1)
+    ops["select"] = OpSpec("select", 3)
+    ops["cvt"] = OpSpec("cvt", 1)
+    ops["bitcast"] = OpSpec("cvt", 1)
+    ops["mul_wide"] = OpSpec("wide", 2)
+    ops["phi"] = OpSpec("free", None)
+    ops["param"] = OpSpec("free", 0)
+    ops["sreg"] = OpSpec("free", 0)
+    ops["addr_of"] = OpSpec("free", 0)
+    ops["load"] = OpSpec("free", 1)
+    ops["vload"] = OpSpec("free", 1)
+    ops["extract"] = OpSpec("free", 1)
+    ops["store"] = OpSpec("free", 2, effects=True)
+    ops["vstore"] = OpSpec("free", None, effects=True)
+    ops["atom"] = OpSpec("free", None, effects=True)
+    ops["shfl"] = OpSpec("free", 2, effects=True)
+    ops["vote"] = OpSpec("free", 1, effects=True)
+    ops["barrier"] = OpSpec("free", 0, effects=True)
+    ops["printf"] = OpSpec("free", None, effects=True)
+    ops["br"] = OpSpec("free", 0, effects=True)
+    ops["cbr"] = OpSpec("free", 1, effects=True)
+    ops["ret"] = OpSpec("free", 0, effects=True)
+    ops["trap"] = OpSpec("free", 0, effects=True)
+    return ops
+
+
+OPS: dict[str, OpSpec] = _ops()
+TERMINATORS = frozenset({"br", "cbr", "ret", "trap"})
+CMP_PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+SPECIAL_REGISTERS = frozenset(
+    f"{reg}.{axis}" for reg in ("tid", "ntid", "ctaid", "nctaid") for axis in "xyz"
+) | {"laneid"}
+ADDR_TYPE = i64   # addresses are 64-bit integers in every state space
+
+
+# --- printing --------------------------------------------------------------------------------
+def format_value(value: Value) -> str:
+    return repr(value)
+
+
+def format_instr(instr: Instr) -> str:
+    attrs = "".join(f" {k}={_attr_text(v)}" for k, v in sorted(instr.attrs.items()))
+    if instr.is_phi:
+        args = ", ".join(f"[{p.name}: {format_value(a)}]"
+                         for p, a in zip(instr.block.preds if instr.block else [], instr.args))
+    else:
+        args = ", ".join(format_value(a) for a in instr.args)
+    targets = ", ".join(b.name for b in instr.targets)
+    body = " ".join(x for x in (instr.op + attrs, args, ("-> " + targets) if targets else "") if x)
+    if instr.type is None:
+        return body
+    return f"{instr!r}:{instr.type} = {body}"
+
+
+def _attr_text(value) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
+def format_function(func: Function) -> str:
+    params = ", ".join(f"{p.name}: {_param_text(p)}" for p in func.params)
+    lines = [f"func {func.name}({params}) {{"]
+    for decl in func.arrays:
+        lines.append(f"  .{decl.space} {decl.name}: {decl.elem}[{decl.count}] align {decl.align}")
+    for block in func.blocks:
+        preds = ", ".join(p.name for p in block.preds)
+        lines.append(f"{block.name}:" + (f"    ; preds {preds}" if preds else ""))
+        last_line = None
+        for instr in block.all_instrs():
+            text = "  " + format_instr(instr)
+            if instr.loc and instr.loc[0] != last_line:
+                last_line = instr.loc[0]
+                text = text.ljust(48) + f" ; line {last_line}"
+            lines.append(text)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _param_text(spec) -> str:
+    if spec.kind == "array":
+        return f"Array[{spec.dtype}, {spec.rank}]"
+    return f"{spec.dtype}" + (" (by ref)" if spec.by_ref else "")
+
+
+# --- editing helpers -------------------------------------------------------------------------
+def replace_uses(func: Function, old: Value, new: Value) -> None:
+    """Make every use of `old` a use of `new`."""
+    for instr in func.instrs():
+        instr.args = [new if a is old else a for a in instr.args]
+
+
+def remove_instr(instr: Instr) -> None:
+    block = instr.block
+    (block.phis if instr.is_phi else block.instrs).remove(instr)
+    instr.block = None
+
+
+def users(func: Function) -> dict[Instr, list[Instr]]:
+    """Map each instruction to the instructions that use it."""
+    uses: dict[Instr, list[Instr]] = {}
+    for instr in func.instrs():
+        for arg in instr.args:
+            if isinstance(arg, Instr):
+                uses.setdefault(arg, []).append(instr)
+    return uses
+
+
+def set_targets(term: Instr, targets: list[Block]) -> None:
+    """Point `term` at new targets, keeping pred lists (and so phi arity) consistent."""
+    src = term.block
+    for old in term.targets:
+        if old not in targets:
+            _drop_pred(old, src)
+    for new in targets:
+        if src not in new.preds:
+            add_pred(new, src)
+    term.targets = list(targets)
+
+
+def add_pred(block: Block, pred: Block, phi_args: dict | None = None) -> None:
+    """Append `pred` to `block.preds`; each phi gets `phi_args[phi]` (or Undef) for it."""
+    block.preds.append(pred)
+    for phi in block.phis:
+        phi.args.append((phi_args or {}).get(phi, Undef(phi.type)))
+
+
+def _drop_pred(block: Block, pred: Block) -> None:
+    k = block.preds.index(pred)
+    del block.preds[k]
+    for phi in block.phis:
+        del phi.args[k]
+
+
+def scalar(name: str) -> Scalar:
+    return SCALARS[name]
+
+
+__all__ = [
+    "Value", "Const", "Undef", "Instr", "Block", "Function", "SharedDecl", "OpSpec", "OPS",
+    "TERMINATORS", "CMP_PREDICATES", "SPECIAL_REGISTERS", "ADDR_TYPE", "format_function",
+    "format_instr", "replace_uses", "remove_instr", "users", "set_targets", "add_pred",
+    "bool_", "i32", "u32", "i64",
+]

@@ -1,0 +1,386 @@
+"""The typed tree: the frontend's output, the SSA builder's input.
+
+Every expression carries its final `Scalar` type (or `TupleType` for a `@ptxpy.func` returning a
+tuple) and every node its source location. The frontend has already done all the typing work:
+implicit conversions are explicit `Cast` nodes, operands of a `Binary`/`Compare` have one type,
+`Const` parameters and module constants are `Constant`s, `static_range` bounds are Python ints,
+augmented assignments are desugared. The SSA builder never looks at Python types or names.
+
+Printed by `format_kernel` (`ptxpy transpile --emit typed`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ptxpy.types import ArrayType, Scalar, TupleType
+
+Loc = tuple  # (line, col)
+
+
+@dataclass(eq=False)
+class Node:
+    loc: Loc
+
+
+# --- expressions -----------------------------------------------------------------------------
+@dataclass(eq=False)
+class Expr(Node):
+    type: Scalar | TupleType
+
+
+@dataclass(eq=False)
+class Constant(Expr):
+    value: object            # int, float or bool, already of `type` (ints in range)
+
+
+@dataclass(eq=False)
+class Var(Expr):
+    name: str                # a local variable or a scalar parameter
+
+
+@dataclass(eq=False)
+class Load(Expr):
+    array: str               # name of an array: parameter, shared_array or local_array
+    indices: list            # one i32/i64/unsigned Expr per dimension
+
+
+@dataclass(eq=False)
+class Shape(Expr):
+    array: str
+    dim: int                 # type i32; `len(a)` is Shape(a, 0); `a.size` is a product of Shapes
+
+
+@dataclass(eq=False)
+class Unary(Expr):
+    op: str                  # 'neg' | 'invert' (bitwise ~ on ints) | 'not' (bool)
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Binary(Expr):
+    # 'add' 'sub' 'mul' 'truediv' (floats only: ints were cast) 'floordiv' 'mod' (Python floor
+    # semantics, ints and floats) 'and' 'or' 'xor' 'shl' 'shr' (ints; bool for and/or/xor)
+    # 'min' 'max' ; both operands of `type` except shifts (right operand any int type)
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(eq=False)
+class Pow(Expr):
+    base: Expr
+    exponent: int            # compile-time integer; negative only for float bases
+
+
+@dataclass(eq=False)
+class Compare(Expr):
+    """A (possibly chained) comparison `a < b <= c`: operands[k] op[k] operands[k+1] ...
+
+    `operand_types[k]` is the type both sides of comparison k were promoted to; the operand
+    expressions are NOT cast (each is evaluated once even when shared by two comparisons).
+    Result type bool; evaluated lazily left to right as Python does.
+    """
+    ops: list                # 'eq' 'ne' 'lt' 'le' 'gt' 'ge'
+    operands: list
+    operand_types: list
+
+
+@dataclass(eq=False)
+class BoolOp(Expr):
+    op: str                  # 'and' | 'or', short-circuit; values are bool
+    values: list
+
+
+@dataclass(eq=False)
+class IfExp(Expr):
+    cond: Expr               # bool; only the chosen branch is evaluated
+    then: Expr
+    orelse: Expr
+
+
+@dataclass(eq=False)
+class Cast(Expr):
+    operand: Expr            # converted to `type` as `ir` cvt does (int(x) truncates)
+
+
+@dataclass(eq=False)
+class Intrinsic(Expr):
+    """A call the SSA builder lowers directly.
+
+    names: 'abs' 'sqrt' 'rsqrt' 'exp' 'exp2' 'log' 'log2' 'log10' 'sin' 'cos' 'tan' 'tanh'
+    'erf' 'floor' 'ceil' 'fabs' 'copysign' 'pow' 'isnan' 'isinf' 'isfinite' 'fma'
+    'fast_exp' 'fast_log' 'fast_sin' 'fast_cos'
+    'thread_idx.x' ... 'grid_dim.z' (i32), 'lane_id', 'warp_id', 'global_id' (args: [axis const])
+    'program_id' 'num_programs' (args: [axis const]), 'syncthreads' (type None)
+    atomics 'atomic_add' ... (args: Load-like target given as `array` + `indices` in extra)
+    'shfl_sync' 'shfl_up_sync' 'shfl_down_sync' 'shfl_xor_sync' 'ballot_sync' 'any_sync'
+    'all_sync' 'warp_sum' 'warp_max' 'warp_min'
+    Arguments are already cast to the types the intrinsic computes in.
+    """
+    name: str
+    args: list
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    """A call to a `@ptxpy.func`: the SSA builder inlines `func` (a typed FuncDef)."""
+    func: str
+    args: list               # already cast to the parameter types
+
+
+@dataclass(eq=False)
+class ArrayArg(Expr):
+    """An array passed whole to a `@ptxpy.func` parameter annotated `Array[T, R]` (type ArrayType)."""
+    array: str
+
+
+@dataclass(eq=False)
+class TupleItem(Expr):
+    """Element `index` of a tuple-valued expression (only `Call` results are tuples)."""
+    value: Expr
+    index: int
+
+
+# --- statements ------------------------------------------------------------------------------
+@dataclass(eq=False)
+class Stmt(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    targets: list            # variable names; more than one for tuple assignment
+    values: list             # one Expr per target (all evaluated before any is assigned),
+                             # or a single tuple-typed Expr for `a, b = f(x)`
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    array: str
+    indices: list
+    value: Expr              # already cast to the element type
+
+
+@dataclass(eq=False)
+class VectorLoad(Stmt):
+    """`v0, v1, v2, v3 = x[i:i + 4]` (width a compile-time constant)."""
+    targets: list
+    array: str
+    start: Expr
+    width: int
+
+
+@dataclass(eq=False)
+class VectorStore(Stmt):
+    """`out[i:i + 4] = (a, b, c, d)`."""
+    array: str
+    start: Expr
+    values: list
+
+
+@dataclass(eq=False)
+class ExprStmt(Stmt):
+    value: Expr              # evaluated for its effects (intrinsics, calls)
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr
+    body: list
+    orelse: list
+
+
+@dataclass(eq=False)
+class While(Stmt):
+    cond: Expr
+    body: list
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    """`for var in range(start, stop, step)`: all three of var's type (an int type).
+
+    `step_sign` is +1 or -1 when the step is a compile-time constant, 0 when it is only known
+    at run time (then the loop tests `var < stop` or `var > stop` by the step's sign).
+    A zero constant step is a frontend error.
+    """
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    step_sign: int
+    body: list
+
+
+@dataclass(eq=False)
+class StaticFor(Stmt):
+    """`for var in ptxpy.static_range(...)`: the body is unrolled once per value."""
+    var: str
+    values: list             # Python ints
+    body: list
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    value: Expr | None       # kernels: None; funcs: the value (tuple-typed for tuple returns)
+
+
+@dataclass(eq=False)
+class Assert(Stmt):
+    cond: Expr
+    message: str             # checked only when compiling with debug=True
+
+
+@dataclass(eq=False)
+class Print(Stmt):
+    format: str              # printf format the frontend built from literals and scalars
+    args: list
+
+
+@dataclass(eq=False)
+class Pass(Stmt):
+    pass
+
+
+# --- functions and modules -------------------------------------------------------------------
+@dataclass(eq=False)
+class Param:
+    name: str
+    type: Scalar | ArrayType
+    by_ref: bool = False     # scalar passed as a pointer (traced JAX scalar), see abi.ParamSpec
+
+
+@dataclass(eq=False)
+class ArrayDecl:
+    """A `shared_array` or `local_array` the function declares (SSA builder makes SharedDecls)."""
+    name: str
+    elem: Scalar
+    shape: tuple
+    space: str               # 'shared' | 'local'
+
+
+@dataclass(eq=False)
+class FuncDef(Node):
+    name: str
+    params: list             # Param
+    return_type: Scalar | TupleType | None
+    body: list
+    is_kernel: bool
+    locals: dict = field(default_factory=dict)   # variable name -> Scalar (every local's one type)
+    arrays: list = field(default_factory=list)   # ArrayDecl
+    written_arrays: set = field(default_factory=set)  # array params stored to (incl. via funcs)
+
+
+@dataclass(eq=False)
+class TypedModule:
+    """One kernel specialisation and the device functions it calls."""
+    kernel: FuncDef
+    funcs: dict              # name -> FuncDef (device functions, typed for this specialisation)
+    filename: str
+    source_lines: list
+
+
+# --- printing --------------------------------------------------------------------------------
+def format_expr(e: Expr) -> str:
+    t = f":{e.type}" if e.type is not None else ""
+    if isinstance(e, Constant):
+        return f"{e.value!r}{t}"
+    if isinstance(e, Var):
+        return f"{e.name}{t}"
+    if isinstance(e, Load):
+        return f"{e.array}[{', '.join(map(format_expr, e.indices))}]{t}"
+    if isinstance(e, Shape):
+        return f"{e.array}.shape[{e.dim}]"
+    if isinstance(e, Unary):
+        return f"({e.op} {format_expr(e.operand)}){t}"
+    if isinstance(e, Binary):
+        return f"({format_expr(e.left)} {e.op} {format_expr(e.right)}){t}"
+    if isinstance(e, Pow):
+        return f"({format_expr(e.base)} ** {e.exponent}){t}"
+    if isinstance(e, Compare):
+        parts = [format_expr(e.operands[0])]
+        for op, rhs, ty in zip(e.ops, e.operands[1:], e.operand_types):
+            parts += [f"{op}.{ty}", format_expr(rhs)]
+        return "(" + " ".join(parts) + ")"
+    if isinstance(e, BoolOp):
+        return "(" + f" {e.op} ".join(map(format_expr, e.values)) + ")"
+    if isinstance(e, IfExp):
+        return f"({format_expr(e.then)} if {format_expr(e.cond)} else {format_expr(e.orelse)}){t}"
+    if isinstance(e, Cast):
+        return f"{e.type}({format_expr(e.operand)})"
+    if isinstance(e, (Intrinsic, Call)):
+        name = e.name if isinstance(e, Intrinsic) else e.func
+        return f"{name}({', '.join(map(format_expr, e.args))}){t}"
+    if isinstance(e, TupleItem):
+        return f"{format_expr(e.value)}[{e.index}]{t}"
+    if isinstance(e, ArrayArg):
+        return e.array
+    return f"<{type(e).__name__}>"
+
+
+def format_body(body: list, indent: str = "    ") -> list:
+    lines = []
+    for s in body:
+        lines += _format_stmt(s, indent)
+    return lines
+
+
+def _format_stmt(s: Stmt, ind: str) -> list:
+    head = f"{ind}"
+    if isinstance(s, Assign):
+        return [f"{head}{', '.join(s.targets)} = {', '.join(map(format_expr, s.values))}"]
+    if isinstance(s, Store):
+        return [f"{head}{s.array}[{', '.join(map(format_expr, s.indices))}] = {format_expr(s.value)}"]
+    if isinstance(s, VectorLoad):
+        return [f"{head}{', '.join(s.targets)} = {s.array}[{format_expr(s.start)} : +{s.width}]"]
+    if isinstance(s, VectorStore):
+        return [f"{head}{s.array}[{format_expr(s.start)} : +{len(s.values)}] = "
+                f"({', '.join(map(format_expr, s.values))})"]
+    if isinstance(s, ExprStmt):
+        return [f"{head}{format_expr(s.value)}"]
+    if isinstance(s, If):
+        out = [f"{head}if {format_expr(s.cond)}:"] + format_body(s.body, ind + "    ")
+        if s.orelse:
+            out += [f"{head}else:"] + format_body(s.orelse, ind + "    ")
+        return out
+    if isinstance(s, While):
+        return [f"{head}while {format_expr(s.cond)}:"] + format_body(s.body, ind + "    ")
+    if isinstance(s, For):
+        rng = ", ".join(map(format_expr, (s.start, s.stop, s.step)))
+        return [f"{head}for {s.var} in range({rng}):"] + format_body(s.body, ind + "    ")
+    if isinstance(s, StaticFor):
+        return [f"{head}for {s.var} in static{s.values}:"] + format_body(s.body, ind + "    ")
+    if isinstance(s, Return):
+        return [f"{head}return" + (f" {format_expr(s.value)}" if s.value is not None else "")]
+    if isinstance(s, Assert):
+        return [f"{head}assert {format_expr(s.cond)}, {s.message!r}"]
+    if isinstance(s, Print):
+        return [f"{head}printf({s.format!r}, {', '.join(map(format_expr, s.args))})"]
+    return [f"{head}{type(s).__name__.lower()}"]
+
+
+def format_func(f: FuncDef) -> str:
+    kind = "kernel" if f.is_kernel else "func"
+    params = ", ".join(f"{p.name}: {p.type}" for p in f.params)
+    ret = f" -> {f.return_type}" if f.return_type is not None else ""
+    lines = [f"{kind} {f.name}({params}){ret}:"]
+    for decl in f.arrays:
+        lines.append(f"    {decl.space} {decl.name}: {decl.elem}{list(decl.shape)}")
+    if f.locals:
+        lines.append("    # locals: " + ", ".join(f"{k}: {v}" for k, v in f.locals.items()))
+    return "\n".join(lines + format_body(f.body))
+
+
+def format_module(m: TypedModule) -> str:
+    return "\n\n".join([format_func(f) for f in m.funcs.values()] + [format_func(m.kernel)])

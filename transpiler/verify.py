@@ -1,0 +1,118 @@
+"""The IR verifier: the invariants every pass must keep. Run between passes in tests."""
+from __future__ import annotations
+
+from .cfg import DomTree, reverse_postorder
+from .ir import (ADDR_TYPE, CMP_PREDICATES, OPS, Const, Function, Instr, Undef, bool_,
+                 format_instr)
+
+
+class IRError(Exception):
+    pass
+
+
+def verify(func: Function) -> None:
+    """Raise IRError naming the first broken invariant."""
+    _check_blocks(func)
+    dom = DomTree(func)
+    defined = {i for i in func.instrs()}
+    for block in reverse_postorder(func):
+        for pos, instr in enumerate(block.instrs):
+            _check_types(instr)
+            for arg in instr.args:
+                _check_dominates(instr, arg, block, pos, dom, defined)
+        for phi in block.phis:
+            _check_phi(phi, block, dom, defined)
+
+
+def _fail(instr: Instr | None, message: str):
+    where = f" in `{format_instr(instr)}` ({instr.block})" if instr is not None else ""
+    raise IRError(message + where)
+
+
+def _check_blocks(func: Function) -> None:
+    if not func.blocks:
+        _fail(None, "function has no blocks")
+    if func.entry.preds:
+        _fail(None, f"entry block {func.entry} has predecessors")
+    names = set()
+    for block in func.blocks:
+        if block.name in names:
+            _fail(None, f"duplicate block name {block.name}")
+        names.add(block.name)
+        if block.terminator is None:
+            _fail(None, f"block {block} has no terminator")
+        for instr in block.instrs[:-1]:
+            if instr.is_terminator:
+                _fail(instr, "terminator before the end of its block")
+        for instr in block.all_instrs():
+            if instr.block is not block:
+                _fail(instr, "instruction's block field is stale")
+            if instr.is_phi != (instr in block.phis):
+                _fail(instr, "phi outside the phi list, or non-phi inside it")
+        targets = block.terminator.targets
+        if len(set(targets)) != len(targets):
+            _fail(block.terminator, "duplicate branch target")
+        for succ in targets:
+            if succ not in func.blocks:
+                _fail(block.terminator, f"branch to a block {succ} not in the function")
+            if succ.preds.count(block) != 1:
+                _fail(block.terminator, f"{succ}.preds does not list {block} exactly once")
+        for pred in block.preds:
+            if block not in pred.succs:
+                _fail(None, f"{block}.preds lists {pred}, which does not branch to it")
+        for phi in block.phis:
+            if len(phi.args) != len(block.preds):
+                _fail(phi, f"phi has {len(phi.args)} args for {len(block.preds)} preds")
+
+
+def _check_dominates(instr, arg, block, pos, dom, defined) -> None:
+    if isinstance(arg, (Const, Undef)):
+        return
+    if not isinstance(arg, Instr) or arg not in defined:
+        _fail(instr, f"uses {arg!r}, which is not defined in the function")
+    if arg.type is None:
+        _fail(instr, f"uses {arg!r}, which defines no value")
+    if arg.block is block:
+        if not arg.is_phi and block.instrs.index(arg) >= pos:
+            _fail(instr, f"uses {arg!r} before its definition")
+    elif not dom.dominates(arg.block, block):
+        _fail(instr, f"uses {arg!r}, whose definition does not dominate the use")
+
+
+def _check_phi(phi, block, dom, defined) -> None:
+    for pred, arg in zip(block.preds, phi.args):
+        if arg.type != phi.type:
+            _fail(phi, f"phi arg {arg!r} from {pred} has type {arg.type}")
+        if isinstance(arg, Instr) and pred in dom.depth:
+            if arg not in defined:
+                _fail(phi, f"phi uses {arg!r}, which is not defined in the function")
+            if not dom.dominates(arg.block, pred):
+                _fail(phi, f"phi arg {arg!r} does not dominate the end of {pred}")
+
+
+def _check_types(instr: Instr) -> None:
+    spec = OPS.get(instr.op)
+    if spec is None:
+        _fail(instr, f"unknown opcode {instr.op}")
+    if spec.nargs is not None and len(instr.args) != spec.nargs:
+        _fail(instr, f"{instr.op} takes {spec.nargs} args, has {len(instr.args)}")
+    types = [a.type for a in instr.args]
+    shape = spec.shape
+    if shape == "same" and any(t != instr.type for t in types):
+        _fail(instr, f"{instr.op} args must have the result type {instr.type}")
+    elif shape == "cmp":
+        if instr.type != bool_ or types[0] != types[1]:
+            _fail(instr, "cmp needs two args of one type and a bool result")
+        if instr.attrs.get("pred") not in CMP_PREDICATES:
+            _fail(instr, "cmp needs attrs pred in eq ne lt le gt ge")
+    elif shape == "select" and (types[0] != bool_ or types[1] != instr.type or types[2] != instr.type):
+        _fail(instr, "select takes (bool, T, T) -> T")
+    elif shape == "shift" and (types[0] != instr.type or not types[1].is_int or types[1].bits != 32):
+        _fail(instr, "shift takes (T, 32-bit int) -> T")
+    elif shape == "wide":
+        if types[0] != types[1] or instr.type.bits != 2 * types[0].bits or instr.type.kind != types[0].kind:
+            _fail(instr, "mul_wide takes two N-bit ints and gives a 2N-bit int of the same kind")
+    elif instr.op in ("load", "vload", "store", "vstore", "atom") and types[0] != ADDR_TYPE:
+        _fail(instr, f"{instr.op} address must be {ADDR_TYPE}")
+    elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local"):
+        _fail(instr, "store needs attrs space in global shared local")
