@@ -98,7 +98,10 @@ class Kernel:
         return not _has_gpu()
 
     def _prepare(self, args, kwargs) -> "_Call":
-        out_types, many = _out_types(_evaluate(self.out_shape, args, kwargs, "out_shape"))
+        try:
+            out_types, many = _out_types(_evaluate(self.out_shape, args, kwargs, "out_shape"))
+        except TypeError as err:
+            raise TypeError(f"{self.__name__}: out_shape could not be computed for this call: {err}") from None
         bound, consts = self._bind(args, kwargs, len(out_types))
         by_ref = frozenset(name for name, value in bound if _is_jax_array_scalar(value))
         self._check_arrays(bound)

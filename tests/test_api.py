@@ -91,7 +91,7 @@ def test_wrong_arguments_are_clear_errors():
         saxpy(x.astype(np.float64), y, 1.0)
     with pytest.raises(TypeError, match="rank 1"):
         saxpy(x.reshape(10, 10), y, 1.0)
-    with pytest.raises(TypeError, match="missing argument 'a'"):
+    with pytest.raises(TypeError, match="saxpy.*missing"):
         saxpy(x, y)
 
 

@@ -25,6 +25,7 @@ class CompileError(Exception):
         line, col = self.loc
         text = f"{self.filename}:{line}:{col + 1}: error: {self.message}"
         if self.source_line is not None:
-            source = self.source_line.rstrip("\n").expandtabs(8)
-            text += f"\n{source}\n{' ' * col}^"
+            raw = self.source_line.rstrip("\n")
+            caret_col = len(raw[:col].expandtabs(8))
+            text += f"\n{raw.expandtabs(8)}\n{' ' * caret_col}^"
         return text

@@ -1,1 +1,40 @@
+"""The optimisation pipeline over the SSA IR (docs/design.md, "The IR").
 
+Every pass is `run(func) -> func`: it may edit `func` in place and keeps `verify.verify` passing.
+"""
+from __future__ import annotations
+
+from ..ir import Function
+from ..verify import IRError, verify
+from . import copyprop, cse, dce, licm, lower_floor, nonneg, sccp, simplifycfg, strength
+
+PIPELINE: list = [
+    ("simplifycfg", simplifycfg.run),
+    ("sccp", sccp.run),
+    ("copyprop", copyprop.run),
+    ("cse", cse.run),
+    ("dce", dce.run),
+    ("nonneg", nonneg.run),       # before lower_floor: what it proves needs no fix-up
+    ("lower_floor", lower_floor.run),
+    ("sccp", sccp.run),
+    ("copyprop", copyprop.run),
+    ("cse", cse.run),
+    ("licm", licm.run),
+    ("strength", strength.run),   # after licm: needs preheaders and hoisted bases
+    ("sccp", sccp.run),           # folds the start and step offsets strength left in preheaders
+    ("cse", cse.run),
+    ("dce", dce.run),
+    ("simplifycfg", simplifycfg.run),
+]
+
+
+def optimize(func: Function, verify_each: bool = False) -> Function:
+    """Run `PIPELINE` over `func`; with `verify_each`, check the IR after every pass."""
+    for name, run in PIPELINE:
+        func = run(func)
+        if verify_each:
+            try:
+                verify(func)
+            except IRError as error:
+                raise IRError(f"after pass {name}: {error}") from error
+    return func

@@ -1,0 +1,337 @@
+"""Launch overhead of ptxpy kernels from JAX, against Pallas and plain XLA (needs a CUDA GPU).
+
+    python benchmarks/launch.py [--json OUT.json]
+
+Measures, each in a fresh process so that XLA flags and caches are what each row says:
+  * chain: 100 chained tiny kernels (x + 1 on 1024 f32) in one jax.jit, time per kernel, for the
+    ptxpy Python (ctypes) FFI handler, a C FFI handler (built here with gcc, for comparison),
+    and Pallas (Triton); with XLA's CUDA-graph command buffers on (default) and off;
+  * eager: one call plus block_until_ready, against an eager XLA op (x + 1);
+  * cold / warm start: first call in a new process with an empty cache, and with the cache warm.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+N, BLOCK, CHAIN = 1024, 256, 100
+
+C_HANDLER = r"""
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+#include "xla/ffi/api/c_api.h"
+
+typedef int (*launch_fn)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, void*, void**, void**);
+static launch_fn cu_launch;
+
+static int64_t attr_i64(const XLA_FFI_Attrs* attrs, const char* name) {
+  for (int64_t i = 0; i < attrs->size; ++i) {
+    const XLA_FFI_ByteSpan* n = attrs->names[i];
+    if (n->len == strlen(name) && memcmp(n->ptr, name, n->len) == 0)
+      return *(int64_t*)((XLA_FFI_Scalar*)attrs->attrs[i])->value;
+  }
+  return 0;
+}
+
+static XLA_FFI_Error* fail(const XLA_FFI_Api* api, const char* msg) {
+  XLA_FFI_Error_Create_Args a = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, msg,
+                                 XLA_FFI_Error_Code_INTERNAL};
+  return api->XLA_FFI_Error_Create(&a);
+}
+
+XLA_FFI_Error* ptxpy_c_launch(XLA_FFI_CallFrame* f) {
+  if (f->extension_start && f->extension_start->type == XLA_FFI_Extension_Metadata) {
+    XLA_FFI_Metadata* m = ((XLA_FFI_Metadata_Extension*)f->extension_start)->metadata;
+    m->api_version.major_version = 0;
+    m->api_version.minor_version = 1;
+    m->traits = XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
+    return NULL;
+  }
+  if (f->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+  if (!cu_launch) cu_launch = (launch_fn)dlsym(dlopen("libcuda.so.1", RTLD_NOW), "cuLaunchKernel");
+  XLA_FFI_Stream_Get_Args s = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, f->ctx, NULL};
+  XLA_FFI_Error* e = f->api->XLA_FFI_Stream_Get(&s);
+  if (e) return e;
+  uint64_t ptrs[32]; uint32_t dims[128]; void* params[160]; int np = 0, nd = 0, nb = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    int64_t size = pass ? f->rets.size : f->args.size;
+    void** items = pass ? f->rets.rets : f->args.args;
+    for (int64_t i = 0; i < size; ++i) {
+      XLA_FFI_Buffer* b = (XLA_FFI_Buffer*)items[i];
+      ptrs[nb] = (uint64_t)b->data; params[np++] = &ptrs[nb++];
+      for (int64_t d = 0; d < b->rank; ++d) { dims[nd] = (uint32_t)b->dims[d]; params[np++] = &dims[nd++]; }
+    }
+  }
+  int r = cu_launch((void*)attr_i64(&f->attrs, "fn"), attr_i64(&f->attrs, "grid"), 1, 1,
+                    attr_i64(&f->attrs, "block"), 1, 1, 0, s.stream, params, NULL);
+  return r == 0 ? NULL : fail(f->api, "cuLaunchKernel failed");
+}
+"""
+
+
+# --- measurements (run inside a worker process) ---------------------------------------------
+
+def _median_time(fn, reps: int, warmup: int = 3) -> float:
+    import jax
+
+    for _ in range(warmup):
+        jax.block_until_ready(fn())
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _add1_kernel():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from test_runtime import ADD1
+
+    return ADD1
+
+
+def _ptxpy_add1():
+    import jax
+    import jax.numpy as jnp
+
+    from ptxpy.runtime.launch import launch
+
+    k = _add1_kernel()
+    return lambda x: launch(k, [x], [jax.ShapeDtypeStruct(x.shape, jnp.float32)], N // BLOCK, BLOCK)[0]
+
+
+def _pallas_add1():
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((N,), jnp.float32))
+
+
+def _c_add1(workdir: str):
+    import ctypes
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from ptxpy.runtime import driver
+    from ptxpy.runtime.launch import gpu_ordinals
+
+    src, lib = os.path.join(workdir, "h.c"), os.path.join(workdir, "libh.so")
+    with open(src, "w") as f:
+        f.write(C_HANDLER)
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", f"-I{jax.ffi.include_dir()}", src, "-o", lib,
+                    "-ldl"], check=True)
+    handle = ctypes.CDLL(lib)
+    jax.ffi.register_ffi_target("ptxpy_c_launch", jax.ffi.pycapsule(handle.ptxpy_c_launch),
+                                platform="CUDA")
+    k = _add1_kernel()
+    ordinal = gpu_ordinals()[0]
+    fn = driver.kernel_image(k.name, k.ptx, k.arch).load(ordinal)
+    call = jax.ffi.ffi_call("ptxpy_c_launch", jax.ShapeDtypeStruct((N,), jnp.float32),
+                            vmap_method="sequential")
+    attrs = dict(fn=np.int64(int(fn)), grid=np.int64(N // BLOCK), block=np.int64(BLOCK))
+    return lambda x: call(x, **attrs)
+
+
+def _chain(op):
+    def f(x):
+        for _ in range(CHAIN):
+            x = op(x)
+        return x
+    return f
+
+
+def worker_chain(result: dict, workdir: str) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from ptxpy.runtime import ffi
+
+    x = jnp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
+    ops = {"ptxpy (Python handler)": _ptxpy_add1(), "Pallas": _pallas_add1()}
+    try:
+        ops["C handler"] = _c_add1(workdir)
+    except (OSError, subprocess.CalledProcessError) as e:
+        result["c_handler_error"] = str(e)
+    for name, op in ops.items():
+        f = jax.jit(_chain(op))
+        np.testing.assert_allclose(f(x), np.asarray(x) + CHAIN, rtol=1e-5)
+        calls = ffi.calls
+        t = _median_time(lambda: f(x), reps=50)
+        result[f"chain/{name}"] = t / CHAIN * 1e6
+        if name.startswith("ptxpy"):
+            result["handler calls per chain call (timed loop)"] = (ffi.calls - calls) / 53
+
+
+def worker_eager(result: dict, workdir: str) -> None:
+    import jax.numpy as jnp
+    import numpy as np
+
+    x = jnp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
+    ops = {"ptxpy": _ptxpy_add1(), "XLA op (x + 1)": lambda v: v + 1.0, "Pallas": _pallas_add1()}
+    try:
+        ops["C handler"] = _c_add1(workdir)
+    except (OSError, subprocess.CalledProcessError) as e:
+        result["c_handler_error"] = str(e)
+    for name, op in ops.items():
+        np.testing.assert_allclose(op(x), np.asarray(x) + 1, rtol=1e-6)
+        result[f"eager/{name}"] = _median_time(lambda: op(x), reps=300, warmup=20) * 1e6
+    result.update(_python_side_cost(x))
+
+
+def _python_side_cost(x) -> dict:
+    """Median times of launch()'s own Python: the full check-and-plan path (run once per trace)
+    and the eager fast path's lookup."""
+    import jax
+    import jax.numpy as jnp
+
+    from ptxpy.runtime import launch as launch_mod
+
+    k, out = _add1_kernel(), [jax.ShapeDtypeStruct(x.shape, jnp.float32)]
+    paths = {"prepare() (trace time)": lambda: launch_mod.prepare(k, [x], out, N // BLOCK, BLOCK),
+             "eager lookup": lambda: launch_mod._eager_signature(k, [x], out, N // BLOCK, BLOCK, None)}
+    costs = {}
+    for name, fn in paths.items():
+        times = []
+        for _ in range(300):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        costs[f"eager/ptxpy Python: {name}"] = statistics.median(times) * 1e6
+    return costs
+
+
+def worker_cold(result: dict, workdir: str) -> None:
+    t0 = time.perf_counter()
+    import jax
+    import jax.numpy as jnp
+
+    from ptxpy.runtime import driver
+    from ptxpy.runtime.launch import gpu_ordinals
+
+    x = jnp.ones(N, jnp.float32).block_until_ready()
+    ordinal = gpu_ordinals()[0]
+    driver.primary_context(ordinal), driver.device_limits(ordinal), driver.driver_version()
+    k = _add1_kernel()
+    t1 = time.perf_counter()
+    image = driver.kernel_image(k.name, k.ptx, k.arch)
+    image.load(ordinal)
+    t2 = time.perf_counter()
+    op = _ptxpy_add1()
+    jax.block_until_ready(op(x))
+    t3 = time.perf_counter()
+    jax.block_until_ready(op(x))
+    t4 = time.perf_counter()
+    result.update({"import jax + first array + CUDA init (s)": t1 - t0, "PTX->cubin + module load (ms)": (t2 - t1) * 1e3,
+                   "first call incl. XLA compile (ms)": (t3 - t2) * 1e3,
+                   "second call (ms)": (t4 - t3) * 1e3})
+
+
+def worker_micro(result: dict, workdir: str) -> None:
+    """Host-side cost of the handler's driver calls: cuda-python against ctypes on libcuda."""
+    import jax
+    import jax.numpy as jnp
+
+    from ptxpy.runtime import driver, ffi
+    from ptxpy.runtime import launch as launch_mod
+
+    k = _add1_kernel()
+    x = jnp.zeros(N, jnp.float32)
+    prepared = launch_mod.prepare(k, [x], [jax.ShapeDtypeStruct((N,), jnp.float32)], N // BLOCK, BLOCK)
+    plan = ffi.plan(prepared.key)
+    out = jnp.zeros(N, jnp.float32)
+    ordinal = launch_mod.gpu_ordinals()[0]
+    with driver.pushed(driver.primary_context(ordinal)):
+        stream = int(driver.check(driver.cu.cuStreamCreate(1), "cuStreamCreate"))
+    params = plan.fill([x.unsafe_buffer_pointer(), out.unsafe_buffer_pointer()])
+    fn = plan.image.load(ordinal)
+    grid, block = plan.grid, plan.block
+
+    def cuda_python():
+        driver.check(driver.cu.cuLaunchKernel(fn, *grid, *block, 0, stream, params, 0), "launch")
+
+    def handler_path():
+        driver.launch_on_stream(plan.image, grid, block, 0, stream, params)
+
+    def stream_ctx():
+        driver.cu.cuStreamGetCtx(stream)
+
+    for name, op in [("cuLaunchKernel via cuda-python", cuda_python),
+                     ("driver.launch_on_stream (ctx lookup + launch)", handler_path),
+                     ("cuStreamGetCtx via cuda-python", stream_ctx),
+                     ("LaunchPlan.fill (2 pointers)", lambda: plan.fill([1, 2]))]:
+        samples = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(400):
+                op()
+            samples.append((time.perf_counter() - t0) / 400)
+            driver.check(driver.cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+        result[f"host/{name}"] = statistics.median(samples) * 1e6
+
+
+WORKERS = {"chain": worker_chain, "eager": worker_eager, "cold": worker_cold, "micro": worker_micro}
+
+
+# --- driver ----------------------------------------------------------------------------------
+
+def run_worker(name: str, env_extra: dict) -> dict:
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
+        env = dict(os.environ, **env_extra)
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, "--out", out.name]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            return {"error": proc.stderr[-3000:]}
+        return json.load(open(out.name))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker")
+    ap.add_argument("--out")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if a.worker:
+        result: dict = {}
+        with tempfile.TemporaryDirectory() as workdir:
+            WORKERS[a.worker](result, workdir)
+        json.dump(result, open(a.out, "w"))
+        return
+    cache_dir = tempfile.mkdtemp(prefix="ptxpy-bench-cache-")
+    no_graphs = os.environ.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer="
+    runs = {
+        "chain, CUDA graphs on (default)": run_worker("chain", {"PTXPY_CACHE_DIR": cache_dir}),
+        "chain, CUDA graphs off": run_worker("chain", {"PTXPY_CACHE_DIR": cache_dir,
+                                                       "XLA_FLAGS": no_graphs}),
+        "eager": run_worker("eager", {"PTXPY_CACHE_DIR": cache_dir}),
+        "cold start (empty cache)": run_worker("cold", {"PTXPY_CACHE_DIR": tempfile.mkdtemp()}),
+        "warm start (cubin cached)": run_worker("cold", {"PTXPY_CACHE_DIR": cache_dir}),
+        "driver calls": run_worker("micro", {"PTXPY_CACHE_DIR": cache_dir}),
+    }
+    print(f"\n{'run':34} {'measurement':46} value")
+    for run, result in runs.items():
+        for key, value in result.items():
+            shown = f"{value:10.2f}" if isinstance(value, float) else str(value)
+            unit = " us/kernel" if key.startswith("chain/") else " us/call" if key[:6] in ("eager/", "host/") else ""
+            print(f"{run:34} {key:46} {shown}{unit}")
+    if a.json:
+        json.dump(runs, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

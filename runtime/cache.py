@@ -1,0 +1,141 @@
+"""Caches of compiled code: one in memory per process, one on disk shared between processes.
+
+The disk cache lives in `$XDG_CACHE_HOME/ptxpy` (default `~/.cache/ptxpy`); `PTXPY_CACHE_DIR`
+moves it and `PTXPY_CACHE=0` turns it off (the in-memory cache stays on). An entry is named by a
+SHA-256 of its key parts (source, compiler version, arch, options ... whatever the caller passes)
+plus the ptxpy version and the entry format, so a new compiler never reads an old entry.
+
+Each file holds a header line with the SHA-256 of its payload. A file that fails that check
+(truncated, edited, written by something else) is treated as missing: the value is recomputed and
+the file rewritten. Files are written to a temporary name in the same folder and moved into place
+with `os.replace`, so readers in other processes see either no file or a complete one, and writers
+racing on one key all write the same bytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable
+
+from ptxpy import __version__
+
+log = logging.getLogger("ptxpy.cache")
+
+FORMAT = 1
+_MAGIC = b"ptxpy-cache"
+
+_memory: dict[tuple[str, str], object] = {}
+_memory_lock = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """The folder of the on-disk cache (it need not exist yet)."""
+    moved = os.environ.get("PTXPY_CACHE_DIR")
+    if moved:
+        return Path(moved).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "ptxpy"
+
+
+def disk_enabled() -> bool:
+    return os.environ.get("PTXPY_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_key(key_parts: dict) -> str:
+    """A stable hex digest of `key_parts` (values that JSON cannot spell are taken by repr)."""
+    parts = dict(key_parts, _ptxpy=__version__, _format=FORMAT)
+    text = json.dumps(parts, sort_keys=True, default=repr, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def get_or_compile(key_parts: dict, compile_fn: Callable[[], str]) -> str:
+    """PTX text for `key_parts`: from memory, else from disk, else `compile_fn()` (then stored)."""
+    return _get_or_make("ptx", key_parts, compile_fn, _text_codec)
+
+
+def get_or_compile_cubin(key_parts: dict, compile_fn: Callable[[], bytes]) -> bytes:
+    """Like `get_or_compile`, for binary images (cubins)."""
+    return _get_or_make("cubin", key_parts, compile_fn, _bytes_codec)
+
+
+def entry_path(kind: str, key_parts: dict) -> Path:
+    """Where the disk entry of `key_parts` lives."""
+    return cache_dir() / kind / f"{cache_key(key_parts)}.{kind}"
+
+
+def clear_memory() -> None:
+    with _memory_lock:
+        _memory.clear()
+
+
+# --- internals -------------------------------------------------------------------------------
+
+class _Codec:
+    def __init__(self, encode, decode):
+        self.encode, self.decode = encode, decode
+
+
+_text_codec = _Codec(lambda s: s.encode("utf-8"), lambda b: b.decode("utf-8"))
+_bytes_codec = _Codec(bytes, bytes)
+
+
+def _get_or_make(kind: str, key_parts: dict, make: Callable, codec: _Codec):
+    key = cache_key(key_parts)
+    with _memory_lock:
+        if (kind, key) in _memory:
+            return _memory[(kind, key)]
+    path = cache_dir() / kind / f"{key}.{kind}"
+    value = _read_entry(path, codec) if disk_enabled() else None
+    if value is None:
+        value = make()
+        if disk_enabled():
+            _write_entry(path, codec.encode(value))
+    with _memory_lock:
+        return _memory.setdefault((kind, key), value)
+
+
+def _read_entry(path: Path, codec: _Codec):
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    header, sep, payload = data.partition(b"\n")
+    if sep and header == _header(payload):
+        try:
+            return codec.decode(payload)
+        except ValueError:
+            pass
+    log.warning("ptxpy cache: ignoring corrupt entry %s", path)
+    return None
+
+
+def _header(payload: bytes) -> bytes:
+    return b"%s %d %s" % (_MAGIC, FORMAT, hashlib.sha256(payload).hexdigest().encode())
+
+
+def _write_entry(path: Path, payload: bytes) -> None:
+    """Atomically writes one entry; a cache that cannot be written is only a slower cache."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_header(payload) + b"\n" + payload)
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+    except OSError as e:
+        log.info("ptxpy cache: could not write %s: %s", path, e)
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,353 @@
+"""`launch`: run one compiled kernel from JAX, eagerly or under a transformation.
+
+    outs = launch(kernel, args, out_types, grid, block, input_output_aliases=None)
+
+`args` are the values of `kernel.params` without the outputs (the last `len(out_types)` array
+parameters), in order. Everything about the call is checked here, before any CUDA call, and
+errors name the kernel and the parameter. The kernel then runs through `jax.ffi.ffi_call` on
+XLA's stream (see ptxpy.runtime.ffi); under `jax.vmap` the batch runs in sequence.
+"""
+from __future__ import annotations
+
+import numbers
+import struct
+
+import numpy as np
+
+from ptxpy.runtime import driver, ffi
+from ptxpy.transpiler.abi import CompiledKernel, ParamSpec
+
+VMAP_METHOD = "sequential"
+_U32_MAX = 2**32 - 1
+_PTX_SIZE = {"u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "u32": 4, "s32": 4, "f32": 4,
+             "u64": 8, "s64": 8, "f64": 8}
+
+
+def launch(kernel: CompiledKernel, args: list, out_types: list, grid, block,
+           input_output_aliases: dict[int, int] | None = None) -> list:
+    """Runs `kernel` on `args` and returns its outputs (a list of jax.Array, one per out_type)."""
+    args, out_types = list(args), list(out_types)
+    signature = _eager_signature(kernel, args, out_types, grid, block, input_output_aliases)
+    prepared = _eager_calls.get(signature) if signature is not None else None
+    if prepared is None or prepared.kernel is not kernel:
+        prepared = prepare(kernel, args, out_types, grid, block, input_output_aliases)
+        if signature is None:  # traced (or unusual) arguments: bind the FFI call directly
+            return prepared.bind(prepared.values)
+        if len(_eager_calls) > 4096:
+            _eager_calls.clear()
+        _eager_calls[signature] = prepared
+    return prepared.run_eagerly(args)
+
+
+class PreparedCall:
+    """A checked launch: its plan key, the FFI call's operands and outputs, a jitted runner."""
+
+    def __init__(self, kernel, key, values, buffer_positions, out_types, aliases):
+        self.kernel, self.key, self.values = kernel, key, values
+        self.buffer_positions, self.out_types, self.aliases = buffer_positions, out_types, aliases
+        self._jitted = None
+
+    def bind(self, values: list) -> list:
+        operands = [values[i] for i in self.buffer_positions]
+        return ffi.call(self.key, operands, self.out_types, self.aliases, VMAP_METHOD)
+
+    def run_eagerly(self, args: list) -> list:
+        """Through a cached `jax.jit` of the FFI call: JAX's C++ dispatch path."""
+        if self._jitted is None:
+            import jax
+
+            self._jitted = jax.jit(lambda *ops: ffi.call(self.key, list(ops), self.out_types,
+                                                         self.aliases, VMAP_METHOD))
+        return list(self._jitted(*[args[i] for i in self.buffer_positions]))
+
+
+def prepare(kernel: CompiledKernel, args: list, out_types: list, grid, block,
+            input_output_aliases: dict[int, int] | None = None) -> PreparedCall:
+    """Checks a call (before any CUDA call), loads the kernel, registers its launch plan."""
+    inputs, outputs = split_params(kernel, len(out_types))
+    values = check_args(kernel, inputs, args)
+    out_types = check_out_types(kernel, outputs, out_types)
+    grid, block = check_dims(kernel, "grid", grid), check_dims(kernel, "block", block)
+    check_limits(kernel, grid, block, driver.DeviceLimits())
+    aliases = check_aliases(kernel, inputs, values, out_types, input_output_aliases or {})
+    image = _prepare_devices(kernel, grid, block)
+    operands, slots, params, offsets = pack(kernel, inputs, values, outputs, out_types)
+    plan = ffi.LaunchPlan(kernel.name, image, grid, block, image.dynamic_shared, params, offsets,
+                          slots)
+    key = ffi.register_plan(plan, (kernel.name, image.digest, grid, block, image.dynamic_shared,
+                                   params, tuple(slots)))
+    ffi.register_target()
+    positions = [i for i, p in enumerate(inputs) if is_buffer(p)]
+    ffi_aliases = {positions.index(i): o for i, o in aliases.items()}
+    return PreparedCall(kernel, key, values, positions, out_types, ffi_aliases)
+
+
+_eager_calls: dict[tuple, PreparedCall] = {}
+_NUMBER = (bool, int, float, np.number, np.bool_)
+
+
+def _eager_signature(kernel, args, out_types, grid, block, aliases) -> tuple | None:
+    """A hashable summary of an eager call with concrete JAX arrays and plain numbers, which
+    fixes its launch plan; None when the call needs the full path (tracers, NumPy arrays ...)."""
+    import jax
+
+    parts = [id(kernel), len(out_types)]
+    inputs = split_params(kernel, len(out_types))[0] if out_types else []
+    if len(inputs) != len(args):
+        return None
+    for spec, v in zip(inputs, args):
+        if is_buffer(spec) and isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
+            parts.append((v.shape, v.dtype))
+        elif not spec.by_ref and spec.kind == "scalar" and isinstance(v, _NUMBER):
+            parts.append((type(v), v, repr(v)))
+        else:
+            return None
+    try:
+        parts.append(tuple((tuple(t.shape), np.dtype(t.dtype)) for t in out_types))
+        parts.append(tuple(grid) if not isinstance(grid, (int, np.integer)) else grid)
+        parts.append(tuple(block) if not isinstance(block, (int, np.integer)) else block)
+        parts.append(tuple(sorted(aliases.items())) if aliases else ())
+        return tuple(parts)
+    except (AttributeError, TypeError):
+        return None
+
+
+def dynamic_shared_bytes(kernel: CompiledKernel) -> int:
+    """Bytes of dynamic shared memory (`.extern .shared`) the kernel asks for at launch."""
+    return int(kernel.options.get("dynamic_shared_bytes", 0))
+
+
+# --- checking --------------------------------------------------------------------------------
+
+def split_params(kernel: CompiledKernel, n_out: int) -> tuple[list, list]:
+    """(input params, output params): the outputs are the last `n_out` array parameters."""
+    array_positions = [i for i, p in enumerate(kernel.params) if p.kind == "array"]
+    if n_out < 1 or n_out > len(array_positions):
+        raise ValueError(f"kernel '{kernel.name}': {n_out} outputs requested but it has "
+                         f"{len(array_positions)} array parameters (outputs are the last ones)")
+    out_positions = set(array_positions[-n_out:])
+    inputs = [p for i, p in enumerate(kernel.params) if i not in out_positions]
+    outputs = [p for i, p in enumerate(kernel.params) if i in out_positions]
+    return inputs, outputs
+
+
+def check_args(kernel: CompiledKernel, inputs: list[ParamSpec], args: list) -> list:
+    if len(args) != len(inputs):
+        names = ", ".join(p.name for p in inputs)
+        raise TypeError(f"kernel '{kernel.name}' takes {len(inputs)} arguments ({names}) "
+                        f"but got {len(args)}")
+    return [_check_arg(kernel, spec, value) for spec, value in zip(inputs, args)]
+
+
+def _check_arg(kernel: CompiledKernel, spec: ParamSpec, value):
+    if spec.kind == "array":
+        return _check_array(kernel, spec, value)
+    if spec.by_ref:
+        return _scalar_buffer(kernel, spec, value)
+    return _scalar_value(kernel, spec, value)
+
+
+def _where(kernel: CompiledKernel, spec: ParamSpec) -> str:
+    return f"kernel '{kernel.name}', parameter '{spec.name}'"
+
+
+def _check_array(kernel, spec, value):
+    if isinstance(value, (numbers.Number, np.generic)) or not hasattr(value, "shape"):
+        raise TypeError(f"{_where(kernel, spec)}: expected an array of {spec.dtype} with rank "
+                        f"{spec.rank}, got {type(value).__name__}")
+    _check_type(kernel, spec, value.dtype, value.shape, "array")
+    if isinstance(value, np.ndarray):
+        import jax.numpy as jnp
+        value = jnp.asarray(value)
+    return value
+
+
+def _check_type(kernel, spec, dtype, shape, what: str) -> None:
+    if np.dtype(dtype) != spec.dtype.numpy:
+        raise TypeError(f"{_where(kernel, spec)}: expected {what} of dtype {spec.dtype} "
+                        f"({spec.dtype.numpy.name}), got {np.dtype(dtype).name}")
+    if len(shape) != spec.rank:
+        raise ValueError(f"{_where(kernel, spec)}: expected {what} of rank {spec.rank}, "
+                         f"got shape {tuple(shape)}")
+    if any(int(d) > _U32_MAX for d in shape):
+        raise ValueError(f"{_where(kernel, spec)}: extents must fit in 32 bits, got {tuple(shape)}")
+
+
+def _is_tracer(value) -> bool:
+    import jax
+
+    return isinstance(value, jax.core.Tracer)
+
+
+def _scalar_value(kernel, spec, value) -> np.ndarray:
+    """A by-value scalar as a 0-d NumPy array of the parameter's dtype."""
+    if _is_tracer(value):
+        raise TypeError(f"{_where(kernel, spec)}: a traced value cannot be passed by value; "
+                        "this parameter must be compiled by reference (ParamSpec.by_ref)")
+    host = np.asarray(value)
+    if host.size != 1 or host.dtype.kind not in "biuf":
+        raise TypeError(f"{_where(kernel, spec)}: expected a {spec.dtype} scalar, got {value!r}")
+    host = host.reshape(())
+    target = spec.dtype.numpy
+    if spec.dtype.is_int and host.dtype.kind == "f":
+        if host != np.floor(host):
+            raise TypeError(f"{_where(kernel, spec)}: expected an integer ({spec.dtype}), got {value!r}")
+    if spec.dtype.is_int:
+        info = np.iinfo(target)
+        if not info.min <= int(host) <= info.max:
+            raise ValueError(f"{_where(kernel, spec)}: {value!r} does not fit in {spec.dtype}")
+    return host.astype(target)
+
+
+def _scalar_buffer(kernel, spec, value):
+    """A by-reference scalar: a one-element JAX array of the parameter's dtype."""
+    import jax.numpy as jnp
+
+    if not hasattr(value, "shape"):
+        _scalar_value(kernel, spec, value)  # the same checks as by value
+    array = value if _is_tracer(value) or hasattr(value, "devices") else jnp.asarray(value)
+    if int(np.prod(array.shape)) != 1:
+        raise ValueError(f"{_where(kernel, spec)}: expected a scalar, got shape {tuple(array.shape)}")
+    array = array.reshape(()).astype(spec.dtype.numpy)
+    if np.dtype(array.dtype) != spec.dtype.numpy:
+        raise TypeError(f"{_where(kernel, spec)}: JAX made {array.dtype} of a {spec.dtype} value; "
+                        "64-bit scalars need jax.config.update('jax_enable_x64', True)")
+    return array
+
+
+def check_out_types(kernel, outputs: list[ParamSpec], out_types: list) -> list:
+    import jax
+
+    checked = []
+    for spec, t in zip(outputs, out_types):
+        if not hasattr(t, "shape") or not hasattr(t, "dtype"):
+            raise TypeError(f"{_where(kernel, spec)}: out_types entries must be "
+                            f"jax.ShapeDtypeStruct, got {type(t).__name__}")
+        _check_type(kernel, spec, t.dtype, t.shape, "output")
+        checked.append(jax.ShapeDtypeStruct(tuple(int(d) for d in t.shape), t.dtype))
+    return checked
+
+
+def check_dims(kernel: CompiledKernel, what: str, dims) -> tuple[int, int, int]:
+    """An int or a tuple of up to three ints -> a 3-tuple, each at least 1."""
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) for d in dims):
+        raise TypeError(f"kernel '{kernel.name}': {what} must be an int or a tuple of 1 to 3 ints, "
+                        f"got {dims!r}")
+    if any(d < 1 for d in dims):
+        raise ValueError(f"kernel '{kernel.name}': every {what} dimension must be >= 1, got {dims}")
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
+def check_limits(kernel: CompiledKernel, grid, block, limits: driver.DeviceLimits,
+                 device: str = "CUDA devices") -> None:
+    name = f"kernel '{kernel.name}'"
+    threads = block[0] * block[1] * block[2]
+    if threads > limits.max_threads_per_block:
+        raise ValueError(f"{name}: block {block} has {threads} threads; {device} allow at most "
+                         f"{limits.max_threads_per_block} per block")
+    for axis, (b, mb, g, mg) in enumerate(zip(block, limits.max_block, grid, limits.max_grid)):
+        if b > mb:
+            raise ValueError(f"{name}: block dimension {'xyz'[axis]} is {b}; {device} allow at most {mb}")
+        if g > mg:
+            raise ValueError(f"{name}: grid dimension {'xyz'[axis]} is {g}; {device} allow at most {mg}")
+    shared = dynamic_shared_bytes(kernel) + kernel.shared_bytes
+    if limits.arch and shared > limits.max_shared_optin:
+        raise ValueError(f"{name}: needs {shared} bytes of shared memory per block; {device} "
+                         f"allow at most {limits.max_shared_optin}")
+
+
+def check_aliases(kernel, inputs, values, out_types, aliases: dict) -> dict[int, int]:
+    for i, o in aliases.items():
+        if not (isinstance(i, int) and 0 <= i < len(values)) or inputs[i].kind != "array":
+            raise ValueError(f"kernel '{kernel.name}': input_output_aliases key {i!r} is not the "
+                             "index of an array argument")
+        if not (isinstance(o, int) and 0 <= o < len(out_types)):
+            raise ValueError(f"kernel '{kernel.name}': input_output_aliases value {o!r} is not "
+                             f"an output index (0..{len(out_types) - 1})")
+        v, t = values[i], out_types[o]
+        if tuple(v.shape) != tuple(t.shape) or np.dtype(v.dtype) != np.dtype(t.dtype):
+            raise ValueError(f"kernel '{kernel.name}': argument '{inputs[i].name}' "
+                             f"{tuple(v.shape)} {np.dtype(v.dtype).name} cannot alias output {o} "
+                             f"{tuple(t.shape)} {np.dtype(t.dtype).name}")
+    if len(set(aliases.values())) != len(aliases):
+        raise ValueError(f"kernel '{kernel.name}': two inputs alias the same output")
+    return dict(aliases)
+
+
+# --- devices ---------------------------------------------------------------------------------
+
+def gpu_ordinals() -> list[int]:
+    """CUDA ordinals of the GPUs this process's JAX uses."""
+    import jax
+
+    try:
+        devices = jax.local_devices(backend="gpu")
+    except RuntimeError:
+        devices = []
+    if not devices:
+        raise RuntimeError("ptxpy: JAX sees no CUDA GPU; run kernels in the simulator "
+                           "(interpret=True or PTXPY_INTERPRET=1)")
+    return [d.local_hardware_id if d.local_hardware_id is not None else d.id for d in devices]
+
+
+def _prepare_devices(kernel: CompiledKernel, grid, block) -> driver.KernelImage:
+    """Loads the kernel on every GPU of this process (never inside a CUDA graph capture) and
+    checks the launch against each device's limits."""
+    ordinals = gpu_ordinals()
+    image = driver.kernel_image(kernel.name, kernel.ptx, kernel.arch,
+                                dynamic_shared_bytes(kernel), kernel.shared_bytes)
+    for ordinal in ordinals:
+        check_limits(kernel, grid, block, driver.device_limits(ordinal), f"device {ordinal}")
+        image.load(ordinal)
+        most = image.max_threads_per_block(ordinal)
+        threads = block[0] * block[1] * block[2]
+        if threads > most:
+            raise ValueError(f"kernel '{kernel.name}': block {block} has {threads} threads but the "
+                             f"compiled kernel runs at most {most} per block on device {ordinal} "
+                             "(it uses too many registers)")
+    return image
+
+
+# --- parameter packing -----------------------------------------------------------------------
+
+def is_buffer(spec: ParamSpec) -> bool:
+    """Whether the parameter reaches the kernel as a pointer to an XLA buffer."""
+    return spec.kind == "array" or spec.by_ref
+
+
+def pack(kernel, inputs, values, outputs, out_types):
+    """Lays out the `.param` block. Returns (operands, pointer slots, packed bytes, offsets).
+
+    Pointer slots are (byte offset, buffer index) with buffer index counting the operands (the
+    array and by-reference arguments, in order) then the outputs.
+    """
+    operands = [v for spec, v in zip(inputs, values) if is_buffer(spec)]
+    sources, k = {}, 0
+    for spec, v in zip(inputs, values):
+        sources[id(spec)] = (k, v)
+        k += is_buffer(spec)
+    for j, t in enumerate(out_types):
+        sources[id(outputs[j])] = (len(operands) + j, t)
+    buf, offsets, slots = bytearray(), [], []
+    for spec in kernel.params:
+        index, value = sources[id(spec)]
+        for ptype, data in _param_values(kernel.name, spec, value):
+            size = _PTX_SIZE[ptype]
+            buf.extend(b"\0" * (-len(buf) % size))
+            offsets.append(len(buf))
+            if data is None:
+                slots.append((len(buf), index))
+                data = b"\0" * 8
+            buf.extend(data)
+    return operands, slots, bytes(buf), offsets
+
+
+def _param_values(kernel_name: str, spec: ParamSpec, value) -> list[tuple[str, bytes | None]]:
+    """(ptx type, bytes) of each `.param` of one parameter; bytes None for a buffer pointer."""
+    types = [t for _, t in spec.ptx_params(kernel_name)]
+    if spec.kind == "array":
+        return [(types[0], None)] + [(t, struct.pack("<I", int(d))) for t, d in zip(types[1:], value.shape)]
+    if spec.by_ref:
+        return [(types[0], None)]
+    return [(types[0], value.tobytes())]

@@ -1,0 +1,2091 @@
+"""A PTX simulator: runs the PTX that ptxpy (or nvcc) emits on the CPU with NumPy.
+
+    mod = Module(ptx_text)
+    run_kernel(mod, "saxpy", grid=(4,), block=(256,), args=[x, n, y, n, 2.0, out, n])
+
+Threads are simulated many blocks at a time: every register is a NumPy array over the threads
+of a batch (or a scalar while its value is the same for all of them), and each instruction is
+one NumPy operation over the batch under an active mask. Divergence is handled by a per-thread
+program counter with "minimum pc first" scheduling, which reconverges structured control flow.
+docs/simulator.md describes the semantics, accuracy and limits.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ptx_parser import (Addr, Function, Imm, Instr, Pair, Paren, Reg, SimulatorError,
+                         SinkOperand, Sym, VarDecl, Vec, parse)
+
+try:
+    import ml_dtypes
+    BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # bf16 instructions then raise SimulatorError
+    BF16 = None
+
+__all__ = ["SimulatorError", "Module", "run_kernel"]
+
+GLOBAL_BASE = 1 << 36         # first global allocation
+SHARED_WINDOW = 1 << 48       # generic address of shared offset 0
+LOCAL_WINDOW = 1 << 49        # generic address of local offset 0
+WINDOW_SIZE = 1 << 32
+BATCH_THREADS = 1 << 17       # threads simulated together (whole blocks)
+U64 = np.uint64
+
+# ---- types -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PtxType:
+    name: str
+    kind: str       # 's' signed, 'u' unsigned, 'b' bits, 'f' float, 'p' predicate, 'x' packed pair
+    bits: int
+    dtype: np.dtype | None
+
+    @property
+    def nbytes(self) -> int:
+        return max(1, self.bits // 8)
+
+
+def _uint(nbytes: int) -> np.dtype:
+    return np.dtype(f"uint{8 * nbytes}")
+
+
+def _sint(nbytes: int) -> np.dtype:
+    return np.dtype(f"int{8 * nbytes}")
+
+
+def _make_types() -> dict[str, PtxType]:
+    types = {}
+    for bits in (8, 16, 32, 64):
+        types[f"s{bits}"] = PtxType(f"s{bits}", "s", bits, np.dtype(f"int{bits}"))
+        types[f"u{bits}"] = PtxType(f"u{bits}", "u", bits, np.dtype(f"uint{bits}"))
+        types[f"b{bits}"] = PtxType(f"b{bits}", "b", bits, np.dtype(f"uint{bits}"))
+    types["f16"] = PtxType("f16", "f", 16, np.dtype(np.float16))
+    types["bf16"] = PtxType("bf16", "f", 16, BF16)
+    types["f32"] = PtxType("f32", "f", 32, np.dtype(np.float32))
+    types["f64"] = PtxType("f64", "f", 64, np.dtype(np.float64))
+    types["pred"] = PtxType("pred", "p", 1, np.dtype(bool))
+    types["f16x2"] = PtxType("f16x2", "x", 32, np.dtype(np.uint32))
+    types["bf16x2"] = PtxType("bf16x2", "x", 32, np.dtype(np.uint32))
+    return types
+
+
+TYPES = _make_types()
+T_U32, T_U64, T_PRED, T_F64 = TYPES["u32"], TYPES["u64"], TYPES["pred"], TYPES["f64"]
+_PAIR_ELEM = {"f16x2": "f16", "bf16x2": "bf16"}
+_EXP_MASK = {"f16": 0x7C00, "bf16": 0x7F80, "f32": 0x7F800000, "f64": 0x7FF0000000000000}
+
+
+def _storage(t: PtxType) -> np.dtype:
+    return np.dtype(bool) if t.kind == "p" else _uint(t.nbytes)
+
+
+def _as_type(raw, t: PtxType):
+    """Raw register bits as type t; narrower types take the low bits, wider ones extend."""
+    d, want = raw.dtype, t.dtype
+    if d == want:
+        return raw
+    if want is None:
+        raise SimulatorError("bf16 needs the ml_dtypes package (shipped with jaxlib)")
+    if t.kind == "p":
+        return raw != 0
+    if d == np.bool_:
+        return raw.astype(want)
+    if d.itemsize == want.itemsize:
+        return raw.view(want)
+    if d.itemsize > want.itemsize:
+        return raw.astype(_uint(want.itemsize)).view(want)
+    if t.kind == "s":
+        return raw.view(_sint(d.itemsize)).astype(want)
+    return raw.view(_uint(d.itemsize)).astype(_uint(want.itemsize)).view(want)
+
+
+def _to_storage(value, storage: np.dtype, signed: bool):
+    """A typed value as register bits (sign- or zero-extended into wider registers)."""
+    d = value.dtype
+    if d == storage:
+        return value
+    if storage == np.bool_:
+        return value != 0
+    if d == np.bool_:
+        return value.astype(storage)
+    if d.itemsize == storage.itemsize:
+        return value.view(storage)
+    if d.itemsize > storage.itemsize:
+        return value.view(_uint(d.itemsize)).astype(storage)
+    if signed:
+        return value.view(_sint(d.itemsize)).astype(_sint(storage.itemsize)).view(storage)
+    return value.view(_uint(d.itemsize)).astype(storage)
+
+
+def _imm(imm: Imm, t: PtxType):
+    """An immediate operand as a NumPy scalar of type t."""
+    if t.kind == "p":
+        return np.bool_(imm.value != 0)
+    if t.kind == "f":
+        if t.dtype is None:
+            raise SimulatorError("bf16 needs the ml_dtypes package (shipped with jaxlib)")
+        if imm.kind == "f32":
+            value = np.float64(np.uint32(imm.value).view(np.float32))
+        elif imm.kind == "f64":
+            value = np.uint64(imm.value).view(np.float64)
+        else:
+            value = np.float64(imm.value)
+        return _narrow(np.asarray(value), t)[()]
+    bits = int(imm.value)
+    if imm.kind in ("f32", "f64") and t.bits < 32:
+        raise SimulatorError(f"float immediate for .{t.name}")
+    return np.array(bits & ((1 << t.bits) - 1), dtype=_uint(t.nbytes)).view(t.dtype)[()]
+
+
+def _is_scalar(value) -> bool:
+    return np.ndim(value) == 0
+
+
+# ---- floating-point rounding -----------------------------------------------------------------
+
+def _two_sum(a, b):
+    """s = fl(a + b) and the exact error: a + b == s + err."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_prod(a, b):
+    """p = fl(a * b) and the exact error (Dekker), valid away from the exponent extremes."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _split(a):
+    c = 134217729.0 * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _round_odd(x, err, udtype):
+    """The neighbour of x (x = fl(exact), err = exact - x) with an odd last bit when inexact."""
+    x = np.asarray(x)
+    bits = x.view(udtype)
+    one = udtype.type(1)
+    fix = (err != 0) & ((bits & one) == 0) & np.isfinite(x)
+    away = ((err > 0) == (x > 0)) | (x == 0)
+    stepped = np.where(away, bits + one, bits - one)
+    return np.where(fix, stepped, bits).astype(udtype).view(x.dtype)
+
+
+def _to_f32_odd(x64):
+    f = np.asarray(x64).astype(np.float32)
+    return _round_odd(f, x64 - f.astype(np.float64), np.dtype(np.uint32))
+
+
+def _narrow(x64, t: PtxType):
+    """Round float64 values to type t, to nearest even (bf16 via round-to-odd f32: no double rounding)."""
+    if t.name == "f64":
+        return x64
+    if t.name == "bf16":
+        if BF16 is None:
+            raise SimulatorError("bf16 needs the ml_dtypes package (shipped with jaxlib)")
+        return _to_f32_odd(x64).astype(BF16)
+    return np.asarray(x64).astype(t.dtype)
+
+
+def _narrow_exact(s, err, t: PtxType):
+    """Round the exact value s + err (s = fl64 of it) to type t with a single rounding."""
+    if t.name == "f64":
+        return s
+    return _narrow(_round_odd(s, err, np.dtype(np.uint64)), t)
+
+
+def _fma(a, b, c, t: PtxType):
+    """a*b + c rounded once to t (Boldo-Melquiond emulation for f64)."""
+    a64, b64, c64 = (np.asarray(v).astype(np.float64) for v in (a, b, c))
+    if t.name != "f64":  # the product of two f32/f16/bf16 values is exact in f64
+        s, err = _two_sum(a64 * b64, c64)
+        return _narrow_exact(s, err, t)
+    p, e = _two_prod(a64, b64)
+    hi, lo = _two_sum(c64, p)
+    s, err = _two_sum(lo, e)
+    z = hi + _round_odd(s, err, np.dtype(np.uint64))
+    naive = a64 * b64 + c64
+    safe = (np.isfinite(naive) & (np.abs(a64) < 2.0 ** 995) & (np.abs(b64) < 2.0 ** 995)
+            & ((p == 0) | (np.abs(p) > 2.0 ** -969)))
+    return np.where(safe, z, naive)
+
+
+def _flush(x, t: PtxType):
+    """.ftz: subnormal values become zero of the same sign."""
+    udtype = _uint(t.nbytes)
+    bits = np.asarray(x).view(udtype)
+    sign = udtype.type(1 << (t.bits - 1))
+    exp = udtype.type(_EXP_MASK[t.name])
+    return np.where((bits & exp) == 0, bits & sign, bits).astype(udtype).view(t.dtype)
+
+
+def _saturate(x):
+    """.sat on floats: clamp to [0, 1], NaN to 0."""
+    x = np.asarray(x)
+    x64 = x.astype(np.float64)
+    return np.where(np.isnan(x64), 0.0, np.clip(x64, 0.0, 1.0)).astype(x.dtype)
+
+
+def _step(x, away: bool):
+    """The next float of the same type one step away from (or towards) zero."""
+    x = np.asarray(x)
+    udtype = _uint(x.dtype.itemsize)
+    bits = x.view(udtype)
+    one = udtype.type(1)
+    return (bits + one if away else bits - one).astype(udtype).view(x.dtype)
+
+
+def _round_directed(x64, t: PtxType, mode: str):
+    """Round float64 values to type t: rn (nearest even), rz, rm, rp."""
+    r = np.asarray(_narrow(x64, t))
+    if mode == "rn" or t.name == "f64":
+        return r
+    back = r.astype(np.float64)
+    if mode == "rz":
+        fix, away = np.abs(back) > np.abs(x64), False
+        return np.where(fix, _step(r, away), r)
+    down = back > x64 if mode == "rm" else back < x64
+    # rm: step towards -inf; that is away from zero for negative values
+    neg = np.signbit(back)
+    away_if = neg if mode == "rm" else ~neg
+    stepped = np.where(away_if, _step(r, True), _step(r, False))
+    return np.where(down, stepped, r)
+
+
+# ---- integer helpers -------------------------------------------------------------------------
+
+def _mulhi_u64(a, b):
+    m32, s32 = U64(0xFFFFFFFF), U64(32)
+    a0, a1, b0, b1 = a & m32, a >> s32, b & m32, b >> s32
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
+    return p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
+
+
+def _mul_hi(a, b, t: PtxType):
+    if t.bits == 64:
+        ua, ub = np.asarray(a).view(U64), np.asarray(b).view(U64)
+        hi = _mulhi_u64(ua, ub)
+        if t.kind == "s":
+            hi = hi - np.where(a < 0, ub, U64(0)) - np.where(b < 0, ua, U64(0))
+        return hi.astype(U64).view(t.dtype)
+    wide = np.int64 if t.kind == "s" else np.uint64
+    prod = np.asarray(a).astype(wide) * np.asarray(b).astype(wide)
+    return (prod >> wide(t.bits)).astype(t.dtype)
+
+
+def _mul_wide(a, b, t: PtxType):
+    wide = TYPES[f"{'s' if t.kind == 's' else 'u'}{2 * t.bits}"]
+    return np.asarray(a).astype(wide.dtype) * np.asarray(b).astype(wide.dtype), wide
+
+
+def _int_div(a, b, t: PtxType, want_rem: bool):
+    """Truncating division; x/0 gives all ones and x%0 gives x, as the GPU does."""
+    a, b = np.asarray(a), np.asarray(b)
+    zero = b == 0
+    if t.kind == "s":
+        minus1 = b == -1
+        safe = np.where(zero | minus1, 1, b).astype(t.dtype)
+        rem = np.fmod(a, safe)
+        quo = ((a - rem) // safe).astype(t.dtype)
+        quo = np.where(minus1, (-a).astype(t.dtype), quo)
+        rem = np.where(minus1, 0, rem)
+    else:
+        safe = np.where(zero, 1, b).astype(t.dtype)
+        quo, rem = a // safe, a % safe
+    if want_rem:
+        return np.where(zero, a, rem).astype(t.dtype)
+    all_ones = np.array((1 << t.bits) - 1, _uint(t.nbytes)).view(t.dtype)
+    return np.where(zero, all_ones, quo).astype(t.dtype)
+
+
+def _shift(a, n, t: PtxType, left: bool):
+    """shl/shr with PTX clamping: shifts >= width give 0, or sign fill for shr.s*."""
+    n = np.asarray(n).astype(np.uint64)
+    amount = np.minimum(n, U64(t.bits - 1)).astype(t.dtype)
+    big = n >= t.bits
+    if left:
+        return np.where(big, 0, a << amount).astype(t.dtype)
+    if t.kind == "s":
+        return (a >> amount).astype(t.dtype)
+    return np.where(big, 0, a >> amount).astype(t.dtype)
+
+
+def _width_mask(bits: int):
+    return U64((1 << bits) - 1)
+
+
+def _bfe(a, pos, length, t: PtxType):
+    bits = t.bits
+    u = np.asarray(a).view(_uint(t.nbytes)).astype(U64)
+    pos = np.asarray(pos).astype(U64) & U64(0xFF)
+    length = np.asarray(length).astype(U64) & U64(0xFF)
+    valid = np.minimum(length, np.where(pos >= bits, U64(0), U64(bits) - np.minimum(pos, U64(bits))))
+    vmask = np.where(valid >= 64, ~U64(0), (U64(1) << np.minimum(valid, U64(63))) - U64(1))
+    shifted = np.where(pos >= bits, U64(0), u >> np.minimum(pos, U64(63)))
+    field = shifted & vmask
+    if t.kind == "s":
+        top = np.minimum(pos + length - U64(1), U64(bits - 1))
+        sbit = np.where(length == 0, U64(0), (u >> np.minimum(top, U64(63))) & U64(1))
+        field = np.where(sbit == 1, field | (~vmask & _width_mask(bits)), field)
+    return (field & _width_mask(bits)).astype(_uint(t.nbytes)).view(t.dtype)
+
+
+def _bfi(f, b, pos, length, t: PtxType):
+    bits = t.bits
+    f64_, b64_ = (np.asarray(v).view(_uint(t.nbytes)).astype(U64) for v in (f, b))
+    pos = np.asarray(pos).astype(U64) & U64(0xFF)
+    length = np.asarray(length).astype(U64) & U64(0xFF)
+    n = np.minimum(length, U64(bits))
+    low = np.where(n >= 64, ~U64(0), (U64(1) << np.minimum(n, U64(63))) - U64(1))
+    shift = np.minimum(pos, U64(63))
+    mask = (low << shift) & _width_mask(bits)
+    out = np.where(pos >= bits, b64_, (b64_ & ~mask) | ((f64_ << shift) & mask))
+    return (out & _width_mask(bits)).astype(_uint(t.nbytes)).view(t.dtype)
+
+
+def _clz(x, bits: int):
+    x = np.asarray(x).astype(U64)
+    width = _width_mask(bits)
+    n = np.zeros(np.shape(x), np.uint32)
+    for s in (32, 16, 8, 4, 2, 1):
+        if s >= bits:
+            continue
+        top_zero = (x >> U64(bits - s)) == 0
+        n = n + np.where(top_zero, np.uint32(s), np.uint32(0))
+        x = np.where(top_zero, (x << U64(s)) & width, x)
+    return n + ((x >> U64(bits - 1)) == 0).astype(np.uint32)
+
+
+def _brev(x, bits: int):
+    x = np.asarray(x).astype(U64)
+    for s, pattern in ((1, 0x5555555555555555), (2, 0x3333333333333333), (4, 0x0F0F0F0F0F0F0F0F),
+                       (8, 0x00FF00FF00FF00FF), (16, 0x0000FFFF0000FFFF), (32, 0x00000000FFFFFFFF)):
+        if s >= bits:
+            break
+        m = U64(pattern & ((1 << bits) - 1))
+        x = ((x >> U64(s)) & m) | ((x & m) << U64(s))
+    return (x & _width_mask(bits)).astype(_uint(bits // 8))
+
+
+def _prmt(a, b, sel):
+    a, b, sel = (np.asarray(v).astype(U64) for v in (a, b, sel))
+    pool = (b << U64(32)) | a
+    out = np.zeros(np.broadcast(a, b, sel).shape, U64)
+    for i in range(4):
+        s = (sel >> U64(4 * i)) & U64(0xF)
+        byte = (pool >> ((s & U64(7)) * U64(8))) & U64(0xFF)
+        byte = np.where((s & U64(8)) != 0, np.where(byte & U64(0x80), U64(0xFF), U64(0)), byte)
+        out |= byte << U64(8 * i)
+    return out.astype(np.uint32)
+
+
+def _lop3(a, b, c, lut: int):
+    out = np.zeros(np.broadcast(a, b, c).shape, np.uint32)
+    for i in range(8):
+        if lut >> i & 1:
+            out |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+    return out
+
+
+# ---- modifiers and errors --------------------------------------------------------------------
+
+class _Mods:
+    """The dot-separated modifiers of an opcode; every one must be consumed or it is an error."""
+
+    def __init__(self, ins: Instr, where: str):
+        parts = ins.parts
+        self.ins, self.where, self.base = ins, where, parts[0]
+        self.rest = parts[1:]
+        self.used = [False] * len(self.rest)
+
+    def take(self, *names: str) -> str | None:
+        for k, part in enumerate(self.rest):
+            if not self.used[k] and part in names:
+                self.used[k] = True
+                return part
+        return None
+
+    def take_prefixed(self, prefix: str) -> str | None:
+        for k, part in enumerate(self.rest):
+            if not self.used[k] and part.startswith(prefix):
+                self.used[k] = True
+                return part
+        return None
+
+    def types(self) -> list[PtxType]:
+        found = []
+        for k, part in enumerate(self.rest):
+            if not self.used[k] and part in TYPES:
+                self.used[k] = True
+                found.append(TYPES[part])
+        return found
+
+    def one_type(self, allowed=None) -> PtxType:
+        found = self.types()
+        if len(found) != 1:
+            self.fail("expected exactly one type")
+        if allowed is not None and found[0].name not in allowed:
+            self.fail(f"type .{found[0].name} is not supported here")
+        return found[0]
+
+    def done(self):
+        left = [p for p, u in zip(self.rest, self.used) if not u]
+        if left:
+            self.fail("unsupported modifier " + ", ".join("." + p for p in left))
+
+    def fail(self, why: str):
+        raise SimulatorError(f"{self.where}: unsupported instruction `{self.ins.text}`: {why}")
+
+
+def _site(where: str, ins: Instr) -> str:
+    """A compile-time position: the source line and the PTX line."""
+    return where if where.startswith("PTX line") else f"{where} (PTX line {ins.line})"
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+class _Alloc:
+    __slots__ = ("base", "size", "buf", "owner", "label", "written")
+
+    def __init__(self, base: int, size: int, data, owner, label: str):
+        self.base, self.size, self.owner, self.label = base, size, owner, label
+        self.buf = np.zeros(max(16, -(-size // 16) * 16), np.uint8)
+        if data is not None and size:
+            self.buf[:size] = data
+        self.written = False
+
+
+class _GlobalMemory:
+    """The flat global address space: allocations at 256-byte aligned addresses with wide gaps."""
+
+    def __init__(self):
+        self.allocs: list[_Alloc] = []
+        self.next_base = GLOBAL_BASE
+
+    def add(self, size: int, data=None, owner=None, label: str = "") -> _Alloc:
+        alloc = _Alloc(self.next_base, size, data, owner, label)
+        self.allocs.append(alloc)
+        gap = max(1 << 20, size)
+        self.next_base = -(-(self.next_base + size + gap) // 256) * 256
+        self.bases = np.array([a.base for a in self.allocs], U64)
+        self.sizes = np.array([a.size for a in self.allocs], np.int64)
+        return alloc
+
+    def find(self, addr: int) -> _Alloc | None:
+        k = int(np.searchsorted(self.bases, U64(addr), "right")) - 1
+        if k >= 0 and addr - self.allocs[k].base < self.allocs[k].size:
+            return self.allocs[k]
+        return None
+
+    def segments(self, addr, size: int):
+        """[(alloc, byte offsets, selection)] for the addresses, or (None, bad lanes)."""
+        lo, hi = int(addr.min()), int(addr.max())
+        k = int(np.searchsorted(self.bases, U64(lo), "right")) - 1
+        if k >= 0 and hi - int(self.bases[k]) <= int(self.sizes[k]) - size:
+            return [(self.allocs[k], (addr - self.bases[k]).astype(np.int64), None)], None
+        ks = np.searchsorted(self.bases, addr, "right") - 1
+        kk = np.maximum(ks, 0)
+        off = (addr - self.bases[kk]).astype(np.int64)
+        ok = (ks >= 0) & (off <= self.sizes[kk] - size)
+        if not ok.all():
+            return None, ~ok
+        segs = []
+        for k in np.unique(kk):
+            sel = np.flatnonzero(kk == k)
+            segs.append((self.allocs[int(k)], off[sel], sel))
+        return segs, None
+
+
+# ---- the compiled kernel ---------------------------------------------------------------------
+
+PLAIN, BRA, EXIT, BAR, TRAP = range(5)
+_SPECIAL = {"%tid", "%ntid", "%ctaid", "%nctaid"}
+_SPECIAL_FLAT = {"%laneid", "%warpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le",
+                 "%lanemask_gt", "%lanemask_ge", "%nwarpid"}
+
+
+def _is_special(name: str) -> bool:
+    head, _, axis = name.partition(".")
+    return (head in _SPECIAL and axis in ("x", "y", "z")) or name in _SPECIAL_FLAT
+
+
+class _Op:
+    __slots__ = ("kind", "fn", "guard", "target", "ins", "where")
+
+    def __init__(self, kind, fn=None, target=None):
+        self.kind, self.fn, self.target = kind, fn, target
+        self.guard = self.ins = self.where = None
+
+
+def _align_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+class _Kernel:
+    """One `.entry`, compiled: parameter, shared and local layouts and one closure per instruction."""
+
+    def __init__(self, module: "Module", fn: Function):
+        self.module, self.fn, self.name = module, fn, fn.name
+        self.params = fn.params
+        self.param_offsets, self.param_size = self._layout(fn.params)
+        shared = [v for v in module.ptx.globals if v.space == "shared"]
+        shared += [v for v in fn.vars if v.space == "shared"]
+        shared.sort(key=lambda v: v.count == 0)   # extern (dynamic) arrays go last
+        self.shared_offsets, self.shared_static = self._layout(shared)
+        self.dynamic_shared = [v.name for v in shared if v.count == 0]
+        self.local_offsets, self.local_size = self._layout([v for v in fn.vars if v.space == "local"])
+        self.local_pad = _align_up(self.local_size, 16)
+        self.regs: dict[str, PtxType] = {}
+        for name, tname in fn.regs.items():
+            if tname not in TYPES:
+                raise SimulatorError(f"PTX line {fn.line}: unsupported register type .{tname} of {name}")
+            self.regs[name] = TYPES[tname]
+        for var in fn.vars:
+            if var.space == "param":
+                if var.count is not None or var.type not in TYPES:
+                    raise SimulatorError(f"PTX line {var.line}: unsupported call parameter {var.name}")
+                self.regs[var.name] = TYPES[var.type]
+        self.initial = {name: _storage(t).type(0) for name, t in self.regs.items()}
+        self.code = [self._compile(ins) for ins in fn.body]
+
+    @staticmethod
+    def _layout(decls: list[VarDecl]):
+        offsets, size = {}, 0
+        for var in decls:
+            t = TYPES.get(var.type)
+            if t is None:
+                raise SimulatorError(f"PTX line {var.line}: unsupported type .{var.type} of {var.name}")
+            align = var.align or t.nbytes * var.vec
+            size = _align_up(size, align)
+            offsets[var.name] = (size, t)
+            size += t.nbytes * var.vec * (var.count or 1)
+        return offsets, size
+
+    def where(self, ins: Instr) -> str:
+        return self.module.where(ins)
+
+    def _compile(self, ins: Instr) -> _Op:
+        base = ins.parts[0]
+        compiler = _COMPILERS.get(base)
+        where = _site(self.where(ins), ins)
+        if compiler is None:
+            raise SimulatorError(f"{where}: unsupported instruction `{ins.text}`: "
+                                 f"opcode '{base}' is not implemented by the simulator")
+        mods = _Mods(ins, where)
+        op = compiler(self, ins, mods)
+        mods.done()
+        op.ins, op.where = ins, self.where(ins)
+        if ins.guard is not None:
+            op.guard = self.reader(ins.guard, T_PRED, ins)
+        if op.kind == BRA:
+            label = ins.operands[0]
+            if not isinstance(label, Sym) or label.name not in self.fn.labels:
+                mods.fail("unknown branch target")
+            op.target = self.fn.labels[label.name]
+        return op
+
+    # operands
+    def reader(self, op, t: PtxType, ins: Instr):
+        """A function ctx -> value of type t for a source operand."""
+        if isinstance(op, Imm):
+            value = _imm(op, t)
+            return lambda ctx: value
+        if isinstance(op, Sym):
+            value = _imm(Imm(self.symbol_address(op, None, ins), "int"), t)
+            return lambda ctx: value
+        if isinstance(op, Reg):
+            name = op.name
+            if _is_special(name):
+                if op.neg:
+                    self._bad(ins, f"cannot negate {name}")
+                return lambda ctx: _as_type(ctx.special(name), t)
+            self._reg_type(name, ins)
+            if op.neg:
+                if t.kind != "p":
+                    self._bad(ins, f"`!{name}` on a non-predicate operand")
+                return lambda ctx: ~ctx.regs[name]
+            return lambda ctx: _as_type(ctx.regs[name], t)
+        self._bad(ins, f"unsupported source operand {op!r}")
+
+    def writer(self, op, t: PtxType, ins: Instr):
+        """A function (ctx, value of type t, mask) storing into a destination register."""
+        if isinstance(op, SinkOperand):
+            return lambda ctx, value, mask: None
+        if not isinstance(op, Reg) or op.neg or _is_special(op.name):
+            self._bad(ins, f"bad destination operand {op!r}")
+        name = op.name
+        storage = _storage(self._reg_type(name, ins))
+        signed = t.kind == "s"
+
+        def write(ctx, value, mask):
+            bits = _to_storage(value, storage, signed)
+            if mask is None:
+                ctx.regs[name] = bits
+            else:
+                ctx.regs[name] = np.where(mask, bits, ctx.regs[name])
+        return write
+
+    def _reg_type(self, name: str, ins: Instr) -> PtxType:
+        t = self.regs.get(name)
+        if t is None:
+            self._bad(ins, f"undeclared register {name}")
+        return t
+
+    def _bad(self, ins: Instr, why: str):
+        raise SimulatorError(f"{_site(self.where(ins), ins)}: unsupported instruction `{ins.text}`: {why}")
+
+    def symbol_address(self, sym: Sym, space: str | None, ins: Instr) -> int:
+        """Address of a variable: in its own state space, or generic when space == 'generic'."""
+        name = sym.name
+        if name in self.shared_offsets:
+            off = self.shared_offsets[name][0]
+            return off + sym.offset + (SHARED_WINDOW if space == "generic" else 0)
+        if name in self.local_offsets:
+            off = self.local_offsets[name][0]
+            return off + sym.offset + (LOCAL_WINDOW if space == "generic" else 0)
+        if name in self.module.global_addresses:
+            return self.module.global_addresses[name] + sym.offset
+        self._bad(ins, f"unknown variable {name}")
+
+    def address(self, op, space: str, ins: Instr):
+        """A function ctx -> uint64 address (scalar or array) for an `[...]` operand."""
+        if not isinstance(op, Addr):
+            self._bad(ins, "expected an address operand [...]")
+        off = U64(op.offset % (1 << 64))
+        if op.base is None:
+            return lambda ctx: off
+        if isinstance(op.base, Sym):
+            value = U64(self.symbol_address(op.base, space, ins) + op.offset)
+            return lambda ctx: value
+        read = self.reader(op.base, T_U64, ins)
+        return lambda ctx: read(ctx) + off
+
+
+# ---- instruction compilers: data movement and integers ---------------------------------------
+
+def _c_mov(k: _Kernel, ins: Instr, m: _Mods) -> _Op:
+    t = m.one_type()
+    d, a = _operands(k, ins, 2)
+    if isinstance(d, Vec):
+        return _unpack(k, ins, t, d, a)
+    if isinstance(a, Vec):
+        return _pack(k, ins, t, d, a)
+    read, write = k.reader(a, t, ins), k.writer(d, t, ins)
+    return _Op(PLAIN, lambda ctx, mask: write(ctx, read(ctx), mask))
+
+
+def _unpack(k, ins, t, d: Vec, a) -> _Op:
+    width = t.bits // len(d.items)
+    part = TYPES[f"b{width}"]
+    read = k.reader(a, TYPES[f"b{t.bits}"], ins)
+    writes = [k.writer(item, part, ins) for item in d.items]
+
+    def run(ctx, mask):
+        value = np.asarray(read(ctx)).astype(U64)
+        for i, write in enumerate(writes):
+            write(ctx, ((value >> U64(i * width)) & _width_mask(width)).astype(part.dtype), mask)
+    return _Op(PLAIN, run)
+
+
+def _pack(k, ins, t, d, a: Vec) -> _Op:
+    width = t.bits // len(a.items)
+    whole = TYPES[f"b{t.bits}"]
+    reads = [k.reader(item, TYPES[f"b{width}"], ins) for item in a.items]
+    write = k.writer(d, whole, ins)
+
+    def run(ctx, mask):
+        value = U64(0)
+        for i, read in enumerate(reads):
+            value = value | (np.asarray(read(ctx)).astype(U64) << U64(i * width))
+        write(ctx, np.asarray(value).astype(whole.dtype), mask)
+    return _Op(PLAIN, run)
+
+
+def _operands(k: _Kernel, ins: Instr, count: int) -> list:
+    if len(ins.operands) != count:
+        k._bad(ins, f"expected {count} operands, found {len(ins.operands)}")
+    return ins.operands
+
+
+def _simple(k, ins, types_in, t_out, fn) -> _Op:
+    """d = fn(a, b, ...) with typed reads and a typed write."""
+    ops = _operands(k, ins, 1 + len(types_in))
+    reads = [k.reader(op, ti, ins) for op, ti in zip(ops[1:], types_in)]
+    write = k.writer(ops[0], t_out, ins)
+    if len(reads) == 1:
+        r0, = reads
+        return _Op(PLAIN, lambda ctx, mask: write(ctx, fn(r0(ctx)), mask))
+    if len(reads) == 2:
+        r0, r1 = reads
+        return _Op(PLAIN, lambda ctx, mask: write(ctx, fn(r0(ctx), r1(ctx)), mask))
+    return _Op(PLAIN, lambda ctx, mask: write(ctx, fn(*[r(ctx) for r in reads]), mask))
+
+
+_INT_TYPES = {"s16", "u16", "s32", "u32", "s64", "u64", "s8", "u8"}
+_FLOAT_TYPES = {"f16", "bf16", "f32", "f64", "f16x2", "bf16x2"}
+
+
+def _c_arith(k: _Kernel, ins: Instr, m: _Mods) -> _Op:
+    types = [p for p in m.rest if p in TYPES]
+    if types and types[-1] in _FLOAT_TYPES:
+        return _float_arith(k, ins, m)
+    return _int_arith(k, ins, m)
+
+
+def _int_arith(k, ins, m: _Mods) -> _Op:
+    op = m.base
+    half = m.take("lo", "hi", "wide")
+    sat = m.take("sat")
+    t = m.one_type(_INT_TYPES | {"b16", "b32", "b64"} if op in ("add", "sub") else _INT_TYPES)
+    if op in ("mul", "mad") and half is None:
+        m.fail("mul/mad on integers need .lo, .hi or .wide")
+    if half and op not in ("mul", "mad"):
+        m.fail(f"modifier .{half}")
+    if sat and not (op in ("add", "sub") and t.name == "s32"):
+        m.fail("modifier .sat")
+    if op == "mad":
+        return _mad_int(k, ins, t, half)
+    if op == "mul":
+        if half == "wide":
+            wide = TYPES[f"{'s' if t.kind == 's' else 'u'}{2 * t.bits}"]
+            return _simple(k, ins, [t, t], wide, lambda a, b: _mul_wide(a, b, t)[0])
+        if half == "hi":
+            return _simple(k, ins, [t, t], t, lambda a, b: _mul_hi(a, b, t))
+        return _simple(k, ins, [t, t], t, lambda a, b: np.multiply(a, b, dtype=t.dtype))
+    if sat:
+        sign = 1 if op == "add" else -1
+        return _simple(k, ins, [t, t], t, lambda a, b: np.clip(
+            np.asarray(a).astype(np.int64) + sign * np.asarray(b).astype(np.int64),
+            -2 ** 31, 2 ** 31 - 1).astype(np.int32))
+    unary = {"abs": lambda a: np.abs(a).astype(t.dtype), "neg": lambda a: np.negative(a).astype(t.dtype)}
+    if op in unary:
+        return _simple(k, ins, [t], t, unary[op])
+    binary = {
+        "add": lambda a, b: np.add(a, b, dtype=t.dtype),
+        "sub": lambda a, b: np.subtract(a, b, dtype=t.dtype),
+        "min": np.minimum, "max": np.maximum,
+        "div": lambda a, b: _int_div(a, b, t, False),
+        "rem": lambda a, b: _int_div(a, b, t, True),
+    }
+    if op not in binary:
+        m.fail(f"'{op}' on integers")
+    return _simple(k, ins, [t, t], t, binary[op])
+
+
+def _mad_int(k, ins, t, half) -> _Op:
+    if half == "wide":
+        wide = TYPES[f"{'s' if t.kind == 's' else 'u'}{2 * t.bits}"]
+        return _simple(k, ins, [t, t, wide], wide,
+                       lambda a, b, c: np.add(_mul_wide(a, b, t)[0], c, dtype=wide.dtype))
+    if half == "hi":
+        return _simple(k, ins, [t, t, t], t, lambda a, b, c: np.add(_mul_hi(a, b, t), c, dtype=t.dtype))
+    return _simple(k, ins, [t, t, t], t,
+                   lambda a, b, c: np.add(np.multiply(a, b, dtype=t.dtype), c, dtype=t.dtype))
+
+
+def _c_logic(k: _Kernel, ins: Instr, m: _Mods) -> _Op:
+    t = m.one_type({"pred", "b16", "b32", "b64", "b8"})
+    op = m.base
+    if t.kind == "p":
+        fns = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor,
+               "not": np.logical_not, "cnot": np.logical_not}
+    else:
+        fns = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+               "not": np.invert, "cnot": lambda a: (np.asarray(a) == 0).astype(t.dtype)}
+    arity = 1 if op in ("not", "cnot") else 2
+    return _simple(k, ins, [t] * arity, t, fns[op])
+
+
+def _c_shift(k: _Kernel, ins: Instr, m: _Mods) -> _Op:
+    t = m.one_type({"b16", "b32", "b64", "s16", "s32", "s64", "u16", "u32", "u64"})
+    left = m.base == "shl"
+    if left and t.kind == "s":
+        t = TYPES[f"b{t.bits}"]
+    return _simple(k, ins, [t, T_U32], t, lambda a, n: _shift(a, n, t, left))
+
+
+def _c_bits(k: _Kernel, ins: Instr, m: _Mods) -> _Op:
+    op = m.base
+    t = m.one_type({"b32", "b64"} if op != "bfe" else {"u32", "u64", "s32", "s64"})
+    if op == "popc":
+        return _simple(k, ins, [t], T_U32, lambda a: np.bitwise_count(a).astype(np.uint32))
+    if op == "clz":
+        return _simple(k, ins, [t], T_U32, lambda a: _clz(a, t.bits))
+    if op == "brev":
+        return _simple(k, ins, [t], t, lambda a: _brev(a, t.bits))
+    if op == "bfe":
+        return _simple(k, ins, [t, T_U32, T_U32], t, lambda a, p, n: _bfe(a, p, n, t))
+    return _simple(k, ins, [t, t, T_U32, T_U32], t, lambda f, b, p, n: _bfi(f, b, p, n, t))
+
+
+def _c_prmt(k, ins, m: _Mods) -> _Op:
+    m.one_type({"b32"})
+    return _simple(k, ins, [T_U32] * 3, T_U32, _prmt)
+
+
+def _c_lop3(k, ins, m: _Mods) -> _Op:
+    m.one_type({"b32"})
+    ops = _operands(k, ins, 5)
+    if not isinstance(ops[4], Imm):
+        k._bad(ins, "lop3 needs an immediate lookup table")
+    lut = int(ops[4].value) & 0xFF
+    reads = [k.reader(op, T_U32, ins) for op in ops[1:4]]
+    write = k.writer(ops[0], T_U32, ins)
+    return _Op(PLAIN, lambda ctx, mask: write(
+        ctx, _lop3(*[np.asarray(r(ctx)) for r in reads], lut), mask))
+
+
+def _c_shf(k, ins, m: _Mods) -> _Op:
+    left = m.take("l", "r") == "l"
+    wrap = m.take("wrap", "clamp") == "wrap"
+    m.one_type({"b32"})
+
+    def funnel(a, b, c):
+        a, b, c = (np.asarray(v).astype(U64) for v in (a, b, c))
+        n = c & U64(31) if wrap else np.minimum(c, U64(32))
+        pair = (b << U64(32)) | a
+        out = (pair << n) >> U64(32) if left else pair >> n
+        return (out & U64(0xFFFFFFFF)).astype(np.uint32)
+    return _simple(k, ins, [T_U32] * 3, T_U32, funnel)
+
+
+# ---- floating point --------------------------------------------------------------------------
+
+def _float_arith(k, ins, m: _Mods) -> _Op:
+    op = m.base
+    rnd = m.take("rn", "rz", "rm", "rp")
+    ftz, sat = m.take("ftz") is not None, m.take("sat") is not None
+    approx = m.take("approx", "full")
+    nan_mode = m.take("NaN") is not None
+    t = m.one_type(_FLOAT_TYPES)
+    if rnd not in (None, "rn"):
+        m.fail(f"rounding mode .{rnd} on float {op}")
+    if op in ("fma", "mad") and rnd is None:
+        m.fail(f"{op} on floats needs .rn")
+    if op in ("mul", "mad") and t.kind == "f" and m.take("lo", "hi", "wide"):
+        m.fail("integer modifier on a float type")
+    if approx and op != "div":
+        m.fail(f"modifier .{approx}")
+    if op == "div" and t.name == "f32" and not (approx or rnd):
+        m.fail("div.f32 needs .rn, .full or .approx")
+    fn = _float_fn(op, approx, nan_mode, m)
+    return _float_op(k, ins, t, fn, ftz, sat)
+
+
+def _float_fn(op: str, approx, nan_mode: bool, m: _Mods):
+    """fn(t, *values) -> values of type t."""
+    def via64(f):
+        return lambda t, *xs: _narrow(f(*[np.asarray(x).astype(np.float64) for x in xs]), t)
+
+    native = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+    if op in native:
+        f = native[op]
+        if op == "div" and approx == "approx":
+            return via64(f)
+        return lambda t, a, b: f(a, b).astype(t.dtype) if t.name in ("f32", "f64") else via64(f)(t, a, b)
+    if op in ("fma", "mad"):
+        return lambda t, a, b, c: _fma(a, b, c, t)
+    if op in ("min", "max"):
+        return via64(lambda a, b: _minmax(a, b, op == "min", nan_mode))
+    if op == "abs":
+        return lambda t, a: _sign_bits(a, t, "abs")
+    if op == "neg":
+        return lambda t, a: _sign_bits(a, t, "neg")
+    m.fail(f"'{op}' on floats")
+
+
+def _sign_bits(a, t: PtxType, what: str):
+    udtype = _uint(t.nbytes)
+    bits = np.asarray(a).view(udtype)
+    sign = udtype.type(1 << (t.bits - 1))
+    out = bits & ~sign if what == "abs" else bits ^ sign
+    return np.asarray(out).astype(udtype).view(t.dtype)
+
+
+def _minmax(a, b, is_min: bool, nan_mode: bool):
+    if nan_mode:
+        out = np.minimum(a, b) if is_min else np.maximum(a, b)
+    else:
+        out = np.fmin(a, b) if is_min else np.fmax(a, b)
+    both_zero = (a == 0) & (b == 0)
+    # -0.0 is below +0.0 for min and max, as on the GPU
+    signed_zero = np.where(np.signbit(a) | np.signbit(b) if is_min else np.signbit(a) & np.signbit(b),
+                           -0.0, 0.0)
+    return np.where(both_zero, signed_zero, out)
+
+
+def _float_op(k, ins, t: PtxType, fn, ftz: bool, sat: bool) -> _Op:
+    """A float instruction on scalars or packed f16x2/bf16x2 pairs, with .ftz and .sat."""
+    elem = TYPES[_PAIR_ELEM[t.name]] if t.kind == "x" else t
+    if elem.dtype is None:
+        k._bad(ins, "bf16 needs the ml_dtypes package")
+
+    def compute(*xs):
+        if ftz:
+            xs = [_flush(x, elem) for x in xs]
+        out = np.asarray(fn(elem, *xs)).astype(elem.dtype)
+        if sat:
+            out = _saturate(out)
+        return _flush(out, elem) if ftz else out
+
+    if t.kind != "x":
+        return _simple(k, ins, [t] * _arity(ins), t, compute)
+
+    def packed(*words):
+        shape = np.broadcast_shapes(*[np.shape(w) for w in words])
+        words = np.broadcast_arrays(*[np.atleast_1d(np.asarray(w, np.uint32)) for w in words])
+        halves = [np.ascontiguousarray(w).view(np.uint16).view(elem.dtype) for w in words]
+        out = np.ascontiguousarray(compute(*halves)).view(np.uint32)
+        return out.reshape(shape)
+    return _simple(k, ins, [t] * _arity(ins), t, packed)
+
+
+def _arity(ins: Instr) -> int:
+    return len(ins.operands) - 1
+
+
+_TRANSCENDENTAL = {
+    "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "rcp": lambda x: 1.0 / x,
+    "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+}
+
+
+def _c_unary_float(k, ins, m: _Mods) -> _Op:
+    """sqrt rsqrt rcp ex2 lg2 sin cos tanh: computed in float64 and rounded to the type."""
+    op = m.base
+    mode = m.take("rn", "approx", "rz", "rm", "rp")
+    ftz = m.take("ftz") is not None
+    t = m.one_type({"f32", "f64", "f16", "bf16"})
+    needs_approx = op in ("rsqrt", "ex2", "lg2", "sin", "cos", "tanh")
+    if mode not in ("rn", "approx") or (needs_approx and mode != "approx"):
+        m.fail(f"{op} needs " + (".approx" if needs_approx else ".rn or .approx"))
+    f = _TRANSCENDENTAL[op]
+    if op in ("sqrt", "rcp") and mode == "rn" and t.name in ("f32", "f64"):
+        # correctly rounded in the type itself
+        fn = (lambda t_, a: np.sqrt(a)) if op == "sqrt" else (lambda t_, a: (t_.dtype.type(1) / a))
+    else:
+        fn = lambda t_, a: _narrow(f(np.asarray(a).astype(np.float64)), t_)
+    return _float_op(k, ins, t, fn, ftz, False)
+
+
+def _c_copysign(k, ins, m: _Mods) -> _Op:
+    t = m.one_type({"f32", "f64"})
+    return _simple(k, ins, [t, t], t, lambda a, b: np.copysign(b, a).astype(t.dtype))
+
+
+def _c_testp(k, ins, m: _Mods) -> _Op:
+    what = m.take("notanumber", "nan", "infinite", "finite", "normal", "subnormal", "number")
+    what = "nan" if what == "notanumber" else what
+    t = m.one_type({"f32", "f64"})
+    if what is None:
+        m.fail("testp needs a test")
+    tiny = np.finfo(t.dtype).tiny
+    tests = {
+        "nan": np.isnan, "number": lambda a: ~np.isnan(a), "infinite": np.isinf,
+        "finite": np.isfinite, "normal": lambda a: np.isfinite(a) & (np.abs(a) >= tiny),
+        "subnormal": lambda a: (a != 0) & (np.abs(a) < tiny),
+    }
+    return _simple(k, ins, [t], T_PRED, tests[what])
+
+
+# ---- compare, select, convert ----------------------------------------------------------------
+
+_CMP = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs",
+        "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"}
+
+
+def _compare(cmp: str, t: PtxType):
+    ordered = {"eq": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+               "ge": np.greater_equal}
+    if t.kind == "f":
+        def f(a, b):
+            a, b = np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64)
+            nan = np.isnan(a) | np.isnan(b)
+            if cmp in ordered:
+                return ordered[cmp](a, b)
+            if cmp == "ne":
+                return (a != b) & ~nan
+            if cmp == "num":
+                return ~nan
+            if cmp == "nan":
+                return nan
+            if cmp == "neu":
+                return a != b
+            return ordered[cmp[:-1]](a, b) | nan
+        return f
+    unsigned = {"lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal}
+    if cmp in unsigned:
+        udtype = _uint(t.nbytes)
+        return lambda a, b: unsigned[cmp](np.asarray(a).view(udtype), np.asarray(b).view(udtype))
+    if cmp == "ne":
+        return np.not_equal
+    if cmp not in ordered:
+        return None
+    return ordered[cmp]
+
+
+def _c_setp(k, ins, m: _Mods) -> _Op:
+    cmp = m.take(*_CMP)
+    combine = m.take("and", "or", "xor")
+    ftz = m.take("ftz") is not None
+    t = m.one_type()
+    fn = _compare(cmp, t) if cmp else None
+    if fn is None:
+        m.fail(f"comparison .{cmp} on .{t.name}")
+    ops = ins.operands
+    if len(ops) != (4 if combine else 3):
+        k._bad(ins, "wrong number of operands")
+    dests = (ops[0].first, ops[0].second) if isinstance(ops[0], Pair) else (ops[0], None)
+    ra, rb = k.reader(ops[1], t, ins), k.reader(ops[2], t, ins)
+    rc = k.reader(ops[3], T_PRED, ins) if combine else None
+    wp = k.writer(dests[0], T_PRED, ins)
+    wq = k.writer(dests[1], T_PRED, ins) if dests[1] is not None else None
+    join = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}.get(combine)
+
+    def run(ctx, mask):
+        a, b = ra(ctx), rb(ctx)
+        if ftz:
+            a, b = _flush(a, t), _flush(b, t)
+        p = np.asarray(fn(a, b))
+        q = ~p
+        if join is not None:
+            c = rc(ctx)
+            p, q = join(p, c), join(q, c)
+        wp(ctx, p, mask)
+        if wq is not None:
+            wq(ctx, q, mask)
+    return _Op(PLAIN, run)
+
+
+def _c_selp(k, ins, m: _Mods) -> _Op:
+    t = m.one_type()
+    return _simple(k, ins, [t, t, T_PRED], t, lambda a, b, c: np.where(c, a, b).astype(t.dtype))
+
+
+_INT_ROUND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
+
+
+def _c_cvt(k, ins, m: _Mods) -> _Op:
+    rnd = m.take("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")
+    ftz, sat = m.take("ftz") is not None, m.take("sat") is not None
+    types = m.types()
+    if len(types) != 2:
+        m.fail("cvt needs a destination and a source type")
+    dst, src = types
+    if dst.kind == "x":
+        return _cvt_pack(k, ins, m, dst, src, rnd)
+    if dst.kind == "p" or src.kind in ("p", "x"):
+        m.fail("cvt between these types")
+    fn = _cvt_fn(dst, src, rnd, ftz, sat, m)
+    return _simple(k, ins, [src], dst, fn)
+
+
+def _cvt_fn(dst: PtxType, src: PtxType, rnd, ftz: bool, sat: bool, m: _Mods):
+    if src.kind == "f" and dst.kind == "f":
+        return _cvt_float(dst, src, rnd, ftz, sat, m)
+    if src.kind == "f":
+        if rnd not in _INT_ROUND:
+            m.fail("float to integer cvt needs .rni, .rzi, .rmi or .rpi")
+        return lambda a: _float_to_int(_flush(a, src) if ftz and src.name == "f32" else a,
+                                       dst, _INT_ROUND[rnd])
+    if dst.kind == "f":
+        if rnd not in (None, "rn", "rz", "rm", "rp"):
+            m.fail(f"rounding .{rnd} for integer to float")
+        mode = rnd or "rn"
+
+        def int_to_float(a):
+            if mode == "rn" and dst.name in ("f32", "f64", "f16"):
+                out = np.asarray(a).astype(dst.dtype)
+            else:
+                out = _round_directed(np.asarray(a).astype(np.float64), dst, mode)
+            return _saturate(out) if sat else out
+        return int_to_float
+    if rnd is not None:
+        m.fail(f"rounding .{rnd} for integer to integer")
+    return lambda a: _int_to_int(a, dst, src, sat)
+
+
+def _cvt_float(dst: PtxType, src: PtxType, rnd, ftz: bool, sat: bool, m: _Mods):
+    narrowing = dst.bits < src.bits or (dst.name == "bf16" and src.name == "f16") or (
+        dst.name == "f16" and src.name == "bf16")
+    if rnd in _INT_ROUND and dst.name != src.name:
+        m.fail("integer rounding between different float types")
+    if narrowing and rnd not in ("rn", "rz", "rm", "rp"):
+        m.fail("narrowing float cvt needs .rn, .rz, .rm or .rp")
+
+    def convert(a):
+        if ftz and src.name == "f32":
+            a = _flush(a, src)
+        x = np.asarray(a).astype(np.float64)
+        if rnd in _INT_ROUND:
+            out = _narrow(_INT_ROUND[rnd](x), dst)
+        else:
+            out = _round_directed(x, dst, rnd or "rn")
+        out = np.asarray(out).astype(dst.dtype)
+        if sat:
+            out = _saturate(out)
+        return _flush(out, dst) if ftz and dst.name == "f32" else out
+    return convert
+
+
+def _int_range(t: PtxType) -> tuple[int, int]:
+    if t.kind == "s":
+        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    return 0, (1 << t.bits) - 1
+
+
+def _float_to_int(a, dst: PtxType, rounding):
+    """Round, saturate to the integer range; NaN -> 0, except 64-bit results, where the H100
+    gives 0x8000000000000000 (measured on the device)."""
+    x = rounding(np.asarray(a).astype(np.float64))
+    lo, hi = _int_range(dst)
+    big = x >= float(hi + 1)
+    small = x <= float(lo)
+    inner = np.where(big | small | np.isnan(x), 0.0, x)
+    out = inner.astype(np.int64 if dst.kind == "s" or dst.bits < 64 else np.uint64).astype(dst.dtype)
+    out = np.where(big, np.array(hi).astype(dst.dtype), out)
+    out = np.where(small, np.array(lo).astype(dst.dtype), out)
+    nan_value = np.array(1 << 63, dtype=np.uint64).astype(dst.dtype) if dst.bits == 64 else dst.dtype.type(0)
+    return np.where(np.isnan(x), nan_value, out).astype(dst.dtype)
+
+
+def _int_to_int(a, dst: PtxType, src: PtxType, sat: bool):
+    a = np.asarray(a)
+    if sat:
+        lo, hi = _int_range(dst)
+        info = np.iinfo(src.dtype)
+        if info.min < lo:
+            a = np.where(a < src.dtype.type(lo), src.dtype.type(lo), a)
+        if hi < info.max:
+            a = np.where(a > src.dtype.type(hi), src.dtype.type(hi), a)
+    if dst.kind == "s" and src.kind == "s":
+        return a.astype(dst.dtype)
+    if dst.bits > src.bits:  # widening: sign-extend signed sources
+        return a.astype(dst.dtype)
+    return a.view(_uint(src.nbytes)).astype(_uint(dst.nbytes)).view(dst.dtype)
+
+
+def _cvt_pack(k, ins, m: _Mods, dst: PtxType, src: PtxType, rnd) -> _Op:
+    """cvt.rn.f16x2.f32 d, a, b: d = {cvt(a) in the high half, cvt(b) in the low half}."""
+    if src.name != "f32" or rnd != "rn":
+        m.fail("packed cvt needs .rn and an .f32 source")
+    elem = TYPES[_PAIR_ELEM[dst.name]]
+
+    def pack(a, b):
+        hi = np.asarray(_narrow(np.asarray(a).astype(np.float64), elem)).view(np.uint16).astype(np.uint32)
+        lo = np.asarray(_narrow(np.asarray(b).astype(np.float64), elem)).view(np.uint16).astype(np.uint32)
+        return (hi << np.uint32(16)) | lo
+    return _simple(k, ins, [src, src], dst, pack)
+
+
+def _c_cvta(k, ins, m: _Mods) -> _Op:
+    to = m.take("to") is not None
+    space = m.take("global", "shared", "local", "const")
+    t = m.one_type({"u32", "u64"})
+    if space is None:
+        m.fail("cvta needs a state space")
+    window = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
+    shift = U64((-window if to else window) % (1 << 64))
+    d, a = _operands(k, ins, 2)
+    read = k.reader(a, T_U64, ins)
+    write = k.writer(d, t, ins)
+    return _Op(PLAIN, lambda ctx, mask: write(
+        ctx, np.asarray(read(ctx) + shift).astype(U64).astype(t.dtype), mask))
+
+
+# ---- memory instructions ---------------------------------------------------------------------
+
+_CACHE_MODS = ("ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile", "weak", "relaxed",
+               "acquire", "release", "cta", "gpu", "sys", "cluster")
+
+
+def _mem_mods(m: _Mods):
+    space = m.take("global", "shared", "local", "param", "const") or "generic"
+    while m.take(*_CACHE_MODS) or m.take_prefixed("L1::") or m.take_prefixed("L2::"):
+        pass
+    vec = m.take("v2", "v4")
+    t = m.one_type()
+    if t.kind in ("p", "x"):
+        m.fail(f"memory access of type .{t.name}")
+    return space, (int(vec[1]) if vec else 1), t
+
+
+def _c_ld(k, ins, m: _Mods) -> _Op:
+    space, nvec, t = _mem_mods(m)
+    d, a = _operands(k, ins, 2)
+    items = d.items if isinstance(d, Vec) else (d,)
+    if len(items) != nvec:
+        k._bad(ins, "vector size does not match the destination")
+    writes = [k.writer(item, t, ins) for item in items]
+    if space == "param":
+        return _ld_param(k, ins, a, t, writes[0])
+    addr = k.address(a, space, ins)
+
+    def run(ctx, mask):
+        lanes = None if mask is None else np.flatnonzero(mask)
+        count = ctx.n if lanes is None else lanes.size
+        if count == 0:
+            return
+        where = _broadcast_u64(addr(ctx), lanes, count)
+        segs = ctx.locate(space, where, lanes, t.nbytes * nvec, "load", ins)
+        for comp, write in enumerate(writes):
+            value = _gather(segs, count, t.dtype, comp)
+            write(ctx, _spread(value, lanes, ctx.n), mask)
+    return _Op(PLAIN, run)
+
+
+def _ld_param(k: _Kernel, ins, a, t: PtxType, write) -> _Op:
+    if not isinstance(a, Addr) or not isinstance(a.base, Sym):
+        k._bad(ins, "ld.param needs [name]")
+    name = a.base.name
+    if name in k.param_offsets:
+        offset = k.param_offsets[name][0] + a.offset
+        if offset + t.nbytes > k.param_size:
+            k._bad(ins, "read past the end of the parameters")
+        return _Op(PLAIN, lambda ctx, mask: write(ctx, ctx.launch.param(offset, t.dtype), mask))
+    if name in k.regs and a.offset == 0:
+        read = k.reader(Reg(name), t, ins)
+        return _Op(PLAIN, lambda ctx, mask: write(ctx, read(ctx), mask))
+    k._bad(ins, f"unknown parameter {name}")
+
+
+def _c_st(k, ins, m: _Mods) -> _Op:
+    space, nvec, t = _mem_mods(m)
+    a, v = _operands(k, ins, 2)
+    items = v.items if isinstance(v, Vec) else (v,)
+    if len(items) != nvec:
+        k._bad(ins, "vector size does not match the source")
+    if space == "param":
+        if not (isinstance(a, Addr) and isinstance(a.base, Sym) and a.offset == 0 and a.base.name in k.regs):
+            k._bad(ins, "st.param only to a call parameter declared in the body")
+        write = k.writer(Reg(a.base.name), t, ins)
+        read = k.reader(v, t, ins)
+        return _Op(PLAIN, lambda ctx, mask: write(ctx, read(ctx), mask))
+    reads = [k.reader(item, t, ins) for item in items]
+    addr = k.address(a, space, ins)
+
+    def run(ctx, mask):
+        lanes = None if mask is None else np.flatnonzero(mask)
+        count = ctx.n if lanes is None else lanes.size
+        if count == 0:
+            return
+        where = _broadcast_u64(addr(ctx), lanes, count)
+        segs = ctx.locate(space, where, lanes, t.nbytes * nvec, "store", ins)
+        for comp, read in enumerate(reads):
+            _scatter(segs, _pick(read(ctx), lanes, count), t.dtype, comp)
+    return _Op(PLAIN, run)
+
+
+def _broadcast_u64(value, lanes, count: int):
+    value = np.asarray(value).astype(U64)
+    if value.ndim == 0:
+        return np.full(count, value, U64)
+    return value if lanes is None else value[lanes]
+
+
+def _pick(value, lanes, count: int):
+    value = np.asarray(value)
+    if value.ndim == 0:
+        return np.full(count, value, value.dtype)
+    return value if lanes is None else value[lanes]
+
+
+def _spread(value, lanes, n: int):
+    """Per-active-lane values as a full-batch array (inactive lanes are masked out later)."""
+    if lanes is None:
+        return value
+    full = np.zeros(n, value.dtype)
+    full[lanes] = value
+    return full
+
+
+def _gather(segs, count: int, dtype, comp: int):
+    out = None
+    for buf, off, sel, _ in segs:
+        view = buf.view(dtype)
+        values = view[off // dtype.itemsize + comp]
+        if sel is None:
+            return values
+        if out is None:
+            out = np.empty(count, dtype)
+        out[sel] = values
+    return out
+
+
+def _scatter(segs, values, dtype, comp: int):
+    for buf, off, sel, alloc in segs:
+        view = buf.view(dtype)
+        view[off // dtype.itemsize + comp] = values if sel is None else values[sel]
+        if alloc is not None:
+            alloc.written = True
+
+
+# ---- atomics ---------------------------------------------------------------------------------
+
+_ATOM_TYPES = {
+    "add": {"u32", "s32", "u64", "s64", "f32", "f64", "f16", "bf16"},
+    "min": {"u32", "s32", "u64", "s64"}, "max": {"u32", "s32", "u64", "s64"},
+    "and": {"b32", "b64"}, "or": {"b32", "b64"}, "xor": {"b32", "b64"},
+    "exch": {"b32", "b64"}, "cas": {"b16", "b32", "b64"}, "inc": {"u32"}, "dec": {"u32"},
+}
+_ACCUMULATE = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
+               "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def _c_atom(k, ins, m: _Mods) -> _Op:
+    reduce_only = m.base == "red"
+    space = m.take("global", "shared") or "generic"
+    while m.take("relaxed", "acquire", "release", "acq_rel", "cta", "gpu", "sys", "cluster", "noftz"):
+        pass
+    op = m.take(*_ATOM_TYPES)
+    if op is None:
+        m.fail("unknown atomic operation")
+    t = m.one_type(_ATOM_TYPES[op])
+    ops = _operands(k, ins, (2 if reduce_only else 3) + (op == "cas"))
+    if reduce_only:
+        write, a, rest = None, ops[0], ops[1:]
+    else:
+        write, a, rest = k.writer(ops[0], t, ins), ops[1], ops[2:]
+    addr = k.address(a, space, ins)
+    reads = [k.reader(x, t, ins) for x in rest]
+    apply = _atomic_fn(op, t)
+
+    def run(ctx, mask):
+        lanes = None if mask is None else np.flatnonzero(mask)
+        count = ctx.n if lanes is None else lanes.size
+        if count == 0:
+            return
+        where = _broadcast_u64(addr(ctx), lanes, count)
+        segs = ctx.locate(space, where, lanes, t.nbytes, "atomic", ins)
+        args = [_pick(r(ctx), lanes, count).astype(t.dtype) for r in reads]
+        olds = np.empty(count, t.dtype)
+        for buf, off, sel, alloc in segs:
+            part = [x if sel is None else x[sel] for x in args]
+            old = _atomic_apply(buf.view(t.dtype), off // t.nbytes, part, op, t, apply)
+            if sel is None:
+                olds = old
+            else:
+                olds[sel] = old
+            if alloc is not None:
+                alloc.written = True
+        if write is not None:
+            write(ctx, _spread(olds, lanes, ctx.n), mask)
+    return _Op(PLAIN, run)
+
+
+def _atomic_fn(op: str, t: PtxType):
+    """new = f(old, value[, compare]) for one round of non-conflicting lanes."""
+    if op == "add" and t.name in ("f16", "bf16"):
+        return lambda old, v: _narrow(old.astype(np.float64) + v.astype(np.float64), t)
+    table = {
+        "add": lambda old, v: np.add(old, v, dtype=t.dtype), "min": np.minimum, "max": np.maximum,
+        "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+        "exch": lambda old, v: v,
+        "cas": lambda old, cmp, v: np.where(old == cmp, v, old),
+        "inc": lambda old, v: np.where(old >= v, 0, old + np.uint32(1)).astype(np.uint32),
+        "dec": lambda old, v: np.where((old == 0) | (old > v), v, old - np.uint32(1)).astype(np.uint32),
+    }
+    return table[op]
+
+
+def _atomic_apply(view, elem, args, op: str, t: PtxType, apply):
+    """Apply the lanes' atomics in increasing lane order; return each lane's old value."""
+    n = elem.size
+    order = np.argsort(elem, kind="stable")
+    es = elem[order]
+    first = np.empty(n, bool)
+    first[0] = True
+    first[1:] = es[1:] != es[:-1]
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], n) - 1
+    vals = [x[order] for x in args]
+    if op == "add" and t.kind in ("u", "s"):
+        olds = _atomic_int_add(view, es, vals[0], first, starts, ends)
+    elif op == "exch":
+        olds = np.empty(n, t.dtype)
+        olds[1:] = vals[0][:-1]
+        olds[starts] = view[es[starts]]
+        view[es[ends]] = vals[0][ends]
+    elif op in _ACCUMULATE and t.name not in ("f16", "bf16") and starts.size * 8 <= n:
+        olds = _atomic_grouped(view, es, vals[0], starts, ends, _ACCUMULATE[op])
+    else:
+        olds = _atomic_rounds(view, es, vals, first, starts, apply)
+    out = np.empty(n, t.dtype)
+    out[order] = olds
+    return out
+
+
+def _atomic_int_add(view, es, vs, first, starts, ends):
+    dtype = view.dtype
+    inclusive = np.cumsum(vs, dtype=dtype)
+    exclusive = inclusive - vs
+    group = np.cumsum(first) - 1
+    within = exclusive - exclusive[starts][group]
+    base = view[es]
+    olds = (base + within).astype(dtype)
+    view[es[ends]] = (olds[ends] + vs[ends]).astype(dtype)
+    return olds
+
+
+def _atomic_grouped(view, es, vs, starts, ends, ufunc):
+    olds = np.empty(es.size, view.dtype)
+    for s, e in zip(starts, ends):
+        seq = np.concatenate(([view[es[s]]], vs[s:e + 1]))
+        acc = ufunc.accumulate(seq, dtype=view.dtype)
+        olds[s:e + 1] = acc[:-1]
+        view[es[s]] = acc[-1]
+    return olds
+
+
+def _atomic_rounds(view, es, vals, first, starts, apply):
+    """Round r applies every address's r-th lane: no two lanes of a round share an address."""
+    n = es.size
+    group = np.cumsum(first) - 1
+    rank = np.arange(n) - starts[group]
+    by_rank = np.argsort(rank, kind="stable")
+    bounds = np.flatnonzero(np.diff(rank[by_rank])) + 1
+    olds = np.empty(n, view.dtype)
+    for pos in np.split(by_rank, bounds):
+        idx = es[pos]
+        old = view[idx]
+        view[idx] = apply(old, *[v[pos] for v in vals])
+        olds[pos] = old
+    return olds
+
+
+# ---- control flow, barriers, warps -----------------------------------------------------------
+
+def _c_bra(k, ins, m: _Mods) -> _Op:
+    m.take("uni")
+    _operands(k, ins, 1)
+    return _Op(BRA)
+
+
+def _c_exit(k, ins, m: _Mods) -> _Op:
+    m.take("uni")
+    return _Op(EXIT)
+
+
+def _c_trap(k, ins, m: _Mods) -> _Op:
+    return _Op(TRAP)
+
+
+def _c_bar(k, ins, m: _Mods) -> _Op:
+    if m.base == "bar" and m.take("warp"):
+        m.take("sync")
+        return _Op(PLAIN, lambda ctx, mask: None)  # lanes at one pc already run together
+    if not m.take("sync"):
+        m.fail("only bar.sync / barrier.sync are supported")
+    m.take("aligned")
+    ops = ins.operands
+    if not ops or len(ops) > 2:
+        k._bad(ins, "bar.sync takes a barrier number and an optional thread count")
+    count = k.reader(ops[1], T_U32, ins) if len(ops) == 2 else None
+    op = _Op(BAR)
+    op.fn = count
+    return op
+
+
+def _c_fence(k, ins, m: _Mods) -> _Op:
+    """membar/fence: the simulator runs one thread group at a time, so memory is always ordered."""
+    m.used = [True] * len(m.rest)
+    return _Op(PLAIN, lambda ctx, mask: None)
+
+
+def _c_shfl(k, ins, m: _Mods) -> _Op:
+    m.take("sync")
+    mode = m.take("up", "down", "bfly", "idx")
+    m.one_type({"b32"})
+    if mode is None:
+        m.fail("shfl needs .up, .down, .bfly or .idx")
+    ops = ins.operands
+    if len(ops) not in (4, 5):
+        k._bad(ins, "wrong number of operands")
+    d, p = (ops[0].first, ops[0].second) if isinstance(ops[0], Pair) else (ops[0], None)
+    ra, rb, rc = (k.reader(x, T_U32, ins) for x in ops[1:4])
+    rmask = k.reader(ops[4], T_U32, ins) if len(ops) == 5 else (lambda ctx: np.uint32(0xFFFFFFFF))
+    wd = k.writer(d, T_U32, ins)
+    wp = k.writer(p, T_PRED, ins) if p is not None else None
+
+    def run(ctx, mask):
+        ctx.check_converged(mask, rmask(ctx), ins)
+        value, valid = ctx.shuffle(ra(ctx), rb(ctx), rc(ctx), mode)
+        wd(ctx, value, mask)
+        if wp is not None:
+            wp(ctx, valid, mask)
+    return _Op(PLAIN, run)
+
+
+def _c_vote(k, ins, m: _Mods) -> _Op:
+    m.take("sync")
+    mode = m.take("any", "all", "uni", "ballot")
+    t = m.one_type({"pred", "b32"})
+    if mode is None or (mode == "ballot") != (t.name == "b32"):
+        m.fail("vote needs .any/.all/.uni with .pred or .ballot with .b32")
+    ops = ins.operands
+    rp = k.reader(ops[1], T_PRED, ins)
+    rmask = k.reader(ops[2], T_U32, ins) if len(ops) == 3 else (lambda ctx: np.uint32(0xFFFFFFFF))
+    write = k.writer(ops[0], t, ins)
+
+    def run(ctx, mask):
+        members = np.asarray(rmask(ctx)).astype(np.uint32)
+        ctx.check_converged(mask, members, ins)
+        active = ctx.active_array(mask)
+        yes = ctx.warp_bits(active & rp(ctx)) & members
+        present = ctx.warp_bits(active) & members
+        result = {"ballot": yes, "any": yes != 0, "all": yes == present,
+                  "uni": (yes == 0) | (yes == present)}[mode]
+        write(ctx, result, mask)
+    return _Op(PLAIN, run)
+
+
+def _c_activemask(k, ins, m: _Mods) -> _Op:
+    m.one_type({"b32"})
+    write = k.writer(_operands(k, ins, 1)[0], T_U32, ins)
+    return _Op(PLAIN, lambda ctx, mask: write(ctx, ctx.warp_bits(ctx.active_array(mask)), mask))
+
+
+# ---- vprintf -----------------------------------------------------------------------------------
+
+_FORMAT = re.compile(rb"%([-+ #0]*)(\d+|\*)?(?:\.(\d+|\*))?(hh|h|ll|l|j|z|t|L)?([diouxXeEfFgGaAcsp%])")
+
+
+def _c_call(k, ins, m: _Mods) -> _Op:
+    m.take("uni")
+    ops = ins.operands
+    if ops and isinstance(ops[0], Paren):
+        ret, ops = ops[0].items, ops[1:]
+    else:
+        ret = ()
+    if len(ops) != 2 or not isinstance(ops[0], Sym) or ops[0].name != "vprintf":
+        k._bad(ins, "only calls to vprintf are supported")
+    args = ops[1].items if isinstance(ops[1], Paren) else ()
+    if len(args) != 2:
+        k._bad(ins, "vprintf takes two parameters")
+    rfmt, rargs = (k.reader(_as_reg(a), T_U64, ins) for a in args)
+    write = k.writer(_as_reg(ret[0]), TYPES["s32"], ins) if ret else None
+
+    def run(ctx, mask):
+        lanes = np.arange(ctx.n) if mask is None else np.flatnonzero(mask)
+        fmts = _pick(rfmt(ctx), lanes, lanes.size)
+        bufs = _pick(rargs(ctx), lanes, lanes.size)
+        counts = np.zeros(ctx.n, np.int32)
+        out = []
+        for i, lane in enumerate(lanes):
+            text, used = _vprintf(ctx, int(fmts[i]), int(bufs[i]), int(lane), ins)
+            out.append(text)
+            counts[lane] = used
+        sys.stdout.write("".join(out))
+        if write is not None:
+            write(ctx, counts, mask)
+    return _Op(PLAIN, run)
+
+
+def _as_reg(op):
+    """Call parameters declared in the body (`.param .b64 param0`) are named without a %."""
+    return Reg(op.name) if isinstance(op, Sym) and op.offset == 0 else op
+
+
+def _vprintf(ctx, fmt_addr: int, args_addr: int, lane: int, ins) -> tuple[str, int]:
+    fmt = ctx.read_cstring(fmt_addr, lane, ins)
+    out, pos, offset, used = [], 0, 0, 0
+
+    def take(size: int) -> bytes:
+        nonlocal offset
+        offset = _align_up(offset, size)
+        data = ctx.read_generic(args_addr + offset, size, lane, ins)
+        offset += size
+        return data
+
+    for match in _FORMAT.finditer(fmt):
+        out.append(fmt[pos:match.start()].decode("utf-8", "replace"))
+        pos = match.end()
+        flags, width, prec, length, conv = (g.decode() if g else g for g in match.groups())
+        if conv == "%":
+            out.append("%")
+            continue
+        if width == "*":
+            width = str(int.from_bytes(take(4), "little", signed=True))
+        if prec == "*":
+            prec = str(int.from_bytes(take(4), "little", signed=True))
+        spec = "%" + (flags or "") + (width or "") + ("." + prec if prec is not None else "")
+        out.append(_format_one(ctx, spec, conv, length, take, lane, ins))
+        used += 1
+    out.append(fmt[pos:].decode("utf-8", "replace"))
+    return "".join(out), used
+
+
+def _format_one(ctx, spec: str, conv: str, length, take, lane, ins) -> str:
+    if conv in "eEfFgGaA":
+        value = np.frombuffer(take(8), np.float64)[0].item()
+        return value.hex() if conv in "aA" else (spec + conv) % value
+    if conv == "s":
+        address = int.from_bytes(take(8), "little")
+        return (spec + "s") % ctx.read_cstring(address, lane, ins).decode("utf-8", "replace")
+    if conv == "p":
+        return (spec + "s") % hex(int.from_bytes(take(8), "little"))
+    size = 8 if length in ("l", "ll", "j", "z", "t") else 4
+    raw = take(size)
+    signed = conv in "di"
+    value = int.from_bytes(raw, "little", signed=signed)
+    if conv == "c":
+        return (spec + "c") % chr(value & 0xFF)
+    if length == "h":
+        value = value & 0xFFFF if not signed else np.int16(value & 0xFFFF).item()
+    if length == "hh":
+        value = value & 0xFF if not signed else np.int8(value & 0xFF).item()
+    return (spec + ("d" if conv in "diu" else conv)) % value
+
+
+_COMPILERS = {
+    "mov": _c_mov, "add": _c_arith, "sub": _c_arith, "mul": _c_arith, "mad": _c_arith,
+    "fma": _c_arith, "div": _c_arith, "rem": _c_arith, "abs": _c_arith, "neg": _c_arith,
+    "min": _c_arith, "max": _c_arith,
+    "and": _c_logic, "or": _c_logic, "xor": _c_logic, "not": _c_logic, "cnot": _c_logic,
+    "shl": _c_shift, "shr": _c_shift, "popc": _c_bits, "clz": _c_bits, "brev": _c_bits,
+    "bfe": _c_bits, "bfi": _c_bits, "prmt": _c_prmt, "lop3": _c_lop3, "shf": _c_shf,
+    "sqrt": _c_unary_float, "rsqrt": _c_unary_float, "rcp": _c_unary_float, "ex2": _c_unary_float,
+    "lg2": _c_unary_float, "sin": _c_unary_float, "cos": _c_unary_float, "tanh": _c_unary_float,
+    "copysign": _c_copysign, "testp": _c_testp, "setp": _c_setp, "selp": _c_selp, "cvt": _c_cvt,
+    "cvta": _c_cvta, "ld": _c_ld, "ldu": _c_ld, "st": _c_st, "atom": _c_atom, "red": _c_atom,
+    "bra": _c_bra, "ret": _c_exit, "exit": _c_exit, "trap": _c_trap, "bar": _c_bar,
+    "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote,
+    "activemask": _c_activemask, "call": _c_call,
+}
+
+# ---- execution ---------------------------------------------------------------------------------
+
+
+class _Launch:
+    """Everything one kernel launch shares between its batches."""
+
+    def __init__(self, kernel: _Kernel, grid, block, args, dynamic_shared: int):
+        self.kernel, self.grid, self.block = kernel, grid, block
+        self.T = block[0] * block[1] * block[2]
+        self.memory = _GlobalMemory()
+        kernel.module.place_globals(self.memory)
+        self.params = self._params(kernel, args)
+        self.shared_size = kernel.shared_static + dynamic_shared
+        self.shared_pad = _align_up(self.shared_size, 16)
+        self._param_cache = {}
+
+    def _params(self, kernel: _Kernel, args) -> np.ndarray:
+        decls = kernel.params
+        if len(args) != len(decls):
+            raise SimulatorError(f"kernel {kernel.name} takes {len(decls)} parameters, got {len(args)}")
+        buf = np.zeros(max(16, _align_up(kernel.param_size, 16)), np.uint8)
+        by_id: dict[int, _Alloc] = {}
+        for decl, arg in zip(decls, args):
+            offset, t = kernel.param_offsets[decl.name]
+            if decl.count is not None:
+                raise SimulatorError(f"parameter {decl.name}: array parameters are not supported")
+            value = self._param_value(decl, t, arg, by_id)
+            buf[offset:offset + t.nbytes] = np.frombuffer(value.tobytes(), np.uint8)
+        return buf
+
+    def _param_value(self, decl: VarDecl, t: PtxType, arg, by_id):
+        if isinstance(arg, np.ndarray) and t.name in ("u64", "b64", "s64"):
+            alloc = by_id.get(id(arg))
+            if alloc is None:
+                if arg.dtype.hasobject:
+                    raise SimulatorError(f"parameter {decl.name}: object arrays are not supported")
+                data = np.ascontiguousarray(arg).view(np.uint8).reshape(-1)
+                alloc = self.memory.add(data.size, data, owner=arg, label=decl.name)
+                by_id[id(arg)] = alloc
+            return np.array(alloc.base, U64)
+        if isinstance(arg, np.ndarray):
+            if arg.size != 1:
+                raise SimulatorError(f"parameter {decl.name} (.{t.name}) needs a scalar, got an array")
+            arg = arg.reshape(())[()]
+        return _param_scalar(decl, t, arg)
+
+    def param(self, offset: int, dtype):
+        key = (offset, dtype)
+        value = self._param_cache.get(key)
+        if value is None:
+            value = self.params[offset:offset + dtype.itemsize].view(dtype)[0]
+            self._param_cache[key] = value
+        return value
+
+    def copy_back(self):
+        for alloc in self.memory.allocs:
+            owner = alloc.owner
+            if owner is None or not alloc.written:
+                continue
+            if not owner.flags.writeable:
+                raise SimulatorError(f"the kernel wrote to parameter {alloc.label}, a read-only array")
+            owner[...] = alloc.buf[:alloc.size].view(owner.dtype).reshape(owner.shape)
+
+
+def _param_scalar(decl: VarDecl, t: PtxType, arg):
+    if t.kind == "f":
+        if t.dtype is None:
+            raise SimulatorError("bf16 needs the ml_dtypes package")
+        return np.asarray(_narrow(np.array(float(arg)), t))
+    is_float = isinstance(arg, (float, np.floating)) or (
+        isinstance(arg, np.generic) and arg.dtype.kind not in "iub")
+    if is_float and t.bits == 16 and isinstance(arg, np.generic) and arg.dtype.itemsize == 2:
+        return np.asarray(arg).view(np.uint16).view(t.dtype)   # f16/bf16 bits for a .b16 param
+    if is_float:
+        hint = (": pass np.float16(...), ml_dtypes.bfloat16(...) or the raw bits as an int"
+                if t.bits == 16 else "")
+        raise SimulatorError(f"parameter {decl.name} (.{t.name}) needs an integer, got {arg!r}{hint}")
+    return np.array(int(arg) & ((1 << t.bits) - 1), _uint(t.nbytes)).view(t.dtype)
+
+
+class _Batch:
+    """The threads of consecutive blocks, simulated together."""
+
+    def __init__(self, launch: _Launch, first_block: int, nblocks: int):
+        kernel = launch.kernel
+        self.launch, self.kernel = launch, kernel
+        self.first_block, self.B, self.T = first_block, nblocks, launch.T
+        self.n = nblocks * launch.T
+        self.regs = dict(kernel.initial)
+        self.shared = np.zeros(max(16, nblocks * launch.shared_pad), np.uint8)
+        self.local = np.zeros(max(16, self.n * kernel.local_pad), np.uint8)
+        self._special = {}
+        self.live = np.ones(self.n, bool)
+
+    # special registers
+    def special(self, name: str):
+        value = self._special.get(name)
+        if value is None:
+            value = self._special[name] = self._compute_special(name)
+        return value
+
+    def _compute_special(self, name: str):
+        bx, by, bz = self.launch.block
+        gx, gy, gz = self.launch.grid
+        head, _, axis = name.partition(".")
+        i = "xyz".find(axis)
+        if head == "%ntid":
+            return np.uint32(self.launch.block[i])
+        if head == "%nctaid":
+            return np.uint32(self.launch.grid[i])
+        if head == "%tid":
+            t = self.special("%tid_linear")
+            return ((t % bx, (t // bx) % by, t // (bx * by))[i]).astype(np.uint32)
+        if head == "%ctaid":
+            b = np.repeat(np.arange(self.first_block, self.first_block + self.B, dtype=np.int64), self.T)
+            return ((b % gx, (b // gx) % gy, b // (gx * gy))[i]).astype(np.uint32)
+        if name == "%tid_linear":
+            return np.tile(np.arange(self.T, dtype=np.int64), self.B)
+        lane = (self.special("%tid_linear") % 32).astype(np.uint32)
+        one = np.uint32(1)
+        flat = {
+            "%laneid": lambda: lane, "%warpid": lambda: (self.special("%tid_linear") // 32).astype(np.uint32),
+            "%nwarpid": lambda: np.uint32(-(-self.T // 32)),
+            "%lanemask_eq": lambda: one << lane, "%lanemask_lt": lambda: (one << lane) - one,
+            "%lanemask_le": lambda: ((one << lane) - one) | (one << lane),
+            "%lanemask_gt": lambda: ~(((one << lane) - one) | (one << lane)),
+            "%lanemask_ge": lambda: ~((one << lane) - one),
+        }
+        return flat[name]()
+
+    def describe(self, lane: int) -> str:
+        bx, by, _ = self.launch.block
+        gx, gy, _ = self.launch.grid
+        t, b = lane % self.T, self.first_block + lane // self.T
+        return (f"thread ({t % bx},{(t // bx) % by},{t // (bx * by)}) "
+                f"block ({b % gx},{(b // gx) % gy},{b // (gx * gy)})")
+
+    # memory
+    def locate(self, space: str, addr, lanes, size: int, what: str, ins):
+        """Resolve per-lane addresses to [(buffer, byte offsets, selection, allocation)]."""
+        misaligned = (addr & U64(size - 1)) != 0 if size & (size - 1) == 0 else addr != addr
+        if misaligned.any():
+            self._fault("misaligned", space, what, size, addr, lanes, misaligned, ins)
+        segs, bad = self._segments(space, addr, lanes, size)
+        if bad is not None:
+            self._fault("out-of-bounds", space, what, size, addr, lanes, bad, ins)
+        return segs
+
+    def _segments(self, space: str, addr, lanes, size: int):
+        if space in ("global", "const"):
+            segs, bad = self.launch.memory.segments(addr, size)
+            return ([(a.buf, off, sel, a) for a, off, sel in segs] if segs else None), bad
+        if space == "shared":
+            return self._window(addr, lanes, size, self.shared, self.launch.shared_size,
+                                self.launch.shared_pad, self.T)
+        if space == "local":
+            return self._window(addr, lanes, size, self.local, self.kernel.local_size,
+                                self.kernel.local_pad, 1)
+        return self._generic(addr, lanes, size)
+
+    def _window(self, addr, lanes, size, buf, limit, pad, group):
+        bad = addr > U64(max(limit - size, 0)) if limit >= size else np.ones(addr.shape, bool)
+        if bad.any():
+            return None, bad
+        owner = (np.arange(addr.size) if lanes is None else lanes) // group
+        return [(buf, owner * pad + addr.astype(np.int64), None, None)], None
+
+    def _generic(self, addr, lanes, size):
+        kinds = np.zeros(addr.size, np.int8)
+        kinds[(addr >= U64(SHARED_WINDOW)) & (addr < U64(SHARED_WINDOW + WINDOW_SIZE))] = 1
+        kinds[(addr >= U64(LOCAL_WINDOW)) & (addr < U64(LOCAL_WINDOW + WINDOW_SIZE))] = 2
+        segs, bad = [], np.zeros(addr.size, bool)
+        windows = ((0, "global", 0), (1, "shared", SHARED_WINDOW), (2, "local", LOCAL_WINDOW))
+        for code, space, base in windows:
+            idx = np.flatnonzero(kinds == code)
+            if idx.size == 0:
+                continue
+            sub_lanes = idx if lanes is None else lanes[idx]
+            part, part_bad = self._segments(space, addr[idx] - U64(base), sub_lanes, size)
+            if part_bad is not None:
+                bad[idx[part_bad]] = True
+                continue
+            segs += [(b, off, idx if sel is None else idx[sel], a) for b, off, sel, a in part]
+        return (None, bad) if bad.any() else (segs, None)
+
+    def _fault(self, kind, space, what, size, addr, lanes, bad, ins):
+        i = int(np.argmax(bad))
+        lane = i if lanes is None else int(lanes[i])
+        raise SimulatorError(f"{self.kernel.where(ins)}: {kind} {space} {what} of {size} bytes "
+                             f"at {int(addr[i]):#x}; {self.describe(lane)}")
+
+    def read_generic(self, address: int, size: int, lane: int, ins) -> bytes:
+        addr = np.array([address], U64)
+        segs = self.locate("generic", addr, np.array([lane]), size, "load", ins)
+        buf, off, _, _ = segs[0]
+        return buf[int(off[0]):int(off[0]) + size].tobytes()
+
+    def read_cstring(self, address: int, lane: int, ins) -> bytes:
+        out = bytearray()
+        while True:
+            byte = self.read_generic(address + len(out), 1, lane, ins)
+            if byte == b"\0":
+                return bytes(out)
+            out += byte
+
+    # warps
+    def active_array(self, mask):
+        return np.ones(self.n, bool) if mask is None else mask
+
+    def warp_bits(self, flags):
+        """Per thread: the 32-bit mask of its warp's lanes where flags is true."""
+        flags = np.broadcast_to(np.asarray(flags, bool), (self.n,))
+        t = self.special("%tid_linear")
+        warp = (np.arange(self.n) // self.T) * (-(-self.T // 32)) + t // 32
+        weights = np.where(flags, np.ldexp(1.0, (t % 32).astype(np.int32)), 0.0)
+        bits = np.bincount(warp, weights, minlength=int(warp[-1]) + 1).astype(np.uint32)
+        return bits[warp]
+
+    def check_converged(self, mask, members, ins):
+        if mask is None and self.live.all():
+            return
+        active = self.active_array(mask)
+        missing = self.warp_bits(self.live & ~active) & np.asarray(members, np.uint32)
+        bad = active & (missing != 0)
+        if bad.any():
+            lane = int(np.argmax(bad))
+            raise SimulatorError(f"{self.kernel.where(ins)}: `{ins.text}`: lanes named in the member "
+                                 f"mask are live but not executing it; {self.describe(lane)}")
+
+    def shuffle(self, value, b, c, mode: str):
+        t = self.special("%tid_linear")
+        lane = t % 32
+        b = np.asarray(b).astype(np.int64) & 31
+        c = np.asarray(c).astype(np.int64)
+        clamp, seg = c & 31, (c >> 8) & 31
+        max_lane = (lane & seg) | (clamp & ~seg)
+        min_lane = lane & seg
+        if mode == "up":
+            j = lane - b
+            ok = j >= max_lane
+        else:
+            j = {"down": lane + b, "bfly": lane ^ b, "idx": min_lane | (b & ~seg)}[mode]
+            ok = j <= max_lane
+        ok = ok & (t - lane + j < self.T) & (j >= 0)
+        src = np.where(ok, np.arange(self.n) - lane + j, np.arange(self.n))
+        value = np.asarray(value)
+        return (value if value.ndim == 0 else value[src]), ok
+
+    # scheduling
+    def run(self):
+        code, end = self.kernel.code, len(self.kernel.code)
+        self.pc = np.zeros(self.n, np.int32)
+        self.waiting = np.zeros(self.n, bool)
+        live = self.live
+        while True:
+            runnable = live & ~self.waiting
+            if not runnable.any():
+                if not self.waiting.any():
+                    return
+                self._release_barrier()
+                continue
+            pcs = np.where(runnable, self.pc, end)
+            cur = int(pcs.min())
+            group = pcs == cur
+            if cur >= end:   # fell off the end of the body: an implicit ret
+                live &= ~group
+                continue
+            stop = int(np.where(group, end, pcs).min())
+            self._run_group(code, cur, None if group.all() else group, stop, end)
+
+    def _run_group(self, code, cur: int, group, stop: int, end: int):
+        """Run the threads at pc `cur` until they diverge, block, exit or reach pc `stop`."""
+        live = self.live
+        while cur < stop and cur < end:
+            op = code[cur]
+            mask = group
+            if op.guard is not None:
+                g = op.guard(self)
+                if np.ndim(g) == 0:
+                    if not g:
+                        cur += 1
+                        continue
+                else:
+                    mask = g if group is None else group & g
+            kind = op.kind
+            if kind == PLAIN:
+                op.fn(self, mask)
+                cur += 1
+            elif kind == BRA:
+                if mask is group:
+                    cur = op.target
+                    continue
+                taken = mask.any()
+                if not taken:
+                    cur += 1
+                    continue
+                stay = ~mask if group is None else group & ~mask
+                if not stay.any():
+                    cur = op.target
+                    continue
+                self.pc[mask] = op.target
+                self.pc[stay] = cur + 1
+                return
+            elif kind == EXIT:
+                if mask is None:
+                    live[:] = False
+                    return
+                live &= ~mask
+                group = ~mask if group is None else group & ~mask
+                if not group.any():
+                    return
+                cur += 1
+            elif kind == BAR:
+                self._arrive(op, cur, group, mask)
+                return
+            else:  # TRAP
+                hit = np.ones(self.n, bool) if mask is None else mask
+                if hit.any():
+                    raise SimulatorError(f"{op.where}: kernel trapped; {self.describe(int(np.argmax(hit)))}")
+                cur += 1
+        if group is None:
+            self.pc[:] = cur
+        else:
+            self.pc[group] = cur
+
+    def _arrive(self, op: _Op, cur: int, group, mask):
+        if op.fn is not None:
+            count = np.asarray(op.fn(self))
+            if (count != self.T).any():
+                raise SimulatorError(f"{op.where}: `{op.ins.text}`: barriers with a thread count "
+                                     "other than the block size are not supported")
+        arrive = np.ones(self.n, bool) if mask is None else mask
+        self.waiting |= arrive
+        self.pc[arrive] = cur
+        self.barrier_op = op
+        rest = ~arrive if group is None else group & ~arrive
+        self.pc[rest] = cur + 1
+
+    def _release_barrier(self):
+        waiting = self.waiting.reshape(self.B, self.T)
+        complete = waiting.all(axis=1)
+        stuck = waiting.any(axis=1) & ~complete
+        if stuck.any():
+            b = int(np.argmax(stuck))
+            lane = b * self.T + int(np.argmax(waiting[b]))
+            exited = int((~self.live.reshape(self.B, self.T)[b]).sum())
+            where = self.kernel.code[int(self.pc[lane])].where
+            raise SimulatorError(f"{where}: barrier can never complete: {int(waiting[b].sum())} of "
+                                 f"{self.T} threads wait and {exited} have exited; {self.describe(lane)}")
+        self.pc[self.waiting] += 1
+        self.waiting[:] = False
+
+
+# ---- public API --------------------------------------------------------------------------------
+
+class Module:
+    """Parsed and compiled PTX. Compiling checks every instruction: anything the simulator does not
+    implement raises SimulatorError here, naming the instruction and its line."""
+
+    def __init__(self, ptx: str):
+        self.ptx = parse(ptx)
+        self.global_addresses: dict[str, int] = {}
+        self._global_layout()
+        self.kernels = {name: _Kernel(self, fn) for name, fn in self.ptx.functions.items()
+                        if fn.kind == "entry" and fn.defined}
+
+    def _global_layout(self):
+        probe = _GlobalMemory()
+        for var in self.ptx.globals:
+            if var.space in ("global", "const"):
+                size = TYPES[var.type].nbytes * var.vec * (var.count or 1) if var.type in TYPES else 0
+                self.global_addresses[var.name] = probe.add(size).base
+
+    def place_globals(self, memory: _GlobalMemory):
+        """Allocate the module's .global/.const variables, with their initializers."""
+        for var in self.ptx.globals:
+            if var.space not in ("global", "const"):
+                continue
+            t = TYPES.get(var.type)
+            if t is None or t.kind in ("p", "x"):
+                raise SimulatorError(f"PTX line {var.line}: unsupported type .{var.type} of {var.name}")
+            count = var.vec * (var.count or 1)
+            data = np.zeros(count, t.dtype)
+            for i, item in enumerate(var.init or []):
+                data[i] = _imm(item, t)
+            memory.add(data.nbytes, data.view(np.uint8), label=var.name)
+
+    def where(self, ins: Instr) -> str:
+        """The Python (or CUDA) source position of an instruction, else its PTX line."""
+        if ins.loc is not None and ins.loc[1] > 0 and ins.loc[0] in self.ptx.files:
+            return f"{self.ptx.files[ins.loc[0]]}:{ins.loc[1]}"
+        return f"PTX line {ins.line}"
+
+    def run(self, kernel_name: str, grid=1, block=1, args=(), *, dynamic_shared_bytes: int = 0):
+        kernel = self.kernels.get(kernel_name)
+        if kernel is None:
+            raise SimulatorError(f"no kernel {kernel_name!r} in the module "
+                                 f"(kernels: {', '.join(sorted(self.kernels)) or 'none'})")
+        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        if block[0] * block[1] * block[2] > 1024:
+            raise SimulatorError(f"block {block} has more than 1024 threads")
+        if not kernel.dynamic_shared and dynamic_shared_bytes:
+            raise SimulatorError("dynamic shared memory given, but the kernel declares "
+                                 "no extern .shared array")
+        launch = _Launch(kernel, grid, block, list(args), dynamic_shared_bytes)
+        blocks = grid[0] * grid[1] * grid[2]
+        per_batch = max(1, BATCH_THREADS // launch.T)
+        with np.errstate(all="ignore"):
+            for first in range(0, blocks, per_batch):
+                _Batch(launch, first, min(per_batch, blocks - first)).run()
+        launch.copy_back()
+
+
+def _dims(value, what: str) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3 or any(int(d) < 0 for d in dims):
+        raise SimulatorError(f"{what} must be an int or a tuple of 1 to 3 non-negative ints, got {value!r}")
+    dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    return dims
+
+
+def run_kernel(mod_or_ptx, kernel_name: str, grid=1, block=1, args=(), *,
+               dynamic_shared_bytes: int = 0) -> None:
+    """Run one kernel launch on the CPU; arrays passed for .u64 parameters are updated in place."""
+    module = mod_or_ptx if isinstance(mod_or_ptx, Module) else Module(mod_or_ptx)
+    module.run(kernel_name, grid, block, args, dynamic_shared_bytes=dynamic_shared_bytes)

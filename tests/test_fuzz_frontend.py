@@ -1,0 +1,240 @@
+"""Fuzzing the frontend: any input gives a TypedModule or a CompileError, never another exception.
+
+Three generators: random token soups, random mutations of valid kernels, and valid kernels with
+a random unsupported construct spliced in. Each CompileError must also print as SPEC 2.6 says.
+"""
+import os
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ptxpy.transpiler import typed
+from ptxpy.transpiler.errors import CompileError
+from ptxpy.transpiler.frontend import check_kernel, parse_module
+
+HEADER = """import math
+import ptxpy
+from ptxpy import Array, Const, bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+N = 8
+EPS = 1e-6
+"""
+
+VALID_KERNELS = [
+    """
+@ptxpy.jit
+def saxpy(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = a * x[i] + y[i]
+""",
+    """
+@ptxpy.func
+def clamp(v: f32, lo: f32, hi: f32) -> f32:
+    return min(max(v, lo), hi)
+
+@ptxpy.func
+def dm(a: i32, b: i32) -> tuple[i32, i32]:
+    return a // b, a % b
+
+@ptxpy.jit
+def loops(x: Array[f32, 2], out: Array[f32], K: Const[int] = 4):
+    row = ptxpy.global_id()
+    acc = 0.0
+    for j in range(x.shape[1]):
+        acc += clamp(x[row, j], -1.0, 1.0) * K
+    for k in ptxpy.static_range(N):
+        if k == 2:
+            continue
+        acc += k
+    q, r = dm(row, 3)
+    while q > 0 and r != 1:
+        q -= 1
+    out[row] = acc if q >= 0 else -acc
+""",
+    """
+@ptxpy.jit
+def shared(x: Array[f32], out: Array[f32], h: f16):
+    s = ptxpy.shared_array((64, 2), f32)
+    t = ptxpy.thread_idx.x
+    s[t, 0] = x[t] ** 2
+    ptxpy.syncthreads()
+    v0, v1, v2, v3 = x[t:t + 4]
+    out[t:t + 4] = (v3, v2, v1, v0)
+    ptxpy.atomic_add(out, t, math.sqrt(s[t, 0]) + h * 2.0)
+    b = ptxpy.ballot_sync(t > 3)
+    print("t", t, b, s[t, 0])
+    assert t < 64, "too many threads"
+    w = ptxpy.shfl_down_sync(x[t], 1) + ptxpy.warp_sum(x[t])
+    out[t] = f32(i64(w) >> 1) / 3 + float(int(w)) + EPS
+""",
+]
+
+UNSUPPORTED = [
+    "class A: pass", "def inner(): pass", "f = lambda q: q", "l = [1, 2]", "d = {1: 2}",
+    "s = {1}", "c = [q for q in range(3)]", "g = (q for q in range(3))", "try:\n    pass\nexcept Exception:\n    pass",
+    "with open('f') as fh: pass", "raise ValueError()", "global N", "nonlocal N", "del x",
+    "import os", "from math import sqrt", "(y := 3)", "yield 1", "t = 'text'", "t = f'{N}'",
+    "a, *b = 1, 2, 3", "x[1:2:3] = 1", "x[::2]", "async def co(): pass", "match N:\n    case 1:\n        pass",
+    "return 1", "break", "continue", "x = 3", "N = x", "print(x)", "for q in [1, 2]: pass",
+    "for q in range(1.5): pass", "for q in ptxpy.static_range(n): pass", "x[0] = x", "y = x ** n",
+    "y = math.atan2(1.0, 2.0)", "y = ptxpy.global_id(5)", "y = foo(1)", "y = np.zeros(3)",
+    "y = x.shape[7]", "y = x[0, 0]", "y = x[1.5]", "y = x[True]", "x.shape[0] = 3", "y = len(n)",
+    "y = n(3)", "y = ptxpy.shared_array(n, f32)", "y = ptxpy.atomic_add(n, 0, 1)", "y = sum(x)",
+    "y = 1 if n else 2.0\ny = i64(3)", "assert n, n", "print(sep=n)", "y = abs()", "y = min(1)",
+    "y = 10 ** 100", "y = 1 // 0", "y = 1.0 % 0.0", "y = n.real", "y = N.bit_length()",
+    "y = x @ x", "y = n << 2.0", "y = ~1.5", "y = 1 < 2 in 3", "y = n is None", "y = None",
+    "y = ...", "y = 1j", "y = -(-(2 ** 64))", "y = int(math.inf)", "y = ptxpy.cdiv(1, 0)",
+    "y: Array[f32] = 3", "y: f32\ny = x", "for q in range(0, 5, 0): pass",
+    "for q in ptxpy.static_range(10 ** 9): pass", "y = ptxpy.local_array((0,), f32)",
+    "y = ptxpy.local_array((2, 2), q)", "y = ptxpy.fma(1.0)", "y = ptxpy.shfl_sync(True, 1)",
+    "y, z = x[0:3]", "y, z = x[n:n + 2]", "x[0:2] = 1", "y = dm(1, 2)", "y = clamp(x)",
+    "y = clamp(1.0, 2.0, hi=3.0, lo=1.0)", "y = saxpy(x)", "y = ptxpy.nope()", "y = math.nope",
+    "y = ptxpy", "y = math", "y = print", "y = abs", "y = ptxpy.global_id",
+]
+
+TOKENS = [
+    "x", "y", "n", "i", "out", "a", "N", "EPS", "ptxpy", "math", "f32", "i32", "Array", "Const",
+    "range", "ptxpy.static_range", "ptxpy.global_id(0)", "print", "abs", "min", "(", ")", "[",
+    "]", ",", ":", "=", "+=", "==", "<", "+", "-", "*", "/", "//", "%", "**", "&", "|", "~",
+    "<<", "not", "and", "or", "if", "else", "elif", "for", "in", "while", "return", "break",
+    "continue", "pass", "def", "lambda", "class", "0", "1", "2.5", "1e40", "2**70", "True",
+    "None", "'s'", ".", "shape", "\n", "\n    ", "\n        ", " ", "@ptxpy.jit", "@ptxpy.func",
+    "->", "tuple", ";", "\\", "#", "\t", "\x00", "é", "1_000", "0x10", "...", "*", "yield",
+]
+
+KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"
+LOC_PREFIX = re.compile(r"^[^\n]*?(:\d+:\d+)?: error: ")
+
+
+def check_any(source: str) -> None:
+    """Parse and check every kernel; only CompileErrors may come out, and they must print."""
+    try:
+        parsed = parse_module(source, "fuzz.py")
+    except CompileError as err:
+        assert_prints(err, source)
+        return
+    for name in parsed.kernels:
+        try:
+            module = check_kernel(parsed, name)
+        except CompileError as err:
+            assert_prints(err, source)
+        else:
+            assert isinstance(module, typed.TypedModule)
+            typed.format_module(module)
+
+
+def assert_prints(err: CompileError, source: str) -> None:
+    text = str(err)
+    assert LOC_PREFIX.match(text), text
+    assert "internal compiler error" not in text, text
+    assert err.filename == "fuzz.py"
+    if err.loc is not None:
+        line, col = err.loc
+        assert 1 <= line <= max(1, len(source.splitlines()) + 1), text
+        assert col >= 0, text
+
+
+# PTXPY_FUZZ_EXAMPLES=5000 runs a longer campaign
+FUZZ = settings(max_examples=int(os.environ.get("PTXPY_FUZZ_EXAMPLES", 300)), deadline=None,
+                suppress_health_check=list(HealthCheck))
+
+
+@FUZZ
+@given(st.lists(st.sampled_from(TOKENS), max_size=40))
+def test_token_soup_module(tokens):
+    check_any(HEADER + " ".join(tokens))
+
+
+@FUZZ
+@given(st.lists(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=12), min_size=1, max_size=6))
+def test_token_soup_kernel_body(lines):
+    body = "".join("    " + " ".join(line).replace("\n", " ") + "\n" for line in lines)
+    check_any(HEADER + VALID_KERNELS[1] + KERNEL_HEAD + body)
+
+
+@FUZZ
+@given(st.sampled_from(VALID_KERNELS), st.data())
+def test_mutated_valid_kernels(kernel, data):
+    source = HEADER + kernel
+    for _ in range(data.draw(st.integers(1, 3))):
+        source = data.draw(mutation(source))
+    check_any(source)
+
+
+def mutation(source: str):
+    n = len(source)
+    delete = st.tuples(st.integers(0, n), st.integers(0, 6)).map(
+        lambda t: source[:t[0]] + source[t[0] + t[1]:])
+    insert = st.tuples(st.integers(0, n), st.sampled_from(TOKENS)).map(
+        lambda t: source[:t[0]] + t[1] + source[t[0]:])
+    lines = source.splitlines()
+    swap_lines = st.tuples(st.integers(0, len(lines) - 1), st.integers(0, len(lines) - 1)).map(
+        lambda t: "\n".join(_swapped(lines, *t)))
+    words = re.findall(r"\w+|\S", source)
+    replace_word = st.tuples(st.sampled_from(words), st.sampled_from(TOKENS)).map(
+        lambda t: source.replace(t[0], t[1], 1))
+    return st.one_of(delete, insert, swap_lines, replace_word)
+
+
+def _swapped(lines, a, b):
+    lines = list(lines)
+    lines[a], lines[b] = lines[b], lines[a]
+    return lines
+
+
+@FUZZ
+@given(st.sampled_from(UNSUPPORTED), st.sampled_from(VALID_KERNELS), st.data())
+def test_unsupported_construct_in_kernel(snippet, kernel, data):
+    source = HEADER + VALID_KERNELS[1] + kernel
+    lines = source.splitlines()
+    body_lines = [k for k, line in enumerate(lines) if line.startswith("    ") and not line.startswith("     ")]
+    at = data.draw(st.sampled_from(body_lines))
+    indented = "\n".join("    " + part for part in snippet.splitlines())
+    check_any("\n".join(lines[:at] + [indented] + lines[at:]))
+
+
+def test_every_unsupported_snippet_is_a_compile_error_or_accepted():
+    for snippet in UNSUPPORTED:
+        body = "\n".join("    " + part for part in snippet.splitlines())
+        check_any(HEADER + VALID_KERNELS[1] + KERNEL_HEAD + "    i = 0\n" + body + "\n")
+
+
+def test_valid_kernels_compile():
+    for kernel in VALID_KERNELS:
+        parsed = parse_module(HEADER + kernel, "fuzz.py")
+        for name in parsed.kernels:
+            check_kernel(parsed, name)
+
+
+SCALAR_PARAMS = "b: bool, c: i8, s: u16, n: i32, u: u32, l: i64, q: u64, h: f16, g: bf16, f: f32, d: f64"
+ATOMS = ["b", "c", "s", "n", "u", "l", "q", "h", "g", "f", "d", "0", "1", "-1", "7", "255", "300",
+         "2147483648", "2**63", "-2**63", "18446744073709551615", "0.5", "1e40", "True", "False",
+         "math.pi", "math.inf", "N", "EPS", "K", "x[n]", "x.shape[0]", "len(x)", "x.size",
+         "ptxpy.thread_idx.x", "ptxpy.WARP_SIZE"]
+BINARY = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "<", "<=", "==", "!=",
+          "and", "or"]
+CALLS = ["abs({})", "min({}, {})", "max({}, {}, {})", "int({})", "float({})", "bool({})",
+         "f16({})", "u8({})", "i64({})", "math.sqrt({})", "math.isnan({})", "math.copysign({}, {})",
+         "ptxpy.fma({}, {}, {})", "ptxpy.cdiv({}, {})", "ptxpy.shfl_xor_sync({}, {})",
+         "ptxpy.warp_max({})", "ptxpy.ballot_sync({})", "ptxpy.atomic_add(x, {}, {})",
+         "ptxpy.rsqrt({})", "-{}", "~{}", "not {}", "({} if {} else {})", "({} < {} <= {})"]
+
+
+def expressions():
+    return st.recursive(
+        st.sampled_from(ATOMS),
+        lambda inner: st.one_of(
+            st.tuples(inner, st.sampled_from(BINARY), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(st.sampled_from(CALLS), st.lists(inner, min_size=3, max_size=3)).map(
+                lambda t: t[0].format(*t[1]))),
+        max_leaves=8)
+
+
+@FUZZ
+@given(expressions(), st.sampled_from(["r = {}", "x[0] = {}", "if {}:\n        pass",
+                                       "for i in range({}):\n        pass", "y = x[{}]",
+                                       "n = {}", "d += {}", "print({}, {})"]))
+def test_random_typed_expressions(expression, statement):
+    body = "    " + statement.format(expression, expression) + "\n"
+    check_any(HEADER + f"\n@ptxpy.jit\ndef k(x: Array[f32], {SCALAR_PARAMS}, K: Const[int] = 3):\n" + body)

@@ -1,0 +1,800 @@
+"""The SSA passes and the IR interpreter: structural effect of each pass, and equivalence of the
+interpreter's results before and after `optimize` (hand-written and random IR)."""
+from __future__ import annotations
+
+import copy
+import math
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ptxpy.transpiler import interp
+from ptxpy.transpiler.abi import ParamSpec
+from ptxpy.transpiler.cfg import natural_loops
+from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
+from ptxpy.transpiler.passes import (PIPELINE, copyprop, cse, dce, licm, lower_floor, nonneg,
+                                     optimize, sccp, simplifycfg, strength)
+from ptxpy.transpiler.verify import verify
+from ptxpy.types import bool_, f32, i32, i64, u32
+
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+# --- building IR by hand ---------------------------------------------------------------------
+class Builder:
+    """Appends instructions to a current block of a kernel `k`; ints and floats become Consts
+    of the other operand's type (or of `t`)."""
+
+    def __init__(self, params=()):
+        self.func = Function("k", [ParamSpec(n, "array", t) for n, t in params])
+        self.cur = self.func.new_block("entry")
+
+    def block(self, hint: str = "bb") -> Block:
+        return self.func.new_block(hint)
+
+    def at(self, block: Block) -> "Builder":
+        self.cur = block
+        return self
+
+    def __call__(self, opcode: str, t, *args, **attrs) -> Instr:
+        typed = [a for a in args if not isinstance(a, (int, float))]
+        like = typed[0].type if typed else t
+        values = [Const(like, a) if isinstance(a, (int, float)) else a for a in args]
+        return self.cur.append(Instr(opcode, t, values, attrs))
+
+    def param(self, name: str, t=i32, ptr=False) -> Instr:
+        return self("param", i64 if ptr else t, name=f"k_{name}", ptr=ptr)
+
+    def sreg(self, name: str = "tid.x") -> Instr:
+        return self("sreg", i32, name=name)
+
+    def br(self, target: Block) -> None:
+        self.cur.append(Instr("br", None, targets=[target]))
+        add_pred(target, self.cur)
+
+    def cbr(self, cond, then: Block, other: Block) -> None:
+        self.cur.append(Instr("cbr", None, [cond], targets=[then, other]))
+        add_pred(then, self.cur)
+        add_pred(other, self.cur)
+
+    def ret(self) -> None:
+        self.cur.append(Instr("ret", None))
+
+    def phi(self, t, block: Block | None = None) -> Instr:
+        return (block or self.cur).append(Instr("phi", t))
+
+    @staticmethod
+    def fill(phi: Instr, incoming: dict) -> None:
+        phi.args = [incoming[p] for p in phi.block.preds]
+
+    def store(self, base, index, value, t=None) -> None:
+        """out[index] = value, through `add(base, mul_wide(index, size))`."""
+        t = t or value.type
+        address = self("add", i64, base, self("mul_wide", i64, index, Const(i32, t.nbytes)))
+        self("store", None, address, value, space="global")
+
+    def load(self, base, index, t, nc=False) -> Instr:
+        address = self("add", i64, base, self("mul_wide", i64, index, Const(i32, t.nbytes)))
+        return self("load", t, address, space="global", **({"nc": True} if nc else {}))
+
+
+def ops(func: Function) -> list[str]:
+    return [i.op for b in func.blocks for i in b.all_instrs()]
+
+
+def run_pass(run, func: Function) -> Function:
+    verify(func)
+    func = run(func)
+    verify(func)
+    return func
+
+
+def execute(func: Function, args: dict, sregs: dict | None = None) -> dict:
+    args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+    interp.run_function(func, args, sregs or {})
+    return {k: v for k, v in args.items() if isinstance(v, np.ndarray)}
+
+
+def same_arrays(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.dtype.kind != "f":
+        return np.array_equal(a, b)
+    nan = np.isnan(a)
+    return (np.array_equal(nan, np.isnan(b)) and np.array_equal(a[~nan], b[~nan])
+            and np.array_equal(np.signbit(a[~nan]), np.signbit(b[~nan])))
+
+
+def assert_equivalent(func: Function, inputs: list[tuple[dict, dict]]) -> Function:
+    """optimize(func) (verified after each pass) gives the interpreter's results of func."""
+    before = copy.deepcopy(func)
+    after = optimize(func, verify_each=True)
+    for args, sregs in inputs:
+        expected, got = execute(before, args, sregs), execute(after, args, sregs)
+        for name in expected:
+            assert same_arrays(expected[name], got[name]), (name, expected[name], got[name])
+    return after
+
+
+def scalar_kernel(t, body):
+    """A kernel storing `body(builder, a, b)` to out[0], a and b being scalar params of type t."""
+    b = Builder()
+    a, c, out = b.param("a", t), b.param("b", t), b.param("out", ptr=True)
+    value = body(b, a, c)
+    b.store(out, Const(i32, 0), value)
+    b.ret()
+    return b.func
+
+
+def run_scalar(func: Function, t, a, c):
+    out = np.zeros(1, dtype=t.numpy)
+    interp.run_function(func, {"a": a, "b": c, "out": out}, {})
+    return out[0]
+
+
+# --- the interpreter -------------------------------------------------------------------------
+@pytest.mark.parametrize("op, t, a, c, expected", [
+    ("add", i32, INT_MAX, 1, INT_MIN),
+    ("sub", u32, 0, 1, 2**32 - 1),
+    ("mul", i32, 65536, 65536, 0),
+    ("div", i32, -7, 2, -3),
+    ("rem", i32, -7, 2, -1),
+    ("floordiv", i32, -7, 2, -4),
+    ("floormod", i32, -7, 2, 1),
+    ("floordiv", i32, 7, -2, -4),
+    ("floormod", i32, 7, -2, -1),
+    ("div", i32, INT_MIN, -1, INT_MIN),
+    ("shr", i32, -8, 1, -4),
+    ("shr", u32, 2**32 - 8, 1, 2**31 - 4),
+    ("shl", i32, 1, 40, 0),
+    ("mul_hi", i32, -1, 1, -1),
+    ("min", u32, 2**32 - 1, 3, 3),
+])
+def test_interp_integer_semantics(op, t, a, c, expected):
+    func = scalar_kernel(t, lambda b, x, y: b(op, t, x, y if op not in ("shl", "shr")
+                                              else Const(u32, c)))
+    assert int(run_scalar(func, t, a, c)) == expected
+
+
+def test_interp_float_semantics():
+    add = scalar_kernel(f32, lambda b, x, y: b("add", f32, x, y))
+    assert run_scalar(add, f32, 0.1, 0.2) == np.float32(0.1) + np.float32(0.2)
+    assert math.isnan(run_scalar(add, f32, math.inf, -math.inf))
+    fma = scalar_kernel(f32, lambda b, x, y: b("fma", f32, x, y, Const(f32, -1.0)))
+    x = float(np.float32(1 + 2**-12))
+    assert run_scalar(fma, f32, x, x) == np.float32(2**-11 + 2**-24)  # one rounding, not two
+    to_int = scalar_kernel(f32, lambda b, x, y: b("cvt", f32, b("cvt", i32, x)))
+    assert run_scalar(to_int, f32, -2.7, 0.0) == -2.0
+    assert run_scalar(to_int, f32, math.nan, 0.0) == 0.0
+    assert run_scalar(to_int, f32, 1e20, 0.0) == np.float32(INT_MAX)
+    ne = scalar_kernel(f32, lambda b, x, y: b("select", f32, b("cmp", bool_, x, y, pred="ne"),
+                                               Const(f32, 1.0), Const(f32, 0.0)))
+    assert run_scalar(ne, f32, math.nan, math.nan) == 1.0
+
+
+def test_interp_memory_faults_and_traps():
+    func = scalar_kernel(i32, lambda b, x, y: b.load(b.param("x", ptr=True), x, i32))
+    ok = np.arange(4, dtype=np.int32) * 10
+    out = np.zeros(1, np.int32)
+    interp.run_function(func, {"a": 3, "b": 0, "x": ok, "out": out}, {})
+    assert out[0] == 30
+    with pytest.raises(interp.InterpError, match="out-of-bounds"):
+        interp.run_function(func, {"a": 4, "b": 0, "x": ok, "out": out}, {})
+    with pytest.raises(interp.InterpError, match="out-of-bounds"):
+        interp.run_function(func, {"a": -1 << 29, "b": 0, "x": ok, "out": out}, {})
+    b = Builder()
+    b("trap", None)
+    with pytest.raises(interp.Trap):
+        interp.run_function(b.func, {}, {})
+    b = Builder()
+    b("shfl", i32, b.sreg(), Const(i32, 0), mode="idx")
+    b.ret()
+    with pytest.raises(interp.InterpError, match="simulator"):
+        interp.run_function(b.func, {}, {})
+
+
+def test_interp_shared_memory_vectors_and_atomics():
+    b = Builder()
+    b.func.arrays.append(SharedDecl("s", f32, 8))
+    base = b("addr_of", i64, symbol="s")
+    b("vstore", None, base, Const(f32, 1.0), Const(f32, 2.0), space="shared")
+    pair = b("vload", f32, base, space="shared", n=2)
+    total = b("add", f32, b("extract", f32, pair, index=0), b("extract", f32, pair, index=1))
+    counter = b.param("c", ptr=True)
+    old = b("atom", i32, counter, Const(i32, 5), space="global", op="add")
+    b("store", None, base, total, space="shared")
+    b("store", None, b("add", i64, counter, Const(i64, 4)), old, space="global")
+    b.ret()
+    shared = {"s": np.zeros(8, np.float32)}
+    c = np.array([7, 0], np.int32)
+    interp.run_function(b.func, {"c": c}, {}, shared)
+    assert shared["s"][0] == 3.0 and list(c) == [12, 7]
+
+
+# --- sccp ------------------------------------------------------------------------------------
+def test_sccp_folds_and_removes_constant_branch():
+    b = Builder()
+    out, p = b.param("out", ptr=True), b.param("p")
+    then, other, join = b.block("then"), b.block("else"), b.block("join")
+    x = b("add", i32, Const(i32, 2), Const(i32, 3))
+    b.cbr(b("cmp", bool_, x, 4, pred="gt"), then, other)
+    b.at(then).br(join)
+    b.at(other).br(join)
+    merged = b.at(join).phi(i32)
+    b.fill(merged, {then: Const(i32, 10), other: p})
+    b.store(out, Const(i32, 0), b("mul", i32, merged, x))
+    b.ret()
+    func = run_pass(sccp.run, b.func)
+    assert "cbr" not in ops(func) and other not in func.blocks
+    store = [i for i in func.instrs() if i.op == "store"][0]
+    assert store.args[1] == Const(i32, 50)
+
+
+def test_sccp_exact_fixed_width_folding():
+    cases = [
+        (i32, "add", INT_MAX, 1, INT_MIN),
+        (u32, "sub", 0, 1, 2**32 - 1),
+        (i32, "div", -7, 2, -3),
+        (i32, "rem", -7, 2, -1),
+        (i32, "floordiv", -7, 2, -4),
+        (f32, "add", float(np.float32(0.1)), float(np.float32(0.2)),
+         float(np.float32(0.1) + np.float32(0.2))),
+    ]
+    for t, op, a, c, expected in cases:
+        func = scalar_kernel(t, lambda b, x, y: b(op, t, Const(t, a), Const(t, c)))
+        func = run_pass(sccp.run, func)
+        store = [i for i in func.instrs() if i.op == "store"][0]
+        assert store.args[1] == Const(t, expected), (op, store.args[1])
+
+
+def test_sccp_leaves_division_by_zero_and_approximations():
+    func = scalar_kernel(i32, lambda b, x, y: b("div", i32, Const(i32, 1), Const(i32, 0)))
+    assert "div" in ops(run_pass(sccp.run, func))
+    func = scalar_kernel(f32, lambda b, x, y: b("sin", f32, Const(f32, 1.0), approx=True))
+    assert "sin" in ops(run_pass(sccp.run, func))
+
+
+def test_sccp_loop_phi_of_a_constant_stays_constant():
+    b = Builder()
+    out, n = b.param("out", ptr=True), b.param("n")
+    head, body, done = b.block("head"), b.block("body"), b.block("done")
+    b.br(head)
+    i, k = b.at(head).phi(i32), b.phi(i32)
+    b.cbr(b("cmp", bool_, i, n, pred="lt"), body, done)
+    k_next = b.at(body)("mul", i32, k, 1)
+    i_next = b("add", i32, i, 1)
+    b.br(head)
+    b.fill(i, {b.func.entry: Const(i32, 0), body: i_next})
+    b.fill(k, {b.func.entry: Const(i32, 7), body: k_next})
+    b.at(done).store(out, Const(i32, 0), k)
+    b.ret()
+    func = run_pass(sccp.run, b.func)
+    assert len(head.phis) == 1
+    assert [i for i in func.instrs() if i.op == "store"][0].args[1] == Const(i32, 7)
+
+
+# --- copyprop, cse, dce ----------------------------------------------------------------------
+def test_copyprop_removes_movs_and_trivial_phis():
+    b = Builder()
+    out, p = b.param("out", ptr=True), b.param("p")
+    then, join = b.block("then"), b.block("join")
+    copy_ = b("mov", i32, p)
+    b.cbr(b("cmp", bool_, p, 0, pred="gt"), then, join)
+    b.at(then).br(join)
+    same = b.at(join).phi(i32)
+    b.fill(same, {b.func.entry: copy_, then: copy_})
+    b.store(out, Const(i32, 0), same)
+    b.ret()
+    func = run_pass(copyprop.run, b.func)
+    assert "mov" not in ops(func) and "phi" not in ops(func)
+    assert [i for i in func.instrs() if i.op == "store"][0].args[1] is p
+
+
+def test_undef_phi_args_give_way_to_the_defined_value():
+    b = Builder()
+    out, p = b.param("out", ptr=True), b.param("p")
+    then, join = b.block("then"), b.block("join")
+    b.cbr(b("cmp", bool_, p, 0, pred="gt"), then, join)
+    b.at(then).br(join)
+    constant, copied = b.at(join).phi(i32), b.phi(i32)
+    b.fill(constant, {b.func.entry: Undef(i32), then: Const(i32, 3)})
+    b.fill(copied, {b.func.entry: Undef(i32), then: p})
+    b.store(out, Const(i32, 0), b("add", i32, constant, copied))
+    b.ret()
+    func = run_pass(sccp.run, b.func)
+    func = run_pass(copyprop.run, func)
+    assert "phi" not in ops(func)
+    add = [i for i in func.instrs() if i.op == "add" and i.type == i32][0]
+    assert add.args == [Const(i32, 3), p]
+
+
+def test_cse_merges_commuted_adds_and_readonly_loads_only():
+    b = Builder()
+    out, x = b.param("out", ptr=True), b.param("x", ptr=True)
+    tid = b.sreg()
+    first, second = b("add", i32, tid, 3), b("add", i32, Const(i32, 3), tid)
+    nc1, nc2 = b.load(x, tid, f32, nc=True), b.load(x, tid, f32, nc=True)
+    plain1 = b.load(out, tid, f32)
+    b.store(out, first, nc1)
+    plain2 = b.load(out, tid, f32)
+    b.store(out, second, b("add", f32, b("add", f32, nc2, plain1), plain2))
+    b.ret()
+    func = run_pass(cse.run, b.func)
+    assert second.block is None and nc2.block is None
+    assert plain1.block is not None and plain2.block is not None
+    assert ops(func).count("load") == 3
+
+
+def test_cse_does_not_share_between_sibling_branches():
+    b = Builder()
+    out, p = b.param("out", ptr=True), b.param("p")
+    then, other, join = b.block("then"), b.block("else"), b.block("join")
+    b.cbr(b("cmp", bool_, p, 0, pred="gt"), then, other)
+    left = b.at(then)("mul", i32, p, p)
+    b.br(join)
+    right = b.at(other)("mul", i32, p, p)
+    b.br(join)
+    merged = b.at(join).phi(i32)
+    b.fill(merged, {then: left, other: right})
+    b.store(out, Const(i32, 0), merged)
+    b.ret()
+    run_pass(cse.run, b.func)
+    assert left.block is then and right.block is other
+
+
+def test_dce_removes_dead_code_and_dead_phi_cycles():
+    b = Builder()
+    out, n = b.param("out", ptr=True), b.param("n")
+    head, body, done = b.block("head"), b.block("body"), b.block("done")
+    unused = b("mul", i32, n, n)
+    b.br(head)
+    i, dead = b.at(head).phi(i32), b.phi(i32)
+    b.cbr(b("cmp", bool_, i, n, pred="lt"), body, done)
+    dead_next = b.at(body)("add", i32, dead, 2)
+    i_next = b("add", i32, i, 1)
+    b.br(head)
+    b.fill(i, {b.func.entry: Const(i32, 0), body: i_next})
+    b.fill(dead, {b.func.entry: Const(i32, 0), body: dead_next})
+    b.at(done).store(out, Const(i32, 0), i)
+    b.ret()
+    func = run_pass(dce.run, b.func)
+    assert unused.block is None and dead.block is None and dead_next.block is None
+    assert i.block is head and "store" in ops(func)
+
+
+# --- licm and strength reduction -------------------------------------------------------------
+def two_entry_loop():
+    """A loop whose header has two outside predecessors; its body computes an invariant
+    `p * q`, loads `x[i]` and divides by `p`."""
+    b = Builder()
+    out, x, n, p, q = (b.param("out", ptr=True), b.param("x", ptr=True), b.param("n"),
+                       b.param("p"), b.param("q"))
+    side, head, body, done = b.block("side"), b.block("head"), b.block("body"), b.block("done")
+    b.cbr(b("cmp", bool_, p, 0, pred="gt"), side, head)
+    b.at(side).br(head)
+    i, acc = b.at(head).phi(i32), b.phi(i32)
+    b.cbr(b("cmp", bool_, i, n, pred="lt"), body, done)
+    b.at(body)
+    invariant = b("mul", i32, p, q)
+    loaded = b.load(x, i, i32)
+    quotient = b("div", i32, loaded, p)
+    acc_next = b("add", i32, acc, b("add", i32, invariant, quotient))
+    b.store(out, i, acc_next)
+    i_next = b("add", i32, i, 1)
+    b.br(head)
+    b.fill(i, {b.func.entry: Const(i32, 0), side: Const(i32, 1), body: i_next})
+    b.fill(acc, {b.func.entry: Const(i32, 0), side: Const(i32, 0), body: acc_next})
+    b.at(done).ret()
+    return b.func, invariant, loaded, quotient
+
+
+def test_licm_hoists_invariant_into_a_new_preheader():
+    func, invariant, loaded, quotient = two_entry_loop()
+    func = run_pass(licm.run, func)
+    (loop,) = natural_loops(func)
+    preheader = loop.preheader()
+    assert preheader is not None and invariant.block is preheader
+    assert loaded.block in loop.blocks and quotient.block in loop.blocks
+    assert len(preheader.phis) == 1  # i starts at 0 or 1; acc at 0 from both
+    xs = np.arange(8, dtype=np.int32) * 7 - 20
+    inputs = [({"x": xs, "out": np.zeros(8, np.int32), "n": n, "p": p, "q": 3}, {})
+              for n in (0, 5, 8) for p in (-3, 4)]
+    assert_equivalent(two_entry_loop()[0], inputs)
+
+
+def counted_loop(step=1, index_type=i32, widen="mul_wide"):
+    """for i in range(start, n, step): out[i] = x[i] * 2 + i."""
+    b = Builder()
+    out, x, n, start = b.param("out", ptr=True), b.param("x", ptr=True), b.param("n"), b.param("s")
+    head, body, done = b.block("head"), b.block("body"), b.block("done")
+    b.br(head)
+    i = b.at(head).phi(i32)
+    b.cbr(b("cmp", bool_, i, n, pred="lt"), body, done)
+    b.at(body)
+    if widen == "mul_wide":
+        offset = b("mul_wide", i64, i, Const(i32, 4))
+    elif widen == "row":  # x[row, i] with an invariant row start: a derived induction variable
+        offset = b("mul_wide", i64, b("add", i32, b("mul", i32, start, n), i), Const(i32, 4))
+    else:
+        offset = b("mul", i64, b("cvt", i64, i), Const(i64, 4))
+    value = b("load", f32, b("add", i64, x, offset), space="global", nc=True)
+    result = b("add", f32, b("mul", f32, value, 2.0), b("cvt", f32, i))
+    b("store", None, b("add", i64, offset, out), result, space="global")
+    i_next = b("add", i32, i, step)
+    b.br(head)
+    b.fill(i, {b.func.entry: start, body: i_next})
+    b.at(done).ret()
+    return b.func
+
+
+@pytest.mark.parametrize("step, widen", [(1, "mul_wide"), (3, "mul_wide"), (2, "cvt"),
+                                         (1, "row")])
+def test_strength_reduction_introduces_address_phis(step, widen):
+    func = run_pass(licm.run, counted_loop(step, widen=widen))
+    func = run_pass(strength.run, func)
+    func = run_pass(sccp.run, func)
+    func = run_pass(dce.run, func)
+    (loop,) = natural_loops(func)
+    address_phis = [p for p in loop.header.phis if p.type == i64]
+    assert len(address_phis) == 2
+    int_ops = [i.op for b in loop.blocks for i in b.instrs if i.type is not None and i.type.is_int]
+    assert "mul_wide" not in int_ops and "mul" not in int_ops
+    xs = np.linspace(-3, 3, 40).astype(np.float32)
+    inputs = [({"x": xs, "out": np.zeros(40, np.float32), "n": n, "s": s}, {})
+              for n in (0, 5, 12) for s in (0, 2)]
+    assert_equivalent(counted_loop(step, widen=widen), inputs)
+
+
+def test_strength_turns_mul_by_power_of_two_into_shift():
+    func = run_pass(strength.run, scalar_kernel(i32, lambda b, x, y: b("mul", i32, x, 8)))
+    assert "shl" in ops(func) and "mul" not in ops(func)
+    for a in (3, -5, INT_MAX):
+        assert int(run_scalar(func, i32, a, 0)) == interp.wrap_int(a * 8, i32)
+
+
+# --- nonneg and lower_floor ------------------------------------------------------------------
+def test_nonneg_turns_floor_ops_on_tid_and_shapes_into_div():
+    b = Builder()
+    out, n = b.param("out", ptr=True), b.param("x_shape0")
+    tid, p = b.sreg(), b.param("p")
+    gid = b("add", i32, b("mul", i32, b.sreg("ctaid.x"), b.sreg("ntid.x")), tid)
+    by_shape = b("floordiv", i32, gid, n)
+    mod_shape = b("floormod", i32, gid, n)
+    by_four = b("floordiv", i32, tid, 4)
+    mod_four = b("floormod", i32, tid, 4)
+    signed = b("floordiv", i32, p, 3)
+    negative = b("floordiv", i32, tid, -3)
+    for k, v in enumerate((by_shape, mod_shape, by_four, mod_four, signed, negative)):
+        b.store(out, Const(i32, k), v)
+    b.ret()
+    run_pass(nonneg.run, b.func)
+    assert (by_shape.op, mod_shape.op, by_four.op, mod_four.op) == ("div", "rem", "shr", "and")
+    assert signed.op == "floordiv" and negative.op == "floordiv"
+
+
+def test_nonneg_sees_induction_phis():
+    b = Builder()
+    out, n = b.param("out", ptr=True), b.param("n")
+    head, body, done = b.block("head"), b.block("body"), b.block("done")
+    b.br(head)
+    i, down = b.at(head).phi(i32), b.phi(i32)
+    b.cbr(b("cmp", bool_, i, n, pred="lt"), body, done)
+    up_div = b.at(body)("floordiv", i32, i, 3)
+    down_div = b("floordiv", i32, down, 3)
+    b.store(out, i, b("add", i32, up_div, down_div))
+    i_next, down_next = b("add", i32, i, 2), b("sub", i32, down, 1)
+    b.br(head)
+    b.fill(i, {b.func.entry: Const(i32, 0), body: i_next})
+    b.fill(down, {b.func.entry: Const(i32, 0), body: down_next})
+    b.at(done).ret()
+    run_pass(nonneg.run, b.func)
+    assert up_div.op == "div" and down_div.op == "floordiv"
+
+
+@pytest.mark.parametrize("divisor", [None, 3, -3, 4, -4, 1])
+def test_lower_floor_matches_python(divisor):
+    def body(b, x, y):
+        d = y if divisor is None else Const(i32, divisor)
+        return b("add", i32, b("mul", i32, b("floordiv", i32, x, d), 1000),
+                 b("floormod", i32, x, d))
+    func = run_pass(lower_floor.run, scalar_kernel(i32, body))
+    assert "floordiv" not in ops(func) and "floormod" not in ops(func)
+    for a in (-7, -6, -1, 0, 1, 6, 7, INT_MIN + 1, INT_MAX):
+        for c in ((-7, -2, -1, 1, 2, 7) if divisor is None else (divisor,)):
+            expected = interp.wrap_int((a // c) * 1000 + a % c, i32)
+            assert int(run_scalar(func, i32, a, c)) == expected, (a, c)
+
+
+# --- simplifycfg -----------------------------------------------------------------------------
+def test_simplifycfg_merges_forwards_and_drops_unreachable():
+    b = Builder()
+    out, p = b.param("out", ptr=True), b.param("p")
+    middle, forward, then, join, orphan = (b.block("middle"), b.block("fwd"), b.block("then"),
+                                           b.block("join"), b.block("orphan"))
+    b.br(middle)
+    doubled = b.at(middle)("add", i32, p, p)
+    b.cbr(b("cmp", bool_, p, 0, pred="gt"), then, forward)
+    b.at(forward).br(join)
+    b.at(then).br(join)
+    b.at(orphan).br(join)
+    merged = b.at(join).phi(i32)
+    b.fill(merged, {forward: Const(i32, 1), then: doubled, orphan: Const(i32, 9)})
+    b.store(out, Const(i32, 0), merged)
+    b.ret()
+    func = run_pass(simplifycfg.run, b.func)
+    names = [blk.name for blk in func.blocks]
+    assert "orphan0" not in names and forward not in func.blocks and middle not in func.blocks
+    assert then not in func.blocks or len(merged.args) == 2
+    assert len(func.blocks) <= 3 and func.blocks[0] is func.entry
+    for p_value in (-2, 5):
+        assert execute(func, {"p": p_value, "out": np.zeros(1, np.int32)})["out"][0] == (
+            1 if p_value <= 0 else 2 * p_value)
+
+
+def test_simplifycfg_collapses_cbr_whose_arms_agree():
+    b = Builder()
+    out, p = b.param("out", ptr=True), b.param("p")
+    left, right, join = b.block("l"), b.block("r"), b.block("join")
+    b.cbr(b("cmp", bool_, p, 0, pred="gt"), left, right)
+    b.at(left).br(join)
+    b.at(right).br(join)
+    merged = b.at(join).phi(i32)
+    b.fill(merged, {left: Const(i32, 4), right: Const(i32, 4)})
+    b.store(out, Const(i32, 0), merged)
+    b.ret()
+    func = run_pass(simplifycfg.run, b.func)
+    assert "cbr" not in ops(func) and len(func.blocks) == 1
+
+
+# --- the whole pipeline ----------------------------------------------------------------------
+def test_optimize_saxpy_like_kernel():
+    def build():
+        b = Builder()
+        x, y, out = b.param("x", ptr=True), b.param("y", ptr=True), b.param("out", ptr=True)
+        a, n = b.param("a", f32), b.param("x_shape0")
+        then, done = b.block("then"), b.block("done")
+        i = b("add", i32, b("mul", i32, b.sreg("ctaid.x"), b.sreg("ntid.x")), b.sreg())
+        b.cbr(b("cmp", bool_, i, n, pred="lt"), then, done)
+        b.at(then)
+        half = b("floordiv", i32, i, 2)
+        value = b("fma", f32, a, b.load(x, i, f32, nc=True), b.load(y, half, f32, nc=True))
+        b.store(out, i, b("add", f32, value, b("cvt", f32, b("floormod", i32, i, 2))))
+        b.br(done)
+        b.at(done).ret()
+        return b.func
+    xs = np.array([1.5, -2.0, np.nan, np.inf, 3.0, -0.0], np.float32)
+    inputs = [({"x": xs, "y": xs[::-1].copy(), "out": np.zeros(6, np.float32), "a": a}, sregs)
+              for a in (2.0, -0.5, math.nan)
+              for sregs in ({"tid.x": t, "ntid.x": 4, "ctaid.x": c}
+                            for t in range(4) for c in (0, 1))]
+    func = assert_equivalent(build(), inputs)
+    assert "floordiv" not in ops(func) and "floormod" not in ops(func) and "div" not in ops(func)
+
+
+def test_pipeline_names_and_verify_each():
+    assert [name for name, _ in PIPELINE][0] == "simplifycfg"
+    func, *_ = two_entry_loop()
+    optimize(func, verify_each=True)
+
+
+def hundred_instruction_kernel():
+    b = Builder()
+    out, n = b.param("out", ptr=True), b.param("n")
+    head, body, done = b.block("head"), b.block("body"), b.block("done")
+    values = [b.sreg(), b.param("p"), b.param("q")]
+    for k in range(45):
+        values.append(b(("add", "mul", "xor", "sub")[k % 4], i32, values[-1], values[k % 3]))
+    b.br(head)
+    i, acc = b.at(head).phi(i32), b.phi(i32)
+    b.cbr(b("cmp", bool_, i, n, pred="lt"), body, done)
+    b.at(body)
+    local = [acc]
+    for k in range(40):
+        local.append(b(("add", "mul", "xor", "floordiv")[k % 4], i32, local[-1],
+                       values[k % len(values)] if k % 4 != 3 else Const(i32, 7)))
+    b.store(out, i, local[-1])
+    i_next = b("add", i32, i, 1)
+    b.br(head)
+    b.fill(i, {b.func.entry: Const(i32, 0), body: i_next})
+    b.fill(acc, {b.func.entry: values[-1], body: local[-1]})
+    b.at(done).ret()
+    return b.func
+
+
+def test_optimize_is_fast():
+    funcs = [hundred_instruction_kernel() for _ in range(20)]
+    assert sum(1 for _ in funcs[0].instrs()) >= 100
+    start = time.perf_counter()
+    for func in funcs:
+        optimize(func)
+    per_function = (time.perf_counter() - start) / len(funcs)
+    assert per_function < 0.05, per_function  # a loose bound for loaded CI machines
+    verify(funcs[0])
+
+
+# --- random IR -------------------------------------------------------------------------------
+TYPES = (i32, u32, i64, f32)
+INT_BINARY = ("add", "sub", "mul", "min", "max", "and", "or", "xor", "mul_hi", "shl", "shr",
+              "div", "rem", "floordiv", "floormod")
+FLOAT_BINARY = ("add", "sub", "mul", "div", "min", "max", "copysign")
+FLOAT_UNARY = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "round", "rcp")
+SPECIAL_INTS = (0, 1, -1, 2, 7, 8, INT_MIN, INT_MAX, 1 << 40, -(1 << 63))
+OUTPUTS = 8   # values of each type stored at the end, after the loop's 8 slots
+SPECIAL_FLOATS = (0.0, -0.0, 1.0, -1.5, 0.1, 3e38, math.inf, -math.inf, math.nan)
+
+
+def fit(value, t):
+    return interp.to_python(interp.to_numpy(value, t), t)
+
+
+class RandomKernel:
+    """Random straight-line code, a diamond and a counted loop over i32/u32/i64/f32, storing
+    the values it computes to one output array per type."""
+
+    def __init__(self, draw):
+        self.draw = draw
+        self.b = b = Builder()
+        self.outs = {t: b.param(f"out_{t}", ptr=True) for t in TYPES}
+        self.ins = {t: b.param(f"in_{t}", ptr=True) for t in TYPES}
+        self.params = {t: [b.param(f"a_{t}_{k}", t) for k in range(2)] for t in TYPES}
+        self.pool = {t: list(self.params[t]) for t in TYPES}
+        self.pool[i32].append(b.sreg())
+        self.slots = dict.fromkeys(TYPES, 8)
+
+    def build(self) -> Function:
+        b, draw = self.b, self.draw
+        self.straight(draw(st.integers(1, 8)))
+        self.diamond()
+        self.loop()
+        self.straight(draw(st.integers(0, 4)))
+        for t in TYPES:
+            for value in self.pool[t][-OUTPUTS:]:
+                b.store(self.outs[t], Const(i32, self.slots[t]), value)
+                self.slots[t] += 1
+        b.ret()
+        return b.func
+
+    def pick(self, t):
+        if self.draw(st.integers(0, 2)) == 0:
+            values = SPECIAL_FLOATS if t.is_float else SPECIAL_INTS
+            return Const(t, fit(self.draw(st.sampled_from(values)), t))
+        return self.draw(st.sampled_from(self.pool[t]))
+
+    def straight(self, count):
+        for _ in range(count):
+            t = self.draw(st.sampled_from(TYPES))
+            self.pool[t].append(self.value(t))
+
+    def value(self, t) -> Instr:
+        b, draw = self.b, self.draw
+        kind = draw(st.sampled_from(("binary", "unary", "select", "cvt", "load")))
+        if kind == "select":
+            cond = self.compare()
+            return b("select", t, cond, self.pick(t), self.pick(t))
+        if kind == "cvt":
+            src = draw(st.sampled_from(TYPES))
+            modes = (None, "rni", "rmi") if src.is_float and t.is_int else (None,)
+            mode = draw(st.sampled_from(modes))
+            return b("cvt", t, self.pick(src), **({"mode": mode} if mode else {}))
+        if kind == "load":
+            index = Const(i32, 0)
+            if draw(st.booleans()):
+                index = b("and", i32, self.pick(i32), Const(i32, 7))
+            if draw(st.booleans()):
+                return b.load(self.outs[t], index, t)
+            return b.load(self.ins[t], index, t, nc=draw(st.booleans()))
+        if t.is_float:
+            if kind == "unary":
+                return b(draw(st.sampled_from(FLOAT_UNARY)), t, self.pick(t))
+            if draw(st.integers(0, 6)) == 0:
+                return b("fma", t, self.pick(t), self.pick(t), self.pick(t))
+            return b(draw(st.sampled_from(FLOAT_BINARY)), t, self.pick(t), self.pick(t))
+        if kind == "unary":
+            return b(draw(st.sampled_from(("neg", "abs", "not"))), t, self.pick(t))
+        op = draw(st.sampled_from(INT_BINARY))
+        if op in ("floordiv", "floormod") and not t.is_signed:
+            op = "div"
+        if op in ("shl", "shr"):
+            return b(op, t, self.pick(t), self.pick(draw(st.sampled_from((i32, u32)))))
+        if op in ("div", "rem"):
+            return b(op, t, self.pick(t), b("or", t, self.pick(t), Const(t, 1)))
+        if op in ("floordiv", "floormod"):
+            # a value proven >= 0 must really be: take params as they are, or mask
+            dividend = self.draw(st.sampled_from(self.params[t]))
+            if draw(st.booleans()):
+                dividend = b("and", t, self.pick(t), Const(t, 0xFFFF))
+            divisor = b("or", t, draw(st.sampled_from(self.params[t])), Const(t, 1))
+            if draw(st.booleans()):
+                divisor = Const(t, draw(st.sampled_from((3, -3, 4, -8, 1))))
+            return b(op, t, dividend, divisor)
+        return b(op, t, self.pick(t), self.pick(t))
+
+    def compare(self) -> Instr:
+        t = self.draw(st.sampled_from(TYPES))
+        pred = self.draw(st.sampled_from(("eq", "ne", "lt", "le", "gt", "ge")))
+        return self.b("cmp", bool_, self.pick(t), self.pick(t), pred=pred)
+
+    def diamond(self):
+        b, draw = self.b, self.draw
+        then, other, join = b.block("then"), b.block("else"), b.block("join")
+        b.cbr(self.compare(), then, other)
+        before = {t: list(self.pool[t]) for t in TYPES}
+        sides = {}
+        for block in (then, other):
+            self.pool = {t: list(before[t]) for t in TYPES}
+            b.at(block)
+            self.straight(draw(st.integers(0, 4)))
+            sides[block] = self.pool
+            b.br(join)
+        self.pool = before
+        b.at(join)
+        for t in TYPES:
+            if draw(st.booleans()):
+                merged = b.phi(t)
+                b.fill(merged, {blk: draw(st.sampled_from(pool[t])) for blk, pool in sides.items()})
+                self.pool[t].append(merged)
+
+    def loop(self):
+        b, draw = self.b, self.draw
+        trips = b("and", i32, self.params[i32][0], Const(i32, 7))
+        for t in TYPES:  # what the loop's loads of out[0] must not be merged with
+            self.pool[t].append(b.load(self.outs[t], Const(i32, 0), t))
+        start = Const(i32, draw(st.integers(0, 2)))
+        entry = b.cur
+        head, body, done = b.block("head"), b.block("body"), b.block("done")
+        b.br(head)
+        b.at(head)
+        i = b.phi(i32)
+        accs = {t: b.phi(t) for t in TYPES if draw(st.booleans())}
+        b.cbr(b("cmp", bool_, i, trips, pred="lt"), body, done)
+        b.at(body)
+        outside = {t: list(self.pool[t]) for t in TYPES}
+        for t, acc in accs.items():
+            self.pool[t].append(acc)
+        self.pool[i32].append(i)
+        self.straight(draw(st.integers(0, 3)))
+        loads = {t: [b.load(self.outs[t], Const(i32, 0), t), b.load(self.outs[t], i, t)]
+                 for t in TYPES}
+        for t in TYPES:  # loads that must see the previous iteration's store: no CSE, no hoisting
+            self.pool[t].extend(loads[t])
+        self.straight(draw(st.integers(0, 4)))
+        nexts = {t: b(draw(st.sampled_from(("add", "mul", "max"))), t,
+                      draw(st.sampled_from(loads[t] + [self.pick(t)])), self.pick(t))
+                 for t in accs}
+        for t, value in nexts.items():
+            b.store(self.outs[t], i, value)
+            b.store(self.outs[t], Const(i32, 0), value)
+        i_next = b("add", i32, i, Const(i32, draw(st.integers(1, 2))))
+        b.br(head)
+        b.fill(i, {entry: start, body: i_next})
+        for t, acc in accs.items():
+            b.fill(acc, {entry: draw(st.sampled_from(outside[t])), body: nexts[t]})
+        self.pool = outside
+        for t, acc in accs.items():
+            self.pool[t].append(acc)
+        self.pool[i32].append(i)
+        b.at(done)
+
+
+def random_inputs(draw) -> tuple[dict, dict]:
+    args = {}
+    for t in TYPES:
+        elements = (st.floats(width=32) if t.is_float
+                    else st.integers(-(1 << (t.bits - 1)) if t.is_signed else 0,
+                                     (1 << (t.bits - (1 if t.is_signed else 0))) - 1))
+        for k in range(2):
+            specials = st.sampled_from(SPECIAL_FLOATS if t.is_float else (0, 1, 7))
+            args[f"a_{t}_{k}"] = fit(draw(st.one_of(elements, specials)), t)
+        args[f"in_{t}"] = np.array([fit(draw(elements), t) for _ in range(8)], dtype=t.numpy)
+        args[f"out_{t}"] = np.zeros(8 + OUTPUTS, dtype=t.numpy)
+    return args, {"tid.x": draw(st.integers(0, 40))}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_ir_optimize_preserves_results(data):
+    func = RandomKernel(data.draw).build()
+    verify(func)
+    inputs = [random_inputs(data.draw) for _ in range(3)]
+    assert_equivalent(func, inputs)

@@ -1,0 +1,641 @@
+"""Tests of ptxpy.runtime: caches, argument checking and the FFI plumbing (everywhere), and
+kernel launches from JAX (`gpu`, skipped without a CUDA GPU).
+
+The GPU kernels are hand-written PTX following docs/ptx-dialect.md, so these tests do not depend
+on the transpiler.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+from ptxpy import types as T
+from ptxpy.runtime import cache, driver, ffi
+from ptxpy.runtime import launch as launch_mod
+from ptxpy.runtime.launch import launch
+from ptxpy.transpiler.abi import CompiledKernel, ParamSpec
+
+
+def _has_gpu() -> bool:
+    try:
+        return bool(jax.devices("gpu"))
+    except RuntimeError:
+        return False
+
+
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU visible to JAX")
+
+
+# --- hand-written kernels --------------------------------------------------------------------
+
+REGS = """    .reg .pred %p<4>;
+    .reg .b16 %rs<8>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<16>;
+    .reg .f32 %f<16>;
+    .reg .f64 %fd<4>;"""
+
+GID = """    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mad.lo.s32 %r4, %r1, %r2, %r3;
+    ld.param.u32 %r5, [K_x_shape0];
+    setp.ge.u32 %p1, %r4, %r5;
+    @%p1 bra $DONE;
+    mul.wide.u32 %rd1, %r4, 4;"""
+
+
+def element(param: str, reg: str, ptr: str, store: bool = False) -> str:
+    """Load (or store) element gid of f32 array `param` through pointer register `ptr`."""
+    op = f"st.global.f32 [{ptr}], {reg};" if store else f"ld.global.f32 {reg}, [{ptr}];"
+    return f"""    ld.param.u64 {ptr}, [K_{param}];
+    cvta.to.global.u64 {ptr}, {ptr};
+    add.s64 {ptr}, {ptr}, %rd1;
+    {op}"""
+
+
+def kernel(name: str, params: list[ParamSpec], body: str, module_extra: str = "",
+           **fields) -> CompiledKernel:
+    decl = ",\n".join(f"    .param .{t} {n}" for p in params for n, t in p.ptx_params(name))
+    ptx = (f".version 7.8\n.target sm_90\n.address_size 64\n{module_extra}\n"
+           f".visible .entry {name}(\n{decl}\n)\n{{\n{REGS}\n{body.replace('K_', name + '_')}\n}}\n")
+    return CompiledKernel(name=name, ptx=ptx, params=params, **fields)
+
+
+def arr(name, dtype=T.f32, rank=1, written=False):
+    return ParamSpec(name, "array", dtype, rank, written=written)
+
+
+def scalar(name, dtype=T.f32, by_ref=False):
+    return ParamSpec(name, "scalar", dtype, by_ref=by_ref)
+
+
+SAXPY = kernel("saxpy", [arr("x"), arr("y"), scalar("a"), arr("out", written=True)], f"""{GID}
+{element("x", "%f1", "%rd2")}
+{element("y", "%f2", "%rd3")}
+    ld.param.f32 %f3, [K_a];
+    fma.rn.f32 %f4, %f3, %f1, %f2;
+{element("out", "%f4", "%rd4", store=True)}
+$DONE:
+    ret;""")
+
+ADDSUB = kernel("addsub", [arr("x"), arr("y"), arr("s", written=True), arr("d", written=True)],
+                f"""{GID}
+{element("x", "%f1", "%rd2")}
+{element("y", "%f2", "%rd3")}
+    add.rn.f32 %f3, %f1, %f2;
+    sub.rn.f32 %f4, %f1, %f2;
+{element("s", "%f3", "%rd4", store=True)}
+{element("d", "%f4", "%rd5", store=True)}
+$DONE:
+    ret;""")
+
+SCALE_REF = kernel("scale_ref", [arr("x"), scalar("a", by_ref=True), arr("out", written=True)],
+                   f"""{GID}
+{element("x", "%f1", "%rd2")}
+    ld.param.u64 %rd5, [K_a];
+    cvta.to.global.u64 %rd5, %rd5;
+    ld.global.f32 %f3, [%rd5];
+    mul.rn.f32 %f4, %f3, %f1;
+{element("out", "%f4", "%rd4", store=True)}
+$DONE:
+    ret;""")
+
+ADD1_BODY = f"""{GID}
+{element("x", "%f1", "%rd2")}
+    add.rn.f32 %f2, %f1, 0f3F800000;
+{element("out", "%f2", "%rd3", store=True)}
+$DONE:
+    ret;"""
+ADD1 = kernel("add1", [arr("x"), arr("out", written=True)], ADD1_BODY)
+
+# bool, i16, f64, f16 scalars: offsets 0, 2, 8, 16, then out at 24 and its extent at 32.
+SCALARS = kernel("scalars", [scalar("flag", T.bool_), scalar("s", T.i16), scalar("d", T.f64),
+                             scalar("h", T.f16), arr("out", written=True)], """
+    ld.param.u8 %rs1, [K_flag];
+    cvt.rn.f32.u16 %f1, %rs1;
+    ld.param.s16 %rs2, [K_s];
+    cvt.rn.f32.s16 %f2, %rs2;
+    ld.param.f64 %fd1, [K_d];
+    cvt.rn.f32.f64 %f3, %fd1;
+    ld.param.b16 %rs3, [K_h];
+    cvt.f32.f16 %f4, %rs3;
+    ld.param.u64 %rd1, [K_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    st.global.f32 [%rd1], %f1;
+    st.global.f32 [%rd1+4], %f2;
+    st.global.f32 [%rd1+8], %f3;
+    st.global.f32 [%rd1+12], %f4;
+    ret;""")
+
+DYN = 68 * 1024  # dynamic shared bytes, over the 48 KB default
+
+
+def _reverse_in_block() -> CompiledKernel:
+    """out[b*B + t] = x[b*B + B-1-t], through the top end of a 68 KB dynamic shared buffer."""
+    body = f"""{GID}
+{element("x", "%f1", "%rd2")}
+    mov.u32 %r6, dsmem;
+    shl.b32 %r7, %r3, 2;
+    mov.u32 %r8, {DYN - 4};
+    sub.s32 %r8, %r8, %r7;
+    add.s32 %r8, %r8, %r6;
+    st.shared.f32 [%r8], %f1;
+    bar.sync 0;
+    shl.b32 %r10, %r2, 2;
+    mov.u32 %r11, {DYN};
+    sub.s32 %r11, %r11, %r10;
+    add.s32 %r11, %r11, %r7;
+    add.s32 %r11, %r11, %r6;
+    ld.shared.f32 %f2, [%r11];
+{element("out", "%f2", "%rd3", store=True)}
+$DONE:
+    ret;"""
+    return kernel("reverse_block", [arr("x"), arr("out", written=True)], body,
+                  module_extra=".extern .shared .align 16 .b8 dsmem[];",
+                  options={"dynamic_shared_bytes": DYN})
+
+
+REVERSE = _reverse_in_block()
+
+
+def f32(shape):
+    return jax.ShapeDtypeStruct(shape, jnp.float32)
+
+
+def grid_for(n, block=128):
+    return ((n + block - 1) // block, 1, 1)
+
+
+def rand(n, seed):
+    return jnp.asarray(np.random.default_rng(seed).standard_normal(n).astype(np.float32))
+
+
+def close(actual, expected):
+    """float32 results against a float64 reference (fma rounds once where NumPy rounds twice)."""
+    np.testing.assert_allclose(np.asarray(actual, np.float64), np.asarray(expected, np.float64),
+                               rtol=1e-6, atol=1e-6)
+
+
+def f64(x):
+    return np.asarray(x, np.float64)
+
+
+# --- cache (CPU) -----------------------------------------------------------------------------
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTXPY_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("PTXPY_CACHE", raising=False)
+    cache.clear_memory()
+    yield tmp_path / "c"
+    cache.clear_memory()
+
+
+def test_cache_dir_defaults_to_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("PTXPY_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_dir() == tmp_path / "ptxpy"
+    monkeypatch.setenv("PTXPY_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert cache.cache_dir() == tmp_path / "elsewhere"
+
+
+def test_cache_key_is_stable_and_sensitive():
+    parts = {"source": "def k(): pass", "arch": "sm_90", "options": {"debug": False}}
+    assert cache.cache_key(parts) == cache.cache_key(dict(reversed(list(parts.items()))))
+    for change in ({"arch": "sm_80"}, {"source": "def k(): return"}, {"options": {"debug": True}}):
+        assert cache.cache_key({**parts, **change}) != cache.cache_key(parts)
+
+
+def test_cache_key_includes_compiler_version(monkeypatch):
+    before = cache.cache_key({"a": 1})
+    monkeypatch.setattr(cache, "__version__", "999.0")
+    assert cache.cache_key({"a": 1}) != before
+
+
+def test_get_or_compile_memory_then_disk(cache_dir):
+    calls = []
+
+    def compile_fn():
+        calls.append(1)
+        return "// ptx\n"
+
+    parts = {"source": "x", "arch": "sm_90"}
+    assert cache.get_or_compile(parts, compile_fn) == "// ptx\n"
+    assert cache.get_or_compile(parts, compile_fn) == "// ptx\n"
+    assert len(calls) == 1
+    cache.clear_memory()
+    assert cache.get_or_compile(parts, compile_fn) == "// ptx\n"
+    assert len(calls) == 1, "the second process-level lookup must come from disk"
+    path = cache.entry_path("ptx", parts)
+    assert path.exists() and path.parent.parent == cache_dir
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "payload"])
+def test_corrupt_entry_is_recomputed(cache_dir, damage):
+    parts = {"source": "y"}
+    cache.get_or_compile(parts, lambda: "good ptx")
+    path = cache.entry_path("ptx", parts)
+    data = path.read_bytes()
+    path.write_bytes({"truncate": data[:-3], "garbage": b"\x00\xff" * 10, "empty": b"",
+                      "payload": data.replace(b"good", b"evil")}[damage])
+    cache.clear_memory()
+    assert cache.get_or_compile(parts, lambda: "good ptx") == "good ptx"
+    assert path.read_bytes() == data
+
+
+def test_cache_disabled(cache_dir, monkeypatch):
+    monkeypatch.setenv("PTXPY_CACHE", "0")
+    calls = []
+    cache.get_or_compile({"s": 1}, lambda: calls.append(1) or "p")
+    cache.clear_memory()
+    cache.get_or_compile({"s": 1}, lambda: calls.append(1) or "p")
+    assert len(calls) == 2
+    assert not cache_dir.exists()
+
+
+def test_cubin_variant_round_trips_bytes(cache_dir):
+    blob = bytes(range(256)) * 3
+    assert cache.get_or_compile_cubin({"k": 1}, lambda: blob) == blob
+    cache.clear_memory()
+    assert cache.get_or_compile_cubin({"k": 1}, lambda: b"other") == blob
+
+
+def test_unwritable_cache_still_compiles(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("PTXPY_CACHE_DIR", str(blocker / "sub"))
+    cache.clear_memory()
+    assert cache.get_or_compile({"z": 1}, lambda: "ptx") == "ptx"
+
+
+_WRITER = """
+import sys
+from ptxpy.runtime import cache
+out = cache.get_or_compile({"shared": "key"}, lambda: "X" * 200000)
+assert out == "X" * 200000
+"""
+
+
+def test_cache_is_safe_across_processes(cache_dir):
+    env = dict(os.environ, PTXPY_CACHE_DIR=str(cache_dir), JAX_PLATFORMS="cpu")
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER], env=env) for _ in range(6)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    cache.clear_memory()
+    assert cache.get_or_compile({"shared": "key"}, lambda: "wrong") == "X" * 200000
+    assert not [p for p in cache.entry_path("ptx", {"shared": "key"}).parent.iterdir()
+                if p.name.endswith(".tmp")]
+
+
+# --- argument checking (CPU: fails before any CUDA call) -------------------------------------
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    def forbidden(*a, **k):
+        raise AssertionError("a CUDA call was made before the arguments were checked")
+
+    monkeypatch.setattr(launch_mod, "_prepare_devices", forbidden)
+
+
+X4, Y4 = np.ones(4, np.float32), np.ones(4, np.float32)
+
+
+@pytest.mark.parametrize("args, out_types, error, words", [
+    ([X4, Y4], [f32((4,))], TypeError, ["saxpy", "3 arguments", "x, y, a"]),
+    ([X4.astype(np.float64), Y4, 2.0], [f32((4,))], TypeError, ["saxpy", "'x'", "f32", "float64"]),
+    ([X4.reshape(2, 2), Y4, 2.0], [f32((4,))], ValueError, ["saxpy", "'x'", "rank 1"]),
+    ([X4, 3.0, 2.0], [f32((4,))], TypeError, ["saxpy", "'y'", "array"]),
+    ([X4, Y4, "two"], [f32((4,))], TypeError, ["saxpy", "'a'"]),
+    ([X4, Y4, 2.0], [jax.ShapeDtypeStruct((4,), jnp.int32)], TypeError, ["saxpy", "'out'", "int32"]),
+    ([X4, Y4, 2.0], [f32((2, 2))], ValueError, ["saxpy", "'out'", "rank"]),
+    ([X4, Y4, 2.0], [f32((4,)), f32((4,))], TypeError, ["saxpy", "2 arguments"]),
+])
+def test_bad_arguments(no_cuda, args, out_types, error, words):
+    with pytest.raises(error) as info:
+        launch(SAXPY, args, out_types, (1, 1, 1), (4, 1, 1))
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_integer_scalar_checks(no_cuda):
+    k = kernel("iscale", [arr("x"), scalar("n", T.i16), arr("out")], "ret;")
+    with pytest.raises(ValueError, match="'n'.*does not fit in i16"):
+        launch(k, [X4, 70000], [f32((4,))], 1, 4)
+    with pytest.raises(TypeError, match="'n'.*integer"):
+        launch(k, [X4, 2.5], [f32((4,))], 1, 4)
+
+
+@pytest.mark.parametrize("grid, block, error, words", [
+    ((1, 1, 1), (2048, 1, 1), ValueError, ["2048 threads", "1024"]),
+    ((1, 1, 1), (1, 1, 128), ValueError, ["block dimension z", "64"]),
+    ((1, 70000, 1), (32, 1, 1), ValueError, ["grid dimension y", "65535"]),
+    ((0, 1, 1), 32, ValueError, [">= 1"]),
+    ((1, 2, 3, 4), 32, TypeError, ["tuple of 1 to 3"]),
+    ((1.5,), 32, TypeError, ["grid"]),
+])
+def test_bad_launch_dimensions(no_cuda, grid, block, error, words):
+    with pytest.raises(error) as info:
+        launch(SAXPY, [X4, Y4, 2.0], [f32((4,))], grid, block)
+    assert "saxpy" in str(info.value)
+    for w in words:
+        assert w in str(info.value)
+
+
+@pytest.mark.parametrize("aliases, words", [
+    ({2: 0}, ["key 2", "array argument"]),
+    ({0: 1}, ["value 1", "output index"]),
+    ({0: 0, 1: 0}, ["same output"]),
+])
+def test_bad_aliases(no_cuda, aliases, words):
+    with pytest.raises(ValueError) as info:
+        launch(SAXPY, [X4, Y4, 2.0], [f32((4,))], 1, 4, input_output_aliases=aliases)
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_alias_shape_mismatch(no_cuda):
+    with pytest.raises(ValueError, match="'x' \\(8,\\) float32 cannot alias output 0 \\(4,\\)"):
+        launch(SAXPY, [np.ones(8, np.float32), Y4, 2.0], [f32((4,))], 1, 4,
+               input_output_aliases={0: 0})
+
+
+def test_traced_scalar_by_value_is_rejected(no_cuda):
+    def f(a):
+        return launch(SAXPY, [X4, Y4, a], [f32((4,))], 1, 4)
+
+    with pytest.raises(TypeError, match="'a'.*traced.*by_ref"):
+        jax.jit(f)(2.0)
+
+
+def test_param_layout_follows_abi():
+    values = launch_mod.check_args(SCALARS, SCALARS.params[:4], [True, -7, 2.5, 0.5])
+    ops, slots, params, offsets = launch_mod.pack(SCALARS, SCALARS.params[:4], values,
+                                                  SCALARS.params[4:], [f32((4,))])
+    assert ops == [] and offsets == [0, 2, 8, 16, 24, 32] and slots == [(24, 0)]
+    assert params[0] == 1 and params[2:4] == np.int16(-7).tobytes()
+    assert params[8:16] == np.float64(2.5).tobytes() and params[16:18] == np.float16(0.5).tobytes()
+    assert params[32:36] == (4).to_bytes(4, "little")
+
+
+def test_outputs_are_the_last_array_params():
+    k = kernel("tail", [arr("x"), arr("out"), scalar("n", T.i32)], "ret;")
+    inputs, outputs = launch_mod.split_params(k, 1)
+    assert [p.name for p in inputs] == ["x", "n"] and [p.name for p in outputs] == ["out"]
+    with pytest.raises(ValueError, match="3 outputs"):
+        launch_mod.split_params(k, 3)
+
+
+def test_no_gpu_message(monkeypatch):
+    monkeypatch.setattr(jax, "local_devices", lambda backend=None: [])
+    with pytest.raises(RuntimeError, match="no CUDA GPU.*simulator"):
+        launch_mod.gpu_ordinals()
+
+
+def test_cuda_error_names_call_and_kernel():
+    e = driver.CudaError("cuModuleGetFunction", 500, "saxpy", 0)
+    assert "cuModuleGetFunction" in str(e) and "'saxpy'" in str(e) and "device 0" in str(e)
+    assert e.code == 500 and e.kernel == "saxpy"
+
+
+# --- FFI plumbing (CPU: the same ctypes handler, registered for XLA's CPU backend) -----------
+
+def _emulate_add1(plan, stream, pointers):
+    """A stand-in for the GPU launch: out = x + 1 on host memory, n from the packed extent."""
+    n = int.from_bytes(plan.params[8:12], "little")
+    x = (ctypes.c_float * n).from_address(pointers[0])
+    out = (ctypes.c_float * n).from_address(pointers[-1])
+    for i in range(n):
+        out[i] = x[i] + 1.0
+
+
+@pytest.fixture
+def cpu_add1():
+    target = ffi.register_target("ptxpy_test_cpu", "cpu", _emulate_add1)
+    on_cpu = jax.default_device(jax.devices("cpu")[0])
+    on_cpu.__enter__()
+    inputs, outputs = launch_mod.split_params(ADD1, 1)
+
+    def call(x, aliases=None):
+        values = launch_mod.check_args(ADD1, inputs, [x])
+        outs = launch_mod.check_out_types(ADD1, outputs, [f32(x.shape)])
+        ops, slots, params, offsets = launch_mod.pack(ADD1, inputs, values, outputs, outs)
+        plan = ffi.LaunchPlan("add1", None, (1, 1, 1), (1, 1, 1), 0, params, offsets, slots)
+        key = ffi.register_plan(plan, ("cpu-add1", params, tuple(slots)))
+        return ffi.call(key, ops, outs, aliases, target=target)[0]
+
+    yield call
+    on_cpu.__exit__(None, None, None)
+
+
+def test_ffi_eager_jit_vmap_on_cpu(cpu_add1):
+    x = jnp.arange(6, dtype=jnp.float32)
+    np.testing.assert_array_equal(cpu_add1(x), np.arange(6) + 1)
+    np.testing.assert_array_equal(jax.jit(lambda v: cpu_add1(v * 2) * 3)(x), (np.arange(6) * 2 + 1) * 3)
+    batch = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    np.testing.assert_array_equal(jax.vmap(cpu_add1)(batch), np.arange(12).reshape(3, 4) + 1)
+    np.testing.assert_array_equal(jax.jit(lambda v: cpu_add1(v, {0: 0}))(x), np.arange(6) + 1)
+
+
+def test_ffi_unknown_plan_is_an_error_on_cpu(cpu_add1):
+    x = jax.device_put(jnp.ones(3, jnp.float32), jax.devices("cpu")[0])
+    with pytest.raises(Exception, match="no ptxpy launch plan 12345"):
+        jax.block_until_ready(ffi.call(12345, [x], [f32((3,))], target="ptxpy_test_cpu"))
+
+
+# --- GPU -------------------------------------------------------------------------------------
+
+def run_saxpy(x, y, a, aliases=None):
+    n = x.shape[0]
+    return launch(SAXPY, [x, y, a], [f32((n,))], grid_for(n), (128, 1, 1), aliases)[0]
+
+
+@gpu
+@needs_gpu
+def test_eager_saxpy():
+    x, y = rand(1000, 1), rand(1000, 2)
+    close(run_saxpy(x, y, 2.5), 2.5 * f64(x) + f64(y))
+    close(run_saxpy(x, y, -1.0), -f64(x) + f64(y))  # a new scalar value, a new plan
+    close(run_saxpy(x, y, np.float32(0.5)), 0.5 * f64(x) + f64(y))
+    close(run_saxpy(x, y, jnp.float32(3.0)), 3 * f64(x) + f64(y))  # a concrete 0-d array
+
+
+@gpu
+@needs_gpu
+def test_jit_saxpy_static_scalar():
+    x, y = rand(4097, 3), rand(4097, 4)
+    out = jax.jit(lambda x, y: run_saxpy(x, y, -1.5))(x, y)
+    close(out, -1.5 * f64(x) + f64(y))
+
+
+@gpu
+@needs_gpu
+def test_two_kernels_and_xla_ops_in_one_jit():
+    x, y = rand(3000, 5), rand(3000, 6)
+
+    def f(x, y):
+        a = run_saxpy(x, y, 2.0)
+        b = jnp.sin(a)
+        s, d = launch(ADDSUB, [b, y], [f32(b.shape)] * 2, grid_for(3000), 128)
+        return jnp.sum(s * d) + run_saxpy(s, d, 0.5)[7]
+
+    xn, yn = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    b = np.sin(2 * xn + yn)
+    s, d = b + yn, b - yn
+    np.testing.assert_allclose(jax.jit(f)(x, y), np.sum(s * d) + 0.5 * s[7] + d[7], rtol=1e-4)
+
+
+@gpu
+@needs_gpu
+def test_multiple_outputs():
+    x, y = rand(777, 7), rand(777, 8)
+    s, d = launch(ADDSUB, [x, y], [f32((777,)), f32((777,))], grid_for(777), 128)
+    np.testing.assert_allclose(s, np.asarray(x) + np.asarray(y), rtol=1e-6)
+    np.testing.assert_allclose(d, np.asarray(x) - np.asarray(y), rtol=1e-6)
+
+
+@gpu
+@needs_gpu
+def test_input_output_aliases_donate():
+    x, y = rand(512, 9), rand(512, 10)
+    expected = 3.0 * f64(x) + f64(y)
+    f = jax.jit(lambda x, y: run_saxpy(x, y, 3.0, aliases={1: 0}), donate_argnums=1)
+    out = f(x, y)
+    close(out, expected)
+    assert y.is_deleted()
+    close(run_saxpy(x, out, 1.0, aliases={1: 0}), expected + f64(x))
+
+
+@gpu
+@needs_gpu
+def test_scalar_by_reference_traced():
+    traces = []
+
+    def f(x, a):
+        traces.append(1)
+        return launch(SCALE_REF, [x, a], [f32(x.shape)], grid_for(x.shape[0]), 128)[0]
+
+    x = rand(300, 11)
+    jf = jax.jit(f)
+    for a in (2.0, -0.25, 7.0):
+        np.testing.assert_allclose(jf(x, a), a * np.asarray(x), rtol=1e-6)
+    assert len(traces) == 1
+    np.testing.assert_allclose(f(x, jnp.float32(4.0)), 4 * np.asarray(x), rtol=1e-6)
+    np.testing.assert_allclose(f(x, 4), 4 * np.asarray(x), rtol=1e-6)
+
+
+@gpu
+@needs_gpu
+def test_scalars_of_every_width():
+    out = launch(SCALARS, [True, -7, 2.5, np.float16(0.5)], [f32((4,))], 1, 1)[0]
+    np.testing.assert_array_equal(out, [1.0, -7.0, 2.5, 0.5])
+    out = jax.jit(lambda: launch(SCALARS, [False, 300, -1e30, -2.0], [f32((4,))], 1, 1)[0])()
+    np.testing.assert_array_equal(out, np.array([0.0, 300.0, -1e30, -2.0], np.float32))
+
+
+@gpu
+@needs_gpu
+def test_vmap_runs_in_sequence():
+    xs, ys = rand(4 * 256, 12).reshape(4, 256), rand(4 * 256, 13).reshape(4, 256)
+    out = jax.vmap(lambda x, y: run_saxpy(x, y, 2.0))(xs, ys)
+    close(out, 2 * f64(xs) + f64(ys))
+    out = jax.jit(jax.vmap(lambda x: launch(SCALE_REF, [x, 3.0], [f32(x.shape)], 2, 128)[0]))(xs)
+    np.testing.assert_allclose(out, 3 * np.asarray(xs), rtol=1e-6)
+
+
+@gpu
+@needs_gpu
+def test_shard_map_over_all_gpus():
+    from jax.sharding import PartitionSpec as P
+
+    shard_map = getattr(jax, "shard_map", None)
+    if shard_map is None:
+        from jax.experimental.shard_map import shard_map
+    n_dev = len(jax.devices("gpu"))
+    mesh = jax.make_mesh((n_dev,), ("i",))
+    sharding = jax.sharding.NamedSharding(mesh, P("i"))
+    x = jax.device_put(rand(256 * n_dev, 14), sharding)
+    y = jax.device_put(rand(256 * n_dev, 15), sharding)
+    f = shard_map(lambda x, y: run_saxpy(x, y, 2.0), mesh=mesh, in_specs=(P("i"), P("i")),
+                  out_specs=P("i"))
+    close(jax.jit(f)(x, y), 2 * f64(x) + f64(y))
+
+
+@gpu
+@needs_gpu
+def test_dynamic_shared_memory_over_48k():
+    n = 256 * 6
+    x = rand(n, 16)
+    out = launch(REVERSE, [x], [f32((n,))], n // 256, 256)[0]
+    np.testing.assert_array_equal(out, np.asarray(x).reshape(-1, 256)[:, ::-1].reshape(-1))
+    fn = driver.kernel_image("reverse_block", REVERSE.ptx, "sm_90", DYN).load(0)
+    attr = driver.cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    assert driver.check(driver.cu.cuFuncGetAttribute(attr, fn), "cuFuncGetAttribute") == DYN
+
+
+@gpu
+@needs_gpu
+def test_too_much_shared_memory_is_refused():
+    big = kernel("huge_smem", [arr("x"), arr("out")], "ret;", options={"dynamic_shared_bytes": 1 << 20})
+    with pytest.raises(ValueError, match="huge_smem.*shared memory.*device 0"):
+        launch(big, [jnp.ones(4)], [f32((4,))], 1, 32)
+
+
+@gpu
+@needs_gpu
+def test_invalid_ptx_error_names_kernel_and_call(cache_dir):
+    bad = kernel("bad_kernel", [arr("x"), arr("out")], "    bogus.op.f32 %f1, %f2;\n    ret;")
+    with pytest.raises(driver.CudaError) as info:
+        launch(bad, [jnp.ones(4)], [f32((4,))], 1, 32)
+    msg = str(info.value)
+    assert "bad_kernel" in msg and "cuLink" in msg and "ptxas" in msg
+    assert info.value.kernel == "bad_kernel"
+
+
+@gpu
+@needs_gpu
+def test_missing_entry_error():
+    wrong = CompiledKernel("not_there", ADD1.ptx, ADD1.params)
+    with pytest.raises(driver.CudaError, match="cuModuleGetFunction failed for kernel 'not_there'"):
+        launch(wrong, [jnp.ones(4)], [f32((4,))], 1, 32)
+
+
+@gpu
+@needs_gpu
+def test_unknown_plan_is_reported_by_the_handler():
+    ffi.register_target()
+    with pytest.raises(Exception, match="no ptxpy launch plan 424242"):
+        jax.block_until_ready(ffi.call(424242, [jnp.ones(4)], [f32((4,))]))
+    np.testing.assert_allclose(run_saxpy(jnp.ones(4), jnp.ones(4), 1.0), 2.0)  # still healthy
+
+
+@gpu
+@needs_gpu
+def test_cubin_is_cached_beside_ptx(cache_dir):
+    k = kernel("cached_add1", ADD1.params, ADD1_BODY)
+    np.testing.assert_allclose(launch(k, [jnp.zeros(8)], [f32((8,))], 1, 32)[0], 1.0)
+    assert list((cache_dir / "cubin").glob("*.cubin"))
+
+
+@gpu
+@needs_gpu
+def test_chained_kernels_in_jit_replay():
+    def chain(x):
+        for _ in range(20):
+            x = launch(ADD1, [x], [f32(x.shape)], 8, 128)[0]
+        return x
+
+    f = jax.jit(chain)
+    x = jnp.zeros(1024, jnp.float32)
+    for _ in range(3):
+        out = f(x)
+    np.testing.assert_array_equal(out, 20.0)

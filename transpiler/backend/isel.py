@@ -1,0 +1,715 @@
+"""Instruction selection: IR instructions -> PTX machine instructions on virtual registers.
+
+The result keeps SSA form: each IR value gets one virtual register of its type's class and
+phis stay per block (outssa.py replaces them). Folds done here: a 64-bit `add` of a constant
+into the address of the loads/stores using it (`[%rd1+16]`), `addr_of` into `[smem_s+8]`, and
+an integer `mul`/`mul_wide` used only by an `add` into `mad.lo`/`mad.wide`.
+"""
+from __future__ import annotations
+
+from ptxpy.types import Scalar, bool_, f32
+
+from .. import ir
+from ..cfg import reverse_postorder
+from . import convert
+from .errors import BackendError
+from .machine import Addr, Imm, MBlock, MFunction, MInstr, Phi, Sym, Terminator, VReg, Vec
+from .ptxtypes import (arith, bits, half_bits, immediate, mem, reg_class, signed_arith)
+from .target import Target
+
+MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd": "u64",
+            "f": "f32", "fd": "f64"}
+FULL_MASK = Imm("0xffffffff")
+_MEMORY_OPS = ("load", "vload", "store", "vstore", "atom")
+_INT_OPCODE = {"add": "add", "sub": "sub", "mul": "mul.lo", "div": "div", "rem": "rem",
+               "min": "min", "max": "max", "mul_hi": "mul.hi"}
+_BITWISE = ("and", "or", "xor")
+_ROUNDING = {"floor": "rmi", "ceil": "rpi", "trunc": "rzi", "round": "rni"}
+_APPROX_F32 = ("ex2", "lg2", "sin", "cos", "tanh")
+_UNSIGNED_CMP = {"lt": "lo", "le": "ls", "gt": "hi", "ge": "hs", "eq": "eq", "ne": "ne"}
+
+
+def select_instructions(func: ir.Function, target: Target) -> MFunction:
+    return ISel(func, target).run()
+
+
+def copy_instr(dst: VReg, src, loc=None) -> MInstr:
+    """`dst <- src` for a register or immediate source (a predicate immediate is '1' or '0')."""
+    if dst.cls == "p" and isinstance(src, Imm):
+        return MInstr("setp.ne.u32", [dst], [src, Imm("0")], loc)
+    return MInstr(f"mov.{MOV_TYPE[dst.cls]}", [dst], [src], loc)
+
+
+class ISel:
+    def __init__(self, func: ir.Function, target: Target):
+        self.func = func
+        self.target = target
+        self.vregs: dict[ir.Instr, VReg] = {}
+        self.users = ir.users(func)
+        self.order = [b for b in func.blocks if b in set(reverse_postorder(func))]
+        self.mblocks = {b: MBlock(b.name) for b in self.order}
+        self.params = self._param_table()
+        self.symbols = {decl.name: decl for decl in func.arrays}
+        self.skipped: set[ir.Instr] = set()
+        self.mad_of: dict[ir.Instr, ir.Instr] = {}   # add -> the mul it absorbs
+        self.block: MBlock | None = None
+        self.loc = None
+
+    # --- driver -------------------------------------------------------------------------
+    def run(self) -> MFunction:
+        self._plan_folds()
+        for block in self.order:
+            self._lower_block(block)
+        blocks = [self.mblocks[b] for b in self.order]
+        return MFunction(self.func.name, blocks, self.target.version, self.target.arch)
+
+    def _lower_block(self, block: ir.Block) -> None:
+        mblock = self.block = self.mblocks[block]
+        live_preds = [k for k, p in enumerate(block.preds) if p in self.mblocks]
+        mblock.preds = [self.mblocks[block.preds[k]] for k in live_preds]
+        for phi in block.phis:
+            args = [self._phi_arg(phi.args[k]) for k in live_preds]
+            mblock.phis.append(Phi(self.reg(phi), args, phi.loc))
+        for instr in block.instrs:
+            self.loc = instr.loc
+            if instr in self.skipped:
+                continue
+            handler = getattr(self, "op_" + instr.op, None)
+            if handler is None:
+                raise BackendError(f"the backend cannot lower `{ir.format_instr(instr)}`"
+                                   f" (opcode {instr.op!r})")
+            handler(instr)
+
+    def _phi_arg(self, value):
+        if isinstance(value, ir.Undef):
+            return None
+        if isinstance(value, ir.Const):
+            return self.const_imm(value.type, value.value)
+        return self.reg(value)
+
+    # --- registers, operands, emission --------------------------------------------------
+    def reg(self, instr: ir.Instr) -> VReg:
+        vreg = self.vregs.get(instr)
+        if vreg is None:
+            vreg = self.vregs[instr] = VReg(reg_class(instr.type))
+        return vreg
+
+    def new(self, t_or_cls) -> VReg:
+        return VReg(t_or_cls if isinstance(t_or_cls, str) else reg_class(t_or_cls))
+
+    def emit(self, opcode: str, dsts, srcs, **kw) -> MInstr:
+        instr = MInstr(opcode, list(dsts), list(srcs), self.loc, **kw)
+        self.block.instrs.append(instr)
+        return instr
+
+    def const_imm(self, t: Scalar, value) -> Imm:
+        """An immediate a `mov` (or, for bool, `setp`) of class t accepts."""
+        if t.is_bool:
+            return Imm("1" if value else "0")
+        if t.name in ("f16", "bf16"):
+            return Imm(f"0x{half_bits(t, value):04X}")
+        return Imm(immediate(t, value))
+
+    def src(self, value: ir.Value, imm: bool = True):
+        """The operand for `value`: its register, or an immediate where PTX takes one."""
+        if isinstance(value, ir.Instr):
+            return self.reg(value)
+        const = value.value if isinstance(value, ir.Const) else 0   # undef: any value will do
+        if imm and immediate(value.type, const) is not None:
+            return Imm(immediate(value.type, const))
+        return self.materialise(value.type, const)
+
+    def materialise(self, t: Scalar, value) -> VReg:
+        dst = self.new(t)
+        self.block.instrs.append(copy_instr(dst, self.const_imm(t, value), self.loc))
+        return dst
+
+    def srcs(self, instr: ir.Instr, imm: bool = True) -> list:
+        return [self.src(a, imm) for a in instr.args]
+
+    # --- fold planning ------------------------------------------------------------------
+    def _plan_folds(self) -> None:
+        for instr in self.func.instrs():
+            if self._is_addr_part(instr) and self._only_in_addresses(instr):
+                self.skipped.add(instr)
+        for instr in self.func.instrs():
+            if instr.op == "add" and instr not in self.skipped and instr.type.is_int:
+                mul = self._mad_candidate(instr)
+                if mul is not None:
+                    self.mad_of[instr] = mul
+                    self.skipped.add(mul)
+
+    def _is_addr_part(self, instr: ir.Instr) -> bool:
+        if instr.op == "addr_of":
+            return True
+        return (instr.op == "add" and instr.type.bits == 64
+                and sum(isinstance(a, ir.Const) for a in instr.args) == 1)
+
+    def _only_in_addresses(self, instr: ir.Instr) -> bool:
+        users = self.users.get(instr, [])
+        for user in users:
+            in_addr = user.op in _MEMORY_OPS and user.args[0] is instr and instr not in user.args[1:]
+            chained = (user.op == "add" and self._is_addr_part(user)
+                       and self._only_in_addresses(user))
+            if not (in_addr or chained):
+                return False
+        return bool(users)
+
+    def _mad_candidate(self, add: ir.Instr) -> ir.Instr | None:
+        if add.type.bits == 8:
+            return None
+        for arg in add.args:
+            if (isinstance(arg, ir.Instr) and arg.op in ("mul", "mul_wide") and arg.block is add.block
+                    and self.users.get(arg) == [add] and arg not in self.skipped
+                    and (arg.op == "mul_wide" or arg.type == add.type)):
+                if arg.op == "mul_wide" and arg.args[0].type.bits != 32 and arg.args[0].type.bits != 16:
+                    return None
+                if add.args[0] is arg and add.args[1] is arg:
+                    return None
+                return arg
+        return None
+
+    def address(self, value: ir.Value) -> Addr:
+        offset = 0
+        while isinstance(value, ir.Instr) and value in self.skipped and value.op == "add":
+            const, = (a for a in value.args if isinstance(a, ir.Const))
+            offset += int(const.value)
+            value = next(a for a in value.args if not isinstance(a, ir.Const))
+        if isinstance(value, ir.Instr) and value.op == "addr_of":
+            return Addr(Sym(self._symbol(value)), offset)
+        if not -(1 << 31) <= offset < (1 << 31):
+            raise BackendError(f"address offset {offset} does not fit in 32 bits")
+        return Addr(self.src(value, imm=False), offset)
+
+    def _symbol(self, instr: ir.Instr) -> str:
+        name = instr.attrs.get("symbol")
+        if name not in self.symbols:
+            raise BackendError(f"addr_of names {name!r}, which is not among the function's arrays")
+        return name
+
+    # --- parameters and special registers ------------------------------------------------
+    def _param_table(self) -> dict:
+        table = {}
+        for spec in self.func.params:
+            for name, ptx_type in spec.ptx_params(self.func.name):
+                table[name] = (ptx_type, spec)
+        return table
+
+    def op_param(self, instr: ir.Instr) -> None:
+        name = instr.attrs.get("name", "")
+        if name not in self.params:
+            name = f"{self.func.name}_{name}"
+        if name not in self.params:
+            raise BackendError(f"param {instr.attrs.get('name')!r} is not a .param of "
+                               f"{self.func.name} (have {', '.join(self.params)})")
+        ptx_type, spec = self.params[name]
+        dst = self.reg(instr)
+        if instr.attrs.get("ptr"):
+            self.emit("ld.param.u64", [dst], [Addr(Sym(name))])
+            self.emit("cvta.to.global.u64", [dst], [dst])
+        elif spec.by_ref and spec.kind == "scalar":
+            pointer = self.new("rd")
+            self.emit("ld.param.u64", [pointer], [Addr(Sym(name))])
+            self.emit("cvta.to.global.u64", [pointer], [pointer])
+            self.load_scalar(dst, instr.type, Addr(pointer), "ld.global")
+        else:
+            self.load_scalar(dst, instr.type, Addr(Sym(name)), "ld.param", ptx_type)
+
+    def load_scalar(self, dst: VReg, t: Scalar, addr: Addr, prefix: str, ptx_type=None) -> None:
+        if t.is_bool:
+            byte = self.new("rs")
+            self.emit(f"{prefix}.u8", [byte], [addr])
+            self.emit("setp.ne.u16", [dst], [byte, Imm("0")])
+        else:
+            self.emit(f"{prefix}.{ptx_type or mem(t)}", [dst], [addr])
+
+    def op_sreg(self, instr: ir.Instr) -> None:
+        name = instr.attrs.get("name")
+        if name not in ir.SPECIAL_REGISTERS and name != "warpid":
+            raise BackendError(f"unknown special register {name!r}")
+        self.emit("mov.u32", [self.reg(instr)], [Sym("%" + name)])
+
+    def op_addr_of(self, instr: ir.Instr) -> None:
+        self.emit("mov.u64", [self.reg(instr)], [Sym(self._symbol(instr))])
+
+    # --- arithmetic -----------------------------------------------------------------------
+    def op_add(self, instr):
+        if instr in self.mad_of:
+            return self._mad(instr, self.mad_of[instr])
+        self.binary(instr)
+
+    op_sub = op_mul = op_div = op_rem = op_min = op_max = op_mul_hi = op_copysign = \
+        lambda self, instr: self.binary(instr)
+
+    def op_and(self, instr):
+        self.bitwise(instr)
+
+    op_or = op_xor = op_and
+
+    def binary(self, instr: ir.Instr) -> None:
+        t, op = instr.type, instr.op
+        if t.is_bool:
+            raise BackendError(f"{op} is not defined on bool")
+        if t.name in ("f16", "bf16"):
+            return self.half_binary(instr)
+        dst = self.reg(instr)
+        if t.is_float:
+            self.float_binary(instr, dst)
+        elif op == "mul_hi" and t.bits == 8:
+            a, b = self.srcs(instr)
+            self.emit(f"mul.lo.{arith(t)}", [dst], [a, b])
+            self.emit(f"shr.{arith(t)}", [dst], [dst, Imm("8")])
+        elif op in _INT_OPCODE:
+            self.emit(f"{_INT_OPCODE[op]}.{arith(t)}", [dst], self.srcs(instr))
+            if op in ("add", "sub", "mul", "div"):
+                self.normalise(dst, t)
+        else:
+            raise BackendError(f"{op} is not defined on {t}")
+
+    def float_binary(self, instr: ir.Instr, dst: VReg) -> None:
+        t, op = instr.type, instr.op
+        a, b = self.srcs(instr)
+        if op == "div":
+            mode = "approx" if instr.attrs.get("approx") and t.bits == 32 else "rn"
+            self.emit(f"div.{mode}.{arith(t)}", [dst], [a, b])
+        elif op == "copysign":
+            # PTX copysign d, a, b: the sign of a, the magnitude of b
+            self.emit(f"copysign.{arith(t)}", [dst], self.srcs(instr, imm=False)[::-1])
+        elif op in ("add", "sub", "mul", "min", "max"):
+            self.emit(f"{op}.{arith(t)}", [dst], [a, b])
+        else:
+            raise BackendError(f"{op} is not defined on {t}")
+
+    def half_binary(self, instr: ir.Instr) -> None:
+        t, op, dst = instr.type, instr.op, self.reg(instr)
+        a, b = self.srcs(instr, imm=False)
+        native_rn = t.name == "f16" or self.target.bf16_arith
+        if op in ("add", "sub", "mul") and native_rn:
+            if t.name == "bf16":
+                self.target.require((7, 8), 90, f"{op}.bf16")
+            self.emit(f"{op}.rn.{t.name}", [dst], [a, b])
+        elif op in ("add", "sub", "mul"):
+            self.bf16_via_fma(op, dst, a, b)
+        elif op in ("min", "max"):
+            self.emit(f"{op}.{t.name}", [dst], [a, b])
+        elif op == "copysign":
+            magnitude, sign = self.new("rs"), self.new("rs")
+            self.emit("and.b16", [magnitude], [a, Imm("0x7FFF")])
+            self.emit("and.b16", [sign], [b, Imm("0x8000")])
+            self.emit("or.b16", [dst], [magnitude, sign])
+        elif op == "div":
+            self.via_f32(instr, lambda d, x, y: self.emit("div.rn.f32", [d], [x, y]), [a, b])
+        else:
+            raise BackendError(f"{op} is not defined on {t}")
+
+    def bf16_via_fma(self, op: str, dst: VReg, a: VReg, b: VReg) -> None:
+        # before sm_90 only fma.rn exists for bf16; a*1+b, a*b+(-0), b*(-1)+a are exact up
+        # to fma's single rounding, so they round exactly like add/mul/sub would
+        one = {"add": 0x3F80, "sub": 0xBF80}
+        if op == "mul":
+            self.emit("fma.rn.bf16", [dst], [a, b, self._half_const(0x8000)])
+        elif op == "add":
+            self.emit("fma.rn.bf16", [dst], [a, self._half_const(one[op]), b])
+        else:
+            self.emit("fma.rn.bf16", [dst], [b, self._half_const(one[op]), a])
+
+    def _half_const(self, bits16: int) -> VReg:
+        dst = self.new("hb")
+        self.emit("mov.b16", [dst], [Imm(f"0x{bits16:04X}")])
+        return dst
+
+    def bitwise(self, instr: ir.Instr) -> None:
+        t, dst = instr.type, self.reg(instr)
+        if t.is_bool:
+            self.emit(f"{instr.op}.pred", [dst], self.srcs(instr, imm=False))
+        elif t.is_int:
+            self.emit(f"{instr.op}.{bits(t)}", [dst], self.srcs(instr))
+        else:
+            raise BackendError(f"{instr.op} is not defined on {t}")
+
+    def normalise(self, reg: VReg, t: Scalar) -> None:
+        """Re-extend an 8-bit int kept in a 16-bit register after an op that may carry out."""
+        if t.is_int and t.bits == 8:
+            self.emit("cvt.s16.s8" if t.is_signed else "cvt.u16.u8", [reg], [reg])
+
+    def _mad(self, add: ir.Instr, mul: ir.Instr) -> None:
+        other = add.args[1] if add.args[0] is mul else add.args[0]
+        a, b = self.srcs(mul)
+        c = self.src(other)
+        if mul.op == "mul_wide":
+            opcode = f"mad.wide.{arith(mul.args[0].type)}"
+        else:
+            opcode = f"mad.lo.{arith(add.type)}"
+        self.emit(opcode, [self.reg(add)], [a, b, c])
+
+    def op_mul_wide(self, instr: ir.Instr) -> None:
+        t = instr.args[0].type
+        if t.bits == 8:   # normalised 8-bit values multiply exactly in 16 bits
+            self.emit(f"mul.lo.{arith(t)}", [self.reg(instr)], self.srcs(instr))
+        else:
+            self.emit(f"mul.wide.{arith(t)}", [self.reg(instr)], self.srcs(instr))
+
+    def op_shl(self, instr):
+        self.shift(instr, "shl." + bits(instr.type))
+
+    def op_shr(self, instr):
+        self.shift(instr, "shr." + arith(instr.type))
+
+    def shift(self, instr: ir.Instr, opcode: str) -> None:
+        if not instr.type.is_int:
+            raise BackendError(f"{instr.op} is not defined on {instr.type}")
+        dst = self.reg(instr)
+        self.emit(opcode, [dst], self.srcs(instr))
+        if instr.op == "shl":
+            self.normalise(dst, instr.type)
+
+    def op_fma(self, instr: ir.Instr) -> None:
+        t, dst = instr.type, self.reg(instr)
+        if t.is_int:
+            self.emit(f"mad.lo.{signed_arith(t)}", [dst], self.srcs(instr))
+            self.normalise(dst, t)
+        elif t.name in ("f16", "bf16"):
+            self.emit(f"fma.rn.{t.name}", [dst], self.srcs(instr, imm=False))
+        elif t.is_float:
+            self.emit(f"fma.rn.{arith(t)}", [dst], self.srcs(instr))
+        else:
+            raise BackendError(f"fma is not defined on {t}")
+
+    # --- unary ---------------------------------------------------------------------------
+    def op_neg(self, instr):
+        self.neg_abs(instr)
+
+    op_abs = op_neg
+
+    def neg_abs(self, instr: ir.Instr) -> None:
+        t, dst = instr.type, self.reg(instr)
+        (a,) = self.srcs(instr, imm=False)
+        if t.is_bool:
+            raise BackendError(f"{instr.op} is not defined on bool")
+        if instr.op == "abs" and t.kind == "uint":
+            self.emit(f"mov.{MOV_TYPE[dst.cls]}", [dst], [a])
+            return
+        self.emit(f"{instr.op}.{signed_arith(t)}", [dst], [a])
+        self.normalise(dst, t)
+
+    def op_not(self, instr: ir.Instr) -> None:
+        t, dst = instr.type, self.reg(instr)
+        if not (t.is_bool or t.is_int):
+            raise BackendError(f"not is not defined on {t}")
+        self.emit(f"not.{bits(t)}", [dst], self.srcs(instr, imm=False))
+        self.normalise(dst, t)
+
+    def op_mov(self, instr: ir.Instr) -> None:
+        self.block.instrs.append(copy_instr(self.reg(instr), self.src(instr.args[0]), self.loc))
+
+    def op_sqrt(self, instr):
+        self.float_unary(instr, lambda t, approx: "sqrt.approx.f32" if approx and t == f32
+                         else f"sqrt.rn.{arith(t)}")
+
+    def op_rsqrt(self, instr):
+        self.float_unary(instr, lambda t, approx: f"rsqrt.approx.{arith(t)}")
+
+    def op_rcp(self, instr):
+        def opcode(t, approx):
+            if approx:
+                return "rcp.approx.f32" if t == f32 else "rcp.approx.ftz.f64"
+            return f"rcp.rn.{arith(t)}"
+        self.float_unary(instr, opcode)
+
+    def op_floor(self, instr):
+        mode = _ROUNDING[instr.op]
+        t = instr.type
+        if t.name == "f16" or (t.name == "bf16" and self.target.bf16_arith):
+            if t.name == "bf16":
+                self.target.require((7, 8), 90, "cvt.bf16.bf16")
+            self.emit(f"cvt.{mode}.{t.name}.{t.name}", [self.reg(instr)], self.srcs(instr, imm=False))
+            return
+        self.float_unary(instr, lambda t, approx: f"cvt.{mode}.{arith(t)}.{arith(t)}")
+
+    op_ceil = op_trunc = op_round = op_floor
+
+    def op_ex2(self, instr):
+        def opcode(t, approx):
+            if t != f32:
+                raise BackendError(f"{instr.op} exists only for f32 (got {instr.type})")
+            return f"{instr.op}.approx.f32"
+        self.float_unary(instr, opcode)
+
+    op_lg2 = op_sin = op_cos = op_tanh = op_ex2
+
+    def float_unary(self, instr: ir.Instr, opcode) -> None:
+        """One PTX instruction on f32/f64; f16 and bf16 compute in f32 and round back."""
+        t = instr.type
+        if not t.is_float:
+            raise BackendError(f"{instr.op} is not defined on {t}")
+        approx = bool(instr.attrs.get("approx"))
+        if t.bits == 16:
+            name = opcode(f32, approx)
+            self.via_f32(instr, lambda d, x: self.emit(name, [d], [x]), self.srcs(instr, imm=False))
+        else:
+            self.emit(opcode(t, approx), [self.reg(instr)], self.srcs(instr, imm=False))
+
+    def via_f32(self, instr: ir.Instr, compute, args: list) -> None:
+        wide = [self.to_f32(a, instr.args[k].type) for k, a in enumerate(args)]
+        result = self.new("f")
+        compute(result, *wide)
+        self.emit(f"cvt.rn.{instr.type.name}.f32", [self.reg(instr)], [result])
+
+    def to_f32(self, reg: VReg, t: Scalar) -> VReg:
+        if t == f32:
+            return reg
+        wide = self.new("f")
+        convert.convert(self, wide, reg, t, f32, None)
+        return wide
+
+    # --- predicates: compare, test, select ------------------------------------------------
+    def op_isnan(self, instr):
+        self.float_test(instr, "notanumber")
+
+    def op_isinf(self, instr):
+        self.float_test(instr, "infinite")
+
+    def float_test(self, instr: ir.Instr, test: str) -> None:
+        t = instr.args[0].type
+        if not t.is_float:
+            raise BackendError(f"{instr.op} takes a float, not {t}")
+        (a,) = self.srcs(instr, imm=False)
+        if t.bits == 16:
+            a, t = self.to_f32(a, t), f32
+        self.emit(f"testp.{test}.{arith(t)}", [self.reg(instr)], [a])
+
+    def op_cmp(self, instr: ir.Instr) -> None:
+        t, pred, dst = instr.args[0].type, instr.attrs["pred"], self.reg(instr)
+        if t.is_bool:
+            return self.bool_cmp(dst, pred, *self.srcs(instr, imm=False))
+        if t.bits == 16 and t.is_float:
+            a, b = self.srcs(instr, imm=False)
+            if t.name == "bf16" and not self.target.bf16_arith:
+                a, b, t = self.to_f32(a, t), self.to_f32(b, t), f32
+            elif t.name == "bf16":
+                self.target.require((7, 8), 90, "setp.bf16")
+        else:
+            a, b = self.srcs(instr)
+        if t.is_float:
+            cond = "neu" if pred == "ne" else pred
+        else:
+            cond = _UNSIGNED_CMP[pred] if t.kind == "uint" else pred
+        self.emit(f"setp.{cond}.{arith(t)}", [dst], [a, b])
+
+    def bool_cmp(self, dst: VReg, pred: str, a: VReg, b: VReg) -> None:
+        if pred in ("eq", "ne"):
+            self.emit("xor.pred", [dst], [a, b])
+            if pred == "eq":
+                self.emit("not.pred", [dst], [dst])
+            return
+        # with false < true: a<b is !a&b, a<=b is !a|b, a>b is a&!b, a>=b is a|!b
+        negated, other = (a, b) if pred in ("lt", "le") else (b, a)
+        inverse = self.new("p")
+        self.emit("not.pred", [inverse], [negated])
+        self.emit("and.pred" if pred in ("lt", "gt") else "or.pred", [dst], [inverse, other])
+
+    def op_select(self, instr: ir.Instr) -> None:
+        t, dst = instr.type, self.reg(instr)
+        cond = self.src(instr.args[0], imm=False)
+        if t.is_bool:
+            return self.bool_select(dst, cond, instr.args[1], instr.args[2])
+        a, b = (self.src(v, imm=t.bits > 16 or not t.is_float) for v in instr.args[1:])
+        self.emit(f"selp.{bits(t) if t.bits == 16 and t.is_float else arith(t)}", [dst], [a, b, cond])
+
+    def bool_select(self, dst: VReg, cond: VReg, a: ir.Value, b: ir.Value) -> None:
+        if isinstance(a, ir.Const) and isinstance(b, ir.Const):
+            if bool(a.value) == bool(b.value):
+                self.block.instrs.append(copy_instr(dst, self.const_imm(bool_, a.value), self.loc))
+            elif a.value:
+                self.emit("mov.pred", [dst], [cond])
+            else:
+                self.emit("not.pred", [dst], [cond])
+            return
+        if isinstance(a, ir.Const):      # c ? true : b == c | b;  c ? false : b == !c & b
+            if a.value:
+                self.emit("or.pred", [dst], [cond, self.src(b)])
+            else:
+                self.emit("not.pred", [dst], [cond])
+                self.emit("and.pred", [dst], [dst, self.src(b)])
+            return
+        if isinstance(b, ir.Const):      # c ? a : true == !c | a;  c ? a : false == c & a
+            if b.value:
+                self.emit("not.pred", [dst], [cond])
+                self.emit("or.pred", [dst], [dst, self.src(a)])
+            else:
+                self.emit("and.pred", [dst], [cond, self.src(a)])
+            return
+        taken, other = self.new("p"), self.new("p")
+        self.emit("and.pred", [taken], [cond, self.src(a)])
+        self.emit("not.pred", [other], [cond])
+        self.emit("and.pred", [other], [other, self.src(b)])
+        self.emit("or.pred", [dst], [taken, other])
+
+    # --- conversions -----------------------------------------------------------------------
+    def op_cvt(self, instr: ir.Instr) -> None:
+        source = instr.args[0]
+        a = self.src(source, imm=False)
+        convert.convert(self, self.reg(instr), a, source.type, instr.type, instr.attrs.get("mode"))
+
+    def op_bitcast(self, instr: ir.Instr) -> None:
+        source, t = instr.args[0], instr.type
+        if source.type.bits != t.bits or t.is_bool:
+            raise BackendError(f"bitcast {source.type} -> {t}: widths differ")
+        dst, a = self.reg(instr), self.src(source, imm=False)
+        if a.cls == dst.cls:
+            self.block.instrs.append(copy_instr(dst, a, self.loc))
+        else:
+            self.emit(f"mov.{bits(t)}", [dst], [a])
+
+    # --- memory -----------------------------------------------------------------------------
+    def _space(self, instr: ir.Instr) -> str:
+        space = instr.attrs.get("space", "global")
+        if space not in ("global", "shared", "local"):
+            raise BackendError(f"{instr.op}: unknown state space {space!r}")
+        return space
+
+    def _ld(self, instr: ir.Instr) -> str:
+        space = self._space(instr)
+        nc = ".nc" if instr.attrs.get("nc") and space == "global" else ""
+        return f"ld.{space}{nc}"
+
+    def op_load(self, instr: ir.Instr) -> None:
+        self.load_scalar(self.reg(instr), instr.type, self.address(instr.args[0]), self._ld(instr))
+
+    def op_store(self, instr: ir.Instr) -> None:
+        addr, value = self.address(instr.args[0]), instr.args[1]
+        space = self._space(instr)
+        if value.type.is_bool:
+            byte = self.new("rs")
+            self.emit("selp.u16", [byte], [Imm("1"), Imm("0"), self.src(value, imm=False)])
+            self.emit(f"st.{space}.u8", [], [addr, byte])
+        else:
+            self.emit(f"st.{space}.{mem(value.type)}", [], [addr, self.src(value)])
+
+    def op_vload(self, instr: ir.Instr) -> None:
+        n, t = instr.attrs.get("n"), instr.type
+        elems = [self.new(t) for _ in range(n)] if n in (2, 4, 8) else None
+        if elems is None:
+            raise BackendError(f"vload of {n} elements (2, 4 or 8 are supported)")
+        for user in self.users.get(instr, []):
+            if user.op != "extract":
+                raise BackendError("a vload's value may only be used by extract")
+            elems[user.attrs["index"]] = self.reg(user)
+        addr, ld = self.address(instr.args[0]), self._ld(instr)
+        if t.bits == 16 and n == 8:
+            words = [self.new("r") for _ in range(4)]
+            self.emit(f"{ld}.v4.b32", words, [addr], vec_dst=True)
+            for k, word in enumerate(words):
+                self.emit("mov.b32", elems[2 * k:2 * k + 2], [word], vec_dst=True)
+        elif n == 8:
+            raise BackendError(f"vload of 8 {t} elements: only 16-bit types have an 8-wide form")
+        elif t.is_bool:
+            bytes_ = [self.new("rs") for _ in range(n)]
+            self.emit(f"{ld}.v{n}.u8", bytes_, [addr], vec_dst=True)
+            for byte, elem in zip(bytes_, elems):
+                self.emit("setp.ne.u16", [elem], [byte, Imm("0")])
+        else:
+            self.emit(f"{ld}.v{n}.{mem(t)}", elems, [addr], vec_dst=True)
+
+    def op_extract(self, instr: ir.Instr) -> None:
+        if instr.args[0].op != "vload":
+            raise BackendError("extract takes a vload")
+
+    def op_vstore(self, instr: ir.Instr) -> None:
+        addr, values = self.address(instr.args[0]), instr.args[1:]
+        t, n, space = values[0].type, len(values), self._space(instr)
+        regs = [self.src(v, imm=False) for v in values]
+        if t.bits == 16 and n == 8:
+            words = [self.new("r") for _ in range(4)]
+            for k, word in enumerate(words):
+                self.emit("mov.b32", [word], [Vec(regs[2 * k:2 * k + 2])])
+            self.emit(f"st.{space}.v4.b32", [], [addr, Vec(words)])
+        elif n not in (2, 4):
+            raise BackendError(f"vstore of {n} {t} elements is not supported")
+        elif t.is_bool:
+            bytes_ = [self.new("rs") for _ in range(n)]
+            for byte, reg in zip(bytes_, regs):
+                self.emit("selp.u16", [byte], [Imm("1"), Imm("0"), reg])
+            self.emit(f"st.{space}.v{n}.u8", [], [addr, Vec(bytes_)])
+        else:
+            self.emit(f"st.{space}.v{n}.{mem(t)}", [], [addr, Vec(regs)])
+
+    def op_atom(self, instr: ir.Instr) -> None:
+        op, space, t = instr.attrs.get("op"), self._space(instr), instr.type
+        if space == "local":
+            raise BackendError("atomics on local memory are not supported")
+        type_ = self._atom_type(op, t)
+        addr = self.address(instr.args[0])
+        values = [self.src(v, imm=t.bits > 16) for v in instr.args[1:]]
+        if not self.users.get(instr) and op not in ("cas", "exch"):
+            self.emit(f"red.{space}.{op}.{type_}", [], [addr, *values])
+        else:
+            self.emit(f"atom.{space}.{op}.{type_}", [self.reg(instr)], [addr, *values])
+
+    def _atom_type(self, op: str, t: Scalar) -> str:
+        if t.is_bool or (t.is_int and t.bits < 32):
+            raise BackendError(f"atomic {op} on {t} is not supported (32- and 64-bit types only)")
+        if op == "add":
+            if t.name == "f16":
+                return "noftz.f16"
+            if t.name == "bf16":
+                self.target.require((7, 8), 90, "atom.add.bf16")
+                return "noftz.bf16"
+            return arith(t).replace("s", "u") if t.is_int else arith(t)
+        if t.bits == 16:
+            raise BackendError(f"atomic {op} on {t} is not supported")
+        if op in ("min", "max"):
+            if t.is_float:
+                raise BackendError(f"atomic {op} on {t} is not supported by PTX")
+            return arith(t)
+        if op in ("and", "or", "xor", "exch", "cas"):
+            return bits(t)
+        if op in ("inc", "dec"):
+            if t.name != "u32":
+                raise BackendError(f"atomic {op} exists only for u32, not {t}")
+            return "u32"
+        raise BackendError(f"unknown atomic operation {op!r}")
+
+    # --- warp, block, misc ---------------------------------------------------------------------
+    def op_shfl(self, instr: ir.Instr) -> None:
+        mode, t = instr.attrs.get("mode"), instr.type
+        if mode not in ("up", "down", "bfly", "idx") or t.bits != 32:
+            raise BackendError(f"shfl {mode} on {t}: needs mode up/down/bfly/idx and a 32-bit type")
+        clamp = instr.attrs.get("clamp", 0 if mode == "up" else 0x1F)
+        value, lane = self.src(instr.args[0], imm=False), self.src(instr.args[1])
+        self.emit(f"shfl.sync.{mode}.b32", [self.reg(instr)],
+                  [value, lane, Imm(hex(clamp) if isinstance(clamp, int) else str(clamp)), FULL_MASK])
+
+    def op_vote(self, instr: ir.Instr) -> None:
+        mode = instr.attrs.get("mode")
+        if mode not in ("any", "all", "ballot"):
+            raise BackendError(f"unknown vote mode {mode!r}")
+        opcode = "vote.sync.ballot.b32" if mode == "ballot" else f"vote.sync.{mode}.pred"
+        self.emit(opcode, [self.reg(instr)], [self.src(instr.args[0], imm=False), FULL_MASK])
+
+    def op_barrier(self, instr: ir.Instr) -> None:
+        self.emit("bar.sync", [], [Imm("0")])
+
+    def op_floordiv(self, instr: ir.Instr) -> None:
+        raise BackendError(f"{instr.op} reached the backend: passes/nonneg.py and "
+                           f"passes/lower_floor.py must rewrite it first")
+
+    op_floormod = op_floordiv
+
+    def op_printf(self, instr: ir.Instr) -> None:
+        raise BackendError("print() in kernels (device printf) is not supported by the backend yet")
+
+    # --- terminators --------------------------------------------------------------------------
+    def op_br(self, instr: ir.Instr) -> None:
+        self.block.term = Terminator("br", [self.mblocks[instr.targets[0]]], loc=self.loc)
+
+    def op_cbr(self, instr: ir.Instr) -> None:
+        cond = self.src(instr.args[0], imm=False)
+        targets = [self.mblocks[b] for b in instr.targets]
+        self.block.term = Terminator("cbr", targets, cond, loc=self.loc)
+
+    def op_ret(self, instr: ir.Instr) -> None:
+        self.block.term = Terminator("ret", loc=self.loc)
+
+    def op_trap(self, instr: ir.Instr) -> None:
+        self.block.term = Terminator("trap", loc=self.loc)

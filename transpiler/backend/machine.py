@@ -1,0 +1,151 @@
+"""Machine code: PTX instructions on virtual registers, grouped in blocks.
+
+Instruction selection produces it in SSA form (phis kept per block), out-of-SSA replaces the
+phis with copies, register allocation gives every virtual register a number, and emission
+prints it. Registers belong to the PTX register classes of docs/ptx-dialect.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: register class -> type in its `.reg` declaration, in declaration order
+REG_DECL = {"p": ".pred", "rs": ".b16", "h": ".b16", "hb": ".b16", "r": ".b32",
+            "rd": ".b64", "f": ".f32", "fd": ".f64"}
+
+
+class VReg:
+    __slots__ = ("cls", "id", "number")
+    _next = 0
+
+    def __init__(self, cls: str):
+        assert cls in REG_DECL, cls
+        self.cls = cls
+        VReg._next += 1
+        self.id = VReg._next
+        self.number: int | None = None   # set by the register allocator
+
+    def __repr__(self) -> str:
+        return f"%{self.cls}{self.number}" if self.number is not None else f"%{self.cls}v{self.id}"
+
+
+@dataclass(frozen=True)
+class Imm:
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass
+class Addr:
+    """`[base+offset]`: base a 64-bit register or a variable's name."""
+    base: object
+    offset: int = 0
+
+    def __repr__(self) -> str:
+        if self.offset:
+            return f"[{self.base!r}+{self.offset}]"   # a negative offset is spelled +-N
+        return f"[{self.base!r}]"
+
+
+@dataclass
+class Vec:
+    items: list
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(repr(x) for x in self.items) + "}"
+
+
+@dataclass(frozen=True)
+class Sym:
+    """A name used as an operand: a special register (`%tid.x`) or a variable (`smem_s`)."""
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def operand_regs(op) -> list[VReg]:
+    if isinstance(op, VReg):
+        return [op]
+    if isinstance(op, Addr):
+        return [op.base] if isinstance(op.base, VReg) else []
+    if isinstance(op, Vec):
+        return [x for x in op.items if isinstance(x, VReg)]
+    return []
+
+
+@dataclass(eq=False)
+class MInstr:
+    opcode: str                      # e.g. 'add.s32', 'ld.global.nc.f32'
+    dsts: list                       # VRegs written
+    srcs: list                       # VReg | Imm | Addr | Vec | Sym
+    loc: tuple | None = None
+    vec_dst: bool = False            # print dsts as one `{a, b, ...}` operand
+    guard: tuple | None = None       # (pred VReg, negated)
+    phi_copy: bool = False           # a copy out-of-SSA made for a phi
+
+    @property
+    def uses(self) -> list[VReg]:
+        regs = [r for op in self.srcs for r in operand_regs(op)]
+        if self.guard:
+            regs.append(self.guard[0])
+        return regs
+
+    @property
+    def is_copy(self) -> bool:
+        """A register-to-register move within one class: the allocator may coalesce it."""
+        return (self.opcode.startswith("mov.") and len(self.dsts) == 1 and len(self.srcs) == 1
+                and isinstance(self.srcs[0], VReg) and self.srcs[0].cls == self.dsts[0].cls
+                and not self.guard and not self.vec_dst)
+
+    def text(self) -> str:
+        dsts = [Vec(self.dsts)] if self.vec_dst else self.dsts
+        ops = ", ".join(repr(x) for x in [*dsts, *self.srcs])
+        guard = ""
+        if self.guard:
+            guard = ("@!" if self.guard[1] else "@") + repr(self.guard[0]) + " "
+        return f"{guard}{self.opcode}" + (f" {ops};" if ops else ";")
+
+
+@dataclass(eq=False)
+class Phi:
+    dst: VReg
+    args: list        # one operand per pred (VReg | Imm | None for undef)
+    loc: tuple | None = None
+
+
+@dataclass(eq=False)
+class Terminator:
+    kind: str                         # 'br' | 'cbr' | 'ret' | 'trap'
+    targets: list = field(default_factory=list)   # MBlocks: [dest] or [then, else]
+    cond: VReg | None = None          # cbr: branch to targets[0] when cond holds
+    loc: tuple | None = None
+
+    @property
+    def uses(self) -> list[VReg]:
+        return [self.cond] if self.cond is not None else []
+
+
+@dataclass(eq=False)
+class MBlock:
+    name: str
+    instrs: list = field(default_factory=list)
+    phis: list = field(default_factory=list)
+    preds: list = field(default_factory=list)
+    term: Terminator | None = None
+
+    @property
+    def succs(self) -> list:
+        return list(self.term.targets) if self.term else []
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass
+class MFunction:
+    name: str
+    blocks: list                # entry first; emission order after layout
+    ptx_version: tuple          # (major, minor)
+    target: str

@@ -1,0 +1,33 @@
+"""The PTX target: which `.version` an `sm_XX` needs, and what its instructions allow."""
+from __future__ import annotations
+
+from .errors import BackendError
+
+#: lowest PTX ISA version of each target (docs/ptx-dialect.md)
+BASE_VERSION = {"sm_80": (7, 0), "sm_86": (7, 1), "sm_87": (7, 4), "sm_89": (7, 8),
+                "sm_90": (7, 8), "sm_90a": (8, 0), "sm_100": (8, 6), "sm_100a": (8, 6),
+                "sm_120": (8, 7), "sm_120a": (8, 7)}
+
+
+class Target:
+    def __init__(self, arch: str):
+        if arch not in BASE_VERSION:
+            raise BackendError(f"unsupported target {arch!r} (supported: {', '.join(BASE_VERSION)})")
+        self.arch = arch
+        self.sm = int("".join(c for c in arch[3:] if c.isdigit()))
+        self.version = BASE_VERSION[arch]
+
+    def require(self, version: tuple, sm: int = 0, what: str = "") -> None:
+        """Note that an instruction needs PTX `version` (raising `.version`) and `sm_{sm}`."""
+        if self.sm < sm:
+            raise BackendError(f"{what} needs sm_{sm} or newer, the target is {self.arch}")
+        self.version = max(self.version, version)
+
+    @property
+    def bf16_arith(self) -> bool:
+        """add/sub/mul/setp/cvt on .bf16 beyond f32<->bf16 (sm_90, PTX 7.8)."""
+        return self.sm >= 90
+
+    @property
+    def version_text(self) -> str:
+        return f"{self.version[0]}.{self.version[1]}"

@@ -1,0 +1,330 @@
+"""Typing of calls: casts, builtins, math, ptxpy intrinsics and `@ptxpy.func` calls."""
+from __future__ import annotations
+
+import libcst as cst
+
+from ptxpy.types import ArrayType, Scalar, bool_, f32, f64, i32, u32
+
+from . import typed
+from .exprs import convert, is_weak, join, truthy, weak_constant
+from .scope import CONST_FUNCS, code_of, scalar_named
+
+MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil fabs".split())
+MATH_PREDICATES = frozenset("isnan isinf isfinite".split())
+MATH_BINARY = frozenset(["copysign", "pow"])
+FAST_UNARY = frozenset("rsqrt fast_exp fast_log fast_sin fast_cos".split())
+ATOMICS = frozenset("atomic_add atomic_sub atomic_min atomic_max atomic_and atomic_or atomic_xor "
+                    "atomic_exch atomic_cas".split())
+SHUFFLES = frozenset("shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync".split())
+VOTES = {"ballot_sync": u32, "any_sync": bool_, "all_sync": bool_}
+WARP_REDUCTIONS = frozenset(["warp_sum", "warp_max", "warp_min"])
+AXIS_INTRINSICS = frozenset(["program_id", "num_programs", "global_id"])
+STATEMENT_ONLY = {
+    "builtins.range": "range() can only be the iterable of a for loop",
+    "ptxpy.static_range": "ptxpy.static_range() can only be the iterable of a for loop",
+    "ptxpy.shared_array": "ptxpy.shared_array() must be assigned to a variable: "
+                          "s = ptxpy.shared_array(shape, dtype)",
+    "ptxpy.local_array": "ptxpy.local_array() must be assigned to a variable: "
+                         "r = ptxpy.local_array(shape, dtype)",
+    "builtins.print": "print() can only be used as a statement",
+}
+PRINT_FORMATS = {
+    "bool": ("%d", i32), "i8": ("%d", i32), "i16": ("%d", i32), "i32": ("%d", i32),
+    "u8": ("%u", u32), "u16": ("%u", u32), "u32": ("%u", u32), "i64": ("%lld", None),
+    "u64": ("%llu", None), "f16": ("%f", f64), "bf16": ("%f", f64), "f32": ("%f", f64),
+    "f64": ("%f", None),
+}
+
+
+class CallChecker:
+    """Mixin of FunctionChecker: `self._e_Call(node)` types a call expression."""
+
+    def _e_Call(self, node: cst.Call) -> typed.Expr:
+        func = node.func
+        if isinstance(func, cst.Name) and not self.is_local(func.value) and func.value in self.parsed.funcs:
+            return self.call_func(func.value, node)
+        qual = self.qualname(func)
+        if qual is None:
+            if isinstance(func, cst.Name) and func.value in self.parsed.kernels and not self.is_local(func.value):
+                raise self.error(f"'{func.value}' is a @ptxpy.jit kernel; a kernel cannot call another "
+                                 "kernel (make it a @ptxpy.func)", node)
+            if isinstance(func, (cst.Name, cst.Attribute)) and not self.is_local(_base_name(func)):
+                raise self.name_error(func, None)
+            raise self.error(f"'{code_of(func)}' is not callable", node)
+        if qual in STATEMENT_ONLY:
+            raise self.error(STATEMENT_ONLY[qual], node)
+        cast_type = scalar_named(qual)
+        if cast_type is not None:
+            return self.cast(cast_type, qual, node)
+        module, _, name = qual.partition(".")
+        handler = {"builtins": self.builtin_call, "math": self.math_call,
+                   "ptxpy": self.ptxpy_call}.get(module)
+        if handler is None or not name or "." in name:
+            raise self.name_error(func, qual)
+        return handler(name, node)
+
+    # arguments
+    def args(self, node: cst.Call, label: str, low: int, high: int | None = None,
+             keywords: tuple = ()) -> list:
+        """The argument nodes in parameter order (None for an omitted one); `keywords` names them."""
+        high = low if high is None else high
+        positional, named = [], {}
+        for arg in node.args:
+            if arg.star:
+                raise self.error(f"'{arg.star}' arguments are not supported", arg)
+            if arg.keyword is None:
+                if named:
+                    raise self.error("positional argument after a keyword argument", arg)
+                positional.append(arg.value)
+                continue
+            key = arg.keyword.value
+            if key not in keywords[:high]:
+                raise self.error(f"{label}() got an unexpected keyword argument '{key}'", arg)
+            named[key] = arg.value
+        if len(positional) > high:
+            raise self.error(f"{label}() takes {_count(low, high)} ({len(positional)} given)", node)
+        values = positional + [None] * (high - len(positional))
+        for key, value in named.items():
+            index = keywords.index(key)
+            if values[index] is not None:
+                raise self.error(f"{label}() got multiple values for argument '{key}'", node)
+            values[index] = value
+        if any(v is None for v in values[:low]):
+            given = sum(v is not None for v in values)
+            raise self.error(f"{label}() takes {_count(low, high)} ({given} given)", node)
+        return values
+
+    # casts and builtins
+    def cast(self, t: Scalar, qual: str, node: cst.Call) -> typed.Expr:
+        label = qual.split(".")[-1]
+        (arg,) = self.args(node, label, 1)
+        value = self.value(arg)
+        if t.is_bool:
+            return truthy(value)
+        return convert(value, t)
+
+    def builtin_call(self, name: str, node: cst.Call) -> typed.Expr:
+        if name == "abs":
+            return self.abs_call(node)
+        if name in ("min", "max"):
+            return self.min_max(name, node)
+        if name == "len":
+            (arg,) = self.args(node, "len", 1)
+            array = self.array_arg(arg, "len()")
+            return typed.Shape(self.loc(node), i32, array, 0)
+        raise self.name_error(node.func, f"builtins.{name}")
+
+    def abs_call(self, node: cst.Call) -> typed.Expr:
+        (arg,) = self.args(node, "abs", 1)
+        value = self.value(arg)
+        if is_weak(value):
+            return weak_constant(abs(value.value), self.loc(node))
+        if value.type.is_bool:
+            value = convert(value, i32)
+        if value.type.kind == "uint":
+            return value
+        return typed.Intrinsic(self.loc(node), value.type, "abs", [value])
+
+    def min_max(self, name: str, node: cst.Call) -> typed.Expr:
+        if len(node.args) < 2 or any(a.star or a.keyword for a in node.args):
+            raise self.error(f"{name}() takes two or more numbers as positional arguments "
+                             "(iterables are not supported)", node)
+        values = [self.value(a.value) for a in node.args]
+        if all(is_weak(v) for v in values):
+            fold = min if name == "min" else max
+            return weak_constant(fold(v.value for v in values), self.loc(node))
+        t = join(values)
+        t = i32 if t.is_bool else t
+        result = convert(values[0], t)
+        for value in values[1:]:
+            result = typed.Binary(self.loc(node), t, name, result, convert(value, t))
+        return result
+
+    def array_arg(self, node: cst.BaseExpression, what: str) -> str:
+        if isinstance(node, cst.Name) and node.value in self.arrays:
+            return node.value
+        raise self.error(f"{what} needs an array, got '{code_of(node)}'", node)
+
+    # math
+    def math_call(self, name: str, node: cst.Call) -> typed.Expr:
+        label = f"math.{name}"
+        if name in MATH_UNARY or name in MATH_PREDICATES:
+            (arg,) = self.args(node, label, 1)
+            (value,) = self.float_args([arg])
+            result = bool_ if name in MATH_PREDICATES else value.type
+            return typed.Intrinsic(self.loc(node), result, name, [value])
+        if name in MATH_BINARY:
+            values = self.float_args(self.args(node, label, 2))
+            return typed.Intrinsic(self.loc(node), values[0].type, name, values)
+        supported = " ".join(sorted(MATH_UNARY | MATH_PREDICATES | MATH_BINARY))
+        raise self.error(f"math.{name} is not supported in kernels (supported: {supported}, and "
+                         "the constants pi e inf nan)", node.func)
+
+    def float_args(self, nodes: list) -> list:
+        """Arguments of a float function: promoted together; integers become f32."""
+        values = [self.value(n) for n in nodes]
+        t = join(values)
+        if not t.is_float:
+            t = f32
+        return [convert(v, t) for v in values]
+
+    # ptxpy
+    def ptxpy_call(self, name: str, node: cst.Call) -> typed.Expr:
+        loc, label = self.loc(node), f"ptxpy.{name}"
+        if name in AXIS_INTRINSICS:
+            return self.axis_intrinsic(name, node)
+        if name in ("lane_id", "warp_id", "syncthreads"):
+            self.args(node, label, 0)
+            return typed.Intrinsic(loc, None if name == "syncthreads" else i32, name, [])
+        if name in FAST_UNARY:
+            values = self.float_args(self.args(node, label, 1))
+            return typed.Intrinsic(loc, values[0].type, name, values)
+        if name == "fma":
+            values = self.float_args(self.args(node, label, 3))
+            return typed.Intrinsic(loc, values[0].type, name, values)
+        if name == "cdiv":
+            return self.cdiv(node)
+        if name in ATOMICS:
+            return self.atomic(name, node)
+        if name in SHUFFLES or name in WARP_REDUCTIONS:
+            return self.warp_value(name, node)
+        if name in VOTES:
+            (arg,) = self.args(node, label, 1)
+            return typed.Intrinsic(loc, VOTES[name], name, [truthy(self.value(arg))])
+        raise self.name_error(node.func, f"ptxpy.{name}")
+
+    def axis_intrinsic(self, name: str, node: cst.Call) -> typed.Expr:
+        low = 0 if name == "global_id" else 1
+        (axis_node,) = self.args(node, f"ptxpy.{name}", low, 1, keywords=("axis",))
+        axis = 0 if axis_node is None else self.const_value(axis_node, f"the axis of ptxpy.{name}")
+        if axis not in (0, 1, 2) or isinstance(axis, bool):
+            raise self.error(f"the axis of ptxpy.{name} must be 0, 1 or 2, got {axis!r}", axis_node)
+        axis_const = typed.Constant(self.loc(axis_node or node), i32, axis)
+        return typed.Intrinsic(self.loc(node), i32, name, [axis_const])
+
+    def cdiv(self, node: cst.Call) -> typed.Expr:
+        a, b = [self.value(n) for n in self.args(node, "ptxpy.cdiv", 2)]
+        loc = self.loc(node)
+        if is_weak(a) and is_weak(b):
+            if not isinstance(b.value, (int, float)) or b.value == 0:
+                raise self.error("ptxpy.cdiv by zero", node)
+            return weak_constant(CONST_FUNCS["ptxpy.cdiv"](a.value, b.value), loc)
+        if a.type.is_float or b.type.is_float:
+            raise self.error(f"ptxpy.cdiv needs integers, got {a.type} and {b.type}", node)
+        t = join([a, b])
+        t = i32 if t.is_bool else t
+        a, b = convert(a, t), convert(b, t)
+        one = typed.Constant(loc, t, 1)
+        total = typed.Binary(loc, t, "sub", typed.Binary(loc, t, "add", a, b), one)
+        return typed.Binary(loc, t, "floordiv", total, b)
+
+    def atomic(self, name: str, node: cst.Call) -> typed.Expr:
+        count = 4 if name == "atomic_cas" else 3
+        args = self.args(node, f"ptxpy.{name}", count)
+        array = self.array_arg(args[0], f"ptxpy.{name}")
+        kind = self.arrays[array]
+        elem = kind.elem
+        if elem.is_bool or (elem.bits < 32 and not (elem.is_float and name == "atomic_add")):
+            raise self.error(f"ptxpy.{name} needs an array of 32- or 64-bit elements, '{array}' holds "
+                             f"{elem}", args[0])
+        if elem.is_float and name in ("atomic_and", "atomic_or", "atomic_xor"):
+            raise self.error(f"ptxpy.{name} needs an integer array, '{array}' holds {elem}", args[0])
+        indices = self.atomic_indices(array, args[1])
+        values = [convert(self.value(v), elem) for v in args[2:]]
+        self.mark_written(array)
+        return typed.Intrinsic(self.loc(node), elem, name, values,
+                               {"array": array, "indices": indices})
+
+    def atomic_indices(self, array: str, node: cst.BaseExpression) -> list:
+        items = [node]
+        if isinstance(node, cst.Tuple):
+            if not all(isinstance(e, cst.Element) for e in node.elements):
+                raise self.error("starred indices are not supported", node)
+            items = [e.value for e in node.elements]
+        rank = self.arrays[array].rank
+        if len(items) != rank:
+            raise self.error(f"array '{array}' has rank {rank} but the atomic gives {len(items)} "
+                             "indices", node)
+        return [self.index(item) for item in items]
+
+    def warp_value(self, name: str, node: cst.Call) -> typed.Expr:
+        label = f"ptxpy.{name}"
+        nodes = self.args(node, label, 1 if name in WARP_REDUCTIONS else 2)
+        value = self.value(nodes[0])
+        if value.type.is_bool:
+            raise self.error(f"{label} needs a number, got bool", nodes[0])
+        value = convert(value, value.type)
+        args = [value]
+        if len(nodes) == 2:
+            lane = self.int_value(nodes[1], f"the lane argument of {label}")
+            args.append(convert(lane, i32))
+        return typed.Intrinsic(self.loc(node), value.type, name, args)
+
+    # device functions
+    def call_func(self, name: str, node: cst.Call) -> typed.Expr:
+        decl = self.parsed.funcs[name]
+        fdef = self.program.func(name, self.loc(node))
+        names = tuple(p.name for p in decl.params)
+        nodes = self.args(node, name, len(names), keywords=names)
+        args, bound = [], {}
+        for param, arg in zip(decl.params, nodes):
+            if isinstance(param.type, ArrayType):
+                array = self.array_arg(arg, f"parameter '{param.name}' of {name}()")
+                if self.arrays[array] != param.type:
+                    raise self.error(f"parameter '{param.name}' of {name}() is {param.type}, but "
+                                     f"'{array}' is {self.arrays[array]}", arg)
+                bound[param.name] = array
+                args.append(typed.ArrayArg(self.loc(arg), param.type, array))
+            else:
+                args.append(convert(self.value(arg), param.type))
+        for pname in fdef.written_arrays:
+            self.mark_written(bound[pname])
+        return typed.Call(self.loc(node), decl.return_type, name, args)
+
+    # print
+    def print_stmt(self, node: cst.Call) -> typed.Print:
+        sep, end, parts, args = " ", "\n", [], []
+        for arg in node.args:
+            if arg.star:
+                raise self.error(f"'{arg.star}' arguments are not supported", arg)
+            if arg.keyword is not None:
+                if arg.keyword.value not in ("sep", "end"):
+                    raise self.error(f"print() got an unsupported keyword argument '{arg.keyword.value}'", arg)
+                text = self.string_literal(arg.value, f"print()'s {arg.keyword.value}=")
+                sep, end = (text, end) if arg.keyword.value == "sep" else (sep, text)
+                continue
+            if isinstance(arg.value, (cst.SimpleString, cst.ConcatenatedString)):
+                parts.append(_escape(self.string_literal(arg.value, "a print() argument")))
+                continue
+            value = self.value(arg.value)
+            if is_weak(value):
+                parts.append(_escape(str(value.value)))
+                continue
+            fmt, promoted = PRINT_FORMATS[value.type.name]
+            parts.append(fmt)
+            args.append(convert(value, promoted) if promoted else value)
+        return typed.Print(self.loc(node), _escape(sep).join(parts) + _escape(end), args)
+
+    def string_literal(self, node: cst.BaseExpression, what: str) -> str:
+        value = None
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            value = node.evaluated_value
+        if not isinstance(value, str):
+            raise self.error(f"{what} must be a string literal", node)
+        return value
+
+
+def _escape(text: str) -> str:
+    return text.replace("%", "%%")
+
+
+def _count(low: int, high: int) -> str:
+    if low == high:
+        return f"{low} argument" + ("" if low == 1 else "s")
+    return f"{low} to {high} arguments"
+
+
+def _base_name(node: cst.CSTNode) -> str:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else ""

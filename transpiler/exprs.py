@@ -1,0 +1,567 @@
+"""Typing of expressions: literals, names, arrays, operators, conversions.
+
+Weak types (SPEC 2.1): a literal, module constant or `Const` value is a `typed.Constant` with
+`weak=True`; it takes the type of the other operand of a binary operator. Operations on two weak
+constants are folded here with Python semantics, so a weak expression is always a Constant.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import libcst as cst
+import numpy as np
+
+from ptxpy.types import Scalar, TupleType, bool_, f32, f64, i32, i64, promote, u64
+
+from . import typed
+from .errors import CompileError
+from .scope import (COMPARE_OPS, CONST_FUNCS, KERNEL_BUILTINS, PTXPY_NAMES,
+                    NotConstant, code_of, const_eval, fold_binary, fold_unary, qualname_constant,
+                    subscript_items)
+
+BINARY_NAMES = {
+    cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv",
+    cst.FloorDivide: "floordiv", cst.Modulo: "mod", cst.LeftShift: "shl", cst.RightShift: "shr",
+    cst.BitAnd: "and", cst.BitOr: "or", cst.BitXor: "xor", cst.Power: "pow",
+}
+OPERATOR_TEXT = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "shl": "<<",
+    "shr": ">>", "and": "&", "or": "|", "xor": "^", "pow": "**",
+}
+COMPARE_NAMES = {
+    cst.Equal: "eq", cst.NotEqual: "ne", cst.LessThan: "lt", cst.LessThanEqual: "le",
+    cst.GreaterThan: "gt", cst.GreaterThanEqual: "ge",
+}
+THREAD_NAMES = frozenset(f"{v}.{a}" for v in ("thread_idx", "block_idx", "block_dim", "grid_dim")
+                         for a in "xyz")
+UNSUPPORTED_EXPRESSIONS = {
+    "List": "lists are not supported in kernels",
+    "ListComp": "list comprehensions are not supported in kernels",
+    "Dict": "dicts are not supported in kernels",
+    "DictComp": "dict comprehensions are not supported in kernels",
+    "Set": "sets are not supported in kernels",
+    "SetComp": "set comprehensions are not supported in kernels",
+    "GeneratorExp": "generator expressions are not supported in kernels",
+    "Lambda": "lambda functions are not supported in kernels",
+    "Await": "'await' is not supported in kernels",
+    "Yield": "generators ('yield') are not supported in kernels",
+    "NamedExpr": "assignment expressions (':=') are not supported in kernels",
+    "StarredElement": "starred expressions ('*x') are not supported in kernels",
+    "SimpleString": "strings are only supported as print() arguments and assert messages",
+    "ConcatenatedString": "strings are only supported as print() arguments and assert messages",
+    "FormattedString": "f-strings are not supported in kernels",
+    "TemplatedString": "template strings are not supported in kernels",
+    "Ellipsis": "'...' is not a value",
+    "Imaginary": "complex numbers are not supported in kernels",
+    "Tuple": "tuples are only supported in assignments, return statements and array indices",
+}
+
+
+# --- constants and conversions ---------------------------------------------------------------
+def literal_type(value, loc) -> Scalar:
+    """The type of a literal: bool, i32 (i64, then u64, where it does not fit), f32."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        if -2**31 <= value < 2**31:
+            return i32
+        if -2**63 <= value < 2**63:
+            return i64
+        if 0 <= value < 2**64:
+            return u64
+        raise CompileError(f"integer constant {value} does not fit in 64 bits", loc)
+    return f32
+
+
+def literal_value(value, loc):
+    """Check that a Python value can be a weak constant; return it."""
+    literal_type(value, loc)
+    return value
+
+
+def weak_constant(value, loc) -> typed.Constant:
+    const = typed.Constant(loc, literal_type(value, loc), value)
+    const.weak = True
+    return const
+
+
+def is_weak(e: typed.Expr) -> bool:
+    return getattr(e, "weak", False)
+
+
+def wrap_int(value: int, t: Scalar) -> int:
+    value &= (1 << t.bits) - 1
+    if t.is_signed and value >= 1 << (t.bits - 1):
+        value -= 1 << t.bits
+    return value
+
+
+def convert_value(value, t: Scalar, loc):
+    """A Python constant converted to `t` as a cast does (ints wrap, floats truncate and saturate)."""
+    if t.is_bool:
+        return bool(value)
+    if t.is_int:
+        if isinstance(value, float):
+            if math.isnan(value):
+                raise CompileError(f"cannot convert nan to {t}", loc)
+            if math.isinf(value):
+                raise CompileError(f"cannot convert {value} to {t}", loc)
+            low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else (0, (1 << t.bits) - 1)
+            return max(low, min(high, int(value)))
+        return wrap_int(int(value), t)
+    if t == f64:
+        return float(value)
+    with warnings.catch_warnings(), np.errstate(over="ignore"):
+        warnings.simplefilter("ignore")
+        return float(t.numpy.type(float(value)))
+
+
+def convert(e: typed.Expr, t: Scalar) -> typed.Expr:
+    """`e` as a value of type `t`: a Cast node, or a constant converted at compile time."""
+    if isinstance(e, typed.Constant) and (is_weak(e) or e.type != t):
+        return typed.Constant(e.loc, t, convert_value(e.value, t, e.loc))
+    if e.type == t:
+        return e
+    return typed.Cast(e.loc, t, e)
+
+
+def join(exprs: list) -> Scalar:
+    """The type a binary operator (or min, max, an if-expression) computes in (SPEC 2.1).
+
+    A weak integer constant that does not fit the other operands' integer type counts as a
+    value of its own type (`n < 3000000000` compares in i64) instead of wrapping silently.
+    """
+    if all(is_weak(e) for e in exprs):
+        return _literal_join([e.type for e in exprs])
+    t = _promote_all(exprs, [is_weak(e) for e in exprs])
+    if t.is_int:
+        weak = [is_weak(e) and (not e.type.is_int or fits(e.value, t)) for e in exprs]
+        t = _promote_all(exprs, weak)
+    return t
+
+
+def _promote_all(exprs: list, weak: list) -> Scalar:
+    t, t_weak = exprs[0].type, weak[0]
+    for e, w in zip(exprs[1:], weak[1:]):
+        t, t_weak = promote(t, e.type, t_weak, w)
+    return t
+
+
+def fits(value, t: Scalar) -> bool:
+    """Whether the integer `value` is representable in the integer type `t`."""
+    if t.is_signed:
+        return -(1 << (t.bits - 1)) <= value < 1 << (t.bits - 1)
+    return 0 <= value < 1 << t.bits
+
+
+def _literal_join(types: list) -> Scalar:
+    if any(t.is_float for t in types):
+        return f32
+    if all(t.is_bool for t in types):
+        return bool_
+    ints = [t for t in types if t.is_int]
+    return max(ints, key=lambda t: (t.bits, t == u64))
+
+
+def truthy(e: typed.Expr) -> typed.Expr:
+    """`e` as a condition: a bool, or `e != 0` for a number."""
+    if e.type == bool_:
+        return e
+    if isinstance(e, typed.Constant):
+        return typed.Constant(e.loc, bool_, bool(e.value))
+    zero = typed.Constant(e.loc, e.type, 0.0 if e.type.is_float else 0)
+    return typed.Compare(e.loc, bool_, ["ne"], [e, zero], [e.type])
+
+
+# --- the expression checker ------------------------------------------------------------------
+class ExprChecker:
+    """Mixin of FunctionChecker: `self.expr(node)` types an expression node.
+
+    Uses: self.parsed, self.scope, self.vars (name -> Scalar), self.arrays (name -> ArrayType),
+    self.consts (Const name -> value), self.local_names (names assigned in the function).
+    """
+
+    def loc(self, node: cst.CSTNode):
+        return self.parsed.loc(node)
+
+    def error(self, message: str, node: cst.CSTNode) -> CompileError:
+        return CompileError(message, self.loc(node))
+
+    def expr(self, node: cst.BaseExpression) -> typed.Expr:
+        method = getattr(self, "_e_" + type(node).__name__, None)
+        if method is None:
+            message = UNSUPPORTED_EXPRESSIONS.get(type(node).__name__)
+            raise self.error(message or f"unsupported expression '{code_of(node)}'", node)
+        return method(node)
+
+    def value(self, node: cst.BaseExpression) -> typed.Expr:
+        """A scalar value (not a tuple, not a call returning nothing)."""
+        e = self.expr(node)
+        if isinstance(e.type, TupleType):
+            raise self.error("a tuple cannot be used as a value here; unpack it: a, b = f(...)", node)
+        if e.type is None:
+            raise self.error(f"'{code_of(node)}' returns no value", node)
+        return e
+
+    def int_value(self, node: cst.BaseExpression, what: str) -> typed.Expr:
+        e = self.value(node)
+        if not e.type.is_int:
+            raise self.error(f"{what} must be an integer, got {e.type}", node)
+        return e
+
+    # constants
+    def const_value(self, node: cst.BaseExpression, what: str, hint: str = ""):
+        """The Python value of a compile-time expression, or a CompileError naming `what`."""
+        try:
+            return const_eval(node, self.const_lookup, self.const_callee)
+        except NotConstant as err:
+            reason = f" ({err.reason})" if err.reason else ""
+            raise self.error(f"{what} must be a compile-time constant: literals, module constants, "
+                             f"Const parameters and arithmetic on them{reason}{hint}", node) from None
+
+    def const_callee(self, node: cst.CSTNode):
+        return CONST_FUNCS.get(self.qualname(node) or "")
+
+    def const_lookup(self, node: cst.CSTNode):
+        if isinstance(node, cst.Name):
+            name = node.value
+            if name in self.consts:
+                return self.consts[name]
+            if self.is_local(name):
+                raise NotConstant(node, f"'{name}' is a variable")
+            if name in ("True", "False"):
+                return name == "True"
+            if name in self.scope.constants:
+                return self.scope.constants[name]
+        return qualname_constant(self.qualname(node), node)
+
+    # names
+    def is_local(self, name: str) -> bool:
+        return (name in self.local_names or name in self.vars or name in self.arrays
+                or name in self.consts)
+
+    def qualname(self, node: cst.CSTNode) -> str | None:
+        """Like ModuleScope.qualname, but None where a local name shadows the module's."""
+        base = node
+        while isinstance(base, cst.Attribute):
+            base = base.value
+        if not isinstance(base, cst.Name) or self.is_local(base.value):
+            return None
+        return self.scope.qualname(node)
+
+    def _e_Name(self, node: cst.Name) -> typed.Expr:
+        name = node.value
+        if name in ("True", "False") and not self.is_local(name):
+            return weak_constant(name == "True", self.loc(node))
+        if name in self.arrays:
+            raise self.error(f"array '{name}' cannot be used as a value; index it ({name}[i]) or pass "
+                             "it to a @ptxpy.func", node)
+        if name in self.consts:
+            return weak_constant(self.consts[name], self.loc(node))
+        if name in self.vars:
+            return typed.Var(self.loc(node), self.vars[name], name)
+        if name in self.local_names:
+            raise self.error(f"local variable '{name}' is used before it is assigned", node)
+        if name in self.scope.constants:
+            return weak_constant(self.scope.constants[name], self.loc(node))
+        return self.global_value(node)
+
+    def _e_Attribute(self, node: cst.Attribute) -> typed.Expr:
+        base = node.value
+        if isinstance(base, cst.Name) and base.value in self.arrays:
+            return self.array_attribute(base.value, node)
+        if isinstance(base, cst.Name) and self.is_local(base.value):
+            kind = self.vars.get(base.value, "a number")
+            raise self.error(f"'{base.value}' is a scalar ({kind}) and has no attribute "
+                             f"'{node.attr.value}'", node)
+        return self.global_value(node)
+
+    def global_value(self, node: cst.CSTNode) -> typed.Expr:
+        qual = self.qualname(node)
+        if qual is not None and qual.startswith("ptxpy.") and qual[6:] in THREAD_NAMES:
+            return typed.Intrinsic(self.loc(node), i32, qual[6:], [])
+        try:
+            return weak_constant(qualname_constant(qual, node), self.loc(node))
+        except NotConstant:
+            raise self.name_error(node, qual) from None
+
+    def name_error(self, node: cst.CSTNode, qual: str | None) -> CompileError:
+        text = code_of(node)
+        if isinstance(node, cst.Attribute) and qual is None:
+            base = node
+            while isinstance(base, cst.Attribute):
+                base = base.value
+            if isinstance(base, cst.Name) and base.value in self.scope.constants:
+                return self.error(f"'{base.value}' is a number; it has no attribute "
+                                  f"'{node.attr.value}'", node)
+            if isinstance(base, cst.Name) and self.scope.global_qualname(base.value) is None:
+                return self.name_error(base, None)
+        if isinstance(node, cst.Name) and node.value == "None":
+            return self.error("None is not a value in kernels", node)
+        if isinstance(node, cst.Name):
+            name = node.value
+            if name in self.parsed.funcs:
+                return self.error(f"@ptxpy.func '{name}' must be called", node)
+            if name in self.parsed.kernels:
+                return self.error(f"'{name}' is a @ptxpy.jit kernel; kernels cannot be used inside "
+                                  "kernels (make it a @ptxpy.func)", node)
+            if self.scope.others.get(name) == "function":
+                return self.error(f"'{name}' is not a @ptxpy.func; decorate it with @ptxpy.func to "
+                                  "call it from a kernel", node)
+            if name in self.scope.others:
+                return self.error(f"name '{name}' is {_article(self.scope.others[name])} "
+                                  "(kernels can use parameters, locals, module constants, "
+                                  "@ptxpy.func functions, math and ptxpy)", node)
+        if qual is None:
+            return self.error(f"name '{text}' is not defined", node)
+        return self.error(_qualname_problem(qual, text), node)
+
+    # arrays
+    def array_attribute(self, name: str, node: cst.Attribute) -> typed.Expr:
+        attr, kind = node.attr.value, self.arrays[name]
+        loc = self.loc(node)
+        if attr == "size":
+            size = typed.Shape(loc, i32, name, 0)
+            for dim in range(1, kind.rank):
+                size = typed.Binary(loc, i32, "mul", size, typed.Shape(loc, i32, name, dim))
+            return size
+        if attr == "ndim":
+            return weak_constant(kind.rank, loc)
+        if attr == "shape":
+            raise self.error(f"'{name}.shape' is a tuple; use one extent: {name}.shape[0]", node)
+        raise self.error(f"arrays have no attribute '{attr}' (use {name}.shape[k], {name}.size or "
+                         f"len({name}))", node)
+
+    def _e_Subscript(self, node: cst.Subscript) -> typed.Expr:
+        base = node.value
+        if (isinstance(base, cst.Attribute) and base.attr.value == "shape"
+                and isinstance(base.value, cst.Name) and base.value.value in self.arrays):
+            return self.shape_item(base.value.value, node)
+        if isinstance(base, cst.Name) and base.value in self.arrays:
+            name = base.value
+            indices = self.indices(name, node)
+            return typed.Load(self.loc(node), self.arrays[name].elem, name, indices)
+        if isinstance(base, cst.Call):
+            return self.tuple_item(node)
+        if isinstance(base, cst.Name) and base.value in self.vars:
+            raise self.error(f"'{base.value}' is a scalar ({self.vars[base.value]}), not an array", node)
+        raise self.error(f"'{code_of(base)}' cannot be indexed (only arrays can)", node)
+
+    def shape_item(self, name: str, node: cst.Subscript) -> typed.Expr:
+        items = subscript_items(node)
+        if len(items) != 1:
+            raise self.error(f"index {name}.shape with one compile-time integer", node)
+        dim = self.const_value(items[0], f"the index of {name}.shape")
+        rank = self.arrays[name].rank
+        if not isinstance(dim, int) or isinstance(dim, bool) or not 0 <= dim < rank:
+            raise self.error(f"{name}.shape[{dim!r}] is out of range: '{name}' has rank {rank}", node)
+        return typed.Shape(self.loc(node), i32, name, dim)
+
+    def index_nodes(self, name: str, node: cst.Subscript) -> list:
+        """The index expressions of `name[...]` (no slices), as many as the array's rank."""
+        items = []
+        for element in node.slice:
+            if isinstance(element.slice, cst.Slice):
+                raise self.error("slices are only supported for vector access: "
+                                 "v0, v1 = x[i:i + 2] or x[i:i + 2] = (v0, v1)", element)
+            if element.slice.star is not None:
+                raise self.error("starred indices are not supported", element)
+            value = element.slice.value
+            if isinstance(value, cst.Tuple) and len(node.slice) == 1:
+                items += [e.value for e in value.elements if isinstance(e, cst.Element)]
+                if len(items) != len(value.elements):
+                    raise self.error("starred indices are not supported", value)
+            else:
+                items.append(value)
+        rank = self.arrays[name].rank
+        if len(items) != rank:
+            plural = "index" if len(items) == 1 else "indices"
+            raise self.error(f"array '{name}' has rank {rank} but is indexed with {len(items)} "
+                             f"{plural}", node)
+        return items
+
+    def indices(self, name: str, node: cst.Subscript) -> list:
+        return [self.index(item) for item in self.index_nodes(name, node)]
+
+    def index(self, node: cst.BaseExpression) -> typed.Expr:
+        e = self.value(node)
+        if not e.type.is_int:
+            raise self.error(f"array indices must be integers, got {e.type}", node)
+        if isinstance(e, typed.Constant) and e.value < 0:
+            raise self.error(f"negative index {e.value}: indexing never wraps (a[-1] is not the "
+                             "last element)", node)
+        return convert(e, e.type)
+
+    def tuple_item(self, node: cst.Subscript) -> typed.Expr:
+        value = self.expr(node.value)
+        if not isinstance(value.type, TupleType):
+            raise self.error(f"'{code_of(node.value)}' cannot be indexed (only arrays can)", node)
+        items = subscript_items(node)
+        index = self.const_value(items[0], "a tuple index") if len(items) == 1 else None
+        size = len(value.type.items)
+        if not isinstance(index, int) or isinstance(index, bool) or not -size <= index < size:
+            raise self.error(f"a tuple of {size} values needs a constant index from 0 to {size - 1}", node)
+        index %= size
+        return typed.TupleItem(self.loc(node), value.type.items[index], value, index)
+
+    # literals
+    def _e_Integer(self, node: cst.Integer) -> typed.Expr:
+        return weak_constant(node.evaluated_value, self.loc(node))
+
+    def _e_Float(self, node: cst.Float) -> typed.Expr:
+        return weak_constant(node.evaluated_value, self.loc(node))
+
+    # operators
+    def _e_BinaryOperation(self, node: cst.BinaryOperation) -> typed.Expr:
+        op = type(node.operator)
+        if op is cst.MatrixMultiply:
+            raise self.error("the '@' operator is not supported in kernels", node.operator)
+        if op is cst.Power:
+            return self.power(self.value(node.left), node.right, node)
+        return self.binary(op, self.value(node.left), self.value(node.right), node)
+
+    def binary(self, op: type, left: typed.Expr, right: typed.Expr, node) -> typed.Expr:
+        loc, name = self.loc(node), BINARY_NAMES[op]
+        if is_weak(left) and is_weak(right):
+            return self.fold(op, left.value, right.value, node)
+        if name in ("and", "or", "xor", "shl", "shr"):
+            return self.bitwise(name, left, right, node)
+        t = join([left, right])
+        if t.is_bool:
+            t = i32          # arithmetic on bools counts in integers, as in Python
+        if name == "truediv" and not t.is_float:
+            t = f32
+        return typed.Binary(loc, t, name, convert(left, t), convert(right, t))
+
+    def bitwise(self, name: str, left, right, node) -> typed.Expr:
+        if left.type.is_float or right.type.is_float:
+            raise self.error(f"operator '{OPERATOR_TEXT[name]}' needs integer or bool operands, got "
+                             f"{left.type} and {right.type}", node)
+        t = join([left, right])
+        if name in ("shl", "shr"):
+            if isinstance(right, typed.Constant) and right.value < 0:
+                raise self.error(f"negative shift count {right.value}", node)
+            t = i32 if t.is_bool else t
+            shift = convert(right, i32 if right.type.is_bool else right.type)
+            return typed.Binary(self.loc(node), t, name, convert(left, t), shift)
+        return typed.Binary(self.loc(node), t, name, convert(left, t), convert(right, t))
+
+    def fold(self, op: type, a, b, node) -> typed.Expr:
+        try:
+            value = fold_binary(op, a, b)
+        except (ArithmeticError, ValueError, TypeError) as err:
+            raise self.error(f"cannot evaluate this constant expression: {err}", node) from None
+        return weak_constant(value, self.loc(node))
+
+    def power(self, base: typed.Expr, exponent_node, node) -> typed.Expr:
+        exponent = self.const_value(exponent_node, "the exponent of '**'",
+                                    "; use math.pow for a run-time exponent")
+        if isinstance(exponent, bool) or not isinstance(exponent, int):
+            raise self.error(f"the exponent of '**' must be a compile-time integer, got {exponent!r} "
+                             "(use math.pow or math.sqrt)", exponent_node)
+        if is_weak(base):
+            return self.fold(cst.Power, base.value, exponent, node)
+        if base.type.is_bool:
+            base = convert(base, i32)
+        if exponent < 0 and not base.type.is_float:
+            raise self.error(f"a negative exponent needs a float base, got {base.type}", node)
+        return typed.Pow(self.loc(node), base.type, base, exponent)
+
+    def _e_UnaryOperation(self, node: cst.UnaryOperation) -> typed.Expr:
+        operand, op, loc = self.value(node.expression), node.operator, self.loc(node)
+        if isinstance(op, cst.Not):
+            cond = truthy(operand)
+            if isinstance(cond, typed.Constant):
+                return typed.Constant(loc, bool_, not cond.value)
+            return typed.Unary(loc, bool_, "not", cond)
+        if isinstance(op, cst.BitInvert) and not operand.type.is_int:
+            hint = "; use 'not' for bools" if operand.type.is_bool else ""
+            raise self.error(f"operator '~' needs an integer, got {operand.type}{hint}", node)
+        if is_weak(operand):
+            return weak_constant(fold_unary(op, operand.value), loc)
+        if operand.type.is_bool:
+            operand = convert(operand, i32)
+        if isinstance(op, cst.Plus):
+            return operand
+        return typed.Unary(loc, operand.type, "neg" if isinstance(op, cst.Minus) else "invert", operand)
+
+    def _e_BooleanOperation(self, node: cst.BooleanOperation) -> typed.Expr:
+        op = "and" if isinstance(node.operator, cst.And) else "or"
+        values = [truthy(self.value(n)) for n in _flatten_boolean(node, type(node.operator))]
+        if all(isinstance(v, typed.Constant) for v in values):
+            result = all(v.value for v in values) if op == "and" else any(v.value for v in values)
+            return typed.Constant(self.loc(node), bool_, result)
+        return typed.BoolOp(self.loc(node), bool_, op, values)
+
+    def _e_Comparison(self, node: cst.Comparison) -> typed.Expr:
+        ops = []
+        for target in node.comparisons:
+            if type(target.operator) not in COMPARE_NAMES:
+                raise self.error(_comparison_problem(target.operator), target.operator)
+            ops.append(COMPARE_NAMES[type(target.operator)])
+        operands = [self.value(node.left)] + [self.value(t.comparator) for t in node.comparisons]
+        types = [join([a, b]) for a, b in zip(operands, operands[1:])]
+        loc = self.loc(node)
+        if all(is_weak(e) for e in operands):
+            pairs = zip(node.comparisons, operands, operands[1:])
+            result = all(COMPARE_OPS[type(t.operator)](a.value, b.value) for t, a, b in pairs)
+            return typed.Constant(loc, bool_, result)
+        operands = [_constant_for(e, k, types) for k, e in enumerate(operands)]
+        return typed.Compare(loc, bool_, ops, operands, types)
+
+    def _e_IfExp(self, node: cst.IfExp) -> typed.Expr:
+        cond = truthy(self.value(node.test))
+        then, orelse = self.value(node.body), self.value(node.orelse)
+        if isinstance(cond, typed.Constant) and is_weak(then) and is_weak(orelse):
+            return then if cond.value else orelse
+        t = join([then, orelse])
+        return typed.IfExp(self.loc(node), t, cond, convert(then, t), convert(orelse, t))
+
+
+def _flatten_boolean(node, op_type) -> list:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op_type):
+        return _flatten_boolean(node.left, op_type) + _flatten_boolean(node.right, op_type)
+    return [node]
+
+
+def _constant_for(e: typed.Expr, k: int, types: list) -> typed.Expr:
+    """A constant operand of a comparison, converted when all its comparisons agree on a type."""
+    if not isinstance(e, typed.Constant):
+        return e
+    used = {types[j] for j in (k - 1, k) if 0 <= j < len(types)}
+    return convert(e, used.pop()) if len(used) == 1 else convert(e, e.type)
+
+
+def _comparison_problem(op) -> str:
+    if isinstance(op, (cst.In, cst.NotIn)):
+        return "'in' is not supported in kernels"
+    return "'is' comparisons are not supported in kernels; use == or !="
+
+
+def _article(what: str) -> str:
+    return what if what.startswith("a ") else f"a {what}"
+
+
+def _qualname_problem(qual: str, text: str) -> str:
+    module, _, attr = qual.partition(".")
+    if not attr:
+        if module in ("ptxpy", "math"):
+            return f"module '{module}' is not a value"
+        return f"module '{module}' cannot be used in a kernel (only math and ptxpy can)"
+    if module == "builtins":
+        if attr in KERNEL_BUILTINS:
+            return f"'{attr}' must be called"
+        return f"name '{attr}' is a Python builtin that kernels do not support"
+    if module == "ptxpy":
+        dim = attr.split(".")[0]
+        if dim in ("thread_idx", "block_idx", "block_dim", "grid_dim"):
+            return f"ptxpy.{dim} has the attributes .x, .y and .z"
+        if attr in PTXPY_NAMES:
+            return f"'{text}' must be called or indexed; it is not a value"
+        return f"ptxpy has no attribute '{attr}'"
+    if module == "math":
+        if attr not in dir(math):
+            return f"module 'math' has no attribute '{attr}'"
+        return f"'{text}' must be called"
+    return f"'{text}' (from module {module}) cannot be used in a kernel (only math and ptxpy can)"

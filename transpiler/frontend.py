@@ -1,0 +1,313 @@
+"""The frontend: Python source -> typed tree (`typed.TypedModule`), without running the source.
+
+`parse_module` parses a file with libcst and finds its `@ptxpy.jit` kernels and `@ptxpy.func`
+device functions; `check_kernel` type-checks one kernel specialisation (its `Const` values and
+by-reference scalars) together with the device functions it reaches.
+
+    parsed = parse_module(source, "kernels.py")
+    typed_module = check_kernel(parsed, "saxpy", consts={"BLOCK": 128})
+"""
+from __future__ import annotations
+
+import ast
+import numbers
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import libcst as cst
+import numpy as np
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ptxpy.types import ArrayType, ConstType, Scalar, TupleType
+
+from . import typed
+from .errors import CompileError
+from .scope import ModuleScope, NotConstant, code_of, const_eval, resolve_type
+from .typecheck import FunctionChecker, TupleExpr, literal_value
+
+__all__ = ["parse_module", "check_kernel", "ParsedModule", "KernelDecl", "FuncDecl", "ParamDecl",
+           "TupleExpr"]
+
+
+@dataclass
+class ParamDecl:
+    name: str
+    type: Scalar | ArrayType | ConstType
+    default: object | None
+    loc: tuple
+
+
+@dataclass
+class FuncDecl:
+    """A `@ptxpy.func` device function: its signature, resolved; its body is checked per use."""
+    name: str
+    params: list
+    return_type: Scalar | TupleType | None
+    loc: tuple
+    node: cst.FunctionDef = field(repr=False)
+
+
+@dataclass
+class KernelDecl:
+    """A `@ptxpy.jit` kernel. `return_type` is always None."""
+    name: str
+    params: list
+    loc: tuple
+    node: cst.FunctionDef = field(repr=False)
+    return_type: None = None
+
+
+@dataclass
+class ParsedModule:
+    filename: str
+    source_lines: list
+    scope: ModuleScope = field(repr=False)
+    positions: dict = field(repr=False)
+    kernels: dict = field(default_factory=dict)    # name -> KernelDecl, in source order
+    funcs: dict = field(default_factory=dict)      # name -> FuncDecl
+
+    def loc(self, node: cst.CSTNode) -> tuple:
+        pos = self.positions.get(node)
+        return (pos.start.line, pos.start.column) if pos is not None else None
+
+
+def parse_module(source: str, filename: str = "<string>") -> ParsedModule:
+    """Parse `source` (never importing or running it) and find its kernels and device functions."""
+    lines = source.splitlines()
+    try:
+        return _parse(source, filename, lines)
+    except CompileError as err:
+        raise err.located(filename, lines) from None
+    except RecursionError:
+        raise CompileError("the source is nested too deeply to compile", None, filename) from None
+    except Exception as err:
+        if os.environ.get("PTXPY_TRACEBACK"):
+            raise
+        raise _internal_error(err, filename) from err
+
+
+def check_kernel(parsed: ParsedModule, name: str, consts: dict | None = None,
+                 by_ref: frozenset = frozenset()) -> typed.TypedModule:
+    """Type-check one specialisation of kernel `name`: its Const values and by-ref scalars."""
+    try:
+        return _check(parsed, name, dict(consts or {}), frozenset(by_ref))
+    except CompileError as err:
+        raise err.located(parsed.filename, parsed.source_lines) from None
+    except RecursionError:
+        raise CompileError("the kernel is nested too deeply to compile", None,
+                           parsed.filename) from None
+    except Exception as err:
+        if os.environ.get("PTXPY_TRACEBACK"):
+            raise
+        raise _internal_error(err, parsed.filename) from err
+
+
+def _internal_error(err: Exception, filename: str) -> CompileError:
+    """A bug in the frontend still reaches the user as a CompileError (PTXPY_TRACEBACK=1: raw)."""
+    return CompileError(f"internal compiler error: {type(err).__name__}: {err} (please report this; "
+                        "PTXPY_TRACEBACK=1 shows the traceback)", None, filename)
+
+
+# --- parsing ---------------------------------------------------------------------------------
+def _parse(source: str, filename: str, lines: list) -> ParsedModule:
+    _python_syntax_check(source, lines)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as err:
+        raise CompileError(f"invalid syntax: {err.message}", (err.raw_line, err.raw_column)) from None
+    except Exception as err:  # libcst rejects a few inputs that Python accepts
+        raise CompileError(f"cannot parse this file: {err}") from None
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    parsed = ParsedModule(filename, lines, ModuleScope(module), dict(positions))
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            _declare(parsed, stmt)
+    return parsed
+
+
+def _python_syntax_check(source: str, lines: list) -> None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # e.g. SyntaxWarning for `1if x`: not the user's concern here
+            ast.parse(source)
+    except SyntaxError as err:
+        line = err.lineno or 1
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        col = max(0, min((err.offset or 1) - 1, len(text)))
+        raise CompileError(err.msg or "invalid syntax", (line, col)) from None
+    except (ValueError, MemoryError, RecursionError) as err:
+        raise CompileError(f"cannot parse this file: {err}", (1, 0)) from None
+
+
+def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
+    kind = _decorator_kind(parsed, node)
+    name = node.name.value
+    for table in (parsed.kernels, parsed.funcs):
+        table.pop(name, None)   # a later definition replaces an earlier one, as in Python
+    if kind is None:
+        return
+    if node.asynchronous is not None:
+        raise CompileError("async functions cannot be kernels or device functions", parsed.loc(node))
+    loc = parsed.loc(node.name)
+    params = _params(parsed, node, kind == "jit")
+    if kind == "jit":
+        _kernel_return(parsed, node)
+        parsed.kernels[name] = KernelDecl(name, params, loc, node)
+    else:
+        parsed.funcs[name] = FuncDecl(name, params, _func_return(parsed, node), loc, node)
+
+
+def _decorator_kind(parsed: ParsedModule, node: cst.FunctionDef) -> str | None:
+    kinds, others = [], []
+    for deco in node.decorators:
+        expr = deco.decorator.func if isinstance(deco.decorator, cst.Call) else deco.decorator
+        qual = parsed.scope.qualname(expr)
+        if qual in ("ptxpy.jit", "ptxpy.func"):
+            kinds.append((qual[6:], deco))
+        else:
+            others.append(deco)
+    if not kinds:
+        return None
+    if len(kinds) > 1:
+        raise CompileError("a function cannot be both @ptxpy.jit and @ptxpy.func (or decorated twice)",
+                           parsed.loc(kinds[1][1]))
+    if others:
+        raise CompileError(f"unsupported decorator '@{code_of(others[0].decorator)}' on a ptxpy "
+                           "function (only @ptxpy.jit or @ptxpy.func)", parsed.loc(others[0]))
+    kind, deco = kinds[0]
+    if kind == "func" and isinstance(deco.decorator, cst.Call) and deco.decorator.args:
+        raise CompileError("@ptxpy.func takes no arguments", parsed.loc(deco.decorator))
+    return kind
+
+
+def _params(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -> list:
+    p = node.params
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            prefix = "*" if star is p.star_arg else "**"
+            raise CompileError(f"'{prefix}{star.name.value}' parameters are not supported "
+                               "(list every parameter with its type)", parsed.loc(star))
+    params, seen = [], set()
+    for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
+        decl = _param(parsed, param, is_kernel)
+        if decl.name in seen:
+            raise CompileError(f"duplicate parameter '{decl.name}'", decl.loc)
+        seen.add(decl.name)
+        params.append(decl)
+    return params
+
+
+def _param(parsed: ParsedModule, param: cst.Param, is_kernel: bool) -> ParamDecl:
+    name, loc = param.name.value, parsed.loc(param)
+    if param.annotation is None:
+        what = "kernel" if is_kernel else "device function"
+        raise CompileError(f"parameter '{name}' of a {what} needs a type annotation "
+                           "(e.g. 'x: Array[f32]' or 'n: i32')", loc)
+    kind = resolve_type(param.annotation.annotation, parsed.scope, parsed.loc, allow_const=is_kernel)
+    default = None
+    if param.default is not None:
+        default = _default(parsed, name, kind, param.default)
+    return ParamDecl(name, kind, default, loc)
+
+
+def _default(parsed: ParsedModule, name: str, kind, node: cst.BaseExpression):
+    if not isinstance(kind, ConstType):
+        raise CompileError(f"parameter '{name}' has a default value, which only Const parameters may "
+                           "have", parsed.loc(node))
+    try:
+        value = const_eval(node, parsed.scope.lookup, parsed.scope.const_callee)
+    except NotConstant:
+        raise CompileError(f"the default of Const parameter '{name}' must be a compile-time constant",
+                           parsed.loc(node)) from None
+    return const_param_value(name, kind, value, parsed.loc(node))
+
+
+def const_param_value(name: str, kind: ConstType, value, loc):
+    """`value` as the Python value of a `kind` parameter, or a CompileError."""
+    base = kind.base.name
+    is_bool = isinstance(value, (bool, np.bool_))
+    ok = {"i32": isinstance(value, numbers.Integral) and not is_bool,
+          "f32": isinstance(value, numbers.Real) and not is_bool,
+          "bool": is_bool}[base]
+    if not ok:
+        raise CompileError(f"Const parameter '{name}' is {kind} but was given {value!r}", loc)
+    return {"i32": int, "f32": float, "bool": bool}[base](value)
+
+
+def _kernel_return(parsed: ParsedModule, node: cst.FunctionDef) -> None:
+    ann = node.returns
+    if ann is not None and not (isinstance(ann.annotation, cst.Name) and ann.annotation.value == "None"):
+        raise CompileError("a kernel returns nothing: write its results into output arrays",
+                           parsed.loc(ann.annotation))
+
+
+def _func_return(parsed: ParsedModule, node: cst.FunctionDef):
+    ann = node.returns
+    if ann is None or (isinstance(ann.annotation, cst.Name) and ann.annotation.value == "None"):
+        return None
+    kind = resolve_type(ann.annotation, parsed.scope, parsed.loc, allow_tuple=True)
+    if isinstance(kind, ArrayType):
+        raise CompileError("a device function cannot return an array", parsed.loc(ann.annotation))
+    return kind
+
+
+# --- checking --------------------------------------------------------------------------------
+def _check(parsed: ParsedModule, name: str, consts: dict, by_ref: frozenset) -> typed.TypedModule:
+    if name not in parsed.kernels:
+        raise CompileError(f"no @ptxpy.jit kernel named '{name}' in {parsed.filename}")
+    decl = parsed.kernels[name]
+    values = _const_values(decl, consts)
+    _check_by_ref(decl, by_ref)
+    program = ProgramChecker(parsed)
+    kernel = FunctionChecker(program, decl, values, by_ref).check()
+    return typed.TypedModule(kernel, program.typed_funcs, parsed.filename, parsed.source_lines)
+
+
+def _const_values(decl: KernelDecl, consts: dict) -> dict:
+    kinds = {p.name: p for p in decl.params if isinstance(p.type, ConstType)}
+    for key in consts:
+        if key not in kinds:
+            raise CompileError(f"kernel '{decl.name}' has no Const parameter '{key}'", decl.loc)
+    values = {}
+    for pname, p in kinds.items():
+        if pname in consts:
+            values[pname] = literal_value(const_param_value(pname, p.type, consts[pname], p.loc), p.loc)
+        elif p.default is not None:
+            values[pname] = literal_value(p.default, p.loc)
+        else:
+            raise CompileError(f"Const parameter '{pname}' of kernel '{decl.name}' needs a value "
+                               "(it has no default)", p.loc)
+    return values
+
+
+def _check_by_ref(decl: KernelDecl, by_ref: frozenset) -> None:
+    scalars = {p.name for p in decl.params if isinstance(p.type, Scalar)}
+    for pname in by_ref:
+        if pname not in scalars:
+            raise CompileError(f"by_ref names '{pname}', which is not a scalar parameter of "
+                               f"kernel '{decl.name}'", decl.loc)
+
+
+class ProgramChecker:
+    """Checks device functions on demand, once each, and detects recursion."""
+
+    def __init__(self, parsed: ParsedModule):
+        self.parsed = parsed
+        self.typed_funcs: dict = {}     # name -> typed.FuncDef, callees before callers
+        self._in_progress: list = []
+
+    def func(self, name: str, call_loc) -> typed.FuncDef:
+        if name in self.typed_funcs:
+            return self.typed_funcs[name]
+        if name in self._in_progress:
+            cycle = " -> ".join(self._in_progress[self._in_progress.index(name):] + [name])
+            raise CompileError(f"recursive call to '{name}' ({cycle}): recursion is not supported",
+                               call_loc)
+        self._in_progress.append(name)
+        try:
+            fdef = FunctionChecker(self, self.parsed.funcs[name], {}, frozenset()).check()
+        finally:
+            self._in_progress.pop()
+        self.typed_funcs[name] = fdef
+        return fdef

@@ -1,0 +1,519 @@
+"""A reference interpreter of the SSA IR for one thread: the semantic oracle of pass tests.
+
+Values are NumPy scalars of each IR type, with the exact fixed-width semantics of docs/design.md
+("The IR"): integers wrap, `div`/`rem` truncate, floats round to nearest in their own width.
+Memory is NumPy arrays mapped at fake 64-bit addresses (region k at `k << 32`). `evaluate` is
+shared with constant folding (passes/sccp.py), so folding and interpretation agree by design.
+"""
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+import numpy as np
+
+from ptxpy.types import Scalar, bool_
+from .ir import Const, Function, Instr, Undef, Value
+
+
+class InterpError(Exception):
+    """The IR cannot go on: a fault, a trap, or an op that needs other threads."""
+
+
+class Trap(InterpError):
+    pass
+
+
+# --- scalars ---------------------------------------------------------------------------------
+def wrap_int(value: int, t: Scalar) -> int:
+    """`value` reduced to the range of integer type `t` (two's complement wrap-around)."""
+    v = value & ((1 << t.bits) - 1)
+    if t.is_signed and v >> (t.bits - 1):
+        v -= 1 << t.bits
+    return v
+
+
+def to_numpy(value, t: Scalar):
+    """A Python (or NumPy) number as the NumPy scalar of IR type `t`."""
+    if t.is_bool:
+        return np.bool_(bool(value))
+    if t.is_int:
+        return t.numpy.type(wrap_int(int(value), t))
+    return t.numpy.type(value)
+
+
+def to_python(value, t: Scalar):
+    """The inverse of `to_numpy`: a Python bool, int or float (floats hold the value exactly)."""
+    if t.is_bool:
+        return bool(value)
+    if t.is_int:
+        return int(value)
+    return float(value)
+
+
+def zero(t: Scalar):
+    return to_numpy(0, t)
+
+
+# Ops whose result `evaluate` computes exactly as the GPU does (approximations are left out).
+APPROX_OPS = frozenset({"rsqrt", "ex2", "lg2", "sin", "cos", "tanh"})
+PURE_OPS = frozenset({
+    "add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "not", "neg", "abs",
+    "mul_hi", "mul_wide", "shl", "shr", "fma", "sqrt", "rsqrt", "rcp", "floor", "ceil", "trunc",
+    "round", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "isnan", "isinf", "cmp", "select",
+    "cvt", "bitcast", "mov", "floordiv", "floormod",
+})
+
+
+def foldable(op: str, attrs: dict) -> bool:
+    """Whether constant folding `op` gives the bits the GPU would compute."""
+    return op in PURE_OPS and op not in APPROX_OPS and not attrs.get("approx")
+
+
+def evaluate(op: str, t: Scalar, attrs: dict, args: list, arg_types: list):
+    """The result (NumPy scalar of `t`) of pure `op` on NumPy scalar `args` of `arg_types`.
+
+    Raises InterpError on integer division by zero (left for the hardware to define).
+    """
+    if op == "select":
+        return args[1] if args[0] else args[2]
+    if op == "mov":
+        return args[0]
+    if op == "cmp":
+        return np.bool_(_compare(attrs["pred"], args[0], args[1], arg_types[0]))
+    if op in ("isnan", "isinf"):
+        return np.bool_(np.isnan(args[0]) if op == "isnan" else np.isinf(args[0]))
+    if op == "cvt":
+        return _convert(args[0], arg_types[0], t, attrs.get("mode"))
+    if op == "bitcast":
+        return np.array(args[0], dtype=arg_types[0].numpy).view(t.numpy)[()]
+    if t.is_bool:
+        return np.bool_(_bool_op(op, [bool(a) for a in args]))
+    if t.is_int:
+        return t.numpy.type(_int_op(op, t, [int(a) for a in args], arg_types))
+    with np.errstate(all="ignore"):
+        return _float_op(op, t, args)
+
+
+def _compare(pred: str, a, b, t: Scalar) -> bool:
+    if t.is_float and (np.isnan(a) or np.isnan(b)):
+        return pred == "ne"
+    a, b = (float(a), float(b)) if t.is_float else (int(a), int(b))
+    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
+            "ge": a >= b}[pred]
+
+
+def _bool_op(op: str, a: list) -> bool:
+    if op == "and":
+        return a[0] and a[1]
+    if op == "or":
+        return a[0] or a[1]
+    if op == "xor":
+        return a[0] != a[1]
+    if op == "not":
+        return not a[0]
+    raise InterpError(f"{op} is not defined on bool")
+
+
+def _trunc_div(a: int, b: int) -> int:
+    if b == 0:
+        raise InterpError("integer division by zero")
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _int_op(op: str, t: Scalar, a: list, arg_types: list) -> int:
+    bits = t.bits
+    if op == "add":
+        r = a[0] + a[1]
+    elif op == "sub":
+        r = a[0] - a[1]
+    elif op in ("mul", "mul_wide"):
+        r = a[0] * a[1]
+    elif op == "mul_hi":
+        r = (a[0] * a[1]) >> bits
+    elif op == "div":
+        r = _trunc_div(a[0], a[1])
+    elif op == "rem":
+        r = a[0] - a[1] * _trunc_div(a[0], a[1])
+    elif op in ("floordiv", "floormod"):
+        if a[1] == 0:
+            raise InterpError("integer division by zero")
+        r = a[0] // a[1] if op == "floordiv" else a[0] % a[1]
+    elif op in ("min", "max"):
+        r = min(a) if op == "min" else max(a)
+    elif op == "and":
+        r = a[0] & a[1]
+    elif op == "or":
+        r = a[0] | a[1]
+    elif op == "xor":
+        r = a[0] ^ a[1]
+    elif op == "not":
+        r = ~a[0]
+    elif op == "neg":
+        r = -a[0]
+    elif op == "abs":
+        r = abs(a[0])
+    elif op in ("shl", "shr"):
+        # PTX clamps shift amounts (read as unsigned) to the width
+        amount = min(a[1] & 0xFFFFFFFF, bits)
+        r = a[0] << amount if op == "shl" else a[0] >> amount
+    elif op == "fma":
+        r = a[0] * a[1] + a[2]
+    else:
+        raise InterpError(f"{op} is not defined on {t}")
+    return wrap_int(r, t)
+
+
+def _float_op(op: str, t: Scalar, a: list):
+    ty = t.numpy.type
+    if op == "add":
+        return ty(a[0] + a[1])
+    if op == "sub":
+        return ty(a[0] - a[1])
+    if op == "mul":
+        return ty(a[0] * a[1])
+    if op == "div":
+        return ty(a[0] / a[1])
+    if op == "rem":
+        return ty(np.fmod(a[0], a[1]))
+    if op in ("min", "max"):
+        return _float_min_max(op, a[0], a[1])
+    if op == "neg":
+        return ty(-a[0])
+    if op == "abs":
+        return ty(np.abs(a[0]))
+    if op == "sqrt":
+        return ty(np.sqrt(a[0]))
+    if op == "rcp":
+        return ty(ty(1) / a[0])
+    if op == "fma":
+        return _fma(t, a[0], a[1], a[2])
+    if op == "copysign":
+        return ty(np.copysign(a[0], a[1]))
+    if op in _ROUNDERS:
+        return ty(_ROUNDERS[op](a[0]))
+    if op in _APPROXIMATED:
+        return ty(_APPROXIMATED[op](np.float64(a[0])))
+    raise InterpError(f"{op} is not defined on {t}")
+
+
+_ROUNDERS = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint}
+_APPROXIMATED = {
+    "rsqrt": lambda x: 1.0 / np.sqrt(x), "ex2": np.exp2, "lg2": np.log2, "sin": np.sin,
+    "cos": np.cos, "tanh": np.tanh,
+}
+
+
+def _float_min_max(op: str, x, y):
+    # PTX min/max: a NaN operand is ignored; -0.0 is below +0.0
+    if np.isnan(x):
+        return y
+    if np.isnan(y):
+        return x
+    if x == y:
+        take_x = np.signbit(x) if op == "min" else not np.signbit(x)
+        return x if take_x else y
+    return (x if x < y else y) if op == "min" else (x if x > y else y)
+
+
+def _fma(t: Scalar, a, b, c):
+    if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
+        return t.numpy.type(np.float64(a) * np.float64(b) + np.float64(c))
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if exact == 0:  # the sign of an exact zero sum follows IEEE addition
+        return t.numpy.type(np.float64(a) * np.float64(b) + np.float64(c))
+    return round_exact(exact, t, "rn")
+
+
+def round_exact(exact: Fraction, t: Scalar, mode: str):
+    """The float of type `t` nearest `exact` under rounding `mode` (rn rz rm rp)."""
+    ty = t.numpy.type
+    try:
+        x = ty(float(exact))
+    except OverflowError:
+        x = ty(math.copysign(math.inf, exact))
+    if t.name == "bf16":  # no nextafter for bfloat16: accept a double rounding
+        return x
+    if np.isinf(x):
+        largest = ty(np.finfo(t.numpy).max) * ty(math.copysign(1, exact))
+        if mode == "rn" or (mode == "rp" and exact > 0) or (mode == "rm" and exact < 0):
+            return x
+        return largest
+    if Fraction(float(x)) == exact:
+        return x
+    if Fraction(float(x)) > exact:
+        low, high = np.nextafter(x, ty(-np.inf)), x
+    else:
+        low, high = x, np.nextafter(x, ty(np.inf))
+    if mode == "rm" or (mode == "rz" and exact > 0):
+        return low
+    if mode == "rp" or mode == "rz":
+        return high
+    below = exact - Fraction(float(low)) if np.isfinite(low) else None
+    above = Fraction(float(high)) - exact if np.isfinite(high) else None
+    if below is None or above is None:
+        return high if below is None else low
+    if below != above:
+        return low if below < above else high
+    even_low = int(np.array(low).view(f"u{t.nbytes}")) % 2 == 0
+    return low if even_low else high
+
+
+_FLOAT_TO_INT = {"rzi": math.trunc, "rni": round, "rmi": math.floor, "rpi": math.ceil}
+_FLOAT_ROUNDING = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}
+
+
+def _convert(x, src: Scalar, dst: Scalar, mode: str | None):
+    if dst.is_bool:
+        return np.bool_(bool(x != 0))
+    if src.is_bool:
+        return to_numpy(1 if x else 0, dst)
+    if dst.is_int:
+        if src.is_int:
+            return to_numpy(int(x), dst)
+        return dst.numpy.type(_float_to_int(float(x), dst, mode or "rzi"))
+    if src.is_float:
+        if mode in _FLOAT_ROUNDING:
+            with np.errstate(all="ignore"):
+                x = _FLOAT_ROUNDING[mode](x)
+        if not np.isfinite(x) or dst.bits > src.bits or dst == src:
+            with np.errstate(all="ignore"):
+                return dst.numpy.type(x)
+        return round_exact(Fraction(float(x)), dst, _float_mode(mode))
+    value = int(x)
+    if value == 0:
+        return dst.numpy.type(0.0)
+    return round_exact(Fraction(value), dst, _float_mode(mode))
+
+
+def _float_mode(mode: str | None) -> str:
+    return mode if mode in ("rn", "rz", "rm", "rp") else "rn"
+
+
+def _float_to_int(x: float, dst: Scalar, mode: str) -> int:
+    # PTX float->int conversions saturate, and NaN becomes 0
+    if math.isnan(x):
+        return 0
+    low = -(1 << (dst.bits - 1)) if dst.is_signed else 0
+    high = (1 << (dst.bits - 1)) - 1 if dst.is_signed else (1 << dst.bits) - 1
+    if math.isinf(x):
+        return high if x > 0 else low
+    return max(low, min(high, _FLOAT_TO_INT[mode](x)))
+
+
+# --- memory ----------------------------------------------------------------------------------
+REGION_SHIFT = 32
+
+
+class Memory:
+    """NumPy arrays mapped at fake addresses: array k starts at (k + 1) << 32."""
+
+    def __init__(self):
+        self.regions: list[np.ndarray] = []   # flat uint8 views
+        self._bases: dict[int, int] = {}
+
+    def map(self, array: np.ndarray) -> int:
+        if not array.flags.c_contiguous:
+            raise InterpError("arrays given to the interpreter must be C-contiguous")
+        key = id(array)
+        if key not in self._bases:
+            self.regions.append(array.reshape(-1).view(np.uint8))
+            self._bases[key] = len(self.regions) << REGION_SHIFT
+        return self._bases[key]
+
+    def _bytes(self, addr: int, nbytes: int) -> np.ndarray:
+        region, offset = (addr >> REGION_SHIFT) - 1, addr & ((1 << REGION_SHIFT) - 1)
+        if not 0 <= region < len(self.regions):
+            raise InterpError(f"out-of-bounds access: address {addr:#x} is in no array")
+        raw = self.regions[region]
+        if offset + nbytes > raw.size:
+            raise InterpError(f"out-of-bounds access: {nbytes} bytes at offset {offset} of a "
+                              f"{raw.size}-byte array")
+        if offset % nbytes:
+            raise InterpError(f"misaligned {nbytes}-byte access at offset {offset}")
+        return raw[offset:offset + nbytes]
+
+    def load(self, addr: int, t: Scalar):
+        raw = self._bytes(addr, t.nbytes)
+        if t.is_bool:
+            return np.bool_(raw[0] != 0)
+        return raw.view(t.numpy)[0]
+
+    def store(self, addr: int, t: Scalar, value) -> None:
+        raw = self._bytes(addr, t.nbytes)
+        if t.is_bool:
+            raw[0] = 1 if value else 0
+        else:
+            raw[:] = np.array([value], dtype=t.numpy).view(np.uint8)
+
+
+# --- execution -------------------------------------------------------------------------------
+_SHAPE_NAME = re.compile(r"(.*)_shape(\d+)$")
+
+
+def run_function(func: Function, args: dict, sregs: dict, shared: dict | None = None, *,
+                 printed: list | None = None, max_steps: int = 1_000_000) -> None:
+    """Run `func` as one thread. `args` maps parameter names (with or without the `kernel_`
+    prefix) to scalars or NumPy arrays (written in place); `sregs` maps `tid.x`... to ints;
+    `shared` maps `.shared` array names to NumPy arrays (fresh zeros when absent).
+    `printed` collects the text of `printf`s."""
+    _Thread(func, args, sregs, shared or {}, printed).run(max_steps)
+
+
+class _Thread:
+    def __init__(self, func, args, sregs, shared, printed):
+        self.func, self.args, self.sregs = func, args, sregs
+        self.printed = printed
+        self.memory = Memory()
+        self.values: dict[Instr, object] = {}
+        self.symbols = {}
+        for decl in func.arrays:
+            given = shared.get(decl.name) if decl.space == "shared" else None
+            array = given if given is not None else np.zeros(decl.count, dtype=decl.elem.numpy)
+            self.symbols[decl.name] = self.memory.map(array)
+
+    def value(self, v: Value):
+        if isinstance(v, Instr):
+            return self.values[v]
+        if isinstance(v, Const):
+            return to_numpy(v.value, v.type)
+        if isinstance(v, Undef):
+            return zero(v.type)
+        raise InterpError(f"not a value: {v!r}")
+
+    def run(self, max_steps: int) -> None:
+        block, pred, steps = self.func.entry, None, 0
+        while True:
+            if pred is not None and block.phis:
+                k = block.preds.index(pred)
+                incoming = [self.value(phi.args[k]) for phi in block.phis]
+                self.values.update(zip(block.phis, incoming))
+            for instr in block.instrs:
+                steps += 1
+                if steps > max_steps:
+                    raise InterpError(f"more than {max_steps} instructions executed")
+                op = instr.op
+                if op == "br":
+                    pred, block = block, instr.targets[0]
+                elif op == "cbr":
+                    taken = instr.targets[0 if self.value(instr.args[0]) else 1]
+                    pred, block = block, taken
+                elif op == "ret":
+                    return
+                elif op == "trap":
+                    raise Trap(f"trap at {instr.loc}")
+                else:
+                    self.values[instr] = self.execute(instr)
+                    continue
+                break
+
+    def execute(self, instr: Instr):
+        op = instr.op
+        if op in PURE_OPS:
+            args = [self.value(a) for a in instr.args]
+            return evaluate(op, instr.type, instr.attrs, args, [a.type for a in instr.args])
+        handler = getattr(self, "op_" + op, None)
+        if handler is None:
+            raise InterpError(f"the interpreter has no `{op}`")
+        return handler(instr)
+
+    def op_param(self, instr: Instr):
+        name = instr.attrs["name"]
+        value = self._argument(name)
+        if instr.attrs.get("ptr"):
+            if not isinstance(value, np.ndarray):
+                raise InterpError(f"pointer parameter {name} needs a NumPy array")
+            return np.int64(self.memory.map(value))
+        return to_numpy(value, instr.type)
+
+    def _argument(self, name: str):
+        prefix = self.func.name + "_"
+        names = [name] + ([name[len(prefix):]] if name.startswith(prefix) else [])
+        for key in names:
+            if key in self.args:
+                return self.args[key]
+        for key in names:
+            match = _SHAPE_NAME.match(key)
+            if match and isinstance(self.args.get(match.group(1)), np.ndarray):
+                return self.args[match.group(1)].shape[int(match.group(2))]
+        raise InterpError(f"no argument for parameter {name}")
+
+    def op_sreg(self, instr: Instr):
+        name = instr.attrs["name"]
+        if name in self.sregs:
+            return np.int32(self.sregs[name])
+        if name == "laneid":
+            return np.int32(self.sregs.get("tid.x", 0) % 32)
+        return np.int32(1 if name.startswith(("ntid", "nctaid")) else 0)
+
+    def op_addr_of(self, instr: Instr):
+        return np.int64(self.symbols[instr.attrs["symbol"]])
+
+    def op_load(self, instr: Instr):
+        return self.memory.load(int(self.value(instr.args[0])), instr.type)
+
+    def op_vload(self, instr: Instr):
+        base, size = int(self.value(instr.args[0])), instr.type.nbytes
+        if base % (size * instr.attrs["n"]):
+            raise InterpError("misaligned vector load")
+        return tuple(self.memory.load(base + k * size, instr.type) for k in range(instr.attrs["n"]))
+
+    def op_extract(self, instr: Instr):
+        return self.value(instr.args[0])[instr.attrs["index"]]
+
+    def op_store(self, instr: Instr):
+        addr, value = instr.args
+        self.memory.store(int(self.value(addr)), value.type, self.value(value))
+
+    def op_vstore(self, instr: Instr):
+        base, items = int(self.value(instr.args[0])), instr.args[1:]
+        size = items[0].type.nbytes
+        if base % (size * len(items)):
+            raise InterpError("misaligned vector store")
+        for k, item in enumerate(items):
+            self.memory.store(base + k * size, item.type, self.value(item))
+
+    def op_atom(self, instr: Instr):
+        addr = int(self.value(instr.args[0]))
+        t, kind = instr.type, instr.attrs["op"]
+        operands = [self.value(a) for a in instr.args[1:]]
+        old = self.memory.load(addr, t)
+        self.memory.store(addr, t, _atomic_result(kind, t, old, operands))
+        return old
+
+    def op_printf(self, instr: Instr):
+        values = tuple(to_python(self.value(a), a.type) for a in instr.args)
+        fmt = re.sub(r"%l+([dius])", r"%\1", instr.attrs["fmt"])
+        text = fmt % values if values else fmt
+        if self.printed is not None:
+            self.printed.append(text)
+        else:
+            print(text, end="")
+
+    def op_barrier(self, instr: Instr):
+        raise InterpError("bar.sync needs the simulator (more than one thread)")
+
+    def op_shfl(self, instr: Instr):
+        raise InterpError("shfl needs the simulator (more than one thread)")
+
+    def op_vote(self, instr: Instr):
+        raise InterpError("vote needs the simulator (more than one thread)")
+
+
+def _atomic_result(kind: str, t: Scalar, old, operands):
+    if kind == "exch":
+        return operands[0]
+    if kind == "cas":
+        return operands[1] if old == operands[0] else old
+    value = operands[0]
+    if kind == "inc":
+        return to_numpy(0 if int(old) >= int(value) else int(old) + 1, t)
+    if kind == "dec":
+        return value if int(old) == 0 or int(old) > int(value) else to_numpy(int(old) - 1, t)
+    return evaluate(kind, t, {}, [old, value], [t, t])
+
+
+__all__ = ["InterpError", "Trap", "Memory", "run_function", "evaluate", "foldable",
+           "to_numpy", "to_python", "wrap_int", "round_exact", "PURE_OPS", "APPROX_OPS"]

@@ -1,0 +1,350 @@
+"""Lowering of `typed.Intrinsic` calls for the SSA builder: special registers, math, atomics, warps.
+
+Each lowering takes the builder `b` (ssa_builder._Builder) and the intrinsic node and returns the
+result value (None for `syncthreads`). Math on f16/bf16 is computed in f32 and rounded back;
+f64 has no hardware approximations, so its transcendental functions are a compile error until
+an accurate library exists.
+"""
+from __future__ import annotations
+
+import math
+
+from ptxpy.types import Scalar, bf16, bool_, f16, f32, f64, i32, u16, u32, u64
+
+from . import ir
+from .errors import CompileError
+
+LOG2E = 1.4426950216293335
+LN2 = 0.6931471805599453
+LN2_HI = 0.693115234375            # ln 2 with trailing zero bits: n * LN2_HI is exact
+LN2_LO = 3.194618329871446e-05
+LOG10_2 = 0.3010300099849701
+INV_TWO_PI = 0.15915493667125702
+TWO_PI = (6.2831854820251465, -1.7484555314695172e-07, -7.105427357601002e-15)
+# tanh(x) = x + x^3 (c1 + x^2 (c2 + ...)) for |x| < 0.5 (Taylor series, < 1 ulp there)
+TANH_TAYLOR = (1.0, -1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075,
+               -929569 / 638512875)
+# erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)) for |x| < 1
+ERF_TAYLOR = tuple((-1) ** n * 2 / math.sqrt(math.pi) / (math.factorial(n) * (2 * n + 1)) for n in range(13))
+# erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2) (Numerical Recipes' erfcc, relative error < 1.2e-7)
+ERFC_POLY = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+             -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+
+SREG_BASES = {"thread_idx": "tid", "block_idx": "ctaid", "block_dim": "ntid", "grid_dim": "nctaid"}
+TRANSCENDENTAL = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "pow",
+                  "fast_exp", "fast_log", "fast_sin", "fast_cos")
+ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec")
+
+
+def lower_intrinsic(b, e):
+    name = e.name
+    base, _, axis = name.partition(".")
+    if base in SREG_BASES and axis in ("x", "y", "z"):
+        return sreg(b, f"{SREG_BASES[base]}.{axis}")
+    if name.startswith("atomic_"):
+        return atomic(b, e, name[len("atomic_"):])
+    handler = HANDLERS.get(name)
+    if handler is None:
+        raise CompileError(f"unsupported intrinsic '{name}'", e.loc)
+    return handler(b, e)
+
+
+# --- threads ---------------------------------------------------------------------------------
+def sreg(b, name: str):
+    return b.emit("sreg", i32, attrs={"name": name})
+
+
+def _axis(b, e) -> str:
+    value = e.args[0] if e.args else e.extra.get("axis", 0)
+    value = getattr(value, "value", value)
+    if value not in (0, 1, 2):
+        raise CompileError("the axis must be the constant 0, 1 or 2", e.loc)
+    return "xyz"[value]
+
+
+def _global_id(b, e):
+    axis = _axis(b, e)
+    block = b.op("mul", sreg(b, f"ctaid.{axis}"), sreg(b, f"ntid.{axis}"))
+    return b.op("add", block, sreg(b, f"tid.{axis}"))
+
+
+def _warp_id(b, e):
+    # linear thread index in the block: warps are formed from it, as in CUDA
+    z = b.op("mul", sreg(b, "tid.z"), sreg(b, "ntid.y"))
+    yz = b.op("mul", b.op("add", z, sreg(b, "tid.y")), sreg(b, "ntid.x"))
+    linear = b.op("add", yz, sreg(b, "tid.x"))
+    return b.op("shr", linear, ir.Const(i32, 5))
+
+
+def _syncthreads(b, e):
+    b.emit("barrier", None)
+    return None
+
+
+# --- math ------------------------------------------------------------------------------------
+def _args(b, e) -> list:
+    return [b.ev(a) for a in e.args]
+
+
+def _math(fn):
+    """Wrap a lowering of f32/f64 math so f16/bf16 arguments are computed in f32."""
+    def lower(b, e):
+        args = _args(b, e)
+        ty = e.type if isinstance(e.type, Scalar) and e.type.is_float else args[0].type
+        if not ty.is_float:
+            args = [b.coerce(a, f32) for a in args]
+            return fn(b, e, args)
+        if ty in (f16, bf16):
+            result = fn(b, e, [b.coerce(a, f32) for a in args])
+            return result if result.type == bool_ else b.coerce(result, ty)
+        args = [b.coerce(a, ty) for a in args]
+        if ty == f64 and e.name in TRANSCENDENTAL:
+            raise CompileError(f"math.{e.name} on f64 is not supported yet (cast to f32)", e.loc)
+        return fn(b, e, args)
+    return lower
+
+
+def _c(x, value: float):
+    return ir.Const(x.type, float(value))
+
+
+def _fma(b, x, y, z):
+    return b.op("fma", x, y, z)
+
+
+def _poly(b, x, coeffs):
+    """c0 + x (c1 + x (c2 + ...)) by Horner's rule with fused multiply-adds."""
+    acc = _c(x, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        acc = _fma(b, acc, x, _c(x, c))
+    return acc
+
+
+def _approx(b, op, x):
+    return b.op(op, x, approx=True)
+
+
+def _fast_exp(b, x):
+    return _approx(b, "ex2", b.op("mul", x, _c(x, LOG2E)))
+
+
+def _exp(b, x):
+    if b.fast_math:
+        return _fast_exp(b, x)
+    # x = n ln2 + r, |r| <= ln2/2; 2^n applied in two halves so neither overflows early.
+    # n is clamped so inf and huge arguments saturate through r (and NaN propagates through r).
+    n = b.op("round", b.op("mul", x, _c(x, LOG2E)))
+    n = b.op("min", b.op("max", n, _c(x, -151.0)), _c(x, 129.0))
+    r = _fma(b, n, _c(x, -LN2_HI), x)
+    r = _fma(b, n, _c(x, -LN2_LO), r)
+    half = b.op("trunc", b.op("mul", n, _c(x, 0.5)))
+    scaled = b.op("mul", _fast_exp(b, r), _approx(b, "ex2", half))
+    return b.op("mul", scaled, _approx(b, "ex2", b.op("sub", n, half)))
+
+
+def _log(b, x):
+    return b.op("mul", _approx(b, "lg2", x), _c(x, LN2))
+
+
+def _reduce_two_pi(b, x):
+    """x - k 2pi with k = round(x / 2pi) in three parts (Cody-Waite)."""
+    k = b.op("round", b.op("mul", x, _c(x, INV_TWO_PI)))
+    for part in TWO_PI:
+        x = _fma(b, k, _c(x, -part), x)
+    return x
+
+
+def _sin(b, x):
+    return _approx(b, "sin", x if b.fast_math else _reduce_two_pi(b, x))
+
+
+def _cos(b, x):
+    return _approx(b, "cos", x if b.fast_math else _reduce_two_pi(b, x))
+
+
+def _tanh(b, x):
+    if b.fast_math:
+        return _approx(b, "tanh", x)
+    a = b.op("abs", x)
+    x2 = b.op("mul", x, x)
+    small = _fma(b, b.op("mul", x, x2), _poly(b, x2, TANH_TAYLOR[1:]), x)
+    e2 = _exp(b, b.op("add", a, a))
+    big = b.op("sub", _c(x, 1.0), b.divide(_c(x, 2.0), b.op("add", e2, _c(x, 1.0))))
+    big = b.op("copysign", big, x)
+    return b.emit("select", x.type, [b.emit("cmp", bool_, [a, _c(x, 0.5)], {"pred": "lt"}), small, big])
+
+
+def _erf(b, x):
+    a = b.op("abs", x)
+    small = b.op("mul", x, _poly(b, b.op("mul", x, x), ERF_TAYLOR))
+    t = b.divide(_c(x, 1.0), _fma(b, a, _c(x, 0.5), _c(x, 1.0)))
+    exponent = b.op("sub", _poly(b, t, ERFC_POLY), b.op("mul", a, a))
+    erfc = b.op("mul", t, _exp(b, exponent))
+    big = b.op("copysign", b.op("sub", _c(x, 1.0), erfc), x)
+    return b.emit("select", x.type, [b.emit("cmp", bool_, [a, _c(x, 1.0)], {"pred": "lt"}), small, big])
+
+
+def _sqrt(b, x):
+    if b.fast_math and x.type == f32:
+        return _approx(b, "sqrt", x)
+    return b.op("sqrt", x)
+
+
+def _rsqrt(b, x):
+    if x.type == f32:
+        return _approx(b, "rsqrt", x)
+    return b.divide(_c(x, 1.0), b.op("sqrt", x))
+
+
+def _isfinite(b, x):
+    bad = b.op("or", b.emit("isnan", bool_, [x]), b.emit("isinf", bool_, [x]))
+    return b.op("not", bad)
+
+
+def _abs(b, e):
+    (x,) = _args(b, e)
+    if x.type.is_float and x.type in (f16, bf16):
+        return b.coerce(b.op("abs", b.coerce(x, f32)), x.type)
+    return b.op("abs", b.coerce(x, e.type) if isinstance(e.type, Scalar) else x)
+
+
+MATH = {
+    "sqrt": lambda b, e, a: _sqrt(b, a[0]),
+    "rsqrt": lambda b, e, a: _rsqrt(b, a[0]),
+    "fma": lambda b, e, a: _fma(b, *a),
+    "floor": lambda b, e, a: b.op("floor", a[0]),
+    "ceil": lambda b, e, a: b.op("ceil", a[0]),
+    "fabs": lambda b, e, a: b.op("abs", a[0]),
+    "copysign": lambda b, e, a: b.op("copysign", a[0], a[1]),
+    "isnan": lambda b, e, a: b.emit("isnan", bool_, [a[0]]),
+    "isinf": lambda b, e, a: b.emit("isinf", bool_, [a[0]]),
+    "isfinite": lambda b, e, a: _isfinite(b, a[0]),
+    "exp": lambda b, e, a: _exp(b, a[0]),
+    "exp2": lambda b, e, a: _approx(b, "ex2", a[0]),
+    "log": lambda b, e, a: _log(b, a[0]),
+    "log2": lambda b, e, a: _approx(b, "lg2", a[0]),
+    "log10": lambda b, e, a: b.op("mul", _approx(b, "lg2", a[0]), _c(a[0], LOG10_2)),
+    "sin": lambda b, e, a: _sin(b, a[0]),
+    "cos": lambda b, e, a: _cos(b, a[0]),
+    "tan": lambda b, e, a: _tan(b, a[0]),
+    "tanh": lambda b, e, a: _tanh(b, a[0]),
+    "erf": lambda b, e, a: _erf(b, a[0]),
+    "pow": lambda b, e, a: _approx(b, "ex2", b.op("mul", a[1], _approx(b, "lg2", a[0]))),
+    "fast_exp": lambda b, e, a: _fast_exp(b, a[0]),
+    "fast_log": lambda b, e, a: _log(b, a[0]),
+    "fast_sin": lambda b, e, a: _approx(b, "sin", a[0]),
+    "fast_cos": lambda b, e, a: _approx(b, "cos", a[0]),
+}
+
+
+def _tan(b, x):
+    r = x if b.fast_math else _reduce_two_pi(b, x)
+    return b.divide(_approx(b, "sin", r), _approx(b, "cos", r))
+
+
+# --- atomics ---------------------------------------------------------------------------------
+def atomic(b, e, op: str):
+    if op not in ATOMIC_OPS:
+        raise CompileError(f"unsupported atomic 'atomic_{op}'", e.loc)
+    array = b.array(e.extra.get("array"))
+    indices = [b.ev(i) for i in e.extra.get("indices", [])]
+    values = [b.coerce(b.ev(a), array.elem) for a in e.args]
+    if len(values) != (2 if op == "cas" else 1):
+        count = 3 if op == "cas" else 2
+        raise CompileError(f"atomic_{op} takes {count} arguments after the array", e.loc)
+    if array.space in ("reg", "local"):
+        return _thread_private_atomic(b, array, indices, op, values)
+    if op == "sub":
+        op, values = "add", [b.op("neg", values[0])]
+    addr = b.element_address(array, indices)
+    return b.emit("atom", array.elem, [addr, *values], {"op": op, "space": array.space})
+
+
+def _thread_private_atomic(b, array, indices, op: str, values: list):
+    """An atomic on per-thread memory is an ordinary read-modify-write."""
+    old = b.load_elem(array, indices)
+    v = values[-1]
+    if op == "cas":
+        same = b.emit("cmp", bool_, [old, values[0]], {"pred": "eq"})
+        new = b.emit("select", old.type, [same, v, old])
+    elif op == "exch":
+        new = v
+    elif op in ("inc", "dec"):
+        raise CompileError(f"atomic_{op} needs global or shared memory", b.loc)
+    else:
+        new = b.op(op, old, v)
+    b.store_elem(array, indices, new)
+    return old
+
+
+# --- warp ------------------------------------------------------------------------------------
+def shuffle(b, mode: str, value, lane):
+    """`shfl.sync` of any scalar: 32-bit pieces, the value's own when the source is out of range."""
+    lane = b.coerce_bits(lane, i32)
+    ty = value.type
+    if ty.bits == 32:
+        return b.emit("shfl", ty, [value, lane], {"mode": mode, "clamp": 0 if mode == "up" else 31})
+    if ty.is_bool:
+        return b.as_bool(shuffle(b, mode, b.emit("cvt", u32, [value]), lane))
+    if ty.bits == 64:
+        bits = value if ty == u64 else b.emit("bitcast", u64, [value])
+        low = shuffle(b, mode, b.emit("cvt", u32, [bits]), lane)
+        high = shuffle(b, mode, b.emit("cvt", u32, [b.op("shr", bits, ir.Const(i32, 32))]), lane)
+        high = b.op("shl", b.emit("cvt", u64, [high]), ir.Const(i32, 32))
+        joined = b.op("or", high, b.emit("cvt", u64, [low]))
+        return joined if ty == u64 else b.emit("bitcast", ty, [joined])
+    if ty.is_float:
+        bits = b.emit("bitcast", u16, [value])
+        moved = shuffle(b, mode, b.emit("cvt", u32, [bits]), lane)
+        return b.emit("bitcast", ty, [b.emit("cvt", u16, [moved])])
+    wide = i32 if ty.is_signed else u32
+    return b.emit("cvt", ty, [shuffle(b, mode, b.emit("cvt", wide, [value]), lane)])
+
+
+def _shfl(mode: str):
+    def lower(b, e):
+        value, lane = _args(b, e)
+        if isinstance(e.type, Scalar):
+            value = b.coerce(value, e.type)
+        return shuffle(b, mode, value, lane)
+    return lower
+
+
+def _vote(mode: str):
+    def lower(b, e):
+        (p,) = _args(b, e)
+        return b.emit("vote", u32 if mode == "ballot" else bool_, [b.as_bool(p)], {"mode": mode})
+    return lower
+
+
+def _warp_reduce(op: str):
+    def lower(b, e):
+        (value,) = _args(b, e)
+        if isinstance(e.type, Scalar):
+            value = b.coerce(value, e.type)
+        for mask in (16, 8, 4, 2, 1):
+            value = b.op(op, value, shuffle(b, "bfly", value, ir.Const(i32, mask)))
+        return value
+    return lower
+
+
+HANDLERS = {
+    "lane_id": lambda b, e: sreg(b, "laneid"),
+    "warp_id": _warp_id,
+    "global_id": _global_id,
+    "program_id": lambda b, e: sreg(b, f"ctaid.{_axis(b, e)}"),
+    "num_programs": lambda b, e: sreg(b, f"nctaid.{_axis(b, e)}"),
+    "syncthreads": _syncthreads,
+    "abs": _abs,
+    "shfl_sync": _shfl("idx"),
+    "shfl_up_sync": _shfl("up"),
+    "shfl_down_sync": _shfl("down"),
+    "shfl_xor_sync": _shfl("bfly"),
+    "ballot_sync": _vote("ballot"),
+    "any_sync": _vote("any"),
+    "all_sync": _vote("all"),
+    "warp_sum": _warp_reduce("add"),
+    "warp_max": _warp_reduce("max"),
+    "warp_min": _warp_reduce("min"),
+    **{name: _math(fn) for name, fn in MATH.items()},
+}

@@ -1,0 +1,57 @@
+"""Copy propagation: `mov x` becomes `x`; a phi whose args are all one value (or itself) too.
+
+A phi whose other args are Undef also becomes its one defined value, when that value is
+available at the phi (a constant, or defined in a block dominating the phi's own).
+"""
+from __future__ import annotations
+
+from ..cfg import DomTree
+from ..ir import Function, Instr, Undef, Value, remove_instr, users
+
+
+def replace_all_uses(uses: dict, old: Instr, new: Value) -> None:
+    """Make the users of `old` (per the `uses` map from ir.users) use `new`, keeping the map."""
+    for user in uses.pop(old, ()):
+        user.args = [new if a is old else a for a in user.args]
+        if isinstance(new, Instr):
+            uses.setdefault(new, []).append(user)
+
+
+def run(func: Function) -> Function:
+    uses = users(func)
+    work = [i for b in func.blocks for i in b.all_instrs() if i.op in ("mov", "phi")]
+    dom = None
+    while work:
+        instr = work.pop()
+        if instr.block is None:
+            continue
+        if instr.op == "mov":
+            new = instr.args[0]
+        else:
+            if dom is None and any(isinstance(a, Undef) for a in instr.args):
+                dom = DomTree(func)
+            new = _trivial_phi_value(instr, dom)
+            if new is None:
+                continue
+        work.extend(u for u in uses.get(instr, ()) if u.is_phi and u is not instr)
+        replace_all_uses(uses, instr, new)
+        remove_instr(instr)
+    return func
+
+
+def _trivial_phi_value(phi: Instr, dom: DomTree | None) -> Value | None:
+    values = {a for a in phi.args if a is not phi}
+    if not values:
+        return Undef(phi.type)
+    defined = [v for v in values if not isinstance(v, Undef)]
+    if len(values) == 1:
+        return next(iter(values))
+    if len(defined) != 1:
+        return None
+    value = defined[0]
+    if not isinstance(value, Instr):
+        return value
+    home = value.block
+    if home is phi.block:
+        return value if value.is_phi else None
+    return value if dom.dominates(home, phi.block) else None

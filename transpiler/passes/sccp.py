@@ -1,0 +1,246 @@
+"""Sparse conditional constant propagation (Wegman-Zadeck) with exact fixed-width folding.
+
+Folding uses `interp.evaluate`, the interpreter's own semantics: wrap-around integers,
+truncating `div`/`rem`, floats rounded in their own width. Division by zero and hardware
+approximations are never folded. Branches on constants become `br`s and the blocks no
+executable edge reaches are removed. A few algebraic identities (`x + 0`, `x * 1`, `select`
+on a constant, ...) are applied to what is left.
+"""
+from __future__ import annotations
+
+import math
+
+from ..interp import InterpError, evaluate, foldable, to_numpy, to_python, wrap_int
+from ..ir import Block, Const, Function, Instr, Undef, Value, remove_instr, users
+from .copyprop import replace_all_uses
+from .simplifycfg import make_branch, remove_unreachable
+
+TOP = "top"         # no value seen yet (optimistic)
+BOTTOM = "bottom"   # not a constant
+
+
+def run(func: Function) -> Function:
+    solver = _Solver(func)
+    solver.solve()
+    uses = solver.uses
+    for block in func.blocks:
+        if block not in solver.executable:
+            continue
+        for instr in list(block.all_instrs()):
+            value = solver.lattice.get(instr, TOP)
+            if isinstance(value, Const) and not instr.has_side_effects:
+                replace_all_uses(uses, instr, value)
+                remove_instr(instr)
+        term = block.terminator
+        if term.op == "cbr" and isinstance(solver.lattice_of(term.args[0]), Const):
+            make_branch(term, term.targets[0 if solver.lattice_of(term.args[0]).value else 1])
+    remove_unreachable(func)
+    for block in func.blocks:
+        for instr in list(block.instrs):
+            replacement = simplify(instr)
+            if replacement is not None:
+                replace_all_uses(uses, instr, replacement)
+                remove_instr(instr)
+    return func
+
+
+class _Solver:
+    def __init__(self, func: Function):
+        self.func = func
+        self.uses = users(func)
+        self.lattice: dict[Instr, object] = {}
+        self.executable: set[Block] = {func.entry}
+        self.edges: set[tuple[Block, Block]] = set()
+        self.block_work: list[Block] = [func.entry]
+        self.instr_work: list[Instr] = []
+
+    def solve(self) -> None:
+        self._drain()
+        # values still TOP only because they merge Undefs: give up on them and go on
+        while self._resolve_undefs():
+            self._drain()
+
+    def _drain(self) -> None:
+        while self.block_work or self.instr_work:
+            while self.instr_work:
+                instr = self.instr_work.pop()
+                if instr.block in self.executable:
+                    self._visit(instr)
+            if self.block_work:
+                block = self.block_work.pop()
+                for instr in block.all_instrs():
+                    self._visit(instr)
+
+    def _resolve_undefs(self) -> bool:
+        changed = False
+        for block in list(self.executable):
+            for phi in block.phis:
+                if phi not in self.lattice and any(isinstance(a, Undef) for a in phi.args):
+                    self._set(phi, BOTTOM)
+                    changed = True
+            term = block.terminator
+            if term.op == "cbr" and self.lattice_of(term.args[0]) == TOP:
+                self._set(term.args[0], BOTTOM)
+                self._visit(term)
+                changed = True
+        return changed
+
+    def lattice_of(self, value: Value):
+        if isinstance(value, Instr):
+            return self.lattice.get(value, TOP)
+        if isinstance(value, Const):
+            return value
+        return BOTTOM
+
+    def _set(self, instr: Instr, value) -> None:
+        if self.lattice.get(instr, TOP) == value:
+            return
+        self.lattice[instr] = value
+        self.instr_work.extend(self.uses.get(instr, ()))
+
+    def _mark_edge(self, src: Block, dst: Block) -> None:
+        if (src, dst) in self.edges:
+            return
+        self.edges.add((src, dst))
+        if dst not in self.executable:
+            self.executable.add(dst)
+            self.block_work.append(dst)
+        else:
+            self.instr_work.extend(dst.phis)
+
+    def _visit(self, instr: Instr) -> None:
+        if self.lattice.get(instr) == BOTTOM:
+            return
+        op = instr.op
+        if op == "br":
+            self._mark_edge(instr.block, instr.targets[0])
+        elif op == "cbr":
+            cond = self.lattice_of(instr.args[0])
+            if cond == BOTTOM:
+                for target in instr.targets:
+                    self._mark_edge(instr.block, target)
+            elif isinstance(cond, Const):
+                self._mark_edge(instr.block, instr.targets[0 if cond.value else 1])
+        elif op == "phi":
+            self._set(instr, self._merge_phi(instr))
+        elif instr.type is not None:
+            self._set(instr, self._evaluate(instr))
+
+    def _merge_phi(self, phi: Instr):
+        result = TOP
+        block = phi.block
+        for pred, arg in zip(block.preds, phi.args):
+            if (pred, block) not in self.edges or isinstance(arg, Undef):
+                continue
+            value = self.lattice_of(arg)
+            if value == TOP:
+                continue
+            if value == BOTTOM or (result != TOP and result != value):
+                return BOTTOM
+            result = value
+        return result
+
+    def _evaluate(self, instr: Instr):
+        if not foldable(instr.op, instr.attrs):
+            return BOTTOM
+        values = [self.lattice_of(a) for a in instr.args]
+        if instr.op == "select" and isinstance(values[0], Const):
+            return values[1 if values[0].value else 2]
+        if all(isinstance(v, Const) for v in values):
+            return fold(instr, values)
+        absorbed = _absorbing(instr, values)
+        if absorbed is not None:
+            return absorbed
+        return BOTTOM if BOTTOM in values else TOP
+
+
+def fold(instr: Instr, consts: list[Const]):
+    """The Const `instr` computes from constant args, or BOTTOM where it must not be folded."""
+    args = [to_numpy(c.value, c.type) for c in consts]
+    try:
+        result = evaluate(instr.op, instr.type, instr.attrs, args, [c.type for c in consts])
+    except InterpError:
+        return BOTTOM
+    return Const(instr.type, to_python(result, instr.type))
+
+
+def _absorbing(instr: Instr, values: list):
+    """A constant result decided by one constant arg alone (`x * 0`, `x & 0`, `b or true`)."""
+    t = instr.type
+    if instr.op not in ("mul", "and", "or") or not (t.is_int or t.is_bool):
+        return None
+    absorbing = {"mul": 0, "and": 0, "or": wrap_int(-1, t) if t.is_int else True}[instr.op]
+    if t.is_bool:
+        absorbing = bool(absorbing)
+    for value in values:
+        if isinstance(value, Const) and value.value == absorbing:
+            return Const(t, absorbing)
+    return None
+
+
+# --- algebraic identities --------------------------------------------------------------------
+_RIGHT_IDENTITY = {"add": 0, "sub": 0, "mul": 1, "div": 1, "or": 0, "xor": 0, "shl": 0, "shr": 0}
+_LEFT_IDENTITY = {"add": 0, "mul": 1, "or": 0, "xor": 0}
+
+
+def simplify(instr: Instr) -> Value | None:
+    """A value equal to `instr` in every execution, when an identity gives one."""
+    op, args, t = instr.op, instr.args, instr.type
+    if op == "select":
+        if isinstance(args[0], Const):
+            return args[1] if args[0].value else args[2]
+        return args[1] if _same(args[1], args[2]) else None
+    if len(args) != 2 or t is None:
+        return None
+    a, b = args
+    if t.is_int and op in ("and", "or", "min", "max") and _same(a, b):
+        return a
+    if t.is_int and op in ("sub", "xor") and _same(a, b):
+        return Const(t, 0)
+    if t.is_int:
+        if op == "and" and _is(b, wrap_int(-1, t)):
+            return a
+        if op == "and" and _is(a, wrap_int(-1, t)):
+            return b
+        if op in _RIGHT_IDENTITY and _is(b, _RIGHT_IDENTITY[op]):
+            return a
+        if op in _LEFT_IDENTITY and _is(a, _LEFT_IDENTITY[op]):
+            return b
+    elif t.is_bool:
+        if op == "and":
+            return a if _is(b, True) else b if _is(a, True) else None
+        if op in ("or", "xor"):
+            return a if _is(b, False) else b if _is(a, False) else None
+    elif t.is_float:
+        return _float_identity(op, a, b)
+    if op == "cmp" and a.type.is_int and _same(a, b):
+        return Const(t, instr.attrs["pred"] in ("eq", "le", "ge"))
+    return None
+
+
+def _float_identity(op: str, a: Value, b: Value) -> Value | None:
+    # x + 0.0 is not x (-0.0 + 0.0 is +0.0), but x - 0.0, x + -0.0, x * 1.0, x / 1.0 are
+    if op in ("mul", "div") and _is_float(b, 1.0, False):
+        return a
+    if op == "mul" and _is_float(a, 1.0, False):
+        return b
+    if op == "sub" and _is_float(b, 0.0, False):
+        return a
+    if op == "add" and _is_float(b, 0.0, True):
+        return a
+    if op == "add" and _is_float(a, 0.0, True):
+        return b
+    return None
+
+
+def _same(a: Value, b: Value) -> bool:
+    return a is b or (isinstance(a, Const) and a == b)
+
+
+def _is(value: Value, number) -> bool:
+    return isinstance(value, Const) and value.value == number and type(value.value) is type(number)
+
+
+def _is_float(value: Value, number: float, negative: bool) -> bool:
+    return (isinstance(value, Const) and value.type.is_float and value.value == number
+            and (math.copysign(1.0, value.value) < 0) == negative)

@@ -1,0 +1,152 @@
+"""Strength reduction of address arithmetic in loops, and multiplications by powers of two.
+
+For an induction variable `i = phi(start, i + step)` of a loop with a preheader and one latch
+(`step` a constant or loop-invariant), an address that memory ops use and that is affine in
+`i` (a chain of invariant adds, constant scalings `mul`/`mul_wide`/`shl` and widening `cvt`s,
+e.g. `x + mul_wide(row * n + i, 4)`) becomes its own phi, advanced by the scaled `step` each
+iteration. Like nvcc, this assumes the index arithmetic does not wrap around. Integer `mul`
+by 2^k becomes `shl`.
+"""
+from __future__ import annotations
+
+from ..cfg import DomTree, Loop, natural_loops
+from ..ir import ADDR_TYPE, Const, Function, Instr, Value, remove_instr, u32, users
+from ..interp import wrap_int
+from .copyprop import replace_all_uses
+
+def run(func: Function) -> Function:
+    loops = natural_loops(func, DomTree(func))
+    if loops:
+        uses = users(func)
+        for loop in loops:
+            _reduce_loop(loop, uses)
+    for block in func.blocks:
+        for instr in block.instrs:
+            _mul_to_shift(instr)
+    return func
+
+
+def _mul_to_shift(instr: Instr) -> None:
+    if instr.op != "mul" or not instr.type.is_int:
+        return
+    for k in (1, 0):
+        factor = instr.args[k]
+        if isinstance(factor, Const):
+            magnitude = factor.value & ((1 << instr.type.bits) - 1)
+            if magnitude > 1 and magnitude & (magnitude - 1) == 0:
+                instr.op = "shl"
+                instr.args = [instr.args[1 - k], Const(u32, magnitude.bit_length() - 1)]
+                return
+
+
+def _reduce_loop(loop: Loop, uses: dict) -> None:
+    preheader, header = loop.preheader(), loop.header
+    if preheader is None or len(header.preds) != 2:
+        return
+    latch = header.preds[1 - header.preds.index(preheader)]
+    for phi in list(header.phis):
+        step = _induction_step(phi, header.preds.index(latch), loop)
+        if step is None:
+            continue
+        start = phi.args[header.preds.index(preheader)]
+        for chain in [c for c in _derived(phi, loop, uses) if _is_reducible_address(c, uses)]:
+            address = chain[-1][0]
+            if address.block is None:  # already replaced through another chain
+                continue
+            init = _clone(chain, phi, start, preheader, offset_only=False)
+            increment = _clone(chain, phi, step, preheader, offset_only=True)
+            pointer = Instr("phi", ADDR_TYPE, loc=address.loc)
+            advanced = latch.insert_before_terminator(
+                Instr("add", ADDR_TYPE, [pointer, increment], loc=address.loc))
+            pointer.args = [init if p is preheader else advanced for p in header.preds]
+            header.append(pointer)
+            uses[pointer] = [advanced]
+            replace_all_uses(uses, address, pointer)
+            remove_instr(address)
+
+
+def _invariant(value: Value, loop: Loop) -> bool:
+    return not isinstance(value, Instr) or value.block not in loop.blocks
+
+
+def _induction_step(phi: Instr, latch_index: int, loop: Loop) -> Value | None:
+    """`step` when `phi` is `phi(start, phi + step)` (or `phi - C`), else None."""
+    following = phi.args[latch_index]
+    if not phi.type.is_int or not isinstance(following, Instr) or len(following.args) != 2:
+        return None
+    a, b = following.args
+    if following.op == "add" and (a is phi or b is phi):
+        step = b if a is phi else a
+        return step if _invariant(step, loop) else None
+    if following.op == "sub" and a is phi and isinstance(b, Const):
+        return Const(phi.type, wrap_int(-b.value, phi.type))
+    return None
+
+
+MAX_CHAIN = 6
+
+
+def _derived(iv: Instr, loop: Loop, uses: dict):
+    """Chains [(instr, link kind)] of loop values affine in `iv`: each link adds an invariant
+    ('shift'), scales by a constant ('scale') or sign/zero-extends ('widen') the one before."""
+    todo = [(iv, [])]
+    while todo:
+        value, chain = todo.pop()
+        if len(chain) >= MAX_CHAIN:
+            continue
+        for user in uses.get(value, ()):
+            kind = _link(user, value, loop)
+            if kind is not None and user.block in loop.blocks:
+                longer = chain + [(user, kind)]
+                yield longer
+                todo.append((user, longer))
+
+
+def _link(instr: Instr, value: Instr, loop: Loop) -> str | None:
+    op, args = instr.op, instr.args
+    if instr.type is None:
+        return None
+    if op == "cvt":
+        src = args[0].type
+        return "widen" if src.is_int and instr.type.is_int and instr.type.bits > src.bits \
+            and not instr.attrs.get("mode") else None
+    if len(args) != 2 or not instr.type.is_int:
+        return None
+    a, b = args
+    if op == "add" and a is not b:
+        return "shift" if _invariant(b if a is value else a, loop) else None
+    if op == "sub" and a is value:
+        return "shift" if _invariant(b, loop) else None
+    if op == "shl":
+        return "scale" if a is value and isinstance(b, Const) else None
+    if op in ("mul", "mul_wide") and a is not b:
+        return "scale" if isinstance(b if a is value else a, Const) else None
+    return None
+
+
+MEMORY_OPS = frozenset({"load", "vload", "store", "vstore", "atom"})
+
+
+def _is_reducible_address(chain: list, uses: dict) -> bool:
+    """An address worth its own phi: an i64 `base + offset` that memory ops use, where the
+    offset scales or widens the induction variable (a bare `i + base` would gain nothing)."""
+    address, kind = chain[-1]
+    return (kind == "shift" and address.type == ADDR_TYPE
+            and any(k != "shift" for _, k in chain)
+            and any(u.op in MEMORY_OPS and u.args[0] is address for u in uses.get(address, ())))
+
+
+def _clone(chain: list, iv: Instr, replacement: Value, block, offset_only: bool) -> Value:
+    """Copies of `chain` at the end of `block` computing its value with `replacement` for `iv`;
+    with `offset_only`, the invariant shifts are left out (what one step of `iv` adds)."""
+    mapping: dict[int, Value] = {id(iv): replacement}
+    current: Value = replacement
+    for instr, kind in chain:
+        if offset_only and kind == "shift":
+            mapping[id(instr)] = current
+        else:
+            current = Instr(instr.op, instr.type, [mapping.get(id(a), a) for a in instr.args],
+                            instr.attrs, loc=instr.loc)
+            block.insert_before_terminator(current)
+            mapping[id(instr)] = current
+    return current

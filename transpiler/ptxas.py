@@ -1,0 +1,38 @@
+"""Find NVIDIA's `ptxas` and assemble PTX text with it (for `--check` and the tests)."""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def find_ptxas() -> str | None:
+    """`ptxas` from $PTXAS, the PATH, /usr/local/cuda, or the `nvidia-cuda-nvcc` wheel."""
+    candidates = [os.environ.get("PTXAS"), shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"]
+    for site in sys.path:
+        candidates += sorted(glob.glob(os.path.join(site, "nvidia", "cu*", "bin", "ptxas")))
+        candidates.append(os.path.join(site, "nvidia", "cuda_nvcc", "bin", "ptxas"))
+    for path in candidates:
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def assemble(ptx: str, arch: str = "sm_90") -> tuple[bool, str, int | None]:
+    """(ok, ptxas's messages, registers per thread from `ptxas -v`, None when not reported)."""
+    ptxas = find_ptxas()
+    if ptxas is None:
+        return False, "ptxas not found (install nvidia-cuda-nvcc or put ptxas on the PATH)", None
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "kernel.ptx")
+        with open(src, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run([ptxas, "-v", f"-arch={arch}", src, "-o", os.path.join(tmp, "k.cubin")],
+                              capture_output=True, text=True)
+    messages = proc.stdout + proc.stderr
+    found = re.search(r"Used (\d+) registers", messages)
+    return proc.returncode == 0, messages, int(found.group(1)) if found else None

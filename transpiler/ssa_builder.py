@@ -1,0 +1,1078 @@
+"""SSA construction: `typed.TypedModule` -> `ir.Function`, one kernel with its device functions inlined.
+
+SSA is built directly from the tree as in Braun et al., "Simple and Efficient Construction of
+SSA Form" (CC 2013): every variable write is recorded per block, a read looks the variable up
+in the block and otherwise in its predecessors, placing phis at merge points. A block is
+*sealed* once all its predecessors are known; reads in an unsealed block (a loop header while
+its body is being built) create incomplete phis that are completed when it is sealed. Phis
+whose arguments are all one value (or themselves) are removed on the spot.
+
+Layout: the entry block, then blocks in the order code is emitted into them (loop headers,
+bodies, latches, exits), then the kernel's exit block, then the cold blocks of debug checks.
+Code after a `break`/`continue`/`return` and the arm of an `if` whose condition folds to a
+constant are never built; integer and boolean arithmetic on constants is folded while building
+(the scalar replacement of local arrays depends on it).
+
+Notes on semantics (see also docs/design.md):
+- `range` loops step a hidden induction variable; the loop variable is assigned from it at the
+  top of every iteration, so writes to it in the body do not change the iteration count. The
+  induction variable wraps at its width like any integer (Python's unbounded ints are not kept).
+- Shift amounts are converted to 32 bits; shifting by the width or more gives what PTX gives
+  (0 for `<<` and unsigned `>>`, the sign for signed `>>`), negative amounts are not an error.
+- `shfl` attrs: `mode`, and `clamp` the PTX `c` operand (31 for idx/down/bfly, 0 for up).
+- f32 `exp`/`sin`/`cos`/`tan` reduce their argument before the hardware approximation;
+  `log`/`log2`/`log10`/`pow`/`exp2` use `lg2`/`ex2` directly; `tanh` and `erf` are polynomials
+  plus `exp`. f16/bf16 math is computed in f32. f64 transcendental functions are a compile error.
+- A `local_array` whose every access has a compile-time index after unrolling is replaced by
+  one SSA variable per element; one access with a run-time (or out-of-range constant) index
+  moves the array to `.local` memory (the build is simply restarted with it there).
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+import sys
+
+from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, bool_, f32, f64, i32, i64, u32, u64
+
+from . import ir, typed
+from .abi import ParamSpec
+from .errors import CompileError
+
+_UNSAFE_IN_SELECT = frozenset({"truediv", "floordiv", "mod"})
+_SREG_INTRINSICS = frozenset(
+    f"{base}.{axis}" for base in ("thread_idx", "block_idx", "block_dim", "grid_dim") for axis in "xyz"
+) | {"lane_id", "warp_id", "global_id", "program_id", "num_programs"}
+
+
+def build_function(module: typed.TypedModule, arch: str = "sm_90", options: dict | None = None) -> ir.Function:
+    """Build the SSA form of `module.kernel` with every `@ptxpy.func` call inlined."""
+    options = dict(options or {})
+    in_memory: set = set()
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 20000))
+    try:
+        while True:
+            try:
+                return _Builder(module, arch, options, in_memory).build()
+            except _Demote as demote:
+                in_memory.add(demote.decl)
+            except CompileError as err:
+                if err.source_line is None:
+                    err.located(module.filename, module.source_lines)
+                raise
+    finally:
+        sys.setrecursionlimit(old_limit)
+
+
+class _Demote(Exception):
+    """A local array in registers met a run-time index: the build restarts with it in memory."""
+
+    def __init__(self, decl):
+        super().__init__(decl.name)
+        self.decl = decl
+
+
+class _Array:
+    """What an array name means in a scope: where its elements live and its shape values."""
+
+    def __init__(self, name, elem, shape, space, base=None, nc=False, decl=None, uid=0):
+        self.name = name
+        self.elem: Scalar = elem
+        self.shape: list = shape      # one i32 Value per dimension
+        self.space = space            # 'global' | 'shared' | 'local' | 'reg'
+        self.base = base              # i64 address of element 0 (memory arrays)
+        self.nc = nc                  # read through the read-only path
+        self.decl = decl
+        self.uid = uid
+
+
+class _Scope:
+    """One function instance: the kernel, or one inlined call."""
+
+    def __init__(self, uid, func: typed.FuncDef):
+        self.uid = uid
+        self.func = func
+        self.types = dict(func.locals)
+        self.types.update({p.name: p.type for p in func.params if isinstance(p.type, Scalar)})
+        self.arrays: dict[str, _Array] = {}
+        self.loops: list = []          # (break target, continue target)
+        self.ret_block = None
+        self.ret_keys: list = []
+        self.ret_types: list = []
+
+
+class _Builder:
+    def __init__(self, module, arch, options, in_memory):
+        kernel = module.kernel
+        self.module = module
+        self.func = ir.Function(kernel.name, [], filename=module.filename,
+                                source_lines=list(module.source_lines), arch=arch, options=options)
+        self.debug = bool(options.get("debug"))
+        self.fast_math = bool(options.get("fast_math"))
+        self.in_memory = in_memory
+        self.loc = kernel.loc
+        self.defs: dict = {}            # variable key -> {block: value}
+        self.var_types: dict = {}
+        self.sealed: set = set()
+        self.incomplete: dict = {}      # block -> {variable key: incomplete phi}
+        self.filling: set = set()       # phis whose operands are being added
+        self.uses: dict = {}            # instr -> instrs using it
+        self.forward: dict = {}         # removed trivial phi -> its replacement
+        self.placed: set = set()
+        self.cold: list = []
+        self.block_count = itertools.count()
+        self.uids = itertools.count(1)
+        self.symbols: set = set()
+        self.exit_block = None
+        self.call_depth = 0
+        self.entry = self.new_block("entry")
+        self.sealed.add(self.entry)
+        self.start(self.entry)
+        self.scope = _Scope(0, kernel)
+
+    # --- driver ------------------------------------------------------------------------------
+    def build(self) -> ir.Function:
+        kernel = self.module.kernel
+        self.emit_params(kernel)
+        self.declare_arrays(self.scope, kernel, prefix="")
+        self.stmts(kernel.body)
+        self.loc = kernel.loc
+        if self.exit_block is not None:
+            self.br(self.exit_block)
+            self.seal(self.exit_block)
+            self.start(self.exit_block)
+        if self.live:
+            self.terminate(ir.Instr("ret", None))
+        self.func.blocks += [b for b in self.cold if b.preds]
+        return self.func
+
+    def emit_params(self, kernel: typed.FuncDef) -> None:
+        for p in kernel.params:
+            self.loc = getattr(p, "loc", None) or kernel.loc
+            pname = f"{kernel.name}_{p.name}"
+            if isinstance(p.type, ConstType):
+                continue
+            if isinstance(p.type, ArrayType):
+                written = p.name in kernel.written_arrays
+                self.func.params.append(ParamSpec(p.name, "array", p.type.elem, p.type.rank, written=written))
+                base = self.emit("param", ir.ADDR_TYPE, attrs={"name": pname, "ptr": True})
+                shape = [self.emit("param", i32, attrs={"name": f"{pname}_shape{k}"})
+                         for k in range(p.type.rank)]
+                self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=not written)
+                continue
+            if not isinstance(p.type, Scalar):
+                raise CompileError(f"parameter '{p.name}' of type {p.type} cannot be passed to a kernel",
+                                   kernel.loc)
+            self.func.params.append(ParamSpec(p.name, "scalar", p.type, by_ref=p.by_ref))
+            if p.by_ref:
+                ptr = self.emit("param", ir.ADDR_TYPE, attrs={"name": pname, "ptr": True})
+                value = self.emit("load", p.type, [ptr], {"space": "global", "nc": True})
+            else:
+                value = self.emit("param", p.type, attrs={"name": pname})
+            self.write(self.var_key(p.name, p.type), value)
+
+    def declare_arrays(self, scope: _Scope, func: typed.FuncDef, prefix: str) -> None:
+        for decl in func.arrays:
+            shape = (decl.shape,) if isinstance(decl.shape, int) else tuple(decl.shape)
+            count = 1
+            for n in shape:
+                count *= int(n)
+            dims = [ir.Const(i32, int(n)) for n in shape]
+            if decl.space == "local" and decl not in self.in_memory:
+                scope.arrays[decl.name] = _Array(decl.name, decl.elem, dims, "reg", decl=decl,
+                                                 uid=next(self.uids))
+                continue
+            space = "shared" if decl.space == "shared" else "local"
+            symbol = self.unique_symbol(f"{'smem' if space == 'shared' else 'local'}_{prefix}{decl.name}")
+            self.func.arrays.append(ir.SharedDecl(symbol, decl.elem, count, 16, space))
+            addr = ir.Instr("addr_of", ir.ADDR_TYPE, attrs={"symbol": symbol}, loc=self.loc)
+            if self.entry.terminator is not None:
+                self.entry.insert_before_terminator(addr)
+            else:
+                self.entry.append(addr)
+            scope.arrays[decl.name] = _Array(decl.name, decl.elem, dims, space, addr, decl=decl)
+
+    def unique_symbol(self, base: str) -> str:
+        name, n = base, 1
+        while name in self.symbols:
+            n += 1
+            name = f"{base}_{n}"
+        self.symbols.add(name)
+        return name
+
+    # --- blocks and instructions -------------------------------------------------------------
+    def new_block(self, hint: str) -> ir.Block:
+        block = ir.Block(f"{hint}{next(self.block_count)}")
+        block.func = self.func
+        return block
+
+    def start(self, block: ir.Block) -> None:
+        """Continue emitting into `block`; it joins the layout only when something reaches it.
+
+        A sealed block whose only predecessor jumps straight to it is merged into that
+        predecessor instead (the continuation of an inlined call, most joins and latches).
+        """
+        if block in self.sealed and len(block.preds) == 1 and not block.instrs and not block.phis:
+            pred = block.preds[0]
+            if pred.terminator is not None and pred.terminator.op == "br" and pred in self.placed:
+                ir.remove_instr(pred.terminator)
+                block.preds.clear()
+                self.block = pred
+                return
+        if (block.preds or block is self.entry) and block not in self.placed:
+            self.placed.add(block)
+            self.func.blocks.append(block)
+        self.block = block
+
+    @property
+    def live(self) -> bool:
+        return self.block in self.placed
+
+    def resolve(self, value):
+        while isinstance(value, ir.Instr) and value in self.forward:
+            value = self.forward[value]
+        return value
+
+    def track(self, instr: ir.Instr) -> None:
+        for arg in instr.args:
+            if isinstance(arg, ir.Instr):
+                self.uses.setdefault(arg, []).append(instr)
+
+    def emit(self, op: str, type, args=(), attrs=None):
+        args = [self.resolve(a) for a in args]
+        folded = _fold(op, type, args, attrs or {})
+        if folded is not None:
+            return folded
+        instr = ir.Instr(op, type, args, attrs, loc=self.loc)
+        self.block.append(instr)
+        self.track(instr)
+        return instr
+
+    def op(self, op: str, *args, **attrs):
+        """An instruction whose result has the type of its first argument."""
+        return self.emit(op, args[0].type, args, attrs)
+
+    def terminate(self, instr: ir.Instr) -> None:
+        instr.loc = instr.loc or self.loc
+        instr.args = [self.resolve(a) for a in instr.args]
+        live = self.live
+        self.block.append(instr)
+        self.track(instr)
+        if live:
+            for target in instr.targets:
+                if target in self.sealed:
+                    raise AssertionError(f"edge into sealed block {target}")
+                target.preds.append(self.block)
+        dead = self.new_block("dead")
+        self.sealed.add(dead)
+        self.block = dead
+
+    def br(self, target: ir.Block) -> None:
+        self.terminate(ir.Instr("br", None, targets=[target]))
+
+    def cbr(self, cond, then: ir.Block, orelse: ir.Block) -> None:
+        cond = self.resolve(cond)
+        if isinstance(cond, ir.Const):
+            self.br(then if cond.value else orelse)
+        else:
+            self.terminate(ir.Instr("cbr", None, [cond], targets=[then, orelse]))
+
+    def cold_block(self, hint: str, fmt: str, args: list) -> ir.Block:
+        """A block that prints `fmt` and traps, placed after all others."""
+        block = self.new_block(hint)
+        for instr in (ir.Instr("printf", None, [self.resolve(a) for a in args], {"fmt": fmt}, loc=self.loc),
+                      ir.Instr("trap", None, loc=self.loc)):
+            block.append(instr)
+            self.track(instr)
+        self.cold.append(block)
+        self.placed.add(block)
+        return block
+
+    def where(self) -> str:
+        name = self.func.filename.replace("%", "%%")
+        return f"{name}:{self.loc[0] if self.loc else 0}"
+
+    # --- variables (Braun et al.) ------------------------------------------------------------
+    def var_key(self, name: str, type=None):
+        key = (self.scope.uid, name)
+        if key not in self.var_types:
+            ty = self.scope.types.get(name, type)
+            if not isinstance(ty, Scalar):
+                raise CompileError(f"variable '{name}' has no scalar type", self.loc)
+            self.var_types[key] = ty
+        return key
+
+    def hidden(self, type: Scalar):
+        key = ("$", next(self.uids))
+        self.var_types[key] = type
+        return key
+
+    def write(self, key, value, block=None) -> None:
+        self.defs.setdefault(key, {})[block or self.block] = value
+
+    def read(self, key, block=None):
+        block = block or self.block
+        defs = self.defs.setdefault(key, {})
+        path = []
+        while block not in defs and block in self.sealed and len(block.preds) == 1:
+            path.append(block)
+            block = block.preds[0]
+        value = self.resolve(defs[block]) if block in defs else self.read_at_merge(key, block)
+        for b in path:
+            defs[b] = value
+        return value
+
+    def read_at_merge(self, key, block: ir.Block):
+        ty = self.var_types[key]
+        if block not in self.sealed:
+            value = self.new_phi(block, ty)
+            self.incomplete.setdefault(block, {})[key] = value
+        elif not block.preds:
+            value = ir.Undef(ty)
+        else:
+            phi = self.new_phi(block, ty)
+            self.write(key, phi, block)
+            value = self.add_phi_operands(key, phi)
+        self.write(key, value, block)
+        return value
+
+    def new_phi(self, block: ir.Block, ty: Scalar) -> ir.Instr:
+        phi = ir.Instr("phi", ty, loc=self.loc)
+        block.append(phi)
+        return phi
+
+    def add_phi_operands(self, key, phi: ir.Instr):
+        self.filling.add(phi)
+        for pred in phi.block.preds:
+            phi.args.append(self.read(key, pred))
+        self.filling.discard(phi)
+        phi.args = [self.resolve(a) for a in phi.args]
+        self.track(phi)
+        return self.remove_trivial_phi(phi)
+
+    def remove_trivial_phi(self, phi: ir.Instr):
+        same = None
+        for arg in phi.args:
+            arg = self.resolve(arg)
+            if arg is phi or (same is not None and _same_value(arg, same)):
+                continue
+            if same is not None:
+                return phi
+            same = arg
+        if same is None:
+            same = ir.Undef(phi.type)
+        self.forward[phi] = same
+        users = [u for u in self.uses.pop(phi, []) if u is not phi]
+        for user in users:
+            user.args = [same if a is phi else a for a in user.args]
+            if isinstance(same, ir.Instr):
+                self.uses.setdefault(same, []).append(user)
+        ir.remove_instr(phi)
+        for user in users:
+            if user.is_phi and user.block is not None and user not in self.filling:
+                self.remove_trivial_phi(user)
+        return same
+
+    def seal(self, block: ir.Block) -> None:
+        if block in self.sealed:
+            return
+        self.sealed.add(block)
+        for key, phi in self.incomplete.pop(block, {}).items():
+            self.add_phi_operands(key, phi)
+
+    # --- statements --------------------------------------------------------------------------
+    def stmts(self, body: list) -> None:
+        for stmt in body:
+            if not self.live:
+                return
+            self.loc = stmt.loc or self.loc
+            handler = getattr(self, "s_" + type(stmt).__name__, None)
+            if handler is None:
+                raise CompileError(f"cannot compile a {type(stmt).__name__} statement", stmt.loc)
+            handler(stmt)
+
+    def s_Pass(self, s) -> None:
+        pass
+
+    def s_ExprStmt(self, s) -> None:
+        self.ev(s.value)
+
+    def s_Assign(self, s) -> None:
+        if len(s.values) == 1 and len(s.targets) > 1:
+            values = self.ev_tuple(s.values[0])
+        else:
+            values = [self.ev(v) for v in s.values]
+        if len(values) != len(s.targets):
+            raise CompileError(f"cannot assign {len(values)} values to {len(s.targets)} names", s.loc)
+        for name, value in zip(s.targets, values):
+            self.assign(name, value)
+
+    def assign(self, name: str, value) -> None:
+        key = self.var_key(name, value.type)
+        self.write(key, self.coerce(value, self.var_types[key]))
+
+    def s_Store(self, s) -> None:
+        value = self.ev(s.value)
+        indices = [self.ev(i) for i in s.indices]
+        array = self.array(s.array)
+        self.store_elem(array, indices, self.coerce(value, array.elem))
+
+    def s_If(self, s) -> None:
+        cond = None
+        if _simple(s.cond):
+            cond = self.as_bool(self.ev(s.cond))
+            if isinstance(cond, ir.Const):
+                self.stmts(s.body if cond.value else s.orelse)
+                return
+        then, join = self.new_block("then"), self.new_block("endif")
+        orelse = self.new_block("else") if s.orelse else join
+        if cond is not None:
+            self.cbr(cond, then, orelse)
+        else:
+            self.branch(s.cond, then, orelse)
+        self.seal(then)
+        self.start(then)
+        self.stmts(s.body)
+        self.br(join)
+        if s.orelse:
+            self.seal(orelse)
+            self.start(orelse)
+            self.stmts(s.orelse)
+            self.br(join)
+        self.seal(join)
+        self.start(join)
+
+    def s_While(self, s) -> None:
+        header = self.new_block("while")
+        self.br(header)
+        self.start(header)
+        body, exit = self.new_block("body"), self.new_block("endwhile")
+        self.branch(s.cond, body, exit)
+        self.loop_body(body, s.body, exit, header)
+        self.br(header)
+        self.seal(header)
+        self.seal(exit)
+        self.start(exit)
+
+    def loop_body(self, body: ir.Block, stmts: list, exit: ir.Block, next: ir.Block) -> None:
+        self.seal(body)
+        self.start(body)
+        self.scope.loops.append((exit, next))
+        self.stmts(stmts)
+        self.scope.loops.pop()
+
+    def s_For(self, s) -> None:
+        ty = self.scope.types.get(s.var, s.start.type)
+        start, stop, step = (self.coerce(self.ev(e), ty) for e in (s.start, s.stop, s.step))
+        induction = self.hidden(ty)
+        self.write(induction, start)
+        zero = _const(ty, 0)
+        if s.step_sign == 0:
+            up = self.emit("cmp", bool_, [step, zero], {"pred": "gt"})
+            down = self.emit("cmp", bool_, [step, zero], {"pred": "lt"})
+        header = self.new_block("for")
+        self.br(header)
+        self.start(header)
+        iv = self.read(induction)
+        if s.step_sign > 0:
+            cond = self.emit("cmp", bool_, [iv, stop], {"pred": "lt"})
+        elif s.step_sign < 0:
+            cond = self.emit("cmp", bool_, [iv, stop], {"pred": "gt"})
+        else:
+            below = self.op("and", up, self.emit("cmp", bool_, [iv, stop], {"pred": "lt"}))
+            above = self.op("and", down, self.emit("cmp", bool_, [iv, stop], {"pred": "gt"}))
+            cond = self.op("or", below, above)
+        body, latch, exit = self.new_block("body"), self.new_block("next"), self.new_block("endfor")
+        self.cbr(cond, body, exit)
+        self.seal(body)
+        self.start(body)
+        self.assign(s.var, iv)
+        self.scope.loops.append((exit, latch))
+        self.stmts(s.body)
+        self.scope.loops.pop()
+        self.br(latch)
+        self.seal(latch)
+        self.start(latch)
+        self.write(induction, self.op("add", iv, step))
+        self.br(header)
+        self.seal(header)
+        self.seal(exit)
+        self.start(exit)
+
+    def s_StaticFor(self, s) -> None:
+        ty = self.scope.types.get(s.var, i32)
+        jumps = _has_loop_jump(s.body)
+        exit = self.new_block("endstatic") if jumps else None
+        for value in s.values:
+            if not self.live:
+                break
+            self.loc = s.loc
+            self.assign(s.var, _const(ty, value))
+            if not jumps:
+                self.stmts(s.body)
+                continue
+            nxt = self.new_block("iter")
+            self.scope.loops.append((exit, nxt))
+            self.stmts(s.body)
+            self.scope.loops.pop()
+            self.br(nxt)
+            self.seal(nxt)
+            self.start(nxt)
+        if jumps:
+            self.br(exit)
+            self.seal(exit)
+            self.start(exit)
+
+    def s_Break(self, s) -> None:
+        self.br(self.loop_targets(s, "break")[0])
+
+    def s_Continue(self, s) -> None:
+        self.br(self.loop_targets(s, "continue")[1])
+
+    def loop_targets(self, s, what: str):
+        if not self.scope.loops:
+            raise CompileError(f"'{what}' outside a loop", s.loc)
+        return self.scope.loops[-1]
+
+    def s_Return(self, s) -> None:
+        scope = self.scope
+        if scope.func.is_kernel:
+            if s.value is not None:
+                raise CompileError("a kernel cannot return a value (write it to an output array)", s.loc)
+            if self.exit_block is None:
+                self.exit_block = self.new_block("exit")
+            self.br(self.exit_block)
+            return
+        if s.value is None:
+            values = []
+        elif len(scope.ret_types) > 1:
+            values = self.ev_tuple(s.value)
+        else:
+            values = [self.ev(s.value)]
+        if len(values) != len(scope.ret_types):
+            raise CompileError(f"'{scope.func.name}' must return {len(scope.ret_types)} value(s)", s.loc)
+        for key, ty, value in zip(scope.ret_keys, scope.ret_types, values):
+            self.write(key, self.coerce(value, ty))
+        self.br(scope.ret_block)
+
+    def s_Assert(self, s) -> None:
+        if not self.debug:
+            return
+        message = (": " + s.message) if s.message else ""
+        fmt = f"{self.where()}: assertion failed{message.replace('%', '%%')}\n"
+        ok = self.new_block("assert_ok")
+        self.branch(s.cond, ok, self.cold_block("assert_fail", fmt, []))
+        self.seal(ok)
+        self.start(ok)
+
+    def s_Print(self, s) -> None:
+        args = [self.printf_arg(self.ev(a)) for a in s.args]
+        self.emit("printf", None, args, {"fmt": s.format})
+
+    def printf_arg(self, value):
+        ty = value.type
+        if ty.is_float and ty.bits < 64:
+            return self.emit("cvt", f64, [value])
+        if ty.is_bool or (ty.is_int and ty.bits < 32):
+            return self.emit("cvt", u32 if ty.kind == "uint" else i32, [value])
+        return value
+
+    def s_VectorLoad(self, s) -> None:
+        array = self.array(s.array)
+        start = self.ev(s.start)
+        if self.vectorizable(array, s.width):
+            addr = self.vector_address(array, start, s.width)
+            attrs = {"space": array.space, "nc": array.nc, "n": s.width}
+            vec = self.emit("vload", array.elem, [addr], attrs)
+            values = [self.emit("extract", array.elem, [vec], {"index": k}) for k in range(s.width)]
+        else:
+            values = [self.load_elem(array, [self.op("add", start, _const(start.type, k))])
+                      for k in range(s.width)]
+        for name, value in zip(s.targets, values):
+            self.assign(name, value)
+
+    def s_VectorStore(self, s) -> None:
+        values = [self.ev(v) for v in s.values]
+        array = self.array(s.array)
+        start = self.ev(s.start)
+        values = [self.coerce(v, array.elem) for v in values]
+        if self.vectorizable(array, len(values)):
+            addr = self.vector_address(array, start, len(values))
+            self.emit("vstore", None, [addr, *values], {"space": array.space})
+            return
+        for k, value in enumerate(values):
+            self.store_elem(array, [self.op("add", start, _const(start.type, k))], value)
+
+    def vectorizable(self, array: _Array, width: int) -> bool:
+        return (array.space != "reg" and len(array.shape) == 1 and width in (2, 4, 8)
+                and width * array.elem.nbytes <= 16)
+
+    def vector_address(self, array: _Array, start, width: int):
+        if self.debug:
+            self.check(self.emit("cmp", bool_, [self.op("and", start, _const(start.type, width - 1)),
+                                                _const(start.type, 0)], {"pred": "eq"}),
+                       f"{self.where()}: misaligned vector access to '{array.name}' at index %lld "
+                       f"(must be a multiple of {width})\n", [self.emit("cvt", i64, [start])])
+            self.bounds_check(array, [self.op("add", start, _const(start.type, width - 1))])
+        return self.element_address(array, [start], checked=True)
+
+    # --- arrays ------------------------------------------------------------------------------
+    def array(self, name: str) -> _Array:
+        array = self.scope.arrays.get(name)
+        if array is None:
+            raise CompileError(f"'{name}' is not an array", self.loc)
+        return array
+
+    def load_elem(self, array: _Array, indices: list):
+        if array.space == "reg":
+            return self.read(self.register_element(array, indices))
+        addr = self.element_address(array, indices)
+        attrs = {"space": array.space}
+        if array.nc:
+            attrs["nc"] = True
+        return self.emit("load", array.elem, [addr], attrs)
+
+    def store_elem(self, array: _Array, indices: list, value) -> None:
+        if array.space == "reg":
+            self.write(self.register_element(array, indices), value)
+            return
+        addr = self.element_address(array, indices)
+        self.emit("store", None, [addr, value], {"space": array.space})
+
+    def register_element(self, array: _Array, indices: list):
+        """The variable key of a register array element; the index must be a constant in range."""
+        self.check_rank(array, indices)
+        flat = 0
+        for index, extent in zip(indices, array.shape):
+            index = self.resolve(index)
+            if not isinstance(index, ir.Const) or not 0 <= index.value < extent.value:
+                raise _Demote(array.decl)
+            flat = flat * extent.value + index.value
+        key = ("$reg", array.uid, flat)
+        self.var_types.setdefault(key, array.elem)
+        return key
+
+    def check_rank(self, array: _Array, indices: list) -> None:
+        if len(indices) != len(array.shape):
+            raise CompileError(f"'{array.name}' has {len(array.shape)} dimension(s), "
+                               f"indexed with {len(indices)}", self.loc)
+
+    def element_address(self, array: _Array, indices: list, checked: bool = False):
+        """base + row-major linear index * element size (i32 arithmetic unless an index is 64-bit)."""
+        self.check_rank(array, indices)
+        if self.debug and not checked:
+            self.bounds_check(array, indices)
+        wide = any(v.type.bits > 32 for v in indices)
+        ity = i64 if wide else i32
+        linear = None
+        for index, extent in zip(indices, array.shape):
+            index = self.coerce(index, ity)
+            if linear is None:
+                linear = index
+            else:
+                linear = self.op("add", self.op("mul", linear, self.coerce(extent, ity)), index)
+        size = array.elem.nbytes
+        if wide:
+            offset = self.op("mul", linear, ir.Const(i64, size))
+        else:
+            offset = self.emit("mul_wide", i64, [linear, ir.Const(i32, size)])
+        return self.op("add", array.base, offset)
+
+    def bounds_check(self, array: _Array, indices: list) -> None:
+        self.check_rank(array, indices)
+        for axis, (index, extent) in enumerate(zip(indices, array.shape)):
+            uty = u64 if index.type.bits > 32 else u32
+            ok = self.emit("cmp", bool_, [self.coerce_bits(index, uty), self.coerce_bits(extent, uty)],
+                           {"pred": "lt"})
+            fmt = (f"{self.where()}: index out of bounds: index %lld is not in [0, %d) "
+                   f"for axis {axis} of '{array.name}'\n")
+            self.check(ok, fmt, [self.emit("cvt", i64, [index]), extent])
+
+    def check(self, ok, fmt: str, args: list) -> None:
+        """Continue when `ok`, else print `fmt` and trap (in a cold block)."""
+        ok = self.resolve(ok)
+        if isinstance(ok, ir.Const) and ok.value:
+            return
+        cont = self.new_block("ok")
+        self.cbr(ok, cont, self.cold_block("oob", fmt, args))
+        self.seal(cont)
+        self.start(cont)
+
+    def coerce_bits(self, value, ty: Scalar):
+        """Convert an integer to `ty` keeping its bits (sign-extended when widening)."""
+        if value.type.is_bool:
+            value = self.emit("cvt", i32, [value])
+        return self.coerce(value, ty)
+
+    # --- expressions -------------------------------------------------------------------------
+    def ev(self, e):
+        saved = self.loc
+        self.loc = getattr(e, "loc", None) or saved
+        try:
+            handler = getattr(self, "x_" + type(e).__name__, None)
+            if handler is None:
+                raise CompileError(f"cannot compile a {type(e).__name__} expression", self.loc)
+            return handler(e)
+        finally:
+            self.loc = saved
+
+    def ev_tuple(self, e) -> list:
+        """The values of a tuple-valued expression: a call returning a tuple, or `return a, b`."""
+        values = [self.ev(x) for x in e] if isinstance(e, (list, tuple)) else self.ev(e)
+        if not isinstance(values, list):
+            raise CompileError("expected a tuple value", getattr(e, "loc", self.loc))
+        return values
+
+    def x_TupleExpr(self, e):
+        """`return a, b` in a function returning a tuple (frontend's typecheck.TupleExpr)."""
+        return [self.ev(x) for x in e.items]
+
+    def coerce(self, value, ty: Scalar):
+        """`value` converted to `ty` as a cast does (to bool: != 0)."""
+        if value.type == ty:
+            return value
+        if ty.is_bool:
+            return self.emit("cmp", bool_, [value, _const(value.type, 0)], {"pred": "ne"})
+        return self.emit("cvt", ty, [value])
+
+    def as_bool(self, value):
+        return self.coerce(value, bool_)
+
+    def x_Constant(self, e):
+        return _const(e.type, e.value)
+
+    def x_Var(self, e):
+        return self.read(self.var_key(e.name, e.type))
+
+    def x_Load(self, e):
+        indices = [self.ev(i) for i in e.indices]
+        return self.load_elem(self.array(e.array), indices)
+
+    def x_Shape(self, e):
+        shape = self.array(e.array).shape
+        if not 0 <= e.dim < len(shape):
+            raise CompileError(f"'{e.array}' has no dimension {e.dim}", e.loc)
+        return shape[e.dim]
+
+    def x_Unary(self, e):
+        value = self.coerce(self.ev(e.operand), e.type)
+        if e.op == "neg":
+            return self.op("neg", value)
+        if e.op in ("invert", "not"):
+            return self.op("not", value)
+        raise CompileError(f"unknown unary operator '{e.op}'", e.loc)
+
+    def x_Binary(self, e):
+        left = self.ev(e.left)
+        right = self.ev(e.right)
+        return self.binary(e.op, e.type, left, right)
+
+    def binary(self, op: str, ty: Scalar, left, right):
+        if op in ("shl", "shr"):
+            amount = right
+            if right.type not in (i32, u32):
+                amount = self.coerce_bits(right, u32 if right.type.kind == "uint" else i32)
+            return self.emit(op, ty, [self.coerce(left, ty), amount])
+        left, right = self.coerce(left, ty), self.coerce(right, ty)
+        if op in ("add", "sub", "mul", "min", "max", "and", "or", "xor"):
+            return self.emit(op, ty, [left, right])
+        if op == "truediv":
+            return self.divide(left, right)
+        if op in ("floordiv", "mod"):
+            if ty.is_float:
+                quotient = self.op("floor", self.divide(left, right))
+                return quotient if op == "floordiv" else self.op("sub", left, self.op("mul", quotient, right))
+            if ty.is_signed:
+                return self.emit("floordiv" if op == "floordiv" else "floormod", ty, [left, right])
+            return self.emit("div" if op == "floordiv" else "rem", ty, [left, right])
+        raise CompileError(f"unknown binary operator '{op}'", self.loc)
+
+    def divide(self, left, right):
+        if self.fast_math and left.type == f32:
+            return self.op("div", left, right, approx=True)
+        return self.op("div", left, right)
+
+    def x_Pow(self, e):
+        base = self.coerce(self.ev(e.base), e.type)
+        n = int(e.exponent)
+        if n < 0 and not e.type.is_float:
+            raise CompileError("a negative exponent needs a float base", e.loc)
+        result = _const(e.type, 1)
+        square = base
+        k = abs(n)
+        first = True
+        while k:
+            if k & 1:
+                result = square if first else self.op("mul", result, square)
+                first = False
+            k >>= 1
+            if k:
+                square = self.op("mul", square, square)
+        return self.divide(_const(e.type, 1), result) if n < 0 else result
+
+    def x_Cast(self, e):
+        return self.coerce(self.ev(e.operand), e.type)
+
+    def compare(self, op: str, ty: Scalar, left, right):
+        return self.emit("cmp", bool_, [self.coerce(left, ty), self.coerce(right, ty)], {"pred": op})
+
+    def x_Compare(self, e):
+        if all(_simple(x) for x in e.operands[2:]):
+            values = [self.ev(x) for x in e.operands]
+            result = None
+            for k, (op, ty) in enumerate(zip(e.ops, e.operand_types)):
+                c = self.compare(op, ty, values[k], values[k + 1])
+                result = c if result is None else self.op("and", result, c)
+            return result
+        return self.lazy_bool(e)
+
+    def x_BoolOp(self, e):
+        if all(_simple(x) for x in e.values[1:]):
+            values = [self.as_bool(self.ev(x)) for x in e.values]
+            result = values[0]
+            for value in values[1:]:
+                result = self.op(e.op, result, value)
+            return result
+        return self.lazy_bool(e)
+
+    def lazy_bool(self, e):
+        """A short-circuit boolean as a value: branches to a join block, merged by a phi."""
+        result = self.hidden(bool_)
+        yes, no, join = self.new_block("true"), self.new_block("false"), self.new_block("bool")
+        self.branch(e, yes, no)
+        for block, value in ((yes, True), (no, False)):
+            self.seal(block)
+            self.start(block)
+            self.write(result, ir.Const(bool_, value))
+            self.br(join)
+        self.seal(join)
+        self.start(join)
+        return self.read(result)
+
+    def x_IfExp(self, e):
+        if _simple(e.then) and _simple(e.orelse):
+            cond = self.as_bool(self.ev(e.cond))
+            if isinstance(cond, ir.Const):
+                return self.coerce(self.ev(e.then if cond.value else e.orelse), e.type)
+            then = self.coerce(self.ev(e.then), e.type)
+            orelse = self.coerce(self.ev(e.orelse), e.type)
+            return self.emit("select", e.type, [cond, then, orelse])
+        result = self.hidden(e.type)
+        yes, no, join = self.new_block("ifexp_then"), self.new_block("ifexp_else"), self.new_block("ifexp")
+        self.branch(e.cond, yes, no)
+        for block, arm in ((yes, e.then), (no, e.orelse)):
+            self.seal(block)
+            self.start(block)
+            if self.live:
+                self.write(result, self.coerce(self.ev(arm), e.type))
+            self.br(join)
+        self.seal(join)
+        self.start(join)
+        return self.read(result)
+
+    def branch(self, e, then: ir.Block, orelse: ir.Block) -> None:
+        """Jump to `then` when boolean `e` holds, else to `orelse`, evaluating it lazily."""
+        if isinstance(e, typed.BoolOp) and not _simple(e):
+            for value in e.values[:-1]:
+                mid = self.new_block(e.op)
+                if e.op == "and":
+                    self.branch(value, mid, orelse)
+                else:
+                    self.branch(value, then, mid)
+                self.seal(mid)
+                self.start(mid)
+            self.branch(e.values[-1], then, orelse)
+        elif isinstance(e, typed.Unary) and e.op == "not" and not _simple(e):
+            self.branch(e.operand, orelse, then)
+        elif isinstance(e, typed.Compare) and len(e.ops) > 1 and not _simple(e):
+            self.branch_compare(e, then, orelse)
+        else:
+            self.cbr(self.as_bool(self.ev(e)), then, orelse)
+
+    def branch_compare(self, e, then: ir.Block, orelse: ir.Block) -> None:
+        saved = self.loc
+        self.loc = e.loc or saved
+        left = self.ev(e.operands[0])
+        last = len(e.ops) - 1
+        for k, (op, ty) in enumerate(zip(e.ops, e.operand_types)):
+            right = self.ev(e.operands[k + 1])
+            cond = self.compare(op, ty, left, right)
+            if k == last:
+                self.cbr(cond, then, orelse)
+            else:
+                mid = self.new_block("cmp")
+                self.cbr(cond, mid, orelse)
+                self.seal(mid)
+                self.start(mid)
+            left = right
+        self.loc = saved
+
+    def x_Intrinsic(self, e):
+        from .lower_intrinsics import lower_intrinsic
+
+        return lower_intrinsic(self, e)
+
+    def x_TupleItem(self, e):
+        values = self.ev_tuple(e.value)
+        return values[e.index]
+
+    def x_ArrayArg(self, e):
+        raise CompileError(f"array '{e.array}' can only be passed to a function", e.loc)
+
+    def x_Call(self, e):
+        callee = self.module.funcs.get(e.func)
+        if callee is None:
+            raise CompileError(f"unknown function '{e.func}'", e.loc)
+        if self.call_depth > 32:
+            raise CompileError(f"calls nested too deeply (recursion through '{e.func}'?)", e.loc)
+        if len(e.args) != len(callee.params):
+            raise CompileError(f"'{e.func}' takes {len(callee.params)} arguments", e.loc)
+        args = [self.array(a.array) if isinstance(a, typed.ArrayArg) else self.ev(a) for a in e.args]
+        caller = self.scope
+        scope = _Scope(next(self.uids), callee)
+        self.scope = scope
+        for param, arg in zip(callee.params, args):
+            if isinstance(arg, _Array):
+                scope.arrays[param.name] = arg
+            else:
+                self.write(self.var_key(param.name, param.type), self.coerce(arg, param.type))
+        self.declare_arrays(scope, callee, prefix=f"{callee.name}_")
+        ret = callee.return_type
+        scope.ret_types = [] if ret is None else list(ret.items) if isinstance(ret, TupleType) else [ret]
+        scope.ret_keys = [self.hidden(t) for t in scope.ret_types]
+        scope.ret_block = self.new_block(f"ret_{callee.name}_")
+        self.call_depth += 1
+        try:
+            self.stmts(callee.body)
+            for key, ty in zip(scope.ret_keys, scope.ret_types):
+                if self.live:
+                    self.write(key, ir.Undef(ty))
+            self.br(scope.ret_block)
+            self.seal(scope.ret_block)
+            self.start(scope.ret_block)
+            values = [self.read(k) for k in scope.ret_keys]
+        finally:
+            self.call_depth -= 1
+            self.scope = caller
+        if ret is None:
+            return None
+        return values if isinstance(ret, TupleType) else values[0]
+
+
+# --- helpers ---------------------------------------------------------------------------------
+def _const(ty: Scalar, value) -> ir.Const:
+    if ty.is_bool:
+        return ir.Const(ty, bool(value))
+    if ty.is_int:
+        return ir.Const(ty, _wrap(int(value), ty))
+    return ir.Const(ty, float(value))
+
+
+def _wrap(value: int, ty: Scalar) -> int:
+    mask = (1 << ty.bits) - 1
+    value &= mask
+    if ty.is_signed and value >> (ty.bits - 1):
+        value -= 1 << ty.bits
+    return value
+
+
+def _same_value(a, b) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, ir.Const) and isinstance(b, ir.Const):
+        return a == b
+    return isinstance(a, ir.Undef) and isinstance(b, ir.Undef) and a.type == b.type
+
+
+def _simple(e) -> bool:
+    """Whether evaluating `e` is cheap, cannot fault and has no effects (so both arms may run)."""
+    if isinstance(e, (typed.Constant, typed.Var, typed.Shape)):
+        return True
+    if isinstance(e, (typed.Unary, typed.Cast)):
+        return _simple(e.operand)
+    if isinstance(e, typed.Pow):
+        return _simple(e.base)
+    if isinstance(e, typed.Binary):
+        return e.op not in _UNSAFE_IN_SELECT and _simple(e.left) and _simple(e.right)
+    if isinstance(e, typed.Compare):
+        return all(map(_simple, e.operands))
+    if isinstance(e, typed.BoolOp):
+        return all(map(_simple, e.values))
+    if isinstance(e, typed.IfExp):
+        return _simple(e.cond) and _simple(e.then) and _simple(e.orelse)
+    if isinstance(e, typed.Intrinsic):
+        return e.name in _SREG_INTRINSICS and all(map(_simple, e.args))
+    return False
+
+
+def _has_loop_jump(body: list) -> bool:
+    """Whether `body` breaks or continues the loop it is the body of."""
+    for s in body:
+        if isinstance(s, (typed.Break, typed.Continue)):
+            return True
+        if isinstance(s, typed.If) and (_has_loop_jump(s.body) or _has_loop_jump(s.orelse)):
+            return True
+    return False
+
+
+_CMP = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+        "gt": operator.gt, "ge": operator.ge}
+_INT_FOLD = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "and": operator.and_,
+    "or": operator.or_, "xor": operator.xor, "min": min, "max": max,
+}
+
+
+def _fold(op: str, ty, args: list, attrs: dict):
+    """The constant result of a pure integer/boolean op on constants, else None."""
+    if op == "select" and isinstance(args[0], ir.Const):
+        return args[1] if args[0].value else args[2]
+    if op in ("and", "or") and ty == bool_:
+        for k in (0, 1):
+            a, other = args[k], args[1 - k]
+            if isinstance(a, ir.Const):
+                if a.value == (op == "and"):
+                    return other
+                return a
+    if not args or not all(isinstance(a, ir.Const) for a in args):
+        return None
+    values = [a.value for a in args]
+    if op == "cmp":
+        return ir.Const(bool_, bool(_CMP[attrs["pred"]](values[0], values[1])))
+    if ty is None or ty.is_float or any(a.type.is_float for a in args):
+        return None
+    if op in ("cvt", "mul_wide"):
+        value = values[0] if op == "cvt" else values[0] * values[1]
+        return _const(ty, value)
+    if ty.is_bool:
+        if op == "not":
+            return ir.Const(bool_, not values[0])
+        if op == "xor":
+            return ir.Const(bool_, values[0] != values[1])
+        return None
+    a = values[0]
+    if op in _INT_FOLD:
+        return _const(ty, _INT_FOLD[op](a, values[1]))
+    if op == "neg":
+        return _const(ty, -a)
+    if op == "not":
+        return _const(ty, ~a)
+    if op == "abs":
+        return _const(ty, abs(a))
+    if op in ("shl", "shr"):
+        amount = values[1] & 0xFFFFFFFF
+        if op == "shl":
+            return _const(ty, a << amount if amount < ty.bits else 0)
+        return _const(ty, a >> min(amount, ty.bits))
+    b = values[1] if len(values) > 1 else None
+    if not b:
+        return None
+    if op == "floordiv":
+        return _const(ty, a // b)
+    if op == "floormod":
+        return _const(ty, a % b)
+    if op in ("div", "rem"):
+        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+        return _const(ty, q if op == "div" else a - q * b)
+    return None

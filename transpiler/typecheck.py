@@ -1,0 +1,631 @@
+"""Type-checking of one function body: statements, variables and their one type each.
+
+`FunctionChecker(program, decl, consts, by_ref).check()` returns a `typed.FuncDef`. Expressions
+are typed by the `ExprChecker` and `CallChecker` mixins.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, can_convert_implicitly, i32, i64
+
+from . import typed
+from .calls import CallChecker
+from .errors import CompileError
+from .exprs import ExprChecker, convert, fits, is_weak, join, literal_value, truthy
+from .scope import code_of, resolve_type, scalar_named
+
+__all__ = ["FunctionChecker", "TupleExpr", "literal_value"]
+
+MAX_UNROLL = 4096
+MAX_SHARED_BYTES = 48 * 1024   # static shared memory per block
+AUG_OPS = {getattr(cst, name + "Assign"): getattr(cst, name) for name in (
+    "Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power", "LeftShift",
+    "RightShift", "BitAnd", "BitOr", "BitXor", "MatrixMultiply")}
+UNSUPPORTED_STATEMENTS = {
+    "FunctionDef": "nested functions (closures) are not supported; define a @ptxpy.func at "
+                   "module level",
+    "ClassDef": "classes are not supported in kernels",
+    "Try": "try statements are not supported in kernels",
+    "TryStar": "try statements are not supported in kernels",
+    "With": "with statements are not supported in kernels",
+    "Match": "match statements are not supported in kernels",
+    "Raise": "raise is not supported in kernels (use assert, checked under debug=True)",
+    "Global": "global declarations are not supported in kernels",
+    "Nonlocal": "nonlocal declarations are not supported in kernels",
+    "Del": "del is not supported in kernels",
+    "Import": "imports inside kernels are not supported; import at module level",
+    "ImportFrom": "imports inside kernels are not supported; import at module level",
+    "TypeAlias": "type aliases are not supported in kernels",
+}
+
+
+@dataclass(eq=False)
+class TupleExpr(typed.Expr):
+    """The value of `return a, b` in a `@ptxpy.func` returning a tuple (type TupleType).
+
+    typed.py has no tuple node; this is the only place one is needed.
+    """
+    items: list
+
+
+class FunctionChecker(ExprChecker, CallChecker):
+    def __init__(self, program, decl, consts: dict, by_ref: frozenset):
+        self.program, self.decl, self.by_ref = program, decl, by_ref
+        self.parsed, self.scope = program.parsed, program.parsed.scope
+        self.is_kernel = decl.name in self.parsed.kernels and self.parsed.kernels[decl.name] is decl
+        self.consts = dict(consts)
+        self.vars: dict = {}          # scalar params and locals -> Scalar
+        self.locals: dict = {}        # locals only, in order of first assignment
+        self.arrays: dict = {}        # array name -> ArrayType
+        self.array_params: set = set()
+        self.decls: list = []
+        self.written: set = set()
+        self.loop_depth = 0
+        self.local_names, self.annotations = set(), {}
+
+    # --- the function ---------------------------------------------------------------------
+    def check(self) -> typed.FuncDef:
+        node = self.decl.node
+        params = self.bind_params()
+        self.collect_names(node.body)
+        body = self.block(node.body)
+        if not self.is_kernel and self.decl.return_type is not None and not _always_returns(body):
+            raise CompileError(f"@ptxpy.func '{self.decl.name}' must end with a return statement "
+                               f"(it returns {self.decl.return_type})", self.decl.loc)
+        return typed.FuncDef(self.decl.loc, self.decl.name, params, self.decl.return_type, body,
+                             self.is_kernel, dict(self.locals), list(self.decls), set(self.written))
+
+    def bind_params(self) -> list:
+        params = []
+        for p in self.decl.params:
+            if isinstance(p.type, ConstType):
+                continue    # its value is in self.consts
+            if isinstance(p.type, ArrayType):
+                self.arrays[p.name] = p.type
+                self.array_params.add(p.name)
+            else:
+                self.vars[p.name] = p.type
+            params.append(typed.Param(p.name, p.type, p.name in self.by_ref))
+        return params
+
+    def collect_names(self, body) -> None:
+        """Every name the function assigns (local throughout, as in Python) and annotations."""
+        collector = _NameCollector()
+        body.visit(collector)
+        self.local_names = collector.names
+        for name, ann_node in collector.annotated:
+            t = resolve_type(ann_node, self.scope, self.loc)
+            if not isinstance(t, Scalar):
+                raise self.error("local variables must have a scalar type", ann_node)
+            known = self.annotations.get(name, self.vars.get(name))
+            if known is not None and known != t:
+                raise self.error(f"'{name}' is declared {known} and annotated {t}", ann_node)
+            if name in self.arrays or name in self.consts:
+                raise self.error(f"cannot annotate parameter '{name}'", ann_node)
+            self.annotations[name] = t
+
+    # --- blocks ---------------------------------------------------------------------------
+    def block(self, suite) -> list:
+        out = []
+        for stmt in suite.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    out += self.small_statement(small)
+            else:
+                out += self.compound_statement(stmt)
+        return out
+
+    def small_statement(self, node) -> list:
+        method = getattr(self, "_s_" + type(node).__name__, None)
+        if method is None:
+            message = UNSUPPORTED_STATEMENTS.get(type(node).__name__, "unsupported statement")
+            raise self.error(message, node)
+        return method(node)
+
+    def compound_statement(self, node) -> list:
+        if getattr(node, "asynchronous", None) is not None:
+            raise self.error("async statements are not supported in kernels", node)
+        return self.small_statement(node)
+
+    # --- simple statements ----------------------------------------------------------------
+    def _s_Pass(self, node) -> list:
+        return [typed.Pass(self.loc(node))]
+
+    def _s_Break(self, node) -> list:
+        self.require_loop("break", node)
+        return [typed.Break(self.loc(node))]
+
+    def _s_Continue(self, node) -> list:
+        self.require_loop("continue", node)
+        return [typed.Continue(self.loc(node))]
+
+    def require_loop(self, what: str, node) -> None:
+        if self.loop_depth == 0:
+            raise self.error(f"'{what}' outside a loop", node)
+
+    def _s_Expr(self, node: cst.Expr) -> list:
+        value = node.value
+        if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis)):
+            return []   # docstrings and `...`
+        if isinstance(value, cst.Call) and self.qualname(value.func) == "builtins.print":
+            return [self.print_stmt(value)]
+        e = self.expr(value)
+        if isinstance(e, (typed.Call, typed.Intrinsic)):
+            return [typed.ExprStmt(self.loc(node), e)]
+        return []       # a value without effects: checked, then dropped
+
+    def _s_Assert(self, node: cst.Assert) -> list:
+        cond = truthy(self.value(node.test))
+        if node.msg is None:
+            message = f"assert {code_of(node.test)}"
+        else:
+            message = self.string_literal(node.msg, "the message of assert")
+        return [typed.Assert(self.loc(node), cond, message)]
+
+    def _s_Return(self, node: cst.Return) -> list:
+        value = node.value
+        if isinstance(value, cst.Name) and value.value == "None" and not self.is_local("None"):
+            value = None
+        rtype = self.decl.return_type
+        if self.is_kernel and value is not None:
+            raise self.error("a kernel cannot return a value; write results into an output array", node)
+        if value is None:
+            if rtype is not None:
+                raise self.error(f"'{self.decl.name}' must return a {rtype} value", node)
+            return [typed.Return(self.loc(node), None)]
+        if rtype is None:
+            raise self.error(f"'{self.decl.name}' has no return annotation; annotate it (-> f32) to "
+                             "return a value", node)
+        return [typed.Return(self.loc(node), self.return_value(value, rtype))]
+
+    def return_value(self, node, rtype) -> typed.Expr:
+        if isinstance(rtype, Scalar):
+            return convert(self.value(node), rtype)
+        if isinstance(node, cst.Tuple):
+            values = [self.value(e.value) for e in _elements(self, node)]
+            if len(values) != len(rtype.items):
+                raise self.error(f"'{self.decl.name}' returns {rtype}, not {len(values)} values", node)
+            items = [convert(v, t) for v, t in zip(values, rtype.items)]
+            return TupleExpr(self.loc(node), rtype, items)
+        value = self.expr(node)
+        if value.type != rtype:
+            raise self.error(f"'{self.decl.name}' returns {rtype}, got {value.type}", node)
+        return value
+
+    # --- assignments ----------------------------------------------------------------------
+    def _s_Assign(self, node: cst.Assign) -> list:
+        if len(node.targets) > 1:
+            return self.chained_assign(node)
+        target, value = node.targets[0].target, node.value
+        if isinstance(target, cst.Name):
+            if isinstance(value, cst.Call) and self.qualname(value.func) in (
+                    "ptxpy.shared_array", "ptxpy.local_array"):
+                return self.declare_array(target.value, value)
+            return [self.assign_name(target, self.expr(value), value)]
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return self.tuple_assign(target, value, node)
+        if isinstance(target, cst.Subscript):
+            return [self.store(target, value)]
+        raise self.assign_target_error(target)
+
+    def assign_target_error(self, target) -> CompileError:
+        if (isinstance(target, cst.Attribute) and target.attr.value == "shape"
+                or isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute)
+                and target.value.attr.value == "shape"):
+            return self.error("cannot assign to the shape of an array", target)
+        if isinstance(target, cst.StarredElement):
+            return self.error("starred assignment is not supported in kernels", target)
+        return self.error(f"cannot assign to '{code_of(target)}'", target)
+
+    def chained_assign(self, node: cst.Assign) -> list:
+        names = [t.target for t in node.targets]
+        for name in names:
+            if not isinstance(name, cst.Name):
+                raise self.error("chained assignment (a = b = ...) only works with variable names", name)
+        first = self.assign_name(names[0], self.expr(node.value), node.value)
+        out = [first]
+        for name in names[1:]:
+            source = typed.Var(self.loc(node), self.vars[names[0].value], names[0].value)
+            out.append(self.assign_name(name, source, node.value))
+        return out
+
+    def assign_name(self, target: cst.Name, value: typed.Expr, value_node) -> typed.Assign:
+        if isinstance(value.type, TupleType):
+            raise self.error(f"cannot assign a tuple of {len(value.type.items)} values to one variable;"
+                             " unpack it: a, b = f(...)", value_node)
+        if value.type is None:
+            raise self.error(f"'{code_of(value_node)}' returns no value", value_node)
+        self.check_assignable(target.value, target)
+        converted = self.bind(target.value, value, value_node)
+        return typed.Assign(self.loc(target), [target.value], [converted])
+
+    def bind(self, name: str, value: typed.Expr, node) -> typed.Expr:
+        """`value` converted to variable `name`'s one type (which this may fix now)."""
+        self.check_assignable(name, node)
+        known = self.variable_type(name)
+        if known is None:
+            converted = convert(value, value.type)
+            self.declare_local(name, converted.type)
+            return converted
+        if not can_convert_implicitly(value.type, known, is_weak(value)):
+            raise self.error(f"cannot assign {value.type} to variable '{name}' of type {known}; use "
+                             f"{known}(...) to convert", node)
+        if is_weak(value) and value.type.is_int and known.is_int and not fits(value.value, known):
+            raise self.error(f"{value.value} does not fit in variable '{name}' of type {known}; use "
+                             f"{known}(...) to wrap it", node)
+        self.declare_local(name, known)
+        return convert(value, known)
+
+    def variable_type(self, name: str) -> Scalar | None:
+        return self.vars.get(name, self.annotations.get(name))
+
+    def declare_local(self, name: str, t: Scalar) -> None:
+        """Give `name` its one type (kept if it has one), from here on readable."""
+        self.vars.setdefault(name, t)
+        if name not in self.decl_param_names():
+            self.locals.setdefault(name, t)
+
+    def decl_param_names(self) -> set:
+        return {p.name for p in self.decl.params}
+
+    def check_assignable(self, name: str, node) -> None:
+        if name in self.arrays:
+            raise self.error(f"cannot assign to array '{name}' (arrays cannot be reassigned)", node)
+        if name in self.consts:
+            raise self.error(f"cannot assign to Const parameter '{name}'", node)
+
+    def tuple_assign(self, target, value, node) -> list:
+        names = self.target_names(target)
+        if isinstance(value, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in value.slice):
+            return [self.vector_load(names, target, value)]
+        if isinstance(value, (cst.Tuple, cst.List)):
+            items = _elements(self, value)
+            if len(items) != len(names):
+                raise self.error(f"cannot unpack {len(items)} values into {len(names)} variables", node)
+            values = [self.value(item.value) for item in items]
+            converted = [self.bind(n, v, item) for n, v, item in zip(names, values, items)]
+            return [typed.Assign(self.loc(target), names, converted)]
+        return [self.unpack_call(names, target, value, node)]
+
+    def target_names(self, target) -> list:
+        if isinstance(target, cst.List):
+            raise self.error("use a tuple, not a list, on the left of an assignment", target)
+        names = []
+        for element in target.elements:
+            if isinstance(element, cst.StarredElement):
+                raise self.error("starred assignment is not supported in kernels", element)
+            if not isinstance(element.value, cst.Name):
+                raise self.error("tuple assignment targets must be variable names", element)
+            names.append(element.value.value)
+        if len(set(names)) != len(names):
+            raise self.error("a variable is assigned twice in one tuple assignment", target)
+        return names
+
+    def unpack_call(self, names: list, target, value_node, node) -> typed.Assign:
+        value = self.expr(value_node)
+        if not isinstance(value.type, TupleType):
+            raise self.error(f"cannot unpack a {value.type} value into {len(names)} variables", value_node)
+        if len(value.type.items) != len(names):
+            raise self.error(f"cannot unpack {len(value.type.items)} values into {len(names)} variables",
+                             node)
+        for name, t in zip(names, value.type.items):
+            self.check_assignable(name, target)
+            known = self.variable_type(name)
+            if known is not None and known != t:
+                raise self.error(f"cannot unpack a {t} value into variable '{name}' of type {known}; "
+                                 "unpack into new variables, then convert", target)
+            self.declare_local(name, t)
+        return typed.Assign(self.loc(target), names, [value])
+
+    def _s_AnnAssign(self, node: cst.AnnAssign) -> list:
+        if not isinstance(node.target, cst.Name):
+            raise self.error("only variables can be annotated", node.target)
+        if node.value is None:
+            return []   # a declaration: the variable is assigned later
+        return [self.assign_name(node.target, self.expr(node.value), node.value)]
+
+    def _s_AugAssign(self, node: cst.AugAssign) -> list:
+        op = AUG_OPS[type(node.operator)]
+        target = node.target
+        if isinstance(target, cst.Name):
+            current = self.expr(target)
+            value = self.apply(op, current, node)
+            return [self.assign_name(target, value, node)]
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+                and target.value.value in self.arrays:
+            array = target.value.value
+            indices = self.indices(array, target)
+            current = typed.Load(self.loc(target), self.arrays[array].elem, array, indices)
+            value = self.apply(op, current, node)
+            return [self.store_value(array, indices, value, node)]
+        raise self.assign_target_error(target)
+
+    def apply(self, op: type, current: typed.Expr, node: cst.AugAssign) -> typed.Expr:
+        if op is cst.Power:
+            return self.power(current, node.value, node)
+        if op is cst.MatrixMultiply:
+            raise self.error("the '@' operator is not supported in kernels", node.operator)
+        return self.binary(op, current, self.value(node.value), node)
+
+    # --- arrays ---------------------------------------------------------------------------
+    def store(self, target: cst.Subscript, value_node) -> typed.Stmt:
+        base = target.value
+        if not (isinstance(base, cst.Name) and base.value in self.arrays):
+            if isinstance(base, cst.Name) and base.value in self.vars:
+                raise self.error(f"'{base.value}' is a scalar ({self.vars[base.value]}), not an "
+                                 "array", target)
+            raise self.assign_target_error(target)
+        array = base.value
+        if any(isinstance(e.slice, cst.Slice) for e in target.slice):
+            return self.vector_store(array, target, value_node)
+        indices = self.indices(array, target)
+        return self.store_value(array, indices, self.value(value_node), target)
+
+    def store_value(self, array: str, indices: list, value: typed.Expr, node) -> typed.Store:
+        self.mark_written(array)
+        return typed.Store(self.loc(node), array, indices, convert(value, self.arrays[array].elem))
+
+    def mark_written(self, array: str) -> None:
+        if array in self.array_params:
+            self.written.add(array)
+
+    def vector_slice(self, array: str, sub: cst.Subscript) -> tuple:
+        """(start Expr, width) of `array[start:start + W]`."""
+        kind = self.arrays[array]
+        if kind.rank != 1 or len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Slice):
+            raise self.error("vector access works on rank-1 arrays: x[i:i + 4]", sub)
+        piece = sub.slice[0].slice
+        if piece.step is not None or piece.upper is None:
+            raise self.error("vector access needs the form x[i:i + W]", sub)
+        width = self.slice_width(piece)
+        if width not in (2, 4, 8) or width * kind.elem.bits > 128 or (width == 8 and kind.elem.bits != 16):
+            raise self.error(f"vector access of {width} {kind.elem} elements is not supported (2 or 4 "
+                             "elements of at most 128 bits in all, or 8 of a 16-bit type)", sub)
+        start = (self.index(piece.lower) if piece.lower is not None
+                 else typed.Constant(self.loc(sub), i32, 0))
+        return start, width
+
+    def slice_width(self, piece: cst.Slice) -> int:
+        lower, upper = piece.lower, piece.upper
+        what = "the width of a vector access (x[i:i + 4])"
+        if lower is None:
+            return self.const_value(upper, what)
+        if isinstance(upper, cst.BinaryOperation) and isinstance(upper.operator, cst.Add):
+            if upper.left.deep_equals(lower):
+                return self.const_value(upper.right, what)
+            if upper.right.deep_equals(lower):
+                return self.const_value(upper.left, what)
+        width = self.const_value(upper, what) - self.const_value(lower, what)
+        return width
+
+    def vector_load(self, names: list, target, sub: cst.Subscript) -> typed.VectorLoad:
+        if not (isinstance(sub.value, cst.Name) and sub.value.value in self.arrays):
+            raise self.error("slices are only supported on arrays, for vector access", sub)
+        array = sub.value.value
+        start, width = self.vector_slice(array, sub)
+        if len(names) != width:
+            raise self.error(f"a vector load of {width} elements needs {width} variables, got "
+                             f"{len(names)}", target)
+        elem = self.arrays[array].elem
+        for name in names:
+            self.check_assignable(name, target)
+            known = self.variable_type(name)
+            if known is not None and known != elem:
+                raise self.error(f"variable '{name}' is {known}, but '{array}' holds {elem} "
+                                 "(vector loads do not convert)", target)
+            self.declare_local(name, elem)
+        return typed.VectorLoad(self.loc(target), names, array, start, width)
+
+    def vector_store(self, array: str, target: cst.Subscript, value_node) -> typed.VectorStore:
+        start, width = self.vector_slice(array, target)
+        if not isinstance(value_node, cst.Tuple):
+            raise self.error(f"a vector store takes a tuple of {width} values: "
+                             f"{array}[i:i + {width}] = (a, b, ...)", value_node)
+        items = _elements(self, value_node)
+        if len(items) != width:
+            raise self.error(f"a vector store of {width} elements needs {width} values, got "
+                             f"{len(items)}", value_node)
+        elem = self.arrays[array].elem
+        values = [convert(self.value(item.value), elem) for item in items]
+        self.mark_written(array)
+        return typed.VectorStore(self.loc(target), array, start, values)
+
+    def declare_array(self, name: str, call: cst.Call) -> list:
+        space = "shared" if self.qualname(call.func) == "ptxpy.shared_array" else "local"
+        label = f"ptxpy.{space}_array"
+        shape_node, dtype_node = self.args(call, label, 2, keywords=("shape", "dtype"))
+        shape = self.const_value(shape_node, f"the shape of {label}")
+        shape = shape if isinstance(shape, tuple) else (shape,)
+        if not 1 <= len(shape) <= 4 or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape):
+            raise self.error(f"the shape of {label} must be a positive int or a tuple of 1 to 4 "
+                             f"positive ints, got {shape!r}", shape_node)
+        elem = scalar_named(self.qualname(dtype_node))
+        if elem is None:
+            raise self.error(f"the dtype of {label} must be a ptxpy scalar type such as f32, got "
+                             f"'{code_of(dtype_node)}'", dtype_node)
+        if name in self.arrays:
+            raise self.error(f"array '{name}' is already declared", call)
+        if name in self.vars or name in self.annotations or name in self.consts:
+            raise self.error(f"'{name}' is a scalar variable; it cannot also name an array", call)
+        self.arrays[name] = ArrayType(elem, len(shape))
+        self.decls.append(typed.ArrayDecl(name, elem, tuple(shape), space))
+        self.check_shared_size(call)
+        return []
+
+    def check_shared_size(self, node) -> None:
+        total = 0
+        for decl in self.decls:
+            if decl.space == "shared":
+                count = 1
+                for n in decl.shape:
+                    count *= n
+                total += count * decl.elem.nbytes
+        if total > MAX_SHARED_BYTES:
+            raise self.error(f"shared arrays take {total} bytes; the limit is {MAX_SHARED_BYTES}", node)
+
+    # --- control flow ---------------------------------------------------------------------
+    def _s_If(self, node: cst.If) -> list:
+        cond = truthy(self.value(node.test))
+        body = self.block(node.body)
+        orelse = []
+        if isinstance(node.orelse, cst.If):
+            orelse = self._s_If(node.orelse)
+        elif isinstance(node.orelse, cst.Else):
+            orelse = self.block(node.orelse.body)
+        return [typed.If(self.loc(node), cond, body, orelse)]
+
+    def _s_While(self, node: cst.While) -> list:
+        if node.orelse is not None:
+            raise self.error("while ... else is not supported in kernels", node.orelse)
+        cond = truthy(self.value(node.test))
+        return [typed.While(self.loc(node), cond, self.loop_body(node.body))]
+
+    def loop_body(self, suite) -> list:
+        self.loop_depth += 1
+        try:
+            return self.block(suite)
+        finally:
+            self.loop_depth -= 1
+
+    def _s_For(self, node: cst.For) -> list:
+        if node.orelse is not None:
+            raise self.error("for ... else is not supported in kernels", node.orelse)
+        if not isinstance(node.target, cst.Name):
+            raise self.error("the loop variable must be a single name", node.target)
+        it = node.iter
+        qual = self.qualname(it.func) if isinstance(it, cst.Call) else None
+        if qual == "builtins.range":
+            return [self.range_loop(node, it)]
+        if qual == "ptxpy.static_range":
+            return [self.static_loop(node, it)]
+        raise self.error("for loops can only iterate over range(...) or ptxpy.static_range(...)", it)
+
+    def range_loop(self, node: cst.For, call: cst.Call) -> typed.For:
+        nodes = [n for n in self.args(call, "range", 1, 3) if n is not None]
+        values = []
+        for n in nodes:
+            v = self.value(n)
+            if v.type.is_float:
+                raise self.error(f"range() arguments must be integers, got {v.type}", n)
+            values.append(convert(v, i32) if v.type.is_bool else v)
+        t = self.loop_var_type(node.target, join(values), node)
+        values = [convert(v, t) for v in values]
+        if len(values) == 1:
+            values.insert(0, typed.Constant(self.loc(call), t, 0))
+        if len(values) == 2:
+            values.append(typed.Constant(self.loc(call), t, 1))
+        start, stop, step = values
+        sign = 0
+        if isinstance(step, typed.Constant):
+            sign = self.step_sign(nodes[2] if len(nodes) == 3 else call)
+        body = self.loop_body(node.body)
+        return typed.For(self.loc(node), node.target.value, start, stop, step, sign, body)
+
+    def step_sign(self, step_node) -> int:
+        """+1 or -1 for a constant step, from its value before any wrap to an unsigned type."""
+        if isinstance(step_node, cst.Call):
+            return 1
+        value = self.const_value(step_node, "the step of range()")
+        if value == 0:
+            raise self.error("range() step must not be zero", step_node)
+        return 1 if value > 0 else -1
+
+    def loop_var_type(self, target: cst.Name, t: Scalar, node) -> Scalar:
+        name = target.value
+        self.check_assignable(name, target)
+        known = self.variable_type(name)
+        if known is None:
+            self.declare_local(name, t)
+            return t
+        if not known.is_int or not can_convert_implicitly(t, known):
+            raise self.error(f"loop variable '{name}' is {known}, but the range gives {t}", target)
+        self.declare_local(name, known)
+        return known
+
+    def static_loop(self, node: cst.For, call: cst.Call) -> typed.StaticFor:
+        nodes = [n for n in self.args(call, "ptxpy.static_range", 1, 3) if n is not None]
+        bounds = [self.const_value(n, "an argument of ptxpy.static_range") for n in nodes]
+        for n, b in zip(nodes, bounds):
+            if isinstance(b, bool) or not isinstance(b, int):
+                raise self.error(f"ptxpy.static_range arguments must be integers, got {b!r}", n)
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.error("ptxpy.static_range() step must not be zero", nodes[2])
+        values = range(*bounds)
+        if len(values) > MAX_UNROLL:
+            raise self.error(f"ptxpy.static_range of {len(values)} iterations is too long to unroll "
+                             f"(at most {MAX_UNROLL})", call)
+        fits = all(-2**31 <= v < 2**31 for v in (values[:1], values[-1:]) for v in v)
+        self.loop_var_type(node.target, i32 if fits else i64, node)
+        body = self.loop_body(node.body)
+        return typed.StaticFor(self.loc(node), node.target.value, list(values), body)
+
+
+class _NameCollector(cst.CSTVisitor):
+    """Names a function body assigns, and its annotated assignments (not inside nested scopes)."""
+
+    def __init__(self):
+        self.names: set = set()
+        self.annotated: list = []
+
+    def _add(self, target) -> None:
+        if isinstance(target, cst.Name):
+            self.names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._add(element.value)
+
+    def visit_AssignTarget(self, node) -> None:
+        self._add(node.target)
+
+    def visit_AnnAssign(self, node) -> None:
+        self._add(node.target)
+        if isinstance(node.target, cst.Name):
+            self.annotated.append((node.target.value, node.annotation.annotation))
+
+    def visit_AugAssign(self, node) -> None:
+        self._add(node.target)
+
+    def visit_For(self, node) -> None:
+        self._add(node.target)
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+
+def _elements(checker, node) -> list:
+    for element in node.elements:
+        if not isinstance(element, cst.Element):
+            raise checker.error("starred expressions ('*x') are not supported in kernels", element)
+    return list(node.elements)
+
+
+def _always_returns(body: list) -> bool:
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, typed.Return):
+        return True
+    if isinstance(last, typed.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    if isinstance(last, typed.While):
+        return isinstance(last.cond, typed.Constant) and last.cond.value and not _has_break(last.body)
+    return False
+
+
+def _has_break(body: list) -> bool:
+    for s in body:
+        if isinstance(s, typed.Break):
+            return True
+        if isinstance(s, typed.If) and (_has_break(s.body) or _has_break(s.orelse)):
+            return True
+    return False
