@@ -8,6 +8,15 @@
 """
 __version__ = "0.1.0"
 
+import os as _os
+
+_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if _os.path.isfile(_os.path.join(_checkout, "pyproject.toml")) and _os.path.isdir(
+        _os.path.join(_checkout, "transpiler")):
+    # Imported from a source checkout (the repo root on sys.path shadows the editable
+    # install): `ptxpy.transpiler` and `ptxpy.runtime` are the top-level folders.
+    __path__.append(_checkout)
+
 from ptxpy.types import (  # noqa: E402
     Array, Const, Scalar, ArrayType, bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64,
 )
