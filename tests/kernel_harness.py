@@ -1,6 +1,8 @@
 """Compile kernel source end to end, assemble it, run it in the simulator (shared by tests)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ptxpy.transpiler import driver, ptxas
@@ -65,5 +67,14 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
         else:
             ptx_args.append(value)
     assert len(values) == len(kernel.params), "wrong number of arguments for the kernel"
-    run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=ptx_args)
+    if os.environ.get("PTXPY_TEST_DEVICE") == "gpu":   # the same kernels on a real GPU
+        from gpu_launcher import gpu_run_kernel
+
+        gpu_run_kernel(kernel.ptx, kernel.name, _dim3(grid), _dim3(block), ptx_args)
+    else:
+        run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=ptx_args)
     return outputs
+
+
+def _dim3(value) -> tuple:
+    return (value, 1, 1) if isinstance(value, int) else tuple(value) + (1,) * (3 - len(value))

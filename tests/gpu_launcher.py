@@ -1,0 +1,59 @@
+"""Run PTX on a real GPU with `simulator.run_kernel`'s contract, through cuda-python's driver API.
+
+Shared by the backend tests and the end-to-end kernel harness; skips without a GPU.
+"""
+import re
+
+import numpy as np
+import pytest
+
+_CTYPES = {"u64": "c_uint64", "s64": "c_int64", "u32": "c_uint32", "s32": "c_int32",
+           "u16": "c_uint16", "s16": "c_int16", "b16": "c_uint16", "u8": "c_uint8", "s8": "c_int8",
+           "f32": "c_float", "f64": "c_double"}
+
+
+def gpu_run_kernel(ptx, kernel, grid, block, args):
+    """`simulator.run_kernel`'s contract on a real GPU through cuda-python's driver API."""
+    import ctypes
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError:
+        pytest.skip("cuda-python is not installed")
+
+    def check(result):
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        assert int(err) == 0, f"CUDA error {err}"
+        return rest[0] if len(rest) == 1 else rest
+
+    try:
+        no_gpu = int(cu.cuInit(0)[0]) != 0 or check(cu.cuDeviceGetCount()) == 0
+    except Exception:   # no driver library at all
+        no_gpu = True
+    if no_gpu:
+        pytest.skip("no CUDA GPU")
+    device = check(cu.cuDeviceGet(0))
+    ctx = check(cu.cuDevicePrimaryCtxRetain(device))
+    check(cu.cuCtxSetCurrent(ctx))
+    module = check(cu.cuModuleLoadData(ptx.encode() + b"\0"))
+    function = check(cu.cuModuleGetFunction(module, kernel.encode()))
+    types = re.findall(r"\.param \.(\w+) \w+", ptx)
+    values, buffers = [], []
+    for ptx_type, arg in zip(types, args, strict=True):
+        if isinstance(arg, np.ndarray):
+            dptr = check(cu.cuMemAlloc(max(arg.nbytes, 1)))
+            check(cu.cuMemcpyHtoD(dptr, arg.ctypes.data, arg.nbytes))
+            buffers.append((dptr, arg))
+            arg = int(dptr)
+        elif ptx_type == "b16":   # f16/bf16 scalars travel as their bits
+            arg = np.asarray(arg).view(np.uint16).item()
+        values.append(getattr(ctypes, _CTYPES[ptx_type])(arg.item() if hasattr(arg, "item") else arg))
+    pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+    grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
+    check(cu.cuLaunchKernel(function, *grid, *block, 0, 0, ctypes.addressof(pointers), 0))
+    check(cu.cuCtxSynchronize())
+    for dptr, arg in buffers:
+        check(cu.cuMemcpyDtoH(arg.ctypes.data, dptr, arg.nbytes))
+        check(cu.cuMemFree(dptr))
+    check(cu.cuModuleUnload(module))
+
+
