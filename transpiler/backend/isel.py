@@ -275,7 +275,11 @@ class ISel:
         elif op == "copysign":
             # PTX copysign d, a, b: the sign of a, the magnitude of b
             self.emit(f"copysign.{arith(t)}", [dst], self.srcs(instr, imm=False)[::-1])
-        elif op in ("add", "sub", "mul", "min", "max"):
+        elif op in ("add", "sub", "mul"):
+            # `.rn` stops ptxas from contracting mul+add into fma: results then match the
+            # simulator and NumPy bit for bit (contraction belongs in an IR pass, explicit `fma`)
+            self.emit(f"{op}.rn.{arith(t)}", [dst], [a, b])
+        elif op in ("min", "max"):
             self.emit(f"{op}.{arith(t)}", [dst], [a, b])
         else:
             raise BackendError(f"{op} is not defined on {t}")
