@@ -160,7 +160,7 @@ def _tokenize(text: str) -> list[_Tok]:
 
 
 def parse_number(text: str) -> Imm:
-    """A PTX numeric literal as an Imm (0fXXXXXXXX and 0dX..X keep their bit patterns)."""
+    """A PTX numeric literal as an Imm (the 0f and 0d hex forms keep their bit patterns)."""
     low = text.lower()
     if low.startswith("0f") and len(low) == 10:
         return Imm(int(low[2:], 16), "f32")
