@@ -25,13 +25,9 @@ import ptxpy
 from ptxpy import Array, i32, u32, i64, f32
 """
 
-# I64_MUL_BUG (found by this test, not fixed here): the compiler treats the i64 product of two
-# values it knows are non-negative as non-negative, but the product can overflow i64 and wrap
-# negative; `//` and `%` by a positive constant then lose their floor correction:
-#     v = i64(a[i]) * i64(a[i])      # a: Array[u32], a[i] = 4294967203 -> v = -798863908407
-#     q[i] = v // 7                  # expected -114123415487, got -114123415486 (div.s64 only)
-#     r[i] = v % 7                   # expected 2, got -5 (rem.s64 only)
-# The generator therefore never multiplies i64 values.
+# Found by this test and fixed in passes/nonneg.py: a signed product of non-negative values can
+# wrap negative, so `//` and `%` must keep their floor correction. The regression is
+# tests/test_kernels.py::test_floor_division_of_an_overflowed_product.
 NTHREADS = 64
 INT_TYPES = ("i32", "u32", "i64")
 ALL_TYPES = INT_TYPES + ("f32",)
@@ -205,8 +201,6 @@ class Gen:
         k = self.draw(0, 11)
         if k <= 4:
             op = ["+", "-", "*", "&", "|", "^"][self.draw(0, 5)]
-            if op == "*" and ty == "i64":
-                op = "+"   # avoids a compiler bug: see I64_MUL_BUG
             a, b = self.expr(ty, d), self.operand(ty, d)
             fa, fb = a.fn, b.fn
             py = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
@@ -308,8 +302,6 @@ class Gen:
         ty = self.vars[name]
         if self.chance(1, 4) and ty != "f32":
             op = ["+", "-", "*", "^", "|", "&"][self.draw(0, 5)]
-            if op == "*" and ty == "i64":
-                op = "+"   # avoids a compiler bug: see I64_MUL_BUG
             e = self.operand(ty, 3)
             py = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
                   "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]

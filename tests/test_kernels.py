@@ -585,3 +585,28 @@ def nans(x: Array[f32], out: Array[i32]):
     expected = [(1 if v == v else 0) + (2 if v != v else 0) + (4 if v < 1 else 0) + (8 if not v >= 1 else 0)
                 for v in x.tolist()]
     np.testing.assert_array_equal(out, expected)
+
+
+def test_floor_division_of_an_overflowed_product():
+    # found by tests/test_differential.py: products of non-negative values may wrap negative
+    source = src("""
+@ptxpy.jit
+def wrapped(a: Array[u32], q: Array[i64], r: Array[i64], q32: Array[i32], r32: Array[i32]):
+    i = ptxpy.global_id(0)
+    v = i64(a[i]) * i64(a[i])
+    q[i] = v // 7
+    r[i] = v % 7
+    w = i * max(i, i32(a[i] & 0x7FFFFFFF))
+    q32[i] = w // 7
+    r32[i] = w % 7
+""")
+    a = np.array([4294967203, 365558975, 3, 2**31 + 5, 7, 99999, 2**32 - 1, 0] * 2, np.uint32)
+    q, r, q32, r32 = run(source, "wrapped", [a, Out(16, np.int64), Out(16, np.int64),
+                                             Out(16, np.int32), Out(16, np.int32)], grid=1, block=16)
+    v = (a.astype(np.int64) * a.astype(np.int64))   # wraps like the kernel (NumPy int64)
+    np.testing.assert_array_equal(q, v // 7)
+    np.testing.assert_array_equal(r, v % 7)
+    i = np.arange(16, dtype=np.int64)
+    w = ((i * np.maximum(i, (a & 0x7FFFFFFF).astype(np.int64))) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    np.testing.assert_array_equal(q32, w // 7)
+    np.testing.assert_array_equal(r32, w % 7)

@@ -4,8 +4,9 @@ For a >= 0 and b > 0 Python's floor semantics and C's truncation agree (b == 0 i
 either way). A division by a constant power of two of a non-negative value becomes a shift
 or a mask. The proof is a greatest fixed point over the function: every value starts out
 assumed non-negative and loses that as soon as its rule fails, so loop phis such as
-`i = phi(0, i + 1)` keep it. Like the CUDA C programmer, it assumes that sums and products
-of non-negative indices do not overflow.
+`i = phi(0, i + 1)` keep it. Like the CUDA C programmer, it assumes that sums of non-negative
+indices do not overflow. Products can (ptxpy integers wrap), so a signed `mul` or `shl` counts
+only when it is thread-index arithmetic: special registers times each other or small constants.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ..cfg import reverse_postorder
 from ..ir import Const, Function, Instr, Undef, Value, u32
 
 _SHAPE_PARAM = re.compile(r"_shape\d+$")
-_BOTH = frozenset({"add", "mul", "mul_wide", "min", "or", "xor", "div", "floordiv"})
+_BOTH = frozenset({"add", "mul_wide", "min", "or", "xor", "div", "floordiv"})
+_SMALL = 1024   # a factor no larger than a block dimension
 
 
 def run(func: Function) -> Function:
@@ -76,7 +78,12 @@ class NonNegative:
             return all(self.holds(a) for a in args)
         if op in ("max", "and"):
             return any(self.holds(a) for a in args)
-        if op in ("shl", "shr", "rem", "mov"):
+        if op == "mul":
+            return all(self.holds(a) and _thread_index_factor(a) for a in args)
+        if op == "shl":
+            return (self.holds(args[0]) and _thread_index_factor(args[0])
+                    and isinstance(args[1], Const) and 0 <= args[1].value <= 10)
+        if op in ("shr", "rem", "mov"):
             return self.holds(args[0])
         if op == "floormod":
             return self.holds(args[1])
@@ -88,3 +95,10 @@ class NonNegative:
                 return src.bits < instr.type.bits
             return src.is_int and src.bits <= instr.type.bits and self.holds(args[0])
         return False
+
+
+def _thread_index_factor(value: Value) -> bool:
+    """A special register or a small constant: products of these are thread-index arithmetic."""
+    if isinstance(value, Const):
+        return 0 <= value.value <= _SMALL
+    return isinstance(value, Instr) and value.op == "sreg"
