@@ -224,9 +224,9 @@ class CallChecker:
         array = self.array_arg(args[0], f"ptxpy.{name}")
         kind = self.arrays[array]
         elem = kind.elem
-        if elem.is_bool or (elem.bits < 32 and not (elem.is_float and name == "atomic_add")):
-            raise self.error(f"ptxpy.{name} needs an array of 32- or 64-bit elements, '{array}' holds "
-                             f"{elem}", args[0])
+        if elem.is_bool or (elem.bits < 32 and not elem.is_float):
+            raise self.error(f"ptxpy.{name} needs an array of 32- or 64-bit integers or of floats, "
+                             f"'{array}' holds {elem}", args[0])
         if elem.is_float and name in ("atomic_and", "atomic_or", "atomic_xor"):
             raise self.error(f"ptxpy.{name} needs an integer array, '{array}' holds {elem}", args[0])
         indices = self.atomic_indices(array, args[1])

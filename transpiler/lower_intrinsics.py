@@ -257,7 +257,57 @@ def atomic(b, e, op: str):
     if op == "sub":
         op, values = "add", [b.op("neg", values[0])]
     addr = b.element_address(array, indices)
+    if not _native_atomic(op, array.elem, b.func.arch):
+        return _cas_loop_atomic(b, array, addr, op, values)
     return b.emit("atom", array.elem, [addr, *values], {"op": op, "space": array.space})
+
+
+def _native_atomic(op: str, ty: Scalar, arch: str) -> bool:
+    """Whether PTX has `atom.op` for `ty` on `arch` (else a compare-and-swap loop does it)."""
+    if ty.bits == 16:
+        return op == "add" and (ty == f16 or int(arch[3:]) >= 90)
+    if ty.is_float:
+        return op in ("add", "exch", "cas")
+    return True
+
+
+def _cas_loop_atomic(b, array, addr, op: str, values: list):
+    """old = a[i]; repeat: new = op(old, v); swap in new if a[i] still holds old (by bits)."""
+    ty, space = array.elem, array.space
+    bits_type = {16: u16, 32: u32, 64: u64}[ty.bits]
+    key = b.hidden(ty)
+    b.write(key, b.emit("load", ty, [addr], {"space": space}))
+    header, retry, done = b.new_block("cas"), b.new_block("casretry"), b.new_block("casdone")
+    b.br(header)
+    b.start(header)
+    old = b.read(key)
+    new = _combine(b, op, old, values)
+    old_bits = b.emit("bitcast", bits_type, [old])
+    seen = b.emit("atom", bits_type, [addr, old_bits, b.emit("bitcast", bits_type, [new])],
+                  {"op": "cas", "space": space})
+    b.cbr(b.emit("cmp", bool_, [seen, old_bits], {"pred": "eq"}), done, retry)
+    b.seal(retry)
+    b.start(retry)
+    b.write(key, b.emit("bitcast", ty, [seen]))
+    b.br(header)
+    b.seal(header)
+    b.seal(done)
+    b.start(done)
+    return old
+
+
+def _combine(b, op: str, old, values: list):
+    v = values[-1]
+    if op == "exch":
+        return v
+    if op == "cas":
+        bits_type = {16: u16, 32: u32, 64: u64}[old.type.bits]
+        same = b.emit("cmp", bool_, [b.emit("bitcast", bits_type, [old]),
+                                     b.emit("bitcast", bits_type, [values[0]])], {"pred": "eq"})
+        return b.emit("select", old.type, [same, v, old])
+    if old.type in (f16, bf16):
+        return b.coerce(b.op(op, b.coerce(old, f32), b.coerce(v, f32)), old.type)
+    return b.op(op, old, v)
 
 
 def _thread_private_atomic(b, array, indices, op: str, values: list):

@@ -580,14 +580,15 @@ class _Builder:
 
     def s_VectorLoad(self, s) -> None:
         array = self.array(s.array)
+        lead = [self.ev(i) for i in s.lead]
         start = self.ev(s.start)
         if self.vectorizable(array, s.width):
-            addr = self.vector_address(array, start, s.width)
+            addr = self.vector_address(array, lead, start, s.width)
             attrs = {"space": array.space, "nc": array.nc, "n": s.width}
             vec = self.emit("vload", array.elem, [addr], attrs)
             values = [self.emit("extract", array.elem, [vec], {"index": k}) for k in range(s.width)]
         else:
-            values = [self.load_elem(array, [self.op("add", start, _const(start.type, k))])
+            values = [self.load_elem(array, [*lead, self.op("add", start, _const(start.type, k))])
                       for k in range(s.width)]
         for name, value in zip(s.targets, values):
             self.assign(name, value)
@@ -595,27 +596,34 @@ class _Builder:
     def s_VectorStore(self, s) -> None:
         values = [self.ev(v) for v in s.values]
         array = self.array(s.array)
+        lead = [self.ev(i) for i in s.lead]
         start = self.ev(s.start)
         values = [self.coerce(v, array.elem) for v in values]
         if self.vectorizable(array, len(values)):
-            addr = self.vector_address(array, start, len(values))
+            addr = self.vector_address(array, lead, start, len(values))
             self.emit("vstore", None, [addr, *values], {"space": array.space})
             return
         for k, value in enumerate(values):
-            self.store_elem(array, [self.op("add", start, _const(start.type, k))], value)
+            self.store_elem(array, [*lead, self.op("add", start, _const(start.type, k))], value)
 
     def vectorizable(self, array: _Array, width: int) -> bool:
-        return (array.space != "reg" and len(array.shape) == 1 and width in (2, 4, 8)
-                and width * array.elem.nbytes <= 16)
+        return array.space != "reg" and width in (2, 4, 8) and width * array.elem.nbytes <= 16
 
-    def vector_address(self, array: _Array, start, width: int):
+    def vector_address(self, array: _Array, lead: list, start, width: int):
+        """Address of `array[*lead, start]`; under debug, checks that the flat element index is a
+        multiple of `width` (so the access is aligned) and that all `width` elements are in bounds."""
+        indices = [*lead, start]
+        address = self.element_address(array, indices, checked=True)
         if self.debug:
-            self.check(self.emit("cmp", bool_, [self.op("and", start, _const(start.type, width - 1)),
-                                                _const(start.type, 0)], {"pred": "eq"}),
-                       f"{self.where()}: misaligned vector access to '{array.name}' at index %lld "
-                       f"(must be a multiple of {width})\n", [self.emit("cvt", i64, [start])])
-            self.bounds_check(array, [self.op("add", start, _const(start.type, width - 1))])
-        return self.element_address(array, [start], checked=True)
+            self.bounds_check(array, indices)
+            self.bounds_check(array, [*lead, self.op("add", start, _const(start.type, width - 1))])
+            offset = self.op("sub", address, array.base)
+            misaligned = self.op("and", offset, ir.Const(i64, width * array.elem.nbytes - 1))
+            flat = self.op("div", offset, ir.Const(i64, array.elem.nbytes))
+            self.check(self.emit("cmp", bool_, [misaligned, ir.Const(i64, 0)], {"pred": "eq"}),
+                       f"{self.where()}: misaligned vector access to '{array.name}' at element %lld "
+                       f"(must be a multiple of {width})\n", [flat])
+        return address
 
     # --- arrays ------------------------------------------------------------------------------
     def array(self, name: str) -> _Array:

@@ -373,11 +373,14 @@ class FunctionChecker(ExprChecker, CallChecker):
             self.written.add(array)
 
     def vector_slice(self, array: str, sub: cst.Subscript) -> tuple:
-        """(start Expr, width) of `array[start:start + W]`."""
+        """(leading index Exprs, start Expr, width) of `array[..., start:start + W]`."""
         kind = self.arrays[array]
-        if kind.rank != 1 or len(sub.slice) != 1 or not isinstance(sub.slice[0].slice, cst.Slice):
-            raise self.error("vector access works on rank-1 arrays: x[i:i + 4]", sub)
-        piece = sub.slice[0].slice
+        *leading, last = sub.slice
+        if (len(sub.slice) != kind.rank or not isinstance(last.slice, cst.Slice)
+                or any(isinstance(e.slice, cst.Slice) for e in leading)):
+            raise self.error("vector access slices the last dimension and indexes the others: "
+                             "x[i:i + 4] or x[r, j:j + 4]", sub)
+        piece = last.slice
         if piece.step is not None or piece.upper is None:
             raise self.error("vector access needs the form x[i:i + W]", sub)
         width = self.slice_width(piece)
@@ -386,26 +389,42 @@ class FunctionChecker(ExprChecker, CallChecker):
                              "elements of at most 128 bits in all, or 8 of a 16-bit type)", sub)
         start = (self.index(piece.lower) if piece.lower is not None
                  else typed.Constant(self.loc(sub), i32, 0))
-        return start, width
+        lead = [self.index(e.slice.value) for e in leading]
+        return lead, start, width
 
     def slice_width(self, piece: cst.Slice) -> int:
-        lower, upper = piece.lower, piece.upper
+        """W of `x[i:i + W]`, `x[:W]`, `x[i + 2:i + 4]`, `x[4:8]`: the bounds' constant difference."""
         what = "the width of a vector access (x[i:i + 4])"
-        if lower is None:
-            return self.const_value(upper, what)
-        if isinstance(upper, cst.BinaryOperation) and isinstance(upper.operator, cst.Add):
-            if upper.left.deep_equals(lower):
-                return self.const_value(upper.right, what)
-            if upper.right.deep_equals(lower):
-                return self.const_value(upper.left, what)
-        width = self.const_value(upper, what) - self.const_value(lower, what)
-        return width
+        if piece.lower is None:
+            return self.const_value(piece.upper, what)
+        lower_base, lower_offset = self.base_and_offset(piece.lower)
+        for upper_base, upper_offset in self.bases_and_offsets(piece.upper):
+            if lower_base.deep_equals(upper_base):
+                return self.const_value(upper_offset, what) - self.const_value(lower_offset, what)
+        return self.const_value(piece.upper, what) - self.const_value(piece.lower, what)
+
+    def bases_and_offsets(self, node: cst.BaseExpression) -> list:
+        """The readings of `node` as base + offset: `4 + i` is (4, i) and (i, 4)."""
+        readings = [self.base_and_offset(node)]
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            readings.append((node.right, node.left))
+        return readings
+
+    @staticmethod
+    def base_and_offset(node: cst.BaseExpression) -> tuple:
+        """`i + 4` -> (i, 4); `4 + i` -> (i, 4); `i - 2` -> (i, -2); `i` -> (i, 0)."""
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Add):
+                return node.left, node.right
+            if isinstance(node.operator, cst.Subtract):
+                return node.left, cst.UnaryOperation(cst.Minus(), node.right)
+        return node, cst.Integer("0")
 
     def vector_load(self, names: list, target, sub: cst.Subscript) -> typed.VectorLoad:
         if not (isinstance(sub.value, cst.Name) and sub.value.value in self.arrays):
             raise self.error("slices are only supported on arrays, for vector access", sub)
         array = sub.value.value
-        start, width = self.vector_slice(array, sub)
+        lead, start, width = self.vector_slice(array, sub)
         if len(names) != width:
             raise self.error(f"a vector load of {width} elements needs {width} variables, got "
                              f"{len(names)}", target)
@@ -417,10 +436,10 @@ class FunctionChecker(ExprChecker, CallChecker):
                 raise self.error(f"variable '{name}' is {known}, but '{array}' holds {elem} "
                                  "(vector loads do not convert)", target)
             self.declare_local(name, elem)
-        return typed.VectorLoad(self.loc(target), names, array, start, width)
+        return typed.VectorLoad(self.loc(target), names, array, start, width, lead)
 
     def vector_store(self, array: str, target: cst.Subscript, value_node) -> typed.VectorStore:
-        start, width = self.vector_slice(array, target)
+        lead, start, width = self.vector_slice(array, target)
         if not isinstance(value_node, cst.Tuple):
             raise self.error(f"a vector store takes a tuple of {width} values: "
                              f"{array}[i:i + {width}] = (a, b, ...)", value_node)
@@ -431,7 +450,7 @@ class FunctionChecker(ExprChecker, CallChecker):
         elem = self.arrays[array].elem
         values = [convert(self.value(item.value), elem) for item in items]
         self.mark_written(array)
-        return typed.VectorStore(self.loc(target), array, start, values)
+        return typed.VectorStore(self.loc(target), array, start, values, lead)
 
     def declare_array(self, name: str, call: cst.Call) -> list:
         space = "shared" if self.qualname(call.func) == "ptxpy.shared_array" else "local"

@@ -164,19 +164,21 @@ class Store(Stmt):
 
 @dataclass(eq=False)
 class VectorLoad(Stmt):
-    """`v0, v1, v2, v3 = x[i:i + 4]` (width a compile-time constant)."""
+    """`v0, v1, v2, v3 = x[i:i + 4]` or `x[r, j:j + 4]` (width a compile-time constant)."""
     targets: list
     array: str
     start: Expr
     width: int
+    lead: list = field(default_factory=list)   # indices of the leading dimensions
 
 
 @dataclass(eq=False)
 class VectorStore(Stmt):
-    """`out[i:i + 4] = (a, b, c, d)`."""
+    """`out[i:i + 4] = (a, b, c, d)` or `out[r, j:j + 4] = ...`."""
     array: str
     start: Expr
     values: list
+    lead: list = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -336,6 +338,10 @@ def format_body(body: list, indent: str = "    ") -> list:
     return lines
 
 
+def _lead(s) -> str:
+    return "".join(f"{format_expr(i)}, " for i in s.lead)
+
+
 def _format_stmt(s: Stmt, ind: str) -> list:
     head = f"{ind}"
     if isinstance(s, Assign):
@@ -343,9 +349,9 @@ def _format_stmt(s: Stmt, ind: str) -> list:
     if isinstance(s, Store):
         return [f"{head}{s.array}[{', '.join(map(format_expr, s.indices))}] = {format_expr(s.value)}"]
     if isinstance(s, VectorLoad):
-        return [f"{head}{', '.join(s.targets)} = {s.array}[{format_expr(s.start)} : +{s.width}]"]
+        return [f"{head}{', '.join(s.targets)} = {s.array}[{_lead(s)}{format_expr(s.start)} : +{s.width}]"]
     if isinstance(s, VectorStore):
-        return [f"{head}{s.array}[{format_expr(s.start)} : +{len(s.values)}] = "
+        return [f"{head}{s.array}[{_lead(s)}{format_expr(s.start)} : +{len(s.values)}] = "
                 f"({', '.join(map(format_expr, s.values))})"]
     if isinstance(s, ExprStmt):
         return [f"{head}{format_expr(s.value)}"]

@@ -651,6 +651,8 @@ class ISel:
             self.emit(f"atom.{space}.{op}.{type_}", [self.reg(instr)], [addr, *values])
 
     def _atom_type(self, op: str, t: Scalar) -> str:
+        if op == "cas" and t.bits == 16 and not t.is_float:
+            return "b16"      # the compare-and-swap loops of 16-bit atomics
         if t.is_bool or (t.is_int and t.bits < 32):
             raise BackendError(f"atomic {op} on {t} is not supported (32- and 64-bit types only)")
         if op == "add":

@@ -1,0 +1,495 @@
+"""The GPU language of SPEC 2.3-2.5 end to end: shared and local memory, warps, atomics, vector
+access, half precision. Source -> PTX -> ptxas (sm_80, sm_90) -> simulator, against NumPy.
+
+`PTXPY_TEST_DEVICE=gpu` runs the same kernels on a real GPU (see kernel_harness.py).
+"""
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from kernel_harness import Out, compile_source, run
+
+HEADER = """
+import math
+import ptxpy
+from ptxpy import Array, Const, bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+"""
+
+rng = np.random.default_rng(2026)
+BF16 = ml_dtypes.bfloat16
+
+
+def src(body: str) -> str:
+    return HEADER + body
+
+
+def body_of(ptx: str) -> str:
+    return ptx[ptx.index("{"):]
+
+
+# --- shared memory -------------------------------------------------------------------------
+def test_shared_block_reduction_tree():
+    source = src("""
+@ptxpy.jit
+def block_sum(x: Array[f32], out: Array[f32]):
+    s = ptxpy.shared_array(256, f32)
+    t = ptxpy.thread_idx.x
+    s[t] = x[ptxpy.global_id(0)]
+    ptxpy.syncthreads()
+    k = 128
+    while k > 0:
+        if t < k:
+            s[t] += s[t + k]
+        ptxpy.syncthreads()
+        k //= 2
+    if t == 0:
+        out[ptxpy.block_idx.x] = s[0]
+""")
+    x = rng.integers(-50, 50, 1024).astype(np.float32)   # integers: the sum is exact in any order
+    (out,) = run(source, "block_sum", [x, Out(4, np.float32)], grid=4, block=256)
+    np.testing.assert_array_equal(out, x.reshape(4, 256).sum(axis=1))
+
+
+def test_shared_2d_tile_transpose_with_padding():
+    source = src("""
+T = 8
+
+@ptxpy.jit
+def transpose(x: Array[f32, 2], out: Array[f32, 2]):
+    tile = ptxpy.shared_array((T, T + 1), f32)
+    tx = ptxpy.thread_idx.x
+    ty = ptxpy.thread_idx.y
+    r = ptxpy.block_idx.y * T + ty
+    c = ptxpy.block_idx.x * T + tx
+    if r < x.shape[0] and c < x.shape[1]:
+        tile[ty, tx] = x[r, c]
+    ptxpy.syncthreads()
+    r2 = ptxpy.block_idx.x * T + ty
+    c2 = ptxpy.block_idx.y * T + tx
+    if r2 < out.shape[0] and c2 < out.shape[1]:
+        out[r2, c2] = tile[tx, ty]
+""")
+    x = rng.standard_normal((20, 13)).astype(np.float32)
+    (out,) = run(source, "transpose", [x, Out((13, 20), np.float32)], grid=(2, 3), block=(8, 8))
+    np.testing.assert_array_equal(out, x.T)
+
+
+def test_several_shared_arrays_of_mixed_types_are_aligned():
+    # an i8 array first, then f64 and f16 ones: each must be aligned for its own type
+    # (the simulator and ptxas reject misaligned accesses)
+    source = src("""
+@ptxpy.jit
+def mixed(a: Array[i8], b: Array[f64], c: Array[f16], out: Array[f64]):
+    s8 = ptxpy.shared_array(3, i8)
+    s64 = ptxpy.shared_array((2, 32), f64)
+    s16 = ptxpy.shared_array(33, f16)
+    t = ptxpy.thread_idx.x
+    if t < 3:
+        s8[t] = a[t]
+    s64[0, t] = b[t]
+    s64[1, t] = b[t] * 2.0
+    s16[t] = c[t]
+    ptxpy.syncthreads()
+    out[t] = f64(s8[t % 3]) + s64[1, 31 - t] + f64(s16[(t + 1) % 32])
+""")
+    a = np.array([5, -7, 100], np.int8)
+    b = rng.standard_normal(32)
+    c = rng.standard_normal(32).astype(np.float16)
+    (out,) = run(source, "mixed", [a, b, c, Out(32, np.float64)], grid=1, block=32)
+    t = np.arange(32)
+    expect = a[t % 3].astype(np.float64) + (b * 2.0)[31 - t] + c[(t + 1) % 32].astype(np.float64)
+    np.testing.assert_array_equal(out, expect)
+    ptx = compile_source(source, "mixed").ptx
+    aligns = {name: int(a) for a, name in re.findall(r"\.shared \.align (\d+) \.b8 (\w+)\[", ptx)}
+    assert aligns["smem_s64"] >= 8 and aligns["smem_s16"] >= 2 and len(aligns) == 3
+
+
+# --- local arrays --------------------------------------------------------------------------
+LOCAL = """
+@ptxpy.jit
+def local(x: Array[f32], k: i32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    r = ptxpy.local_array(4, f32)
+    for j in ptxpy.static_range(4):
+        r[j] = x[i] * f32(j + 1)
+    {dynamic}
+    out[i] = r[0] + r[1] * 10.0 + r[2] * 100.0 + r[3] * 1000.0
+"""
+
+
+def test_local_array_with_static_indices_lives_in_registers():
+    source = src(LOCAL.format(dynamic="pass"))
+    x = rng.integers(-9, 9, 64).astype(np.float32)
+    (out,) = run(source, "local", [x, np.int32(0), Out(64, np.float32)], grid=2, block=32)
+    np.testing.assert_array_equal(out, x * 4321)
+    ptx = compile_source(source, "local").ptx
+    assert ".local" not in ptx and "ld.local" not in ptx
+
+
+def test_local_array_with_a_runtime_index_lives_in_local_memory():
+    source = src(LOCAL.format(dynamic="r[(i + k) % 4] = -1.0"))
+    x = rng.integers(-9, 9, 64).astype(np.float32)
+    (out,) = run(source, "local", [x, np.int32(1), Out(64, np.float32)], grid=2, block=32)
+    slots = x[:, None] * np.arange(1, 5, dtype=np.float32)
+    slots[np.arange(64), (np.arange(64) + 1) % 4] = -1
+    np.testing.assert_array_equal(out, slots @ np.array([1, 10, 100, 1000], np.float32))
+    assert "st.local" in compile_source(source, "local").ptx
+
+
+# --- warps ---------------------------------------------------------------------------------
+SHUFFLES = """
+@ptxpy.jit
+def shuffles(x: Array[{t}], lanes: Array[i32], idx: Array[{t}], up: Array[{t}], down: Array[{t}],
+             bfly: Array[{t}]):
+    i = ptxpy.global_id(0)
+    v = x[i]
+    idx[i] = ptxpy.shfl_sync(v, lanes[i])
+    up[i] = ptxpy.shfl_up_sync(v, 3)
+    down[i] = ptxpy.shfl_down_sync(v, 5)
+    bfly[i] = ptxpy.shfl_xor_sync(v, 6)
+"""
+
+
+def _warp_reference(x, lanes):
+    n = len(x)
+    out = {k: np.empty_like(x) for k in ("idx", "up", "down", "bfly")}
+    for i in range(n):
+        base, lane = i - i % 32, i % 32
+        src_lane = lanes[i] % 32        # shfl.idx takes the lane modulo the width
+        out["idx"][i] = x[base + src_lane]
+        out["up"][i] = x[i - 3] if lane >= 3 else x[i]
+        out["down"][i] = x[i + 5] if lane + 5 < 32 else x[i]
+        out["bfly"][i] = x[base + (lane ^ 6)]
+    return out
+
+
+@pytest.mark.parametrize("t,dtype", [("i32", np.int32), ("f32", np.float32), ("i64", np.int64),
+                                     ("f64", np.float64), ("f16", np.float16), ("bf16", BF16),
+                                     ("u8", np.uint8)])
+def test_shuffles_of_every_width(t, dtype):
+    source = src(SHUFFLES.format(t=t))
+    x = (rng.standard_normal(64) * 100).astype(dtype)
+    lanes = rng.integers(0, 64, 64).astype(np.int32)
+    outs = run(source, "shuffles", [x, lanes] + [Out(64, dtype) for _ in range(4)], grid=1, block=64)
+    expect = _warp_reference(x, lanes)
+    for name, got in zip(("idx", "up", "down", "bfly"), outs):
+        np.testing.assert_array_equal(got, expect[name], err_msg=name)
+
+
+def test_votes_and_warp_reductions():
+    source = src("""
+@ptxpy.jit
+def votes(x: Array[i32], f: Array[f64], ballot: Array[u32], anyp: Array[i32], allp: Array[i32],
+          s: Array[i32], mx: Array[i32], mn: Array[i32], fs: Array[f64], lane: Array[i32],
+          warp: Array[i32]):
+    i = ptxpy.global_id(0)
+    ballot[i] = ptxpy.ballot_sync(x[i] > 0)
+    anyp[i] = i32(ptxpy.any_sync(x[i] > 40))
+    allp[i] = i32(ptxpy.all_sync(x[i] > -50))
+    s[i] = ptxpy.warp_sum(x[i])
+    mx[i] = ptxpy.warp_max(x[i])
+    mn[i] = ptxpy.warp_min(x[i])
+    fs[i] = ptxpy.warp_sum(f[i])
+    lane[i] = ptxpy.lane_id()
+    warp[i] = ptxpy.warp_id()
+""")
+    x = rng.integers(-50, 50, 96).astype(np.int32)
+    x[64:] = np.abs(x[64:]) % 40      # the third warp: nothing above 40
+    f = rng.integers(-1000, 1000, 96) / 8.0
+    outs = run(source, "votes", [x, f, Out(96, np.uint32)] + [Out(96, np.int32)] * 5
+               + [Out(96, np.float64), Out(96, np.int32), Out(96, np.int32)], grid=1, block=96)
+    ballot, anyp, allp, s, mx, mn, fs, lane, warp = outs
+    w = x.reshape(3, 32)
+    bits = (w > 0).astype(np.uint64) << np.arange(32, dtype=np.uint64)
+    np.testing.assert_array_equal(ballot, np.repeat(bits.sum(axis=1), 32).astype(np.uint32))
+    np.testing.assert_array_equal(anyp, np.repeat((w > 40).any(axis=1), 32))
+    np.testing.assert_array_equal(allp, np.repeat((w > -50).all(axis=1), 32))
+    np.testing.assert_array_equal(s, np.repeat(w.sum(axis=1), 32))
+    np.testing.assert_array_equal(mx, np.repeat(w.max(axis=1), 32))
+    np.testing.assert_array_equal(mn, np.repeat(w.min(axis=1), 32))
+    np.testing.assert_array_equal(fs, np.repeat(f.reshape(3, 32).sum(axis=1), 32))
+    np.testing.assert_array_equal(lane, np.arange(96) % 32)
+    np.testing.assert_array_equal(warp, np.arange(96) // 32)
+
+
+def test_warps_follow_the_linear_thread_index_in_2d_blocks():
+    source = src("""
+@ptxpy.jit
+def ids(lane: Array[i32, 2], warp: Array[i32, 2], first: Array[i32, 2]):
+    tx = ptxpy.thread_idx.x
+    ty = ptxpy.thread_idx.y
+    lane[ty, tx] = ptxpy.lane_id()
+    warp[ty, tx] = ptxpy.warp_id()
+    first[ty, tx] = ptxpy.shfl_sync(ty * 16 + tx, 0)
+""")
+    lane, warp, first = run(source, "ids", [Out((4, 16), np.int32)] * 3, grid=1, block=(16, 4))
+    linear = np.arange(64).reshape(4, 16)
+    np.testing.assert_array_equal(lane, linear % 32)
+    np.testing.assert_array_equal(warp, linear // 32)
+    np.testing.assert_array_equal(first, linear // 32 * 32)
+
+
+def test_warp_reduction_ptx_reads_like_hand_written():
+    source = src("""
+@ptxpy.jit
+def row_sums(x: Array[f32, 2], out: Array[f32]):
+    row = ptxpy.global_id(0) // 32
+    lane = ptxpy.lane_id()
+    acc = 0.0
+    for j in range(lane * 4, x.shape[1], 128):
+        a, b, c, d = x[row, j:j + 4]
+        acc += (a + b) + (c + d)
+    acc = ptxpy.warp_sum(acc)
+    if lane == 0:
+        out[row] = acc
+""")
+    x = rng.integers(-8, 8, (4, 256)).astype(np.float32)
+    (out,) = run(source, "row_sums", [x, Out(4, np.float32)], grid=1, block=128)
+    np.testing.assert_array_equal(out, x.sum(axis=1))
+    ptx = body_of(compile_source(source, "row_sums").ptx)
+    lines = [ln.strip() for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith(("//", ".loc"))]
+    assert sum(ln.startswith("shfl.sync.bfly.b32") for ln in lines) == 5
+    assert sum(ln.startswith("ld.global.nc.v4.f32") for ln in lines) == 1
+    assert not any(ln.startswith(("cvt.", "mov.b32", "mov.f32 %f", "ld.global.f32")) for ln in lines
+                   if not ln.startswith("mov.f32 %f1, 0f00000000"))
+    # the loop's address is advanced by a constant, not recomputed from the index
+    assert "add.s64" in ptx and ptx.count("mul.wide") + ptx.count("mad.wide") == 2
+
+
+# --- atomics -------------------------------------------------------------------------------
+ATOMIC_INT = """
+@ptxpy.jit
+def atomics(x: Array[{t}], acc: Array[{t}], old: Array[{t}]):
+    i = ptxpy.global_id(0)
+    v = x[i]
+    ptxpy.atomic_add(acc, 0, v)
+    ptxpy.atomic_min(acc, 1, v)
+    ptxpy.atomic_max(acc, 2, v)
+    ptxpy.atomic_and(acc, 3, v)
+    ptxpy.atomic_or(acc, 4, v)
+    ptxpy.atomic_xor(acc, 5, v)
+    ptxpy.atomic_sub(acc, 6, v)
+    old[i] = ptxpy.atomic_exch(acc, 7, v)
+"""
+
+
+@pytest.mark.parametrize("t,dtype", [("i32", np.int32), ("u32", np.uint32), ("i64", np.int64),
+                                     ("u64", np.uint64)])
+def test_integer_atomics(t, dtype):
+    info = np.iinfo(dtype)
+    x = rng.integers(max(info.min, -1000), 1000, 100).astype(dtype)
+    init = np.array([0, info.max, info.min, -1 if info.min else info.max, 0, 0, 0, 7], dtype)
+    acc, old = run(src(ATOMIC_INT.format(t=t)), "atomics", [x, Out(8, dtype, init), Out(100, dtype)],
+                   grid=2, block=50)
+    with np.errstate(over="ignore"):
+        expect = [x.sum(dtype=dtype), x.min(), x.max(), np.bitwise_and.reduce(x),
+                  np.bitwise_or.reduce(x), np.bitwise_xor.reduce(x), dtype(0) - x.sum(dtype=dtype)]
+    np.testing.assert_array_equal(acc[:7], np.array(expect, dtype))
+    # exchange: the old values and the final one are a permutation of 7 and x
+    np.testing.assert_array_equal(np.sort(np.append(old, acc[7])), np.sort(np.append(x, dtype(7))))
+
+
+def test_atomic_add_returns_unique_tickets_and_cas_builds_a_lock_free_max():
+    source = src("""
+@ptxpy.jit
+def tickets(x: Array[i32], counter: Array[i32], got: Array[i32], best: Array[i32]):
+    i = ptxpy.global_id(0)
+    got[i] = ptxpy.atomic_add(counter, 0, 1)
+    seen = best[0]
+    while seen < x[i]:
+        prev = ptxpy.atomic_cas(best, 0, seen, x[i])
+        if prev == seen:
+            break
+        seen = prev
+""")
+    x = rng.integers(0, 10**6, 128).astype(np.int32)
+    counter, got, best = run(source, "tickets", [x, Out(1, np.int32), Out(128, np.int32),
+                                                 Out(1, np.int32, -1)], grid=4, block=32)
+    assert counter[0] == 128
+    np.testing.assert_array_equal(np.sort(got), np.arange(128))
+    assert best[0] == x.max()
+
+
+def test_float_and_half_atomic_adds_with_2d_indices():
+    source = src("""
+@ptxpy.jit
+def fadd(x: Array[f32], f: Array[f32, 2], d: Array[f64, 2], h: Array[f16], b: Array[bf16]):
+    i = ptxpy.global_id(0)
+    ptxpy.atomic_add(f, (i % 2, i % 3), x[i])
+    ptxpy.atomic_add(d, (i % 2, i % 3), f64(x[i]))
+    ptxpy.atomic_add(h, i % 4, f16(1.0))
+    ptxpy.atomic_add(b, i % 4, bf16(0.5))
+""")
+    x = rng.integers(-64, 64, 96).astype(np.float32) / 4   # exact sums in any order
+    f, d, h, b = run(source, "fadd", [x, Out((2, 3), np.float32), Out((2, 3), np.float64),
+                                      Out(4, np.float16), Out(4, BF16)], grid=3, block=32)
+    expect = np.zeros((2, 3))
+    np.add.at(expect, (np.arange(96) % 2, np.arange(96) % 3), x)
+    np.testing.assert_array_equal(f, expect.astype(np.float32))
+    np.testing.assert_array_equal(d, expect)
+    np.testing.assert_array_equal(h, np.full(4, 24, np.float16))
+    np.testing.assert_array_equal(b.astype(np.float32), np.full(4, 12, np.float32))
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_atomics_without_an_instruction_use_a_compare_and_swap_loop(arch):
+    # float min/max, 16-bit float min/max/exch/cas, and bf16 add before sm_90
+    source = src("""
+@ptxpy.jit
+def emulated(x: Array[f32], f: Array[f32], d: Array[f64], h: Array[f16], b: Array[bf16],
+             old: Array[f16]):
+    i = ptxpy.global_id(0)
+    ptxpy.atomic_max(f, 0, x[i])
+    ptxpy.atomic_min(f, 1, x[i])
+    ptxpy.atomic_min(d, 0, f64(x[i]))
+    ptxpy.atomic_max(h, 0, f16(x[i]))
+    ptxpy.atomic_add(b, 0, bf16(1.0))
+    ptxpy.atomic_sub(b, 1, bf16(0.25))
+    old[i] = ptxpy.atomic_exch(h, 1, f16(i))
+    ptxpy.atomic_cas(h, 2, f16(7.0), f16(-1.0))
+""")
+    from ptxpy.runtime.simulator import run_kernel
+    from kernel_harness import assemble_all
+    kernel = compile_source(source, "emulated", arch=arch)
+    assemble_all(source, "emulated")
+    x = (rng.standard_normal(64) * 10).astype(np.float32)
+    f = np.array([-np.inf, np.inf], np.float32)
+    d = np.array([np.inf])
+    h = np.array([-np.inf, 100, 7], np.float16)
+    b = np.zeros(2, BF16)
+    old = np.zeros(64, np.float16)
+    args = []
+    for a in (x, f, d, h, b, old):
+        args += [a, len(a)]
+    run_kernel(kernel.ptx, "emulated", grid=2, block=32, args=args)
+    assert f[0] == x.max() and f[1] == x.min() and d[0] == x.min()
+    assert h[0] == x.astype(np.float16).max() and h[2] == -1
+    assert b[0] == 64 and b[1] == -16
+    np.testing.assert_array_equal(np.sort(np.append(old, h[1])),
+                                  np.sort(np.append(np.arange(64), 100).astype(np.float16)))
+    assert ("global.add.noftz.bf16" in kernel.ptx) == (arch == "sm_90")
+
+
+def test_shared_memory_histogram_privatised_per_block():
+    source = src("""
+BINS = 16
+
+@ptxpy.jit
+def histogram(x: Array[i32], hist: Array[u32]):
+    local = ptxpy.shared_array(BINS, u32)
+    t = ptxpy.thread_idx.x
+    if t < BINS:
+        local[t] = u32(0)
+    ptxpy.syncthreads()
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        ptxpy.atomic_add(local, x[i] % BINS, u32(1))
+    ptxpy.syncthreads()
+    if t < BINS:
+        ptxpy.atomic_add(hist, t, local[t])
+""")
+    x = rng.integers(-1000, 1000, 1000).astype(np.int32)
+    (hist,) = run(source, "histogram", [x, Out(16, np.uint32)], grid=8, block=128)
+    np.testing.assert_array_equal(hist, np.bincount(x % 16, minlength=16))
+    # the counts' old values are unused: `red`, not `atom`
+    assert "red.shared.add.u32" in compile_source(source, "histogram").ptx
+
+
+# --- vector access -------------------------------------------------------------------------
+def test_vector_copy_ptx_is_one_load_and_one_store():
+    source = src("""
+@ptxpy.jit
+def copy4(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0) * 4
+    if i < x.shape[0]:
+        a, b, c, d = x[i:i + 4]
+        out[i:i + 4] = (a, b, c, d)
+""")
+    x = rng.standard_normal(256).astype(np.float32)
+    (out,) = run(source, "copy4", [x, Out(256, np.float32)], grid=2, block=32)
+    np.testing.assert_array_equal(out, x)
+    ptx = body_of(compile_source(source, "copy4").ptx)
+    assert ptx.count("ld.global.nc.v4.f32") == 1 and ptx.count("st.global.v4.f32") == 1
+    assert not re.search(r"\bcvt\.", ptx) and "ld.global.f32" not in ptx and "st.global.f32" not in ptx
+
+
+@pytest.mark.parametrize("t,dtype,width,ptx_type", [
+    ("f64", np.float64, 2, "v2.f64"), ("i32", np.int32, 2, "v2.s32"), ("f16", np.float16, 8, "v4.b32"),
+    ("bf16", BF16, 4, "v4.b16"), ("u8", np.uint8, 4, None)])
+def test_vector_widths_and_types(t, dtype, width, ptx_type):
+    names = ", ".join(f"v{k}" for k in range(width))
+    rev = ", ".join(f"v{k}" for k in reversed(range(width)))
+    source = src(f"""
+@ptxpy.jit
+def rev(x: Array[{t}], out: Array[{t}]):
+    i = ptxpy.global_id(0) * {width}
+    {names} = x[i:i + {width}]
+    out[i:i + {width}] = ({rev})
+""")
+    x = (rng.standard_normal(32 * width) * 50).astype(dtype)
+    (out,) = run(source, "rev", [x, Out(32 * width, dtype)], grid=1, block=32)
+    np.testing.assert_array_equal(out, x.reshape(32, width)[:, ::-1].ravel())
+    if ptx_type:
+        assert f"ld.global.nc.{ptx_type}" in compile_source(source, "rev").ptx
+
+
+def test_vector_access_on_the_last_dimension_of_2d_global_and_shared_arrays():
+    source = src("""
+@ptxpy.jit
+def rows(x: Array[f32, 2], out: Array[f32, 2]):
+    tile = ptxpy.shared_array((2, 8), f32)
+    r = ptxpy.thread_idx.y
+    j = ptxpy.thread_idx.x * 4
+    a, b = x[r, j:j + 2]
+    c, d = x[r, j + 2:j + 4]
+    tile[r, j:j + 4] = (d, c, b, a)
+    ptxpy.syncthreads()
+    p, q, s, t = tile[r, j:j + 4]
+    out[r, j:j + 4] = (p * 2.0, q, s, t)
+""")
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    (out,) = run(source, "rows", [x, Out((2, 8), np.float32)], grid=1, block=(2, 2))
+    expect = x.reshape(2, 2, 4)[:, :, ::-1].copy()
+    expect[:, :, 0] *= 2
+    np.testing.assert_array_equal(out, expect.reshape(2, 8))
+    ptx = compile_source(source, "rows").ptx
+    assert "ld.shared.v4.f32" in ptx and "st.shared.v4.f32" in ptx and "st.global.v4.f32" in ptx
+
+
+def test_arrays_never_written_are_read_through_the_read_only_path():
+    source = src("""
+@ptxpy.jit
+def rw(x: Array[f32], y: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    y[i] = y[i] + x[i]
+    out[i] = y[i]
+""")
+    ptx = compile_source(source, "rw").ptx
+    assert "ld.global.nc.f32" in ptx and ptx.count("ld.global.nc") == 1
+
+
+# --- half precision ------------------------------------------------------------------------
+def test_half_precision_arithmetic_and_weak_literals():
+    source = src("""
+@ptxpy.jit
+def half(x: Array[f16], y: Array[bf16], h: Array[f16], b: Array[bf16], mixed: Array[f32],
+         cmp: Array[i32]):
+    i = ptxpy.global_id(0)
+    h[i] = x[i] * 2.0 + x[i] / 3.0 - abs(x[i])
+    b[i] = y[i] * y[i] + 1.0
+    mixed[i] = x[i] + y[i]
+    cmp[i] = i32(x[i] < 0.5) + 2 * i32(max(x[i], f16(y[i])) == x[i])
+""")
+    x = (rng.standard_normal(64) * 4).astype(np.float16)
+    y = (rng.standard_normal(64) * 4).astype(BF16)
+    h, b, mixed, cmp = run(source, "half", [x, y, Out(64, np.float16), Out(64, BF16),
+                                            Out(64, np.float32), Out(64, np.int32)], grid=2, block=32)
+    # each operation rounds to the 16-bit type, as f16/bf16 arithmetic does on the GPU
+    two, three = np.float16(2), np.float16(3)
+    np.testing.assert_array_equal(h, ((x * two) + (x / three)) - np.abs(x))
+    np.testing.assert_array_equal(b, (y * y + BF16(1)).astype(BF16))
+    np.testing.assert_array_equal(mixed, x.astype(np.float32) + y.astype(np.float32))
+    expect_cmp = (x < np.float16(0.5)).astype(np.int32) + 2 * (np.maximum(x, y.astype(np.float16)) == x)
+    np.testing.assert_array_equal(cmp, expect_cmp)
