@@ -3,10 +3,15 @@
     python benchmarks/compile_time.py [--repeat 20] [--numba-python PATH]
 
 Warm: in one process after imports, the median over repeats of a full compile from source
-(parse, type-check, SSA, passes, registers, PTX; no cache). Cold: a fresh `python -c` that
-imports the compiler and compiles one kernel, wall time including interpreter start-up.
-Numba runs when `numba.cuda` imports in this Python, or in `--numba-python` (a virtualenv with
-`numba-cuda` and `cuda-toolkit[nvvm,nvrtc]`).
+(parse, type-check, SSA, passes, registers, PTX; the parse cache is cleared before each).
+Again: the same source compiled again with the parse cache kept, as a second specialisation or
+a second kernel of one file is (device functions are not checked again either).
+Cold: a fresh `python -c` that imports the compiler and compiles one kernel, wall time including
+interpreter start-up, in this environment (where PYTHONDONTWRITEBYTECODE=1, ptxpy's modules
+are compiled from source every time). Cold+pyc: the same with Python's bytecode cache (kept in a
+temporary PYTHONPYCACHEPREFIX, primed by one run), as after `pip install`; Numba's site-packages
+always have theirs. Numba runs when `numba.cuda` imports in this Python, or in `--numba-python`
+(a virtualenv with `numba-cuda` and `cuda-toolkit[nvvm,nvrtc]`).
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -25,29 +31,37 @@ sys.path.insert(0, HERE)
 from compile_kernels import KERNELS  # noqa: E402
 
 
-def warm_ptxpy(source: str, name: str, repeat: int) -> float:
+def warm_ptxpy(source: str, name: str, repeat: int, cached: bool = False) -> float:
     from ptxpy.transpiler import driver
 
     times = []
+    driver.transpile(source, "bench.py", kernels=[name])
     for _ in range(repeat):
+        if not cached:
+            driver.clear_caches()
         start = time.perf_counter()
         driver.transpile(source, "bench.py", kernels=[name])
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
 
 
-def cold(python: str, code: str) -> float:
+def cold(python: str, code: str, env: dict | None = None, runs: int = 5) -> float:
     times = []
-    for _ in range(3):
+    for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([python, "-c", code], check=True, capture_output=True)
+        subprocess.run([python, "-c", code], check=True, capture_output=True, env=env)
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
 
 
-def cold_ptxpy(source: str, name: str) -> float:
+def cold_ptxpy(source: str, name: str, pycache: str | None = None) -> float:
     code = f"import ptxpy; ptxpy.transpile({source!r}, 'bench.py')"
-    return cold(sys.executable, code)
+    if pycache is None:
+        return cold(sys.executable, code)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = pycache
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env)
+    return cold(sys.executable, code, env)
 
 
 NUMBA_WARM = textwrap.dedent("""
@@ -93,22 +107,28 @@ def main() -> None:
     parser.add_argument("--numba-python", default=os.environ.get("NUMBA_PYTHON"))
     args = parser.parse_args()
     numba_python = find_numba_python(args.numba_python)
-    print(f"{'kernel':<12} {'lines':>5} {'ptxpy warm':>11} {'ptxpy cold':>11} "
-          f"{'numba warm':>11} {'numba cold':>11} {'warm x':>7} {'cold x':>7}")
-    for name, (source, lines) in KERNELS.items():
-        warm = warm_ptxpy(source, name, args.repeat)
-        cold_ms = cold_ptxpy(source, name)
-        n_warm = n_cold = None
-        if numba_python:
-            n_warm, n_cold = numba_times(numba_python, name, max(3, args.repeat // 4))
-        row = f"{name:<12} {lines:>5} {warm:>9.2f}ms {cold_ms:>9.1f}ms "
-        if n_warm is not None:
-            row += f"{n_warm:>9.1f}ms {n_cold:>9.1f}ms {n_warm / warm:>6.0f}x {n_cold / cold_ms:>6.1f}x"
-        else:
-            row += f"{'-':>11} {'-':>11}"
-        print(row)
+    print(f"{'kernel':<10} {'lines':>5} {'warm':>8} {'again':>8} {'cold':>8} {'cold+pyc':>9} "
+          f"{'numba warm':>11} {'numba cold':>11} {'warm x':>7} {'cold x':>13}")
+    with tempfile.TemporaryDirectory() as pycache:
+        for name, (source, lines) in KERNELS.items():
+            print(_row(name, source, lines, args.repeat, numba_python, pycache), flush=True)
     if not numba_python:
         print("(numba-cuda not found: pass --numba-python or set NUMBA_PYTHON)")
+
+
+def _row(name: str, source: str, lines: int, repeat: int, numba_python, pycache: str) -> str:
+    """One kernel's line: ptxpy's times, then Numba's and the ratios (cold: without/with pyc)."""
+    warm = warm_ptxpy(source, name, repeat)
+    again = warm_ptxpy(source, name, repeat, cached=True)
+    cold_ms, cold_pyc = cold_ptxpy(source, name), cold_ptxpy(source, name, pycache)
+    row = f"{name:<10} {lines:>5} {warm:>6.2f}ms {again:>6.2f}ms {cold_ms:>6.0f}ms {cold_pyc:>7.0f}ms "
+    if not numba_python:
+        return row + f"{'-':>11} {'-':>11}"
+    n_warm, n_cold = numba_times(numba_python, name, max(3, repeat // 4))
+    if n_warm is None:
+        return row + f"{'-':>11} {'-':>11}"
+    return (row + f"{n_warm:>9.1f}ms {n_cold:>9.0f}ms {n_warm / warm:>6.1f}x "
+            f"{n_cold / cold_ms:>5.1f}x/{n_cold / cold_pyc:.1f}x")
 
 
 if __name__ == "__main__":

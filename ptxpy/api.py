@@ -71,12 +71,12 @@ class Kernel:
             from ptxpy.runtime.interpret import run_interpreted
 
             outs = run_interpreted(call.kernel, call.inputs, call.out_types, call.grid, call.block,
-                                   self.input_output_aliases)
+                                   self.input_output_aliases, respecialise=call.respecialise)
         else:
             from ptxpy.runtime.launch import launch
 
             outs = launch(call.kernel, call.inputs, call.out_types, call.grid, call.block,
-                          self.input_output_aliases)
+                          self.input_output_aliases, respecialise=call.respecialise)
         return tuple(outs) if call.many_outputs else outs[0]
 
     def ptx(self, *args, **kwargs) -> str:
@@ -108,13 +108,17 @@ class Kernel:
         kernel = self._specialise(consts, by_ref)
         grid = _dim3(_evaluate(self.grid, args, kwargs, "grid"), "grid")
         block = _dim3(_evaluate(self.block, args, kwargs, "block"), "block")
-        return _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
+        call = _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
+        call.respecialise = functools.partial(self._specialise, consts, by_ref)
+        return call
 
-    def _specialise(self, consts: dict, by_ref: frozenset) -> CompiledKernel:
+    def _specialise(self, consts: dict, by_ref: frozenset, batched: tuple = ()) -> CompiledKernel:
+        """The kernel for these Const values and by-reference scalars; `batched` names the
+        arrays of a batched specialisation (vmap as grid axis z: ptxpy.runtime.batching)."""
         arch = self.arch or _gpu_arch() or driver.DEFAULT_ARCH
-        key = (tuple(sorted(consts.items())), by_ref, arch)
+        key = (tuple(sorted(consts.items())), by_ref, arch, tuple(batched))
         if key not in self._compiled:
-            options = driver.Options(arch, self.fast_math, self.debug)
+            options = driver.Options(arch, self.fast_math, self.debug, tuple(batched))
             stages = driver.compile_kernel(self.program, self.__name__, consts, by_ref, options)
             self._compiled[key] = stages.kernel
         return self._compiled[key]
@@ -168,6 +172,7 @@ class _Call:
     def __init__(self, kernel, inputs, out_types, grid, block, many_outputs):
         self.kernel, self.inputs, self.out_types = kernel, inputs, out_types
         self.grid, self.block, self.many_outputs = grid, block, many_outputs
+        self.respecialise = None    # batched -> CompiledKernel (see Kernel._specialise)
 
 
 def _evaluate(spec, args, kwargs, what: str):

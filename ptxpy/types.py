@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 
 @dataclass(frozen=True)
 class Scalar:
@@ -44,18 +42,22 @@ class Scalar:
         return max(1, self.bits // 8)
 
     @property
-    def numpy(self) -> np.dtype:
-        return np.dtype(NUMPY_NAMES[self.name]) if self.name != "bf16" else _bf16_dtype()
+    def numpy(self):
+        """The NumPy dtype (NumPy is imported here, not by `import ptxpy`)."""
+        import numpy
+
+        return numpy.dtype(NUMPY_NAMES[self.name]) if self.name != "bf16" else _bf16_dtype()
 
     # Calling a type inside a kernel is a cast; on the host it makes a NumPy scalar.
     def __call__(self, value):
         return self.numpy.type(value)
 
 
-def _bf16_dtype() -> np.dtype:
+def _bf16_dtype():
     import ml_dtypes  # shipped with jaxlib
+    import numpy
 
-    return np.dtype(ml_dtypes.bfloat16)
+    return numpy.dtype(ml_dtypes.bfloat16)
 
 
 bool_ = Scalar("bool", "bool", 1)
@@ -87,7 +89,9 @@ NUMPY_NAMES = {
 
 def from_numpy(dtype) -> Scalar:
     """The ptxpy scalar of a NumPy/JAX dtype."""
-    name = np.dtype(dtype).name
+    import numpy
+
+    name = numpy.dtype(dtype).name
     for ours, theirs in NUMPY_NAMES.items():
         if theirs == name:
             return SCALARS[ours]

@@ -1,70 +1,104 @@
 """Interpret mode (SPEC 2.6, 2.7): run a kernel's PTX in the CPU simulator, from JAX.
 
 Eager calls run the simulator directly; under `jax.jit` or `jax.vmap` the launch is a
-`jax.pure_callback` (vmap runs the batch in sequence, one launch per element).
+`jax.pure_callback`. Under `jax.vmap` the batch runs as grid axis z of one launch of a batched
+specialisation when the kernel allows it, else in sequence (ptxpy.runtime.batching, docs/jax.md).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ptxpy.runtime import batching
 from ptxpy.transpiler.abi import CompiledKernel
+
+#: Simulator launches made (each runs one grid; a batched vmap makes one); for tests.
+launches = 0
 
 
 def run_interpreted(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
-                    block: tuple, input_output_aliases: dict | None = None) -> list:
+                    block: tuple, input_output_aliases: dict | None = None,
+                    respecialise=None) -> list:
+    """Run `kernel` in the simulator. `respecialise(batched)` compiles the kernel's batched
+    specialisation (ptxpy.runtime.batching); without it vmap runs in sequence."""
     import jax
     import jax.numpy as jnp
 
     aliases = dict(input_output_aliases or {})
     dynamic = [k for k, v in enumerate(inputs) if isinstance(v, jax.Array) or _is_tracer(v)]
+    static = [None if k in dynamic else v for k, v in enumerate(inputs)]
 
-    def host(*dynamic_values):
-        values = list(inputs)
-        for k, value in zip(dynamic, dynamic_values):
-            values[k] = np.asarray(value)
-        return tuple(simulate(kernel, values, out_types, grid, block, aliases))
+    def host_fn(kern, outs, grid_):
+        def host(*dynamic_values):
+            values = list(static)
+            for k, value in zip(dynamic, dynamic_values):
+                values[k] = np.asarray(value)
+            return tuple(simulate(kern, values, outs, grid_, block, aliases))
+        return host
 
-    if any(_is_tracer(inputs[k]) for k in dynamic):
-        shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in out_types]
-        outs = jax.pure_callback(host, shapes, *[inputs[k] for k in dynamic],
-                                 vmap_method="sequential")
-        return list(outs)
-    return [jnp.asarray(out) for out in host(*[inputs[k] for k in dynamic])]
+    operands = [inputs[k] for k in dynamic]
+    if not any(_is_tracer(v) for v in operands):
+        return [jnp.asarray(out) for out in host_fn(kernel, out_types, grid)(*operands)]
+
+    def execute(kern, ops, outs, grid_):
+        shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in outs]
+        return jax.pure_callback(host_fn(kern, outs, grid_), shapes, *ops, vmap_method="sequential")
+
+    in_params, out_params = _split_params(kernel, len(out_types))
+    call = batching.Call(kernel, [in_params[k] for k in dynamic],
+                         [tuple(inputs[k].shape) for k in dynamic], out_params, list(out_types),
+                         tuple(grid), execute, respecialise,
+                         frozenset(dynamic.index(i) for i in aliases if i in dynamic))
+    return batching.run(call, operands)
 
 
 def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple, block: tuple,
              aliases: dict | None = None) -> list[np.ndarray]:
-    """Launch `kernel` in the simulator on NumPy inputs; return fresh NumPy outputs."""
+    """Launch `kernel` in the simulator on NumPy inputs; return fresh NumPy outputs.
+
+    For a batched specialisation (`kernel.options["batched"]`), the arrays it names have a
+    leading batch axis that their shape parameters leave out."""
     from ptxpy.runtime.simulator import run_kernel
 
+    global launches
+    batched = {entry[0] for entry in kernel.options.get("batched", ())}
     outputs = _output_buffers(inputs, out_types, aliases or {})
-    array_params = [k for k, spec in enumerate(kernel.params) if spec.kind == "array"]
-    output_params = array_params[len(array_params) - len(outputs):]
+    in_params, out_params = _split_params(kernel, len(outputs))
     given, made = iter(inputs), iter(outputs)
     args = []
-    for k, spec in enumerate(kernel.params):
-        value = next(made) if k in output_params else next(given)
+    for spec in kernel.params:
+        value = next(made) if spec in out_params else next(given)
         if spec.kind == "array":
             array = np.ascontiguousarray(value)
             if array is not value and spec.written:
                 raise ValueError(f"{kernel.name}: output '{spec.name}' must be a contiguous array")
             args.append(array)
-            args.extend(int(n) for n in array.shape)
+            args.extend(int(n) for n in array.shape[1 if spec.name in batched else 0:])
         elif spec.by_ref:
             args.append(np.asarray(value, dtype=spec.dtype.numpy).reshape(1).copy())
         else:
             args.append(value)
+    launches += 1
     run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=args)
     return outputs
 
 
+def _split_params(kernel: CompiledKernel, n_out: int) -> tuple[list, list]:
+    """(input params, output params): the outputs are the last `n_out` array parameters."""
+    array_params = [k for k, spec in enumerate(kernel.params) if spec.kind == "array"]
+    out = set(array_params[len(array_params) - n_out:])
+    return ([p for k, p in enumerate(kernel.params) if k not in out],
+            [p for k, p in enumerate(kernel.params) if k in out])
+
+
 def _output_buffers(inputs, out_types, aliases) -> list[np.ndarray]:
-    """Outputs start as zeros, or as a copy of the input they alias."""
+    """Outputs start as zeros, or as a copy of the input they alias (repeated over the batch
+    when the output is batched and the input is not)."""
     by_output = {out: inp for inp, out in aliases.items()}
     buffers = []
     for k, t in enumerate(out_types):
         if k in by_output:
-            buffers.append(np.array(inputs[by_output[k]], dtype=t.dtype, copy=True))
+            source = np.asarray(inputs[by_output[k]])
+            buffers.append(np.array(np.broadcast_to(source, t.shape), dtype=t.dtype, copy=True))
         else:
             buffers.append(np.zeros(t.shape, dtype=t.dtype))
     return buffers

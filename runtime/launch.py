@@ -5,7 +5,9 @@
 `args` are the values of `kernel.params` without the outputs (the last `len(out_types)` array
 parameters), in order. Everything about the call is checked here, before any CUDA call, and
 errors name the kernel and the parameter. The kernel then runs through `jax.ffi.ffi_call` on
-XLA's stream (see ptxpy.runtime.ffi); under `jax.vmap` the batch runs in sequence.
+XLA's stream (see ptxpy.runtime.ffi). Under `jax.vmap` the batch runs as grid axis z of one
+launch of a batched specialisation when `respecialise` is given and the kernel allows it, else
+in sequence (ptxpy.runtime.batching, docs/jax.md).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import struct
 
 import numpy as np
 
-from ptxpy.runtime import driver, ffi
+from ptxpy.runtime import batching, driver, ffi
 from ptxpy.transpiler.abi import CompiledKernel, ParamSpec
 
 VMAP_METHOD = "sequential"
@@ -24,15 +26,22 @@ _PTX_SIZE = {"u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "u32": 4, "s32": 4,
 
 
 def launch(kernel: CompiledKernel, args: list, out_types: list, grid, block,
-           input_output_aliases: dict[int, int] | None = None) -> list:
-    """Runs `kernel` on `args` and returns its outputs (a list of jax.Array, one per out_type)."""
+           input_output_aliases: dict[int, int] | None = None, respecialise=None) -> list:
+    """Runs `kernel` on `args` and returns its outputs (a list of jax.Array, one per out_type).
+
+    `respecialise(batched)`, when given, compiles the kernel's batched specialisation with that
+    compile option (`Kernel._specialise`): under `jax.vmap` the batch then runs as grid axis z
+    where the kernel allows it. Without it (hand-written PTX) vmap runs in sequence."""
     args, out_types = list(args), list(out_types)
     signature = _eager_signature(kernel, args, out_types, grid, block, input_output_aliases)
     prepared = _eager_calls.get(signature) if signature is not None else None
     if prepared is None or prepared.kernel is not kernel:
         prepared = prepare(kernel, args, out_types, grid, block, input_output_aliases)
         if signature is None:  # traced (or unusual) arguments: bind the FFI call directly
-            return prepared.bind(prepared.values)
+            operands = [prepared.values[i] for i in prepared.buffer_positions]
+            if respecialise is None or not any(_is_tracer(v) for v in operands):
+                return prepared.bind(prepared.values)
+            return batching.run(prepared.batching_call(respecialise), operands)
         if len(_eager_calls) > 4096:
             _eager_calls.clear()
         _eager_calls[signature] = prepared
@@ -42,10 +51,38 @@ def launch(kernel: CompiledKernel, args: list, out_types: list, grid, block,
 class PreparedCall:
     """A checked launch: its plan key, the FFI call's operands and outputs, a jitted runner."""
 
-    def __init__(self, kernel, key, values, buffer_positions, out_types, aliases):
+    def __init__(self, kernel, key, values, buffer_positions, out_types, aliases, grid=None,
+                 block=None):
         self.kernel, self.key, self.values = kernel, key, values
         self.buffer_positions, self.out_types, self.aliases = buffer_positions, out_types, aliases
+        self.grid, self.block = grid, block
         self._jitted = None
+
+    def batching_call(self, respecialise) -> batching.Call:
+        """This call for ptxpy.runtime.batching: `execute` registers a plan for the kernel it is
+        given (this one, or a batched specialisation) and binds its FFI call."""
+        import jax
+
+        inputs, outputs = split_params(self.kernel, len(self.out_types))
+        operands = [self.values[i] for i in self.buffer_positions]
+        # no tracer is kept: the vmap rule may run in another trace
+        values = [jax.ShapeDtypeStruct(v.shape, v.dtype) if i in self.buffer_positions else v
+                  for i, v in enumerate(self.values)]
+        shapes = [tuple(v.shape) for v in operands]
+
+        def execute(kernel, ops, out_types, grid):
+            if kernel is self.kernel and grid == self.grid and [tuple(o.shape) for o in ops] == shapes:
+                key = self.key
+            else:
+                vals = list(values)
+                for i, op in zip(self.buffer_positions, ops):
+                    vals[i] = jax.ShapeDtypeStruct(tuple(op.shape), op.dtype)
+                key = register(kernel, vals, out_types, grid, self.block)
+            return ffi.call(key, list(ops), out_types, self.aliases, VMAP_METHOD)
+
+        return batching.Call(self.kernel, [inputs[i] for i in self.buffer_positions], shapes,
+                             outputs, list(self.out_types), self.grid, execute, respecialise,
+                             frozenset(self.aliases))
 
     def bind(self, values: list) -> list:
         operands = [values[i] for i in self.buffer_positions]
@@ -70,16 +107,24 @@ def prepare(kernel: CompiledKernel, args: list, out_types: list, grid, block,
     grid, block = check_dims(kernel, "grid", grid), check_dims(kernel, "block", block)
     check_limits(kernel, grid, block, driver.DeviceLimits())
     aliases = check_aliases(kernel, inputs, values, out_types, input_output_aliases or {})
+    key = register(kernel, values, out_types, grid, block)
+    positions = [i for i, p in enumerate(inputs) if is_buffer(p)]
+    ffi_aliases = {positions.index(i): o for i, o in aliases.items()}
+    return PreparedCall(kernel, key, values, positions, out_types, ffi_aliases, grid, block)
+
+
+def register(kernel: CompiledKernel, values: list, out_types: list, grid, block) -> int:
+    """Loads the kernel on every GPU and registers the launch plan of checked `values` (arrays
+    may be `jax.ShapeDtypeStruct`s: only shapes are packed) and `out_types`; returns its key."""
+    inputs, outputs = split_params(kernel, len(out_types))
     image = _prepare_devices(kernel, grid, block)
-    operands, slots, params, offsets = pack(kernel, inputs, values, outputs, out_types)
+    _, slots, params, offsets = pack(kernel, inputs, values, outputs, out_types)
     plan = ffi.LaunchPlan(kernel.name, image, grid, block, image.dynamic_shared, params, offsets,
                           slots)
     key = ffi.register_plan(plan, (kernel.name, image.digest, grid, block, image.dynamic_shared,
                                    params, tuple(slots)))
     ffi.register_target()
-    positions = [i for i, p in enumerate(inputs) if is_buffer(p)]
-    ffi_aliases = {positions.index(i): o for i, o in aliases.items()}
-    return PreparedCall(kernel, key, values, positions, out_types, ffi_aliases)
+    return key
 
 
 _eager_calls: dict[tuple, PreparedCall] = {}
@@ -320,8 +365,11 @@ def pack(kernel, inputs, values, outputs, out_types):
     """Lays out the `.param` block. Returns (operands, pointer slots, packed bytes, offsets).
 
     Pointer slots are (byte offset, buffer index) with buffer index counting the operands (the
-    array and by-reference arguments, in order) then the outputs.
+    array and by-reference arguments, in order) then the outputs. In a batched specialisation
+    the arrays named by `kernel.options["batched"]` have a leading batch axis, left out of their
+    shape parameters.
     """
+    batched = {entry[0] for entry in kernel.options.get("batched", ())}
     operands = [v for spec, v in zip(inputs, values) if is_buffer(spec)]
     sources, k = {}, 0
     for spec, v in zip(inputs, values):
@@ -332,7 +380,7 @@ def pack(kernel, inputs, values, outputs, out_types):
     buf, offsets, slots = bytearray(), [], []
     for spec in kernel.params:
         index, value = sources[id(spec)]
-        for ptype, data in _param_values(kernel.name, spec, value):
+        for ptype, data in _param_values(kernel.name, spec, value, spec.name in batched):
             size = _PTX_SIZE[ptype]
             buf.extend(b"\0" * (-len(buf) % size))
             offsets.append(len(buf))
@@ -343,11 +391,13 @@ def pack(kernel, inputs, values, outputs, out_types):
     return operands, slots, bytes(buf), offsets
 
 
-def _param_values(kernel_name: str, spec: ParamSpec, value) -> list[tuple[str, bytes | None]]:
+def _param_values(kernel_name: str, spec: ParamSpec, value,
+                  batched: bool = False) -> list[tuple[str, bytes | None]]:
     """(ptx type, bytes) of each `.param` of one parameter; bytes None for a buffer pointer."""
     types = [t for _, t in spec.ptx_params(kernel_name)]
     if spec.kind == "array":
-        return [(types[0], None)] + [(t, struct.pack("<I", int(d))) for t, d in zip(types[1:], value.shape)]
+        shape = tuple(value.shape)[1 if batched else 0:]
+        return [(types[0], None)] + [(t, struct.pack("<I", int(d))) for t, d in zip(types[1:], shape)]
     if spec.by_ref:
         return [(types[0], None)]
     return [(types[0], value.tobytes())]

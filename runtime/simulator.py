@@ -216,7 +216,26 @@ def _fma(a, b, c, t: PtxType):
     naive = a64 * b64 + c64
     safe = (np.isfinite(naive) & (np.abs(a64) < 2.0 ** 995) & (np.abs(b64) < 2.0 ** 995)
             & ((p == 0) | (np.abs(p) > 2.0 ** -969)))
-    return np.where(safe, z, naive)
+    out = np.where(safe & (z != 0), z, naive)   # an exact zero takes its sign as a*b + c gives it
+    rare = ~safe & np.isfinite(a64) & np.isfinite(b64) & np.isfinite(c64)
+    if np.any(rare):   # tiny products, huge operands: exactly, with fractions (float() rounds once)
+        a64, b64, c64, naive, out, rare = np.broadcast_arrays(a64, b64, c64, naive, out, rare)
+        out = np.array(out, dtype=np.float64)
+        for i in zip(*np.nonzero(rare)) if out.ndim else [()]:
+            out[i] = _fma_exact(float(a64[i]), float(b64[i]), float(c64[i]), float(naive[i]))
+    return out
+
+
+def _fma_exact(a: float, b: float, c: float, naive: float) -> float:
+    from fractions import Fraction
+
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:
+        return naive            # the sign of an exact zero: as a*b + c gives it
+    try:
+        return float(exact)
+    except OverflowError:
+        return float("inf") if exact > 0 else float("-inf")
 
 
 def _flush(x, t: PtxType):
@@ -1584,6 +1603,7 @@ def _c_call(k, ins, m: _Mods) -> _Op:
         for i, lane in enumerate(lanes):
             text, used = _vprintf(ctx, int(fmts[i]), int(bufs[i]), int(lane), ins)
             out.append(text)
+            ctx.last_printed[int(lane)] = (text, ins)
             counts[lane] = used
         sys.stdout.write("".join(out))
         if write is not None:
@@ -1756,6 +1776,7 @@ class _Batch:
         self.local = np.zeros(max(16, self.n * kernel.local_pad), np.uint8)
         self._special = {}
         self.live = np.ones(self.n, bool)
+        self.last_printed: dict[int, tuple[str, Instr]] = {}   # thread -> (its last vprintf text, the call)
 
     # special registers
     def special(self, name: str):
@@ -1981,12 +2002,21 @@ class _Batch:
             else:  # TRAP
                 hit = np.ones(self.n, bool) if mask is None else mask
                 if hit.any():
-                    raise SimulatorError(f"{op.where}: kernel trapped; {self.describe(int(np.argmax(hit)))}")
+                    raise SimulatorError(self._trap_message(op, code[cur - 1] if cur else None,
+                                                            int(np.argmax(hit))))
                 cur += 1
         if group is None:
             self.pc[:] = cur
         else:
             self.pc[group] = cur
+
+    def _trap_message(self, trap: _Op, before: _Op | None, lane: int) -> str:
+        """What the thread printed just before trapping (a debug check's message, as
+        `kernels.py:6: assertion failed: ...`), else where it trapped; then which thread."""
+        text, call = self.last_printed.get(lane, (None, None))
+        if before is not None and call is before.ins and text.strip():
+            return f"{text.rstrip()}; {self.describe(lane)}"
+        return f"{trap.where}: kernel trapped; {self.describe(lane)}"
 
     def _arrive(self, op: _Op, cur: int, group, mask):
         if op.fn is not None:

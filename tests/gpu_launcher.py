@@ -36,7 +36,8 @@ def gpu_run_kernel(ptx, kernel, grid, block, args):
     check(cu.cuCtxSetCurrent(ctx))
     module = check(cu.cuModuleLoadData(ptx.encode() + b"\0"))
     function = check(cu.cuModuleGetFunction(module, kernel.encode()))
-    types = re.findall(r"\.param \.(\w+) \w+", ptx)
+    entry = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(([^)]*)\)", ptx)
+    types = re.findall(r"\.param \.(\w+) \w+", entry.group(1) if entry else "")   # not vprintf's
     values, buffers = [], []
     for ptx_type, arg in zip(types, args, strict=True):
         if isinstance(arg, np.ndarray):

@@ -662,13 +662,20 @@ def _single(opcode, t, *args, **attrs):
     return b.finish()
 
 
-def test_printf_is_a_clear_error():
-    b = Builder("hello", [])
+def test_printf_promotes_its_arguments_and_shares_format_strings(capsys):
+    # the SSA builder promotes print's values; the backend promotes any it is given (C's rules)
+    b = Builder("show", [scalar("h", f16), scalar("c", i8)])
     b.at(b.new_block("entry"), 1)
-    b("printf", None, fmt="hi\n")
+    h, c = b.param("h", f16), b.param("c", i8)
+    flag = b("cmp", bool_, c, ir.Const(i8, 0), pred="lt")
+    for _ in range(2):
+        b("printf", None, h, c, flag, ir.Const(u16, 65535), ir.Const(i64, -2**40), fmt="%f %d %d %u %lld\n")
     b.ret()
-    with pytest.raises(BackendError, match="print"):
-        emit_ptx(b.finish())
+    ptx = compile_all(b.finish())["sm_80"]
+    assert ptx.count(".global .align 1 .b8 $str") == 1 and ptx.count("call.uni") == 2
+    assert "cvt.f64.f16" in ptx and "cvt.s32.s16" in ptx and "    .local .align 8 .b8 printf_args[32];" in ptx
+    _sim_run_kernel(ptx, "show", 1, 1, [np.float16(-1.5), -7])
+    assert capsys.readouterr().out == "-1.500000 -7 1 65535 -1099511627776\n" * 2
 
 
 def test_unsupported_atomics_raise():

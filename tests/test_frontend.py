@@ -638,7 +638,7 @@ def test_assert_with_and_without_message():
         """)
     first, second = k.body
     assert isinstance(first, typed.Assert) and first.message == "n must be positive"
-    assert second.message == "assert n"
+    assert second.message == "n"   # the condition's text
     assert typed.format_expr(second.cond) == "(n:i32 ne.i32 0:i32)"
 
 
@@ -758,3 +758,126 @@ def test_typed_module_fields():
     assert m.filename == "test.py" and m.source_lines[0] == "import math"
     assert m.kernel.is_kernel and m.kernel.return_type is None and m.funcs == {}
     assert u8 not in m.kernel.locals.values()
+
+
+# --- source positions, partial parsing and caches (the frontend's speed) ----------------------
+TRICKY_SOURCES = [
+    HEADER + "@ptxpy.jit\ndef k(x: Array[f32], n: i32):\n    y = ((n +\n  1) * 2)\n    x[0] = -(f32(y))  # c\n",
+    "import ptxpy\r\n@ptxpy.func\r\ndef f(a: int,\r\n      b: int) -> int:\r\n    return (a\r\n  + b)\r\n",
+    "import ptxpy\n\n# leading\n\n@ptxpy.jit\n\n# between\n@(\n  ptxpy.jit)\ndef k(n: int):\n\tif n:\n\t\tm = 'é'; q = 2\n",
+    "x = 1 + \\\n    2\n\x0cdef f(a):\n    return a \\\n        + 1  # c\n# trailing\nclass C:\n    pass",
+]
+
+
+@pytest.mark.parametrize("source", TRICKY_SOURCES)
+def test_node_positions_are_libcsts_own(source):
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from ptxpy.transpiler.positions import module_starts
+
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    starts = module_starts(module)
+    for node, where in expected.items():
+        if node is not module:
+            assert starts[node] == (where.start.line, where.start.column), type(node).__name__
+
+
+HOST_CODE = """
+class Model:
+    def run(self):
+        return [i for i in range(3)]
+
+def helper(x):
+    return x + 1
+
+if __name__ == "__main__":
+    print(helper(1))
+"""
+
+
+def test_host_code_is_skipped_and_positions_stay_those_of_the_whole_file():
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from ptxpy.transpiler.scope import code_of
+
+    source = HEADER + HOST_CODE + "\nBLOCK = 4\n\n@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = (BLOCK +\n 1)\n"
+    parsed = parse_module(source, "test.py")
+    assert list(parsed.kernels) == ["k"] and parsed.scope.constants["BLOCK"] == 4
+    assert parsed.scope.others["Model"] == "class" and parsed.scope.others["helper"] == "function"
+    headers = [s for s in parsed.top.statements if isinstance(s, (cst.ClassDef, cst.FunctionDef))]
+    assert [h.name.value for h in headers] == ["Model", "helper", "k"]
+    assert all(code_of(h.body).strip() == "pass" for h in headers)       # bodies: not parsed
+    assert not any(isinstance(s, cst.If) for s in parsed.top.statements)  # nor `if __name__`
+    whole = cst.parse_module(source)
+    expected = MetadataWrapper(whole, unsafe_skip_copy=True).resolve(PositionProvider)
+    ours, theirs = parsed.kernels["k"].node, whole.body[-1]
+    pairs = list(zip(_nodes(ours), _nodes(theirs)))
+    assert len(pairs) == len(list(_nodes(theirs))) > 30
+    for mine, whole_files in pairs:
+        where = expected[whole_files].start
+        assert parsed.loc(mine) == (where.line, where.column), type(mine).__name__
+
+
+def _nodes(node):
+    """`node` and its descendants, less the blank and comment lines before a statement (a
+    definition parsed on its own starts at its first decorator)."""
+    import libcst as cst
+
+    yield node
+    for child in node.children:
+        if not isinstance(child, cst.EmptyLine):
+            yield from _nodes(child)
+
+
+def test_error_in_a_kernel_after_host_code_points_at_its_line():
+    source = HEADER + HOST_CODE + "\n@ptxpy.jit\ndef k(n: i32):\n    m = n +  oops\n"
+    with pytest.raises(CompileError) as info:
+        check_kernel(parse_module(source, "test.py"), "k")
+    line = source.splitlines().index("    m = n +  oops") + 1
+    assert str(info.value).splitlines()[0] == f"test.py:{line}:14: error: name 'oops' is not defined"
+
+
+def test_a_later_host_function_replaces_a_kernel_of_its_name():
+    parsed = parse_module(HEADER + "@ptxpy.jit\ndef k(n: i32):\n    pass\n\ndef k():\n    pass\n", "t.py")
+    assert parsed.kernels == {}
+
+
+def test_device_functions_are_checked_once_per_parsed_module():
+    parsed = parse_module(HEADER + textwrap.dedent("""
+        @ptxpy.func
+        def inner(a: f32) -> f32:
+            return a * 2.0
+
+        @ptxpy.func
+        def outer(a: f32) -> f32:
+            return inner(a) + 1.0
+
+        @ptxpy.jit
+        def k(x: Array[f32], N: Const[int] = 1):
+            x[0] = outer(x[N])
+
+        @ptxpy.jit
+        def k2(x: Array[f32]):
+            x[0] = outer(x[1])
+        """), "test.py")
+    first = check_kernel(parsed, "k", {"N": 1})
+    second = check_kernel(parsed, "k", {"N": 2})
+    third = check_kernel(parsed, "k2")
+    assert list(first.funcs) == list(third.funcs) == ["inner", "outer"]
+    assert all(first.funcs[n] is second.funcs[n] is third.funcs[n] for n in first.funcs)
+    assert first.kernel is not second.kernel
+
+
+def test_the_same_source_is_parsed_once():
+    from ptxpy.transpiler import driver
+
+    source = HEADER + "@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = 1.0\n"
+    driver.clear_caches()
+    program = driver.parse(source, "a.py")
+    assert driver.parse(source, "a.py") is program
+    assert driver.parse(source, "b.py") is not program
+    driver.clear_caches()
+    assert driver.parse(source, "a.py") is not program

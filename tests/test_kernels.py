@@ -610,3 +610,52 @@ def wrapped(a: Array[u32], q: Array[i64], r: Array[i64], q32: Array[i32], r32: A
     w = ((i * np.maximum(i, (a & 0x7FFFFFFF).astype(np.int64))) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
     np.testing.assert_array_equal(q32, w // 7)
     np.testing.assert_array_equal(r32, w % 7)
+
+
+def test_floor_division_of_an_overflowed_sum():
+    # differential seed 11, program 1278, reduced: for i >= 1, (i + i) + 2147483647 wraps
+    # negative, so `//` and `%` on it keep their floor correction
+    source = src("""
+@ptxpy.jit
+def wrapped_sum(q: Array[i64], r: Array[i64]):
+    i = ptxpy.global_id(0)
+    v = i64((i + i) + 2147483647)
+    q[i] = v // ((v & 15) + 1)
+    r[i] = v % ((v & 15) + 1)
+""")
+    q, r = run(source, "wrapped_sum", [Out(64, np.int64), Out(64, np.int64)], grid=2, block=32)
+    v = (2 * np.arange(64) + 2147483647).astype(np.int32).astype(np.int64)   # wraps like i32
+    np.testing.assert_array_equal(q, v // ((v & 15) + 1))
+    np.testing.assert_array_equal(r, v % ((v & 15) + 1))
+    assert (q[1], r[1]) == (-1073741824, 1)   # v = -2147483647, divided by 2
+
+
+def test_floor_division_of_an_overflowed_shift():
+    # differential seed 11, program 1505, reduced: a non-negative i64 shifted left wraps
+    # negative (at once, or after some trips of `(w + w) << 7`); `//` and `%` keep the fix-up
+    source = src("""
+@ptxpy.jit
+def shifted(a: Array[u32], q: Array[i64], r: Array[i64], lq: Array[i64], lr: Array[i64]):
+    i = ptxpy.global_id(0)
+    v = i64(a[i]) << 40
+    q[i] = v // 12
+    r[i] = v % 12
+    w = i64(a[i]) + i64(i)
+    for k in range(6):
+        w = ((w + w) << 7) // ((w & 15) + 1)
+    lq[i] = w // 12
+    lr[i] = w % 12
+""")
+    a = np.array([1, 2**23, 2**23 + 1, 2**24 - 1, 3, 2**32 - 1, 0, 12345678, 4294967231],
+                 np.uint32)
+    outs = [Out(len(a), np.int64) for _ in range(4)]
+    q, r, lq, lr = run(source, "shifted", [a] + outs, grid=1, block=len(a))
+    v = a.astype(np.int64) << 40                       # NumPy int64 wraps like the kernel
+    np.testing.assert_array_equal(q, v // 12)
+    np.testing.assert_array_equal(r, v % 12)
+    assert (q[5], r[5]) == (-91625968982, 8)           # v = -(2**40), not a multiple of 12
+    w = a.astype(np.int64) + np.arange(len(a))
+    for _ in range(6):
+        w = ((w + w) << 7) // ((w & 15) + 1)
+    np.testing.assert_array_equal(lq, w // 12)
+    np.testing.assert_array_equal(lr, w % 12)

@@ -5,20 +5,21 @@ from __future__ import annotations
 import copy
 import math
 import time
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptxpy.transpiler import interp
+from ptxpy.transpiler import floatbits, interp
 from ptxpy.transpiler.abi import ParamSpec
 from ptxpy.transpiler.cfg import natural_loops
 from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
-from ptxpy.transpiler.passes import (PIPELINE, copyprop, cse, dce, licm, lower_floor, nonneg,
-                                     optimize, sccp, simplifycfg, strength)
+from ptxpy.transpiler.passes import (PIPELINE, copyprop, cse, dce, licm, lower_floor, optimize,
+                                     ranges, sccp, simplifycfg, strength)
 from ptxpy.transpiler.verify import verify
-from ptxpy.types import bool_, f32, i32, i64, u32
+from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -453,27 +454,32 @@ def test_strength_turns_mul_by_power_of_two_into_shift():
         assert int(run_scalar(func, i32, a, 0)) == interp.wrap_int(a * 8, i32)
 
 
-# --- nonneg and lower_floor ------------------------------------------------------------------
-def test_nonneg_turns_floor_ops_on_tid_and_shapes_into_div():
+# --- ranges and lower_floor ------------------------------------------------------------------
+def test_ranges_turns_floor_ops_on_tid_and_shapes_into_div():
     b = Builder()
+    b.func.params.append(ParamSpec("x", "array", i32, rank=1))
     out, n = b.param("out", ptr=True), b.param("x_shape0")
     tid, p = b.sreg(), b.param("p")
     gid = b("add", i32, b("mul", i32, b.sreg("ctaid.x"), b.sreg("ntid.x")), tid)
-    by_shape = b("floordiv", i32, gid, n)
-    mod_shape = b("floormod", i32, gid, n)
+    by_shape = b("floordiv", i32, tid, n)
+    mod_shape = b("floormod", i32, tid, n)
     by_four = b("floordiv", i32, tid, 4)
     mod_four = b("floormod", i32, tid, 4)
+    both_negative = b("floordiv", i32, b("neg", i32, tid), -3)
     signed = b("floordiv", i32, p, 3)
     negative = b("floordiv", i32, tid, -3)
-    for k, v in enumerate((by_shape, mod_shape, by_four, mod_four, signed, negative)):
+    global_id = b("floordiv", i32, gid, n)   # wraps negative in grids of over 2^31 threads
+    divisions = (by_shape, mod_shape, by_four, mod_four, both_negative, signed, negative, global_id)
+    for k, v in enumerate(divisions):
         b.store(out, Const(i32, k), v)
     b.ret()
-    run_pass(nonneg.run, b.func)
-    assert (by_shape.op, mod_shape.op, by_four.op, mod_four.op) == ("div", "rem", "shr", "and")
-    assert signed.op == "floordiv" and negative.op == "floordiv"
+    run_pass(ranges.run, b.func)
+    assert [d.op for d in divisions] == ["div", "rem", "shr", "and", "div",
+                                         "floordiv", "floordiv", "floordiv"]
 
 
-def test_nonneg_sees_induction_phis():
+def counting_loops(up_step: int):
+    """out[i] = i // 3 + down // 3 for i = 0, up_step, ... while i < n; down = 0, -1, ..."""
     b = Builder()
     out, n = b.param("out", ptr=True), b.param("n")
     head, body, done = b.block("head"), b.block("body"), b.block("done")
@@ -482,14 +488,104 @@ def test_nonneg_sees_induction_phis():
     b.cbr(b("cmp", bool_, i, n, pred="lt"), body, done)
     up_div = b.at(body)("floordiv", i32, i, 3)
     down_div = b("floordiv", i32, down, 3)
-    b.store(out, i, b("add", i32, up_div, down_div))
-    i_next, down_next = b("add", i32, i, 2), b("sub", i32, down, 1)
+    b.store(out, b("and", i32, i, 15), b("add", i32, up_div, down_div))
+    i_next, down_next = b("add", i32, i, up_step), b("sub", i32, down, 1)
     b.br(head)
     b.fill(i, {b.func.entry: Const(i32, 0), body: i_next})
     b.fill(down, {b.func.entry: Const(i32, 0), body: down_next})
     b.at(done).ret()
-    run_pass(nonneg.run, b.func)
+    return b.func, up_div, down_div
+
+
+def test_ranges_sees_induction_phis():
+    func, up_div, down_div = counting_loops(1)
+    run_pass(ranges.run, func)
     assert up_div.op == "div" and down_div.op == "floordiv"
+
+
+def test_ranges_knows_a_step_of_two_can_wrap():
+    # i < n <= INT_MAX does not keep i + 2 from wrapping to INT_MIN, and the loop goes on
+    func, up_div, _ = counting_loops(2)
+    run_pass(ranges.run, func)
+    assert up_div.op == "floordiv"
+    inputs = [({"out": np.zeros(16, np.int32), "n": n}, {}) for n in (0, 7, 40)]
+    assert_equivalent(func, inputs)
+
+
+def test_ranges_keeps_the_fixup_where_sums_and_shifts_wrap():
+    # differential seed 11, programs 1278 and 1505: non-negative operands, wrapped result
+    b = Builder()
+    out, out64, a = b.param("out", ptr=True), b.param("out64", ptr=True), b.param("a", u32)
+    tid = b.sreg()
+    summed = b("add", i32, b("add", i32, tid, tid), INT_MAX)
+    shifted = b("shl", i64, b("cvt", i64, a), Const(u32, 40))
+    small = b("add", i32, tid, 1000)
+    wrapped = [b("floormod", i32, summed, 7), b("floordiv", i64, shifted, 12)]
+    exact = b("floordiv", i32, small, 7)
+    b.store(out, Const(i32, 0), wrapped[0])
+    b.store(out64, Const(i32, 0), wrapped[1])
+    b.store(out, Const(i32, 1), exact)
+    b.ret()
+    func = copy.deepcopy(b.func)
+    run_pass(ranges.run, b.func)
+    assert [w.op for w in wrapped] == ["floormod", "floordiv"] and exact.op == "div"
+    inputs = [({"out": np.zeros(2, np.int32), "out64": np.zeros(1, np.int64), "a": a},
+               {"tid.x": t}) for a in (3, 2**23 + 1, 2**32 - 1) for t in (0, 1, 5)]
+    assert_equivalent(func, inputs)
+
+
+def interval_of(t, body, *params):
+    """The interval `ranges` finds for `body(builder, *param values)` (params of type t)."""
+    b = Builder()
+    b.func.params.append(ParamSpec("x", "array", i32, rank=1))
+    out = b.param("out", ptr=True)
+    value = body(b, *[b.param(name, t) for name in params])
+    b.store(out, Const(i32, 0), value)
+    b.ret()
+    return ranges.Ranges(b.func).range(value)
+
+
+@pytest.mark.parametrize("t, body, expected", [
+    (i32, lambda b, p: b("rem", i32, p, 10), (-9, 9)),
+    (i32, lambda b, p: b("floormod", i32, p, -10), (-9, 0)),
+    (i32, lambda b, p: b("shr", i32, p, Const(u32, 28)), (-8, 7)),
+    (u32, lambda b, p: b("shr", u32, p, Const(u32, 28)), (0, 15)),
+    (i32, lambda b, p: b("and", i32, p, 0xFF), (0, 255)),
+    (i32, lambda b, p: b("cvt", i32, b("and", u32, b("cvt", u32, p), Const(u32, 2**31 - 1))),
+     (0, INT_MAX)),
+    (i32, lambda b, p: b("cvt", i32, b("or", u32, b("cvt", u32, p), Const(u32, 2**31))),
+     (INT_MIN, -1)),                                         # wraps as a whole: still exact
+    (i32, lambda b, p: b("mul", i32, b.sreg("tid.x"), b.sreg("ntid.x")), (0, 1023 * 1024)),
+    (i32, lambda b, p: b("mul", i32, b.sreg("ctaid.x"), b.sreg("ntid.x")), (INT_MIN, INT_MAX)),
+    (i64, lambda b, p: b("mul_wide", i64, b.sreg("ctaid.x"), b.sreg("ntid.x")),
+     (0, (2**31 - 1) * 1024)),
+    (i32, lambda b, p: b("abs", i32, p), (INT_MIN, INT_MAX)),   # abs(INT_MIN) wraps
+    (i32, lambda b, p: b("abs", i32, b("rem", i32, p, 10)), (0, 9)),
+    (i32, lambda b, p: b("not", i32, b.sreg("laneid")), (-32, -1)),
+    (u32, lambda b, p: b("neg", u32, b("or", u32, b("and", u32, p, Const(u32, 7)), Const(u32, 1))),
+     (2**32 - 7, 2**32 - 1)),
+    (i32, lambda b, p: b("param", i32, name="k_x_shape0"), (0, INT_MAX)),
+])
+def test_ranges_intervals_of_wrapping_ops(t, body, expected):
+    assert interval_of(t, body, "p") == expected
+
+
+def test_ranges_bounds_a_counted_while_loop():
+    # while w < 6: w += 1 -- widened while solving, then narrowed back by the branch
+    b = Builder()
+    out = b.param("out", ptr=True)
+    head, body, done = b.block("head"), b.block("body"), b.block("done")
+    b.br(head)
+    w = b.at(head).phi(i32)
+    b.cbr(b("cmp", bool_, w, 6, pred="lt"), body, done)
+    w_next = b.at(body)("add", i32, w, 1)
+    b.br(head)
+    b.fill(w, {b.func.entry: Const(i32, 0), body: w_next})
+    b.at(done).store(out, Const(i32, 0), w)
+    b.ret()
+    found = ranges.Ranges(b.func)
+    assert found.range(w) == (0, 6) and found.range(w_next) == (1, 6)
+    assert found.at(w, body) == (0, 5) and found.at(w, done) == (6, 6)
 
 
 @pytest.mark.parametrize("divisor", [None, 3, -3, 4, -4, 1])
@@ -644,6 +740,7 @@ class RandomKernel:
 
     def build(self) -> Function:
         b, draw = self.b, self.draw
+        self.bounded()
         self.straight(draw(st.integers(1, 8)))
         self.diamond()
         self.loop()
@@ -654,6 +751,14 @@ class RandomKernel:
                 self.slots[t] += 1
         b.ret()
         return b.func
+
+    def bounded(self):
+        """Integers of small ranges, some negative: what `ranges` can be precise about."""
+        b = self.b
+        for t in TYPES[:3]:
+            first, second = self.params[t]
+            self.pool[t].append(b("rem", t, first, Const(t, 100)))
+            self.pool[t].append(b("shr", t, second, Const(u32, t.bits - 6)))
 
     def pick(self, t):
         if self.draw(st.integers(0, 2)) == 0:
@@ -700,11 +805,11 @@ class RandomKernel:
         if op in ("div", "rem"):
             return b(op, t, self.pick(t), b("or", t, self.pick(t), Const(t, 1)))
         if op in ("floordiv", "floormod"):
-            # a value proven >= 0 must really be: take params as they are, or mask
-            dividend = self.draw(st.sampled_from(self.params[t]))
+            # any dividend, so that `ranges` must not drop the fix-up of one that can wrap
+            dividend = self.pick(t)
             if draw(st.booleans()):
                 dividend = b("and", t, self.pick(t), Const(t, 0xFFFF))
-            divisor = b("or", t, draw(st.sampled_from(self.params[t])), Const(t, 1))
+            divisor = b("or", t, self.pick(t), Const(t, 1))
             if draw(st.booleans()):
                 divisor = Const(t, draw(st.sampled_from((3, -3, 4, -8, 1))))
             return b(op, t, dividend, divisor)
@@ -798,3 +903,72 @@ def test_random_ir_optimize_preserves_results(data):
     verify(func)
     inputs = [random_inputs(data.draw) for _ in range(3)]
     assert_equivalent(func, inputs)
+
+
+def computed_values(func: Function, args: dict, sregs: dict) -> list[tuple[Instr, object]]:
+    """(instruction, value) for each non-phi instruction the interpreter executes."""
+    seen = []
+    execute_one = interp._Thread.execute
+
+    def recording(thread, instr):
+        value = execute_one(thread, instr)
+        seen.append((instr, value))
+        return value
+    args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+    with mock.patch.object(interp._Thread, "execute", recording):
+        interp.run_function(func, args, sregs)
+    return seen
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_ir_values_lie_in_their_ranges(data):
+    func = RandomKernel(data.draw).build()
+    found = ranges.Ranges(func)
+    for args, sregs in [random_inputs(data.draw) for _ in range(3)]:
+        for instr, value in computed_values(func, args, sregs):
+            if instr.type is not None and instr.type.is_int:
+                lo, hi = found.range(instr)
+                assert lo <= int(value) <= hi, (instr, value, (lo, hi))
+
+
+# --- folding without NumPy: floats of every width as Python floats ---------------------------
+FLOAT_TYPES = {"f16": f16, "bf16": bf16, "f32": f32, "f64": f64}
+
+
+def _numpy_bits(value, t) -> int:
+    with np.errstate(all="ignore"):
+        return int(np.array([value]).astype(t.numpy).view(f"u{t.nbytes}")[0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(width=64), st.integers(0, (1 << 64) - 1).map(
+    lambda b: float(np.array(b, np.uint64).view(np.float64)))))
+def test_float_conversions_match_numpy(x):
+    for name, t in FLOAT_TYPES.items():
+        assert floatbits.converted_bits(x, name) == _numpy_bits(x, t), name
+
+
+@pytest.mark.parametrize("name", ["f16", "bf16"])
+def test_every_16_bit_pattern_round_trips(name):
+    for pattern in range(1 << 16):
+        value = floatbits.from_bits(pattern, name)
+        assert floatbits.bits_of(value, name) == pattern
+        if value == value:
+            assert value == float(np.array(pattern, np.uint16).view(FLOAT_TYPES[name].numpy))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([f16, f32]), st.integers(0, (1 << 32) - 1), st.integers(0, (1 << 32) - 1),
+       st.sampled_from(["add", "sub", "mul", "div", "rem", "sqrt", "rcp"]))
+def test_folding_in_f64_gives_numpys_narrow_arithmetic(t, a_bits, b_bits, op):
+    mask = (1 << t.bits) - 1
+    a, b = (floatbits.from_bits(bits & mask, t.name) for bits in (a_bits, b_bits))
+    args = [a] if op in ("sqrt", "rcp") else [a, b]
+    got = interp.evaluate(op, t, {}, args, [t] * len(args))
+    x, y = (np.array([v]).astype(t.numpy)[0] for v in (a, b))
+    with np.errstate(all="ignore"):
+        expected = {"add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y,
+                    "div": lambda: x / y, "rem": lambda: np.fmod(x, y), "sqrt": lambda: np.sqrt(x),
+                    "rcp": lambda: t.numpy.type(1) / x}[op]()
+    assert (math.isnan(got) and np.isnan(expected)) or interp.bits(got, t) == _numpy_bits(expected, t)

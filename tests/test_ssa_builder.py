@@ -1,22 +1,21 @@
 """Tests of the SSA builder (transpiler/ssa_builder.py, lower_intrinsics.py).
 
 Typed trees are built by hand (helpers below) or, where the frontend is available, from kernel
-source. Every function is checked with `verify.verify` and executed one thread at a time by a
-small reference evaluator of the IR (section 1), which raises on out-of-bounds addresses.
+source. Every function is checked with `verify.verify` and executed one thread at a time by the
+reference interpreter of the IR (transpiler/interp.py, section 1), which raises on out-of-bounds
+addresses.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
 
-from ptxpy.transpiler import ir, typed as T, verify
+from ptxpy.transpiler import interp, ir, typed as T, verify
 from ptxpy.transpiler.errors import CompileError
 from ptxpy.transpiler.ssa_builder import build_function
 from ptxpy.types import ArrayType, TupleType, bool_, f16, f32, f64, i8, i32, i64, u32
 
-# --- 1. a reference evaluator of the IR ------------------------------------------------------
+# --- 1. running the IR: the reference interpreter (transpiler/interp.py) -------------------
 
 
 class OutOfBounds(Exception):
@@ -27,227 +26,22 @@ class Trapped(Exception):
     pass
 
 
-class _Memory:
-    def __init__(self):
-        self.regions = []           # (base, bytearray-backed uint8 view)
-
-    def add(self, array: np.ndarray) -> int:
-        base = (len(self.regions) + 1) << 40
-        self.regions.append((base, array.reshape(-1).view(np.uint8)))
-        return base
-
-    def locate(self, addr: int, nbytes: int):
-        for base, raw in self.regions:
-            if base <= addr < base + (1 << 40):
-                off = addr - base
-                if off < 0 or off + nbytes > raw.size or off % nbytes:
-                    raise OutOfBounds(f"address {addr - base} (+{nbytes}) outside {raw.size} bytes")
-                return raw, off
-        raise OutOfBounds(f"wild address {addr:#x}")
-
-    def load(self, addr: int, ty):
-        raw, off = self.locate(addr, ty.nbytes)
-        value = raw[off:off + ty.nbytes].view(ty.numpy)[0]
-        return bool(value) if ty == bool_ else value
-
-    def store(self, addr: int, ty, value) -> None:
-        raw, off = self.locate(addr, ty.nbytes)
-        raw[off:off + ty.nbytes].view(ty.numpy)[0] = value
-
-
-def _cast(ty, value):
-    if ty == bool_:
-        return bool(value)
-    if ty.is_int:
-        if isinstance(value, (float, np.floating)):
-            value = float(value)
-            if math.isnan(value):
-                return ty.numpy.type(0)
-            info = np.iinfo(ty.numpy)
-            return ty.numpy.type(min(max(math.trunc(value), info.min), info.max))
-        bits = ty.bits
-        v = int(value) & ((1 << bits) - 1)
-        if ty.is_signed and v >> (bits - 1):
-            v -= 1 << bits
-        return ty.numpy.type(v)
-    return ty.numpy.type(value)
-
-
-def _binary(op, ty, a, b):
-    if ty == bool_:
-        return {"and": a and b, "or": a or b, "xor": a != b}[op]
-    if ty.is_int:
-        a, b = int(a), int(b)
-        if op in ("div", "rem", "floordiv", "floormod") and b == 0:
-            return _cast(ty, 0)
-        result = {
-            "add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
-            "min": lambda: min(a, b), "max": lambda: max(a, b), "and": lambda: a & b,
-            "or": lambda: a | b, "xor": lambda: a ^ b, "floordiv": lambda: a // b,
-            "floormod": lambda: a % b,
-            "div": lambda: abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1),
-            "rem": lambda: a - abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1) * b,
-        }[op]()
-        return _cast(ty, result)
-    t = ty.numpy.type
-    with np.errstate(all="ignore"):
-        return t({"add": lambda: t(a) + t(b), "sub": lambda: t(a) - t(b), "mul": lambda: t(a) * t(b),
-                  "div": lambda: t(a) / t(b), "min": lambda: np.fmin(t(a), t(b)),
-                  "max": lambda: np.fmax(t(a), t(b)), "copysign": lambda: np.copysign(t(a), t(b))}[op]())
-
-
-_UNARY_FLOAT = {
-    "neg": np.negative, "abs": np.abs, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
-    "rcp": lambda x: 1 / x, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
-    "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
-}
-
-
-def _unary(op, ty, a):
-    if ty == bool_:
-        return not a
-    if ty.is_int:
-        a = int(a)
-        return _cast(ty, {"neg": -a, "not": ~a, "abs": abs(a), "mov": a}[op])
-    if op == "mov":
-        return a
-    with np.errstate(all="ignore"):
-        return ty.numpy.type(_UNARY_FLOAT[op](np.float64(a)))
-
-
-def _shift(op, ty, a, n):
-    n = int(n) & 0xFFFFFFFF
-    a = int(a)
-    if op == "shl":
-        return _cast(ty, a << n if n < ty.bits else 0)
-    return _cast(ty, a >> min(n, ty.bits))
-
-
-def _cmp(pred, a, b):
-    if pred == "ne":
-        return bool(a != b)
-    return bool({"eq": a == b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[pred])
-
-
 def run_ir(func: ir.Function, args: list, sregs: dict | None = None, max_steps: int = 1_000_000) -> list:
     """Run one thread; `args` per `func.params` (arrays are written in place); returns printf lines."""
-    sregs = {"tid.x": 0, "tid.y": 0, "tid.z": 0, "ntid.x": 1, "ntid.y": 1, "ntid.z": 1,
-             "ctaid.x": 0, "ctaid.y": 0, "ctaid.z": 0, "nctaid.x": 1, "nctaid.y": 1, "nctaid.z": 1,
-             "laneid": 0, **(sregs or {})}
-    memory = _Memory()
-    params = {}
+    named = {}
     for spec, value in zip(func.params, args):
-        base = f"{func.name}_{spec.name}"
-        if spec.kind == "array":
-            params[base] = memory.add(value)
-            for k, n in enumerate(value.shape):
-                params[f"{base}_shape{k}"] = np.int32(n)
-        elif spec.by_ref:
-            params[base] = memory.add(np.array([value], spec.dtype.numpy))
-        else:
-            params[base] = _cast(spec.dtype, value)
-    symbols = {d.name: memory.add(np.zeros(d.nbytes, np.uint8)) for d in func.arrays}
-    env: dict = {}
+        named[spec.name] = np.array([value], spec.dtype.numpy) if spec.by_ref else value
     printed: list = []
-
-    def val(v):
-        if isinstance(v, ir.Const):
-            return _cast(v.type, v.value)
-        if isinstance(v, ir.Undef):
-            return _cast(v.type, 0)
-        return env[v]
-
-    block, prev = func.entry, None
-    for _ in range(max_steps):
-        if prev is not None:
-            k = block.preds.index(prev)
-            incoming = [val(phi.args[k]) for phi in block.phis]
-            for phi, value in zip(block.phis, incoming):
-                env[phi] = value
-        for instr in block.instrs:
-            op, ty, a = instr.op, instr.type, [val(x) for x in instr.args]
-            if op == "br":
-                prev, block = block, instr.targets[0]
-                break
-            if op == "cbr":
-                prev, block = block, instr.targets[0 if a[0] else 1]
-                break
-            if op == "ret":
-                return printed
-            if op == "trap":
-                raise Trapped("".join(printed))
-            env[instr] = _execute(instr, op, ty, a, params, symbols, sregs, memory, printed)
-        else:
-            raise AssertionError(f"block {block} fell through")
-    raise AssertionError("too many steps")
-
-
-def _execute(instr, op, ty, a, params, symbols, sregs, memory, printed):
-    if op == "param":
-        return params[instr.attrs["name"]]
-    if op == "sreg":
-        return np.int32(sregs[instr.attrs["name"]])
-    if op == "addr_of":
-        return np.int64(symbols[instr.attrs["symbol"]])
-    if op == "load":
-        return memory.load(int(a[0]), ty)
-    if op == "store":
-        memory.store(int(a[0]), instr.args[1].type, a[1])
-        return None
-    if op == "vload":
-        return [memory.load(int(a[0]) + k * ty.nbytes, ty) for k in range(instr.attrs["n"])]
-    if op == "extract":
-        return a[0][instr.attrs["index"]]
-    if op == "vstore":
-        for k, v in enumerate(a[1:]):
-            memory.store(int(a[0]) + k * instr.args[k + 1].type.nbytes, instr.args[k + 1].type, v)
-        return None
-    if op == "atom":
-        old = memory.load(int(a[0]), ty)
-        kind = instr.attrs["op"]
-        if kind == "cas":
-            new = a[2] if old == a[1] else old
-        elif kind == "exch":
-            new = a[1]
-        else:
-            new = _binary(kind, ty, old, a[1])
-        memory.store(int(a[0]), ty, new)
-        return old
-    if op == "printf":
-        printed.append(instr.attrs["fmt"].replace("%ll", "%").replace("%l", "%") % tuple(x.item() if hasattr(x, "item") else x for x in a))
-        return None
-    if op == "barrier":
-        return None
-    if op in ("shfl",):
-        return a[0]       # one thread: every lane reads its own value
-    if op == "vote":
-        return np.uint32(1 if a[0] else 0) if instr.attrs["mode"] == "ballot" else bool(a[0])
-    if op == "cmp":
-        return _cmp(instr.attrs["pred"], a[0], a[1])
-    if op == "select":
-        return a[1] if a[0] else a[2]
-    if op == "cvt":
-        src = instr.args[0].type
-        if ty.is_int and src.is_float:
-            return _cast(ty, a[0])
-        if ty == bool_:
-            return bool(a[0] != 0)
-        return _cast(ty, int(a[0]) if src == bool_ else a[0])
-    if op == "bitcast":
-        return np.array([a[0]], instr.args[0].type.numpy).view(ty.numpy)[0]
-    if op == "mul_wide":
-        return _cast(ty, int(a[0]) * int(a[1]))
-    if op in ("shl", "shr"):
-        return _shift(op, ty, a[0], a[1])
-    if op == "fma":
-        return ty.numpy.type(np.float64(a[0]) * np.float64(a[1]) + np.float64(a[2]))
-    if op == "isnan":
-        return bool(np.isnan(a[0]))
-    if op == "isinf":
-        return bool(np.isinf(a[0]))
-    if len(a) == 1:
-        return _unary(op, ty, a[0])
-    return _binary(op, ty, a[0], a[1])
+    try:
+        interp.run_function(func, named, dict(sregs or {}), printed=printed, max_steps=max_steps,
+                            lone_thread=True)
+    except interp.Trap:
+        raise Trapped("".join(printed)) from None
+    except interp.InterpError as err:
+        if "out-of-bounds" in str(err) or "misaligned" in str(err):
+            raise OutOfBounds(str(err)) from None
+        raise
+    return printed
 
 
 
@@ -720,11 +514,14 @@ def test_exp_and_erf_edge_values():
         np.testing.assert_allclose(out, want, rtol=4e-7)
 
 
-def test_f64_transcendentals_are_a_located_error_and_f16_math_goes_through_f32():
-    with pytest.raises(CompileError, match="math.exp on f64 is not supported yet") as err:
-        kernel({"x": f64, "out": arr(f64)}, [store("out", c(0), T.Intrinsic(L, f64, "exp", [v("x", f64)]))],
-               written={"out"})
-    assert err.value.loc == L and "kern.py:3:5" in str(err.value)
+def test_f64_transcendentals_inline_the_library_and_f16_math_goes_through_f32():
+    names = ("exp", "log", "sin", "tanh")
+    body = [store("out", c(k), T.Intrinsic(L, f64, name, [v("x", f64)])) for k, name in enumerate(names)]
+    func = kernel({"x": f64, "out": arr(f64)}, body, written={"out"})
+    assert {i.loc for i in func.instrs()} <= {L, None}      # library code carries the call's line
+    out = np.zeros(len(names))
+    run_ir(func, [0.75, out])
+    np.testing.assert_array_max_ulp(out, [np.exp(0.75), np.log(0.75), np.sin(0.75), np.tanh(0.75)], 1)
     func = kernel({"x": f64, "h": f16, "out": arr(f64), "o16": arr(f16)},
                   [store("out", c(0), T.Intrinsic(L, f64, "sqrt", [v("x", f64)])),
                    store("o16", c(0), T.Intrinsic(L, f16, "exp", [v("h", f16)]))], written={"out", "o16"})

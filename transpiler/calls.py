@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ptxpy.types import ArrayType, Scalar, bool_, f32, f64, i32, u32
+from ptxpy.types import ArrayType, Scalar, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from . import typed
-from .exprs import convert, is_weak, join, truthy, weak_constant
+from .exprs import convert, fits, is_weak, join, truthy, weak_constant
 from .scope import CONST_FUNCS, code_of, scalar_named
 
 MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil fabs".split())
@@ -19,6 +19,11 @@ SHUFFLES = frozenset("shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync".split
 VOTES = {"ballot_sync": u32, "any_sync": bool_, "all_sync": bool_}
 WARP_REDUCTIONS = frozenset(["warp_sum", "warp_max", "warp_min"])
 AXIS_INTRINSICS = frozenset(["program_id", "num_programs", "global_id"])
+#: helpers only the math library may call: round to nearest even, high half of a product
+LIBRARY_PRIVATE = frozenset(["_rint", "_mul_hi"])
+SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
+UNSIGNED_OF_WIDTH = {8: u8, 16: u16, 32: u32, 64: u64}
+FLOAT_OF_WIDTH = {16: f16, 32: f32, 64: f64}
 STATEMENT_ONLY = {
     "builtins.range": "range() can only be the iterable of a for loop",
     "ptxpy.static_range": "ptxpy.static_range() can only be the iterable of a for loop",
@@ -191,7 +196,54 @@ class CallChecker:
         if name in VOTES:
             (arg,) = self.args(node, label, 1)
             return typed.Intrinsic(loc, VOTES[name], name, [truthy(self.value(arg))])
+        if name == "bitcast":
+            return self.bitcast(node)
+        if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
+            return self.library_private(name, node)
         raise self.name_error(node.func, f"ptxpy.{name}")
+
+    def bitcast(self, node: cst.Call) -> typed.Expr:
+        """`ptxpy.bitcast(x, T)`: the bits of scalar `x` read as scalar type `T` of the same width."""
+        value_node, type_node = self.args(node, "ptxpy.bitcast", 2)
+        target = scalar_named(self.qualname(type_node))
+        if target is None or target.is_bool:
+            raise self.error(f"the second argument of ptxpy.bitcast must be a numeric scalar type "
+                             f"(e.g. u32, f64), got '{code_of(type_node)}'", type_node)
+        value = self.value(value_node)
+        if is_weak(value):
+            value = self.weak_bitcast_operand(value, target, value_node)
+        if value.type.is_bool:
+            raise self.error("ptxpy.bitcast needs a number, got bool", value_node)
+        if value.type.bits != target.bits:
+            raise self.error(f"ptxpy.bitcast from {value.type} ({value.type.bits} bits) to {target} "
+                             f"({target.bits} bits): the widths must be equal", node)
+        return typed.Intrinsic(self.loc(node), target, "bitcast", [value])
+
+    def weak_bitcast_operand(self, value: typed.Expr, target: Scalar, node) -> typed.Expr:
+        """A literal takes the type of `target`'s width: a float literal f16/f32/f64, an integer
+        literal the signed (or, when it does not fit, unsigned) integer type."""
+        if value.type.is_float:
+            if target.bits not in FLOAT_OF_WIDTH:
+                raise self.error(f"a float constant cannot be bitcast to {target} (no float type has "
+                                 f"{target.bits} bits)", node)
+            return convert(value, FLOAT_OF_WIDTH[target.bits])
+        if value.type.is_bool:
+            return value
+        for t in (SIGNED_OF_WIDTH[target.bits], UNSIGNED_OF_WIDTH[target.bits]):
+            if fits(value.value, t):
+                return convert(value, t)
+        raise self.error(f"the constant {value.value} does not fit in {target.bits} bits", node)
+
+    def library_private(self, name: str, node: cst.Call) -> typed.Expr:
+        """Helpers only the math library (ptxpy/libm.py) may call (docs/design.md)."""
+        if name == "_rint":
+            (value,) = self.float_args(self.args(node, f"ptxpy.{name}", 1))
+            return typed.Intrinsic(self.loc(node), value.type, name, [value])
+        a, b = [self.value(n) for n in self.args(node, f"ptxpy.{name}", 2)]
+        if a.type != b.type or not a.type.is_int:
+            raise self.error(f"ptxpy.{name} needs two integers of one type, got {a.type} and {b.type}",
+                             node)
+        return typed.Intrinsic(self.loc(node), a.type, name, [a, b])
 
     def axis_intrinsic(self, name: str, node: cst.Call) -> typed.Expr:
         low = 0 if name == "global_id" else 1

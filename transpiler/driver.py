@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .abi import CompiledKernel
@@ -16,9 +17,12 @@ class Options:
     arch: str = DEFAULT_ARCH
     fast_math: bool = False
     debug: bool = False
+    #: batched specialisation (vmap as grid axis z, docs/jax.md): ((array param, div, mod), ...)
+    batched: tuple = ()
 
     def as_dict(self) -> dict:
-        return {"arch": self.arch, "fast_math": self.fast_math, "debug": self.debug}
+        extra = {"batched": self.batched} if self.batched else {}
+        return {"arch": self.arch, "fast_math": self.fast_math, "debug": self.debug, **extra}
 
 
 @dataclass
@@ -48,11 +52,35 @@ class Program:
         return self.parsed.kernels
 
 
+#: parsed files by (filename, source text), most recently used last (see `parse`)
+_PROGRAMS: OrderedDict = OrderedDict()
+PROGRAM_CACHE_SIZE = 16
+
+
 def parse(source: str, filename: str = "<string>") -> Program:
+    """The parsed `source`; the same text parsed again is taken from a small cache, with the
+    device functions already checked for it (a Program is never changed by compiling it)."""
+    key = (filename, source)
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = Program(_located(lambda: _parse_module(source, filename), filename, source),
+                          filename, source)
+        _PROGRAMS[key] = program
+        if len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
+            _PROGRAMS.popitem(last=False)
+    _PROGRAMS.move_to_end(key)
+    return program
+
+
+def clear_caches() -> None:
+    """Forget parsed files (benchmarks measure compiles from source with this)."""
+    _PROGRAMS.clear()
+
+
+def _parse_module(source: str, filename: str):
     from .frontend import parse_module
 
-    parsed = _located(lambda: parse_module(source, filename), filename, source)
-    return Program(parsed, filename, source)
+    return parse_module(source, filename)
 
 
 def compile_kernel(program: Program, name: str, consts: dict | None = None, by_ref=frozenset(),

@@ -7,15 +7,14 @@ constants are folded here with Python semantics, so a weak expression is always 
 from __future__ import annotations
 
 import math
-import warnings
 
 import libcst as cst
-import numpy as np
 
-from ptxpy.types import Scalar, TupleType, bool_, f32, f64, i32, i64, promote, u64
+from ptxpy.types import Scalar, TupleType, bool_, f32, i32, i64, promote, u64
 
 from . import typed
 from .errors import CompileError
+from .floatbits import round_to
 from .scope import (COMPARE_OPS, CONST_FUNCS, KERNEL_BUILTINS, PTXPY_NAMES,
                     NotConstant, code_of, const_eval, fold_binary, fold_unary, qualname_constant,
                     subscript_items)
@@ -110,11 +109,7 @@ def convert_value(value, t: Scalar, loc):
             low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else (0, (1 << t.bits) - 1)
             return max(low, min(high, int(value)))
         return wrap_int(int(value), t)
-    if t == f64:
-        return float(value)
-    with warnings.catch_warnings(), np.errstate(over="ignore"):
-        warnings.simplefilter("ignore")
-        return float(t.numpy.type(float(value)))
+    return round_to(float(value), t.name)   # f64: itself; narrower: nearest, too large: +-inf
 
 
 def convert(e: typed.Expr, t: Scalar) -> typed.Expr:

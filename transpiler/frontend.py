@@ -1,8 +1,10 @@
 """The frontend: Python source -> typed tree (`typed.TypedModule`), without running the source.
 
-`parse_module` parses a file with libcst and finds its `@ptxpy.jit` kernels and `@ptxpy.func`
-device functions; `check_kernel` type-checks one kernel specialisation (its `Const` values and
-by-reference scalars) together with the device functions it reaches.
+`parse_module` parses a file (Python's `ast` for the syntax, then libcst for the skeleton of its
+top level: toplevel.py) and finds its `@ptxpy.jit` kernels and `@ptxpy.func` device functions,
+from their headers; `check_kernel` type-checks one kernel specialisation (its `Const` values and
+by-reference scalars) together with the device functions it reaches, whose bodies libcst parses
+then, once.
 
     parsed = parse_module(source, "kernels.py")
     typed_module = check_kernel(parsed, "saxpy", consts={"BLOCK": 128})
@@ -16,14 +18,13 @@ import warnings
 from dataclasses import dataclass, field
 
 import libcst as cst
-import numpy as np
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType
 
 from . import typed
 from .errors import CompileError
 from .scope import ModuleScope, NotConstant, code_of, const_eval, resolve_type
+from .toplevel import Definition, TopLevel, parse_top_level
 from .typecheck import FunctionChecker, TupleExpr, literal_value
 
 __all__ = ["parse_module", "check_kernel", "ParsedModule", "KernelDecl", "FuncDecl", "ParamDecl",
@@ -40,22 +41,32 @@ class ParamDecl:
 
 @dataclass
 class FuncDecl:
-    """A `@ptxpy.func` device function: its signature, resolved; its body is checked per use."""
+    """A `@ptxpy.func` device function: its signature, resolved; its body is checked per use.
+
+    `node` is its full libcst definition, parsed when first asked for (toplevel.py)."""
     name: str
     params: list
     return_type: Scalar | TupleType | None
     loc: tuple
-    node: cst.FunctionDef = field(repr=False)
+    definition: Definition = field(repr=False)
+
+    @property
+    def node(self) -> cst.FunctionDef:
+        return self.definition.node()
 
 
 @dataclass
 class KernelDecl:
-    """A `@ptxpy.jit` kernel. `return_type` is always None."""
+    """A `@ptxpy.jit` kernel. `return_type` is always None; `node` as for FuncDecl."""
     name: str
     params: list
     loc: tuple
-    node: cst.FunctionDef = field(repr=False)
+    definition: Definition = field(repr=False)
     return_type: None = None
+
+    @property
+    def node(self) -> cst.FunctionDef:
+        return self.definition.node()
 
 
 @dataclass
@@ -63,13 +74,20 @@ class ParsedModule:
     filename: str
     source_lines: list
     scope: ModuleScope = field(repr=False)
-    positions: dict = field(repr=False)
+    top: TopLevel = field(repr=False)     # its statements (functions: headers only), positions
+
+    @property
+    def positions(self) -> dict:
+        """node -> (line, col) where it starts."""
+        return self.top.positions
     kernels: dict = field(default_factory=dict)    # name -> KernelDecl, in source order
     funcs: dict = field(default_factory=dict)      # name -> FuncDecl
+    # name -> (typed.FuncDef, names of the device functions it calls): a device function types
+    # the same in every kernel specialisation, so it is checked once per parsed module
+    checked_funcs: dict = field(default_factory=dict, repr=False)
 
-    def loc(self, node: cst.CSTNode) -> tuple:
-        pos = self.positions.get(node)
-        return (pos.start.line, pos.start.column) if pos is not None else None
+    def loc(self, node: cst.CSTNode) -> tuple | None:
+        return self.positions.get(node)
 
 
 def parse_module(source: str, filename: str = "<string>") -> ParsedModule:
@@ -111,26 +129,20 @@ def _internal_error(err: Exception, filename: str) -> CompileError:
 
 # --- parsing ---------------------------------------------------------------------------------
 def _parse(source: str, filename: str, lines: list) -> ParsedModule:
-    _python_syntax_check(source, lines)
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as err:
-        raise CompileError(f"invalid syntax: {err.message}", (err.raw_line, err.raw_column)) from None
-    except Exception as err:  # libcst rejects a few inputs that Python accepts
-        raise CompileError(f"cannot parse this file: {err}") from None
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    parsed = ParsedModule(filename, lines, ModuleScope(module), dict(positions))
-    for stmt in module.body:
+    top = parse_top_level(source, _python_syntax_check(source, lines))
+    parsed = ParsedModule(filename, lines, ModuleScope(top.statements), top)
+    for stmt in top.statements:
         if isinstance(stmt, cst.FunctionDef):
             _declare(parsed, stmt)
     return parsed
 
 
-def _python_syntax_check(source: str, lines: list) -> None:
+def _python_syntax_check(source: str, lines: list) -> ast.Module:
+    """Python's own parse of `source` (its SyntaxError as a CompileError)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # e.g. SyntaxWarning for `1if x`: not the user's concern here
-            ast.parse(source)
+            return ast.parse(source)
     except SyntaxError as err:
         line = err.lineno or 1
         text = lines[line - 1] if 0 < line <= len(lines) else ""
@@ -141,6 +153,7 @@ def _python_syntax_check(source: str, lines: list) -> None:
 
 
 def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
+    """Declare a kernel or device function from its header (its body is parsed on use)."""
     kind = _decorator_kind(parsed, node)
     name = node.name.value
     for table in (parsed.kernels, parsed.funcs):
@@ -151,11 +164,12 @@ def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
         raise CompileError("async functions cannot be kernels or device functions", parsed.loc(node))
     loc = parsed.loc(node.name)
     params = _params(parsed, node, kind == "jit")
+    definition = parsed.top.definitions[node]
     if kind == "jit":
         _kernel_return(parsed, node)
-        parsed.kernels[name] = KernelDecl(name, params, loc, node)
+        parsed.kernels[name] = KernelDecl(name, params, loc, definition)
     else:
-        parsed.funcs[name] = FuncDecl(name, params, _func_return(parsed, node), loc, node)
+        parsed.funcs[name] = FuncDecl(name, params, _func_return(parsed, node), loc, definition)
 
 
 def _decorator_kind(parsed: ParsedModule, node: cst.FunctionDef) -> str | None:
@@ -226,13 +240,19 @@ def _default(parsed: ParsedModule, name: str, kind, node: cst.BaseExpression):
 def const_param_value(name: str, kind: ConstType, value, loc):
     """`value` as the Python value of a `kind` parameter, or a CompileError."""
     base = kind.base.name
-    is_bool = isinstance(value, (bool, np.bool_))
+    is_bool = isinstance(value, bool) or _is_numpy_bool(value)
     ok = {"i32": isinstance(value, numbers.Integral) and not is_bool,
           "f32": isinstance(value, numbers.Real) and not is_bool,
           "bool": is_bool}[base]
     if not ok:
         raise CompileError(f"Const parameter '{name}' is {kind} but was given {value!r}", loc)
     return {"i32": int, "f32": float, "bool": bool}[base](value)
+
+
+def _is_numpy_bool(value) -> bool:
+    """`numpy.bool_` (named `bool` since NumPy 2), recognised without importing NumPy."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
 
 
 def _kernel_return(parsed: ParsedModule, node: cst.FunctionDef) -> None:
@@ -290,24 +310,41 @@ def _check_by_ref(decl: KernelDecl, by_ref: frozenset) -> None:
 
 
 class ProgramChecker:
-    """Checks device functions on demand, once each, and detects recursion."""
+    """Checks device functions on demand, once each per parsed module, and detects recursion."""
 
     def __init__(self, parsed: ParsedModule):
         self.parsed = parsed
         self.typed_funcs: dict = {}     # name -> typed.FuncDef, callees before callers
-        self._in_progress: list = []
+        self._in_progress: list = []    # device functions being checked, callers first
+        self._callees: dict = {}        # name of one in progress -> the names it calls
 
     def func(self, name: str, call_loc) -> typed.FuncDef:
+        if self._in_progress:
+            self._callees[self._in_progress[-1]].append(name)
         if name in self.typed_funcs:
             return self.typed_funcs[name]
         if name in self._in_progress:
             cycle = " -> ".join(self._in_progress[self._in_progress.index(name):] + [name])
             raise CompileError(f"recursive call to '{name}' ({cycle}): recursion is not supported",
                                call_loc)
+        if name not in self.parsed.checked_funcs:
+            self.parsed.checked_funcs[name] = self._check(name)
+        self._include(name)
+        return self.typed_funcs[name]
+
+    def _check(self, name: str) -> tuple:
         self._in_progress.append(name)
+        self._callees[name] = []
         try:
             fdef = FunctionChecker(self, self.parsed.funcs[name], {}, frozenset()).check()
         finally:
             self._in_progress.pop()
+        return fdef, self._callees.pop(name)
+
+    def _include(self, name: str) -> None:
+        """Add checked function `name` to this kernel's functions, after what it calls."""
+        fdef, callees = self.parsed.checked_funcs[name]
+        for callee in callees:
+            if callee not in self.typed_funcs:
+                self._include(callee)
         self.typed_funcs[name] = fdef
-        return fdef

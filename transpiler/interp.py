@@ -1,19 +1,19 @@
 """A reference interpreter of the SSA IR for one thread: the semantic oracle of pass tests.
 
-Values are NumPy scalars of each IR type, with the exact fixed-width semantics of docs/design.md
-("The IR"): integers wrap, `div`/`rem` truncate, floats round to nearest in their own width.
-Memory is NumPy arrays mapped at fake 64-bit addresses (region k at `k << 32`). `evaluate` is
-shared with constant folding (passes/sccp.py), so folding and interpretation agree by design.
+Values are Python bools, ints and floats of each IR type, with the exact fixed-width semantics of
+docs/design.md ("The IR"): integers wrap, `div`/`rem` truncate, floats round to nearest in their
+own width (a float of a narrow type is the Python float of its value, see floatbits.py).
+Memory is NumPy arrays mapped at fake 64-bit addresses (region k at `k << 32`); NumPy is
+imported only when a thread runs. `evaluate` is shared with constant folding (passes/sccp.py),
+so folding and interpretation agree by design, and folding never imports NumPy.
 """
 from __future__ import annotations
 
 import math
 import re
-from fractions import Fraction
 
-import numpy as np
-
-from ptxpy.types import Scalar, bool_
+from ptxpy.types import Scalar, i32
+from .floatbits import DEFAULT_NAN, MAX_FINITE, bits_of, from_bits, next_toward, round_to
 from .ir import Const, Function, Instr, Undef, Value
 
 
@@ -34,17 +34,17 @@ def wrap_int(value: int, t: Scalar) -> int:
     return v
 
 
-def to_numpy(value, t: Scalar):
-    """A Python (or NumPy) number as the NumPy scalar of IR type `t`."""
+def to_value(value, t: Scalar):
+    """A Python (or NumPy) number as the value of IR type `t`: wrapped, or rounded to its width."""
     if t.is_bool:
-        return np.bool_(bool(value))
+        return bool(value)
     if t.is_int:
-        return t.numpy.type(wrap_int(int(value), t))
-    return t.numpy.type(value)
+        return wrap_int(int(value), t)
+    return round_to(float(value), t.name)
 
 
 def to_python(value, t: Scalar):
-    """The inverse of `to_numpy`: a Python bool, int or float (floats hold the value exactly)."""
+    """A Python bool, int or float (floats hold the value exactly) from a value of type `t`."""
     if t.is_bool:
         return bool(value)
     if t.is_int:
@@ -52,8 +52,33 @@ def to_python(value, t: Scalar):
     return float(value)
 
 
+def to_numpy(value, t: Scalar):
+    """The NumPy scalar of IR type `t` for `value` (for tests; imports NumPy)."""
+    if t.is_bool:
+        import numpy
+
+        return numpy.bool_(bool(value))
+    return t.numpy.type(to_value(value, t))
+
+
+def bits(value, t: Scalar) -> int:
+    """The bit pattern of a value of type `t`, as an unsigned int."""
+    if t.is_float:
+        return bits_of(value, t.name)
+    return int(value) & ((1 << t.bits) - 1)
+
+
+def from_bit_pattern(pattern: int, t: Scalar):
+    """The value of type `t` whose bit pattern is `pattern`."""
+    if t.is_float:
+        return from_bits(pattern, t.name)
+    if t.is_bool:
+        return pattern != 0
+    return wrap_int(pattern, t)
+
+
 def zero(t: Scalar):
-    return to_numpy(0, t)
+    return to_value(0, t)
 
 
 # Ops whose result `evaluate` computes exactly as the GPU does (approximations are left out).
@@ -72,7 +97,7 @@ def foldable(op: str, attrs: dict) -> bool:
 
 
 def evaluate(op: str, t: Scalar, attrs: dict, args: list, arg_types: list):
-    """The result (NumPy scalar of `t`) of pure `op` on NumPy scalar `args` of `arg_types`.
+    """The result (a value of type `t`) of pure `op` on values `args` of `arg_types`.
 
     Raises InterpError on integer division by zero (left for the hardware to define).
     """
@@ -81,23 +106,22 @@ def evaluate(op: str, t: Scalar, attrs: dict, args: list, arg_types: list):
     if op == "mov":
         return args[0]
     if op == "cmp":
-        return np.bool_(_compare(attrs["pred"], args[0], args[1], arg_types[0]))
+        return _compare(attrs["pred"], args[0], args[1], arg_types[0])
     if op in ("isnan", "isinf"):
-        return np.bool_(np.isnan(args[0]) if op == "isnan" else np.isinf(args[0]))
+        return math.isnan(args[0]) if op == "isnan" else math.isinf(args[0])
     if op == "cvt":
         return _convert(args[0], arg_types[0], t, attrs.get("mode"))
     if op == "bitcast":
-        return np.array(args[0], dtype=arg_types[0].numpy).view(t.numpy)[()]
+        return from_bit_pattern(bits(args[0], arg_types[0]), t)
     if t.is_bool:
-        return np.bool_(_bool_op(op, [bool(a) for a in args]))
+        return _bool_op(op, [bool(a) for a in args])
     if t.is_int:
-        return t.numpy.type(_int_op(op, t, [int(a) for a in args], arg_types))
-    with np.errstate(all="ignore"):
-        return _float_op(op, t, args)
+        return _int_op(op, t, [int(a) for a in args], arg_types)
+    return _float_op(op, t, [float(a) for a in args])
 
 
 def _compare(pred: str, a, b, t: Scalar) -> bool:
-    if t.is_float and (np.isnan(a) or np.isnan(b)):
+    if t.is_float and (math.isnan(a) or math.isnan(b)):
         return pred == "ne"
     a, b = (float(a), float(b)) if t.is_float else (int(a), int(b))
     return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
@@ -166,126 +190,175 @@ def _int_op(op: str, t: Scalar, a: list, arg_types: list) -> int:
     return wrap_int(r, t)
 
 
-def _float_op(op: str, t: Scalar, a: list):
-    ty = t.numpy.type
-    if op == "add":
-        return ty(a[0] + a[1])
-    if op == "sub":
-        return ty(a[0] - a[1])
-    if op == "mul":
-        return ty(a[0] * a[1])
-    if op == "div":
-        return ty(a[0] / a[1])
-    if op == "rem":
-        return ty(np.fmod(a[0], a[1]))
+def _float_op(op: str, t: Scalar, a: list) -> float:
+    # computed in f64, then rounded once to t: exact for +, -, *, / and sqrt of t's values
+    name = t.name
+    if op in _EXACT_IN_F64:
+        return round_to(_EXACT_IN_F64[op](*a), name)
     if op in ("min", "max"):
         return _float_min_max(op, a[0], a[1])
-    if op == "neg":
-        return ty(-a[0])
-    if op == "abs":
-        return ty(np.abs(a[0]))
-    if op == "sqrt":
-        return ty(np.sqrt(a[0]))
-    if op == "rcp":
-        return ty(ty(1) / a[0])
     if op == "fma":
         return _fma(t, a[0], a[1], a[2])
-    if op == "copysign":
-        return ty(np.copysign(a[0], a[1]))
     if op in _ROUNDERS:
-        return ty(_ROUNDERS[op](a[0]))
-    if op in _APPROXIMATED:
-        return ty(_APPROXIMATED[op](np.float64(a[0])))
+        return _round_integral(_ROUNDERS[op], a[0])
+    if op in APPROX_OPS:
+        return round_to(_approximation(op, a[0]), name)
     raise InterpError(f"{op} is not defined on {t}")
 
 
-_ROUNDERS = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint}
-_APPROXIMATED = {
-    "rsqrt": lambda x: 1.0 / np.sqrt(x), "ex2": np.exp2, "lg2": np.log2, "sin": np.sin,
-    "cos": np.cos, "tanh": np.tanh,
+# NaN operands: the result is a NaN operand, quieted (`x + 0.0`): of `x + y` and `x * y` the
+# right one when both are NaN, of the other operations the left one (as NumPy computes them)
+def _add(x: float, y: float) -> float:
+    return y + 0.0 if y != y else x + y
+
+
+def _multiply(x: float, y: float) -> float:
+    return y + 0.0 if y != y else x * y
+
+
+def _divide(x: float, y: float) -> float:
+    if y != 0 or x != x:
+        return x / y if y != 0 else x + 0.0
+    if x == 0:
+        return DEFAULT_NAN
+    return math.copysign(math.inf, x) * math.copysign(1.0, y)
+
+
+def _fmod(x: float, y: float) -> float:
+    if x != x or y != y:
+        return x + 0.0 if x != x else y + 0.0
+    if y == 0 or math.isinf(x):
+        return DEFAULT_NAN
+    return math.fmod(x, y)
+
+
+def _sqrt(x: float) -> float:
+    if x < 0:
+        return DEFAULT_NAN
+    return math.sqrt(x)
+
+
+_EXACT_IN_F64 = {
+    "add": _add, "sub": lambda x, y: x - y, "mul": _multiply, "div": _divide, "rem": _fmod,
+    "neg": lambda x: -x, "abs": abs, "sqrt": _sqrt, "rcp": lambda x: _divide(1.0, x),
+    "copysign": math.copysign,
 }
 
 
-def _float_min_max(op: str, x, y):
+def _round_integral(rounder, x: float) -> float:
+    """floor/ceil/trunc/rint of a float, as a float (keeping -0.0, inf and nan)."""
+    if x != x:
+        return x + 0.0
+    if math.isinf(x) or abs(x) >= 2.0 ** 52:
+        return x
+    return math.copysign(float(rounder(x)), x)
+
+
+_ROUNDERS = {"floor": math.floor, "ceil": math.ceil, "trunc": math.trunc, "round": round}
+
+
+def _approximation(op: str, x: float) -> float:
+    """The interpreter's value of a hardware approximation (never folded): NumPy's, in f64."""
+    import numpy
+
+    functions = {"rsqrt": lambda v: 1.0 / numpy.sqrt(v), "ex2": numpy.exp2, "lg2": numpy.log2,
+                 "sin": numpy.sin, "cos": numpy.cos, "tanh": numpy.tanh}
+    with numpy.errstate(all="ignore"):
+        return float(functions[op](numpy.float64(x)))
+
+
+def _float_min_max(op: str, x: float, y: float) -> float:
     # PTX min/max: a NaN operand is ignored; -0.0 is below +0.0
-    if np.isnan(x):
+    if math.isnan(x):
         return y
-    if np.isnan(y):
+    if math.isnan(y):
         return x
     if x == y:
-        take_x = np.signbit(x) if op == "min" else not np.signbit(x)
+        x_negative = math.copysign(1.0, x) < 0
+        take_x = x_negative if op == "min" else not x_negative
         return x if take_x else y
     return (x if x < y else y) if op == "min" else (x if x > y else y)
 
 
-def _fma(t: Scalar, a, b, c):
-    if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
-        return t.numpy.type(np.float64(a) * np.float64(b) + np.float64(c))
-    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+def _fma(t: Scalar, a: float, b: float, c: float) -> float:
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        return round_to(_add(_multiply(a, b), c), t.name)
+    from fractions import Fraction   # imported when first needed: it imports `decimal`
+
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
     if exact == 0:  # the sign of an exact zero sum follows IEEE addition
-        return t.numpy.type(np.float64(a) * np.float64(b) + np.float64(c))
+        return round_to(a * b + c, t.name)
     return round_exact(exact, t, "rn")
 
 
-def round_exact(exact: Fraction, t: Scalar, mode: str):
-    """The float of type `t` nearest `exact` under rounding `mode` (rn rz rm rp)."""
-    ty = t.numpy.type
+def round_exact(exact, t: Scalar, mode: str) -> float:
+    """The float of type `t` nearest the Fraction `exact` under rounding `mode` (rn rz rm rp)."""
+    from fractions import Fraction
+
+    name = t.name
     try:
-        x = ty(float(exact))
+        x = round_to(float(exact), name)
     except OverflowError:
-        x = ty(math.copysign(math.inf, exact))
-    if t.name == "bf16":  # no nextafter for bfloat16: accept a double rounding
+        x = math.copysign(math.inf, exact)
+    if name == "bf16":  # no nextafter for bfloat16: accept a double rounding
         return x
-    if np.isinf(x):
-        largest = ty(np.finfo(t.numpy).max) * ty(math.copysign(1, exact))
+    if math.isinf(x):
+        largest = math.copysign(MAX_FINITE[name], exact)
         if mode == "rn" or (mode == "rp" and exact > 0) or (mode == "rm" and exact < 0):
             return x
         return largest
-    if Fraction(float(x)) == exact:
+    if Fraction(x) == exact:
         return x
-    if Fraction(float(x)) > exact:
-        low, high = np.nextafter(x, ty(-np.inf)), x
+    if Fraction(x) > exact:
+        low, high = next_toward(x, name, up=False), x
     else:
-        low, high = x, np.nextafter(x, ty(np.inf))
+        low, high = x, next_toward(x, name, up=True)
     if mode == "rm" or (mode == "rz" and exact > 0):
         return low
     if mode == "rp" or mode == "rz":
         return high
-    below = exact - Fraction(float(low)) if np.isfinite(low) else None
-    above = Fraction(float(high)) - exact if np.isfinite(high) else None
+    below = exact - Fraction(low) if math.isfinite(low) else None
+    above = Fraction(high) - exact if math.isfinite(high) else None
     if below is None or above is None:
         return high if below is None else low
     if below != above:
         return low if below < above else high
-    even_low = int(np.array(low).view(f"u{t.nbytes}")) % 2 == 0
+    even_low = bits_of(low, name) % 2 == 0
     return low if even_low else high
 
 
 _FLOAT_TO_INT = {"rzi": math.trunc, "rni": round, "rmi": math.floor, "rpi": math.ceil}
-_FLOAT_ROUNDING = {"rzi": np.trunc, "rni": np.rint, "rmi": np.floor, "rpi": np.ceil}
 
 
 def _convert(x, src: Scalar, dst: Scalar, mode: str | None):
     if dst.is_bool:
-        return np.bool_(bool(x != 0))
+        return bool(x != 0)
     if src.is_bool:
-        return to_numpy(1 if x else 0, dst)
+        return to_value(1 if x else 0, dst)
     if dst.is_int:
         if src.is_int:
-            return to_numpy(int(x), dst)
-        return dst.numpy.type(_float_to_int(float(x), dst, mode or "rzi"))
+            return wrap_int(int(x), dst)
+        return _float_to_int(float(x), dst, mode or "rzi")
     if src.is_float:
-        if mode in _FLOAT_ROUNDING:
-            with np.errstate(all="ignore"):
-                x = _FLOAT_ROUNDING[mode](x)
-        if not np.isfinite(x) or dst.bits > src.bits or dst == src:
-            with np.errstate(all="ignore"):
-                return dst.numpy.type(x)
-        return round_exact(Fraction(float(x)), dst, _float_mode(mode))
+        if mode in _FLOAT_TO_INT:
+            x = _round_integral(_FLOAT_TO_INT[mode], x)
+        if dst == src:
+            return x
+        if x != x and dst.bits > src.bits:   # NumPy widens f16 and bf16 NaNs as they are
+            return x + 0.0 if dst.name == "f64" and src.name != "f16" else x
+        if not math.isfinite(x) or dst.bits > src.bits:
+            return round_to(x, dst.name)
+        return round_exact(_fraction(x), dst, _float_mode(mode))
     value = int(x)
     if value == 0:
-        return dst.numpy.type(0.0)
-    return round_exact(Fraction(value), dst, _float_mode(mode))
+        return 0.0
+    return round_exact(_fraction(value), dst, _float_mode(mode))
+
+
+def _fraction(number):
+    from fractions import Fraction
+
+    return Fraction(number)
 
 
 def _float_mode(mode: str | None) -> str:
@@ -311,19 +384,19 @@ class Memory:
     """NumPy arrays mapped at fake addresses: array k starts at (k + 1) << 32."""
 
     def __init__(self):
-        self.regions: list[np.ndarray] = []   # flat uint8 views
+        self.regions: list = []   # flat uint8 views of NumPy arrays
         self._bases: dict[int, int] = {}
 
-    def map(self, array: np.ndarray) -> int:
+    def map(self, array) -> int:
         if not array.flags.c_contiguous:
             raise InterpError("arrays given to the interpreter must be C-contiguous")
         key = id(array)
         if key not in self._bases:
-            self.regions.append(array.reshape(-1).view(np.uint8))
+            self.regions.append(array.reshape(-1).view("uint8"))
             self._bases[key] = len(self.regions) << REGION_SHIFT
         return self._bases[key]
 
-    def _bytes(self, addr: int, nbytes: int) -> np.ndarray:
+    def _bytes(self, addr: int, nbytes: int):
         region, offset = (addr >> REGION_SHIFT) - 1, addr & ((1 << REGION_SHIFT) - 1)
         if not 0 <= region < len(self.regions):
             raise InterpError(f"out-of-bounds access: address {addr:#x} is in no array")
@@ -338,15 +411,15 @@ class Memory:
     def load(self, addr: int, t: Scalar):
         raw = self._bytes(addr, t.nbytes)
         if t.is_bool:
-            return np.bool_(raw[0] != 0)
-        return raw.view(t.numpy)[0]
+            return bool(raw[0] != 0)
+        return from_bit_pattern(int.from_bytes(raw.tobytes(), "little"), t)
 
     def store(self, addr: int, t: Scalar, value) -> None:
         raw = self._bytes(addr, t.nbytes)
         if t.is_bool:
             raw[0] = 1 if value else 0
         else:
-            raw[:] = np.array([value], dtype=t.numpy).view(np.uint8)
+            raw[:] = list(bits(value, t).to_bytes(t.nbytes, "little"))
 
 
 # --- execution -------------------------------------------------------------------------------
@@ -354,31 +427,38 @@ _SHAPE_NAME = re.compile(r"(.*)_shape(\d+)$")
 
 
 def run_function(func: Function, args: dict, sregs: dict, shared: dict | None = None, *,
-                 printed: list | None = None, max_steps: int = 1_000_000) -> None:
+                 printed: list | None = None, max_steps: int = 1_000_000,
+                 lone_thread: bool = False) -> None:
     """Run `func` as one thread. `args` maps parameter names (with or without the `kernel_`
     prefix) to scalars or NumPy arrays (written in place); `sregs` maps `tid.x`... to ints;
     `shared` maps `.shared` array names to NumPy arrays (fresh zeros when absent).
-    `printed` collects the text of `printf`s."""
-    _Thread(func, args, sregs, shared or {}, printed).run(max_steps)
+    `printed` collects the text of `printf`s. Barriers, shuffles and votes need other threads
+    (the simulator runs them) unless `lone_thread`: then the thread is the only active one of its
+    block and warp, so `bar.sync` returns at once, a shuffle reads the thread's own value, a
+    ballot holds only its own lane's bit, and any/all/uni are its own predicate."""
+    _Thread(func, args, sregs, shared or {}, printed, lone_thread).run(max_steps)
 
 
 class _Thread:
-    def __init__(self, func, args, sregs, shared, printed):
+    def __init__(self, func, args, sregs, shared, printed, lone_thread=False):
+        import numpy
+
+        self.ndarray = numpy.ndarray
         self.func, self.args, self.sregs = func, args, sregs
-        self.printed = printed
+        self.printed, self.lone_thread = printed, lone_thread
         self.memory = Memory()
         self.values: dict[Instr, object] = {}
         self.symbols = {}
         for decl in func.arrays:
             given = shared.get(decl.name) if decl.space == "shared" else None
-            array = given if given is not None else np.zeros(decl.count, dtype=decl.elem.numpy)
+            array = given if given is not None else numpy.zeros(decl.count, dtype=decl.elem.numpy)
             self.symbols[decl.name] = self.memory.map(array)
 
     def value(self, v: Value):
         if isinstance(v, Instr):
             return self.values[v]
         if isinstance(v, Const):
-            return to_numpy(v.value, v.type)
+            return to_value(v.value, v.type)
         if isinstance(v, Undef):
             return zero(v.type)
         raise InterpError(f"not a value: {v!r}")
@@ -423,10 +503,10 @@ class _Thread:
         name = instr.attrs["name"]
         value = self._argument(name)
         if instr.attrs.get("ptr"):
-            if not isinstance(value, np.ndarray):
+            if not isinstance(value, self.ndarray):
                 raise InterpError(f"pointer parameter {name} needs a NumPy array")
-            return np.int64(self.memory.map(value))
-        return to_numpy(value, instr.type)
+            return self.memory.map(value)
+        return to_value(value, instr.type)
 
     def _argument(self, name: str):
         prefix = self.func.name + "_"
@@ -436,20 +516,22 @@ class _Thread:
                 return self.args[key]
         for key in names:
             match = _SHAPE_NAME.match(key)
-            if match and isinstance(self.args.get(match.group(1)), np.ndarray):
+            if match and isinstance(self.args.get(match.group(1)), self.ndarray):
                 return self.args[match.group(1)].shape[int(match.group(2))]
         raise InterpError(f"no argument for parameter {name}")
 
     def op_sreg(self, instr: Instr):
-        name = instr.attrs["name"]
+        return self.sreg(instr.attrs["name"])
+
+    def sreg(self, name: str) -> int:
         if name in self.sregs:
-            return np.int32(self.sregs[name])
+            return wrap_int(int(self.sregs[name]), i32)
         if name == "laneid":
-            return np.int32(self.sregs.get("tid.x", 0) % 32)
-        return np.int32(1 if name.startswith(("ntid", "nctaid")) else 0)
+            return self.sregs.get("tid.x", 0) % 32
+        return 1 if name.startswith(("ntid", "nctaid")) else 0
 
     def op_addr_of(self, instr: Instr):
-        return np.int64(self.symbols[instr.attrs["symbol"]])
+        return self.symbols[instr.attrs["symbol"]]
 
     def op_load(self, instr: Instr):
         return self.memory.load(int(self.value(instr.args[0])), instr.type)
@@ -493,13 +575,22 @@ class _Thread:
             print(text, end="")
 
     def op_barrier(self, instr: Instr):
-        raise InterpError("bar.sync needs the simulator (more than one thread)")
+        self.require_lone_thread("bar.sync")
 
     def op_shfl(self, instr: Instr):
-        raise InterpError("shfl needs the simulator (more than one thread)")
+        self.require_lone_thread("shfl")
+        return self.value(instr.args[0])
 
     def op_vote(self, instr: Instr):
-        raise InterpError("vote needs the simulator (more than one thread)")
+        self.require_lone_thread("vote")
+        taken = bool(self.value(instr.args[0]))
+        if instr.attrs["mode"] == "ballot":
+            return 1 << self.sreg("laneid") if taken else 0
+        return taken
+
+    def require_lone_thread(self, op: str) -> None:
+        if not self.lone_thread:
+            raise InterpError(f"{op} needs the simulator (more than one thread)")
 
 
 def _atomic_result(kind: str, t: Scalar, old, operands):
@@ -509,11 +600,12 @@ def _atomic_result(kind: str, t: Scalar, old, operands):
         return operands[1] if old == operands[0] else old
     value = operands[0]
     if kind == "inc":
-        return to_numpy(0 if int(old) >= int(value) else int(old) + 1, t)
+        return to_value(0 if int(old) >= int(value) else int(old) + 1, t)
     if kind == "dec":
-        return value if int(old) == 0 or int(old) > int(value) else to_numpy(int(old) - 1, t)
+        return value if int(old) == 0 or int(old) > int(value) else to_value(int(old) - 1, t)
     return evaluate(kind, t, {}, [old, value], [t, t])
 
 
 __all__ = ["InterpError", "Trap", "Memory", "run_function", "evaluate", "foldable",
-           "to_numpy", "to_python", "wrap_int", "round_exact", "PURE_OPS", "APPROX_OPS"]
+           "to_value", "to_numpy", "to_python", "wrap_int", "round_exact", "bits",
+           "from_bit_pattern", "PURE_OPS", "APPROX_OPS"]

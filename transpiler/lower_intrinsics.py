@@ -1,38 +1,32 @@
 """Lowering of `typed.Intrinsic` calls for the SSA builder: special registers, math, atomics, warps.
 
 Each lowering takes the builder `b` (ssa_builder._Builder) and the intrinsic node and returns the
-result value (None for `syncthreads`). Math on f16/bf16 is computed in f32 and rounded back;
-f64 has no hardware approximations, so its transcendental functions are a compile error until
-an accurate library exists.
+result value (None for `syncthreads`).
+
+Math (docs/math.md): `sqrt` and `/` are IEEE (correctly rounded) operations; `exp exp2 log log2
+log10 sin cos tan tanh erf pow` inline the accurate library function of their type from
+`ptxpy/libm.py` (`exp_f32`, `exp_f64`, ...; see `mathlib.py`). Under `fast_math` the f32 ones
+that PTX can approximate use the hardware approximations instead, as the `fast_*` functions always
+do. f16/bf16 math is computed in f32 and rounded back.
 """
 from __future__ import annotations
 
-import math
+import types
 
 from ptxpy.types import Scalar, bf16, bool_, f16, f32, f64, i32, u16, u32, u64
 
-from . import ir
+from . import ir, mathlib, typed
 from .errors import CompileError
 
-LOG2E = 1.4426950216293335
+LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-LN2_HI = 0.693115234375            # ln 2 with trailing zero bits: n * LN2_HI is exact
-LN2_LO = 3.194618329871446e-05
-LOG10_2 = 0.3010300099849701
-INV_TWO_PI = 0.15915493667125702
-TWO_PI = (6.2831854820251465, -1.7484555314695172e-07, -7.105427357601002e-15)
-# tanh(x) = x + x^3 (c1 + x^2 (c2 + ...)) for |x| < 0.5 (Taylor series, < 1 ulp there)
-TANH_TAYLOR = (1.0, -1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925, 21844 / 6081075,
-               -929569 / 638512875)
-# erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)) for |x| < 1
-ERF_TAYLOR = tuple((-1) ** n * 2 / math.sqrt(math.pi) / (math.factorial(n) * (2 * n + 1)) for n in range(13))
-# erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2) (Numerical Recipes' erfcc, relative error < 1.2e-7)
-ERFC_POLY = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
-             -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+LOG10_2 = 0.3010299956639812
 
 SREG_BASES = {"thread_idx": "tid", "block_idx": "ctaid", "block_dim": "ntid", "grid_dim": "nctaid"}
-TRANSCENDENTAL = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "pow",
-                  "fast_exp", "fast_log", "fast_sin", "fast_cos")
+#: math functions computed by the accurate library (ptxpy/libm.py: NAME_f32, NAME_f64)
+LIBRARY_MATH = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "pow")
+#: the `fast_*` functions: the accurate function they approximate (used for f64 arguments)
+FAST_FUNCTIONS = {"fast_exp": "exp", "fast_log": "log", "fast_sin": "sin", "fast_cos": "cos"}
 ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec")
 
 
@@ -97,10 +91,7 @@ def _math(fn):
         if ty in (f16, bf16):
             result = fn(b, e, [b.coerce(a, f32) for a in args])
             return result if result.type == bool_ else b.coerce(result, ty)
-        args = [b.coerce(a, ty) for a in args]
-        if ty == f64 and e.name in TRANSCENDENTAL:
-            raise CompileError(f"math.{e.name} on f64 is not supported yet (cast to f32)", e.loc)
-        return fn(b, e, args)
+        return fn(b, e, [b.coerce(a, ty) for a in args])
     return lower
 
 
@@ -108,80 +99,78 @@ def _c(x, value: float):
     return ir.Const(x.type, float(value))
 
 
-def _fma(b, x, y, z):
-    return b.op("fma", x, y, z)
-
-
-def _poly(b, x, coeffs):
-    """c0 + x (c1 + x (c2 + ...)) by Horner's rule with fused multiply-adds."""
-    acc = _c(x, coeffs[-1])
-    for c in reversed(coeffs[:-1]):
-        acc = _fma(b, acc, x, _c(x, c))
-    return acc
-
-
 def _approx(b, op, x):
     return b.op(op, x, approx=True)
 
 
+def _approximations(b, x) -> bool:
+    """Whether `fast_math` puts the hardware approximations in place of the library here."""
+    return b.fast_math and x.type == f32
+
+
+# hardware approximations (f32 only): docs/math.md gives the error bounds PTX documents
 def _fast_exp(b, x):
     return _approx(b, "ex2", b.op("mul", x, _c(x, LOG2E)))
 
 
-def _exp(b, x):
-    if b.fast_math:
-        return _fast_exp(b, x)
-    # x = n ln2 + r, |r| <= ln2/2; 2^n applied in two halves so neither overflows early.
-    # n is clamped so inf and huge arguments saturate through r (and NaN propagates through r).
-    n = b.op("round", b.op("mul", x, _c(x, LOG2E)))
-    n = b.op("min", b.op("max", n, _c(x, -151.0)), _c(x, 129.0))
-    r = _fma(b, n, _c(x, -LN2_HI), x)
-    r = _fma(b, n, _c(x, -LN2_LO), r)
-    half = b.op("trunc", b.op("mul", n, _c(x, 0.5)))
-    scaled = b.op("mul", _fast_exp(b, r), _approx(b, "ex2", half))
-    return b.op("mul", scaled, _approx(b, "ex2", b.op("sub", n, half)))
-
-
-def _log(b, x):
+def _fast_log(b, x):
     return b.op("mul", _approx(b, "lg2", x), _c(x, LN2))
 
 
-def _reduce_two_pi(b, x):
-    """x - k 2pi with k = round(x / 2pi) in three parts (Cody-Waite)."""
-    k = b.op("round", b.op("mul", x, _c(x, INV_TWO_PI)))
-    for part in TWO_PI:
-        x = _fma(b, k, _c(x, -part), x)
-    return x
+FAST_MATH = {
+    "exp": lambda b, a: _fast_exp(b, a[0]),
+    "exp2": lambda b, a: _approx(b, "ex2", a[0]),
+    "log": lambda b, a: _fast_log(b, a[0]),
+    "log2": lambda b, a: _approx(b, "lg2", a[0]),
+    "log10": lambda b, a: b.op("mul", _approx(b, "lg2", a[0]), _c(a[0], LOG10_2)),
+    "sin": lambda b, a: _approx(b, "sin", a[0]),
+    "cos": lambda b, a: _approx(b, "cos", a[0]),
+    "tan": lambda b, a: b.op("div", _approx(b, "sin", a[0]), _approx(b, "cos", a[0]), approx=True),
+    "tanh": lambda b, a: _approx(b, "tanh", a[0]),
+    "pow": lambda b, a: _approx(b, "ex2", b.op("mul", a[1], _approx(b, "lg2", a[0]))),
+}
 
 
-def _sin(b, x):
-    return _approx(b, "sin", x if b.fast_math else _reduce_two_pi(b, x))
+def _library_math(name: str):
+    """`math.NAME`: the library's NAME_f32 / NAME_f64, or under fast_math the approximation."""
+    def lower(b, e, args):
+        if _approximations(b, args[0]) and name in FAST_MATH:
+            return FAST_MATH[name](b, args)
+        return call_library(b, f"{name}_{args[0].type}", args)
+    return lower
 
 
-def _cos(b, x):
-    return _approx(b, "cos", x if b.fast_math else _reduce_two_pi(b, x))
+def _fast(name: str):
+    """`ptxpy.fast_NAME`: the approximation on f32; f64 has none, so it gets the accurate one."""
+    def lower(b, e, args):
+        if args[0].type == f32:
+            return FAST_MATH[name](b, args)
+        return call_library(b, f"{name}_{args[0].type}", args)
+    return lower
 
 
-def _tanh(b, x):
-    if b.fast_math:
-        return _approx(b, "tanh", x)
-    a = b.op("abs", x)
-    x2 = b.op("mul", x, x)
-    small = _fma(b, b.op("mul", x, x2), _poly(b, x2, TANH_TAYLOR[1:]), x)
-    e2 = _exp(b, b.op("add", a, a))
-    big = b.op("sub", _c(x, 1.0), b.divide(_c(x, 2.0), b.op("add", e2, _c(x, 1.0))))
-    big = b.op("copysign", big, x)
-    return b.emit("select", x.type, [b.emit("cmp", bool_, [a, _c(x, 0.5)], {"pred": "lt"}), small, big])
+def call_library(b, name: str, args: list):
+    """Inline the math library's device function `name` with argument values `args`.
 
-
-def _erf(b, x):
-    a = b.op("abs", x)
-    small = b.op("mul", x, _poly(b, b.op("mul", x, x), ERF_TAYLOR))
-    t = b.divide(_c(x, 1.0), _fma(b, a, _c(x, 0.5), _c(x, 1.0)))
-    exponent = b.op("sub", _poly(b, t, ERFC_POLY), b.op("mul", a, a))
-    erfc = b.op("mul", t, _exp(b, exponent))
-    big = b.op("copysign", b.op("sub", _c(x, 1.0), erfc), x)
-    return b.emit("select", x.type, [b.emit("cmp", bool_, [a, _c(x, 1.0)], {"pred": "lt"}), small, big])
+    The library's own calls resolve among its functions, and its code is compiled as written:
+    exact division and no bounds checks whatever the kernel's fast_math and debug options.
+    """
+    fdef, funcs = mathlib.library_function(name)
+    call_args = []
+    for k, (param, value) in enumerate(zip(fdef.params, args)):
+        var = f"$libm_{name}_{k}"
+        b.write(b.var_key(var, param.type), b.coerce(value, param.type))
+        call_args.append(typed.Var(None, param.type, var))
+    for func in funcs.values():
+        b.in_memory.update(d for d in func.arrays if d.space == "local")   # tables: indexed at run time
+    saved = b.module, b.debug, b.fast_math
+    b.module = types.SimpleNamespace(funcs=funcs, kernel=saved[0].kernel, filename=saved[0].filename,
+                                     source_lines=saved[0].source_lines)
+    b.debug = b.fast_math = False
+    try:
+        return b.x_Call(typed.Call(b.loc, fdef.return_type, name, call_args))
+    finally:
+        b.module, b.debug, b.fast_math = saved
 
 
 def _sqrt(b, x):
@@ -208,10 +197,15 @@ def _abs(b, e):
     return b.op("abs", b.coerce(x, e.type) if isinstance(e.type, Scalar) else x)
 
 
+def _bitcast(b, e):
+    (x,) = _args(b, e)
+    return b.emit("bitcast", e.type, [x])
+
+
 MATH = {
     "sqrt": lambda b, e, a: _sqrt(b, a[0]),
     "rsqrt": lambda b, e, a: _rsqrt(b, a[0]),
-    "fma": lambda b, e, a: _fma(b, *a),
+    "fma": lambda b, e, a: b.op("fma", *a),
     "floor": lambda b, e, a: b.op("floor", a[0]),
     "ceil": lambda b, e, a: b.op("ceil", a[0]),
     "fabs": lambda b, e, a: b.op("abs", a[0]),
@@ -219,27 +213,10 @@ MATH = {
     "isnan": lambda b, e, a: b.emit("isnan", bool_, [a[0]]),
     "isinf": lambda b, e, a: b.emit("isinf", bool_, [a[0]]),
     "isfinite": lambda b, e, a: _isfinite(b, a[0]),
-    "exp": lambda b, e, a: _exp(b, a[0]),
-    "exp2": lambda b, e, a: _approx(b, "ex2", a[0]),
-    "log": lambda b, e, a: _log(b, a[0]),
-    "log2": lambda b, e, a: _approx(b, "lg2", a[0]),
-    "log10": lambda b, e, a: b.op("mul", _approx(b, "lg2", a[0]), _c(a[0], LOG10_2)),
-    "sin": lambda b, e, a: _sin(b, a[0]),
-    "cos": lambda b, e, a: _cos(b, a[0]),
-    "tan": lambda b, e, a: _tan(b, a[0]),
-    "tanh": lambda b, e, a: _tanh(b, a[0]),
-    "erf": lambda b, e, a: _erf(b, a[0]),
-    "pow": lambda b, e, a: _approx(b, "ex2", b.op("mul", a[1], _approx(b, "lg2", a[0]))),
-    "fast_exp": lambda b, e, a: _fast_exp(b, a[0]),
-    "fast_log": lambda b, e, a: _log(b, a[0]),
-    "fast_sin": lambda b, e, a: _approx(b, "sin", a[0]),
-    "fast_cos": lambda b, e, a: _approx(b, "cos", a[0]),
+    "_rint": lambda b, e, a: b.op("round", a[0]),
+    **{name: _library_math(name) for name in LIBRARY_MATH},
+    **{fast: _fast(name) for fast, name in FAST_FUNCTIONS.items()},
 }
-
-
-def _tan(b, x):
-    r = x if b.fast_math else _reduce_two_pi(b, x)
-    return b.divide(_approx(b, "sin", r), _approx(b, "cos", r))
 
 
 # --- atomics ---------------------------------------------------------------------------------
@@ -396,5 +373,7 @@ HANDLERS = {
     "warp_sum": _warp_reduce("add"),
     "warp_max": _warp_reduce("max"),
     "warp_min": _warp_reduce("min"),
+    "bitcast": _bitcast,
+    "_mul_hi": lambda b, e: b.op("mul_hi", *_args(b, e)),
     **{name: _math(fn) for name, fn in MATH.items()},
 }

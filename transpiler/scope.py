@@ -175,13 +175,14 @@ CONST_FUNCS = {
 class ModuleScope:
     """What each top-level name means, in the order Python would have bound them."""
 
-    def __init__(self, module: cst.Module):
+    def __init__(self, statements: list):
+        """`statements`: the module's top-level libcst statements, in order."""
         self.modules: dict[str, str] = {}      # local name -> 'ptxpy' | 'math' | other module
         self.imported: dict[str, str] = {}     # local name -> 'ptxpy.X' | 'math.X' | 'mod.X'
         self.constants: dict[str, object] = {}
         self.others: dict[str, str] = {}       # name -> what it is (for error messages)
         self.star_ptxpy = False
-        for stmt in module.body:
+        for stmt in statements:
             self._statement(stmt)
 
     # bindings

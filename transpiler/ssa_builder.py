@@ -39,6 +39,7 @@ from . import ir, typed
 from .abi import ParamSpec
 from .errors import CompileError
 
+PRINTF_MAX_ARGS = 32      # CUDA's printf drops arguments beyond 32
 _UNSAFE_IN_SELECT = frozenset({"truediv", "floordiv", "mod"})
 _SREG_INTRINSICS = frozenset(
     f"{base}.{axis}" for base in ("thread_idx", "block_idx", "block_dim", "grid_dim") for axis in "xyz"
@@ -148,6 +149,7 @@ class _Builder:
         return self.func
 
     def emit_params(self, kernel: typed.FuncDef) -> None:
+        batched = {name: (div, mod) for name, div, mod in self.func.options.get("batched", ())}
         for p in kernel.params:
             self.loc = getattr(p, "loc", None) or kernel.loc
             pname = f"{kernel.name}_{p.name}"
@@ -159,6 +161,8 @@ class _Builder:
                 base = self.emit("param", ir.ADDR_TYPE, attrs={"name": pname, "ptr": True})
                 shape = [self.emit("param", i32, attrs={"name": f"{pname}_shape{k}"})
                          for k in range(p.type.rank)]
+                if p.name in batched:
+                    base = self.batch_item_base(base, shape, p.type.elem, *batched[p.name])
                 self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=not written)
                 continue
             if not isinstance(p.type, Scalar):
@@ -171,6 +175,20 @@ class _Builder:
             else:
                 value = self.emit("param", p.type, attrs={"name": pname})
             self.write(self.var_key(p.name, p.type), value)
+
+    def batch_item_base(self, base, shape: list, elem: Scalar, div: int, mod: int):
+        """Batched specialisation (docs/jax.md, vmap): the array holds one item of `shape` per
+        batch index `(ctaid.z / div) % mod` (no `% mod` when mod is 0); returns the item's base
+        `base + index * prod(shape) * elem size`, in 64-bit arithmetic."""
+        index = self.coerce_bits(self.emit("sreg", i32, attrs={"name": "ctaid.z"}), u32)
+        if div != 1:
+            index = self.op("div", index, ir.Const(u32, div))
+        if mod:
+            index = self.op("rem", index, ir.Const(u32, mod))
+        offset = self.emit("cvt", i64, [index])
+        for extent in shape:
+            offset = self.op("mul", offset, self.emit("cvt", i64, [self.coerce_bits(extent, u32)]))
+        return self.op("add", base, self.op("mul", offset, ir.Const(i64, elem.nbytes)))
 
     def declare_arrays(self, scope: _Scope, func: typed.FuncDef, prefix: str) -> None:
         for decl in func.arrays:
@@ -279,18 +297,44 @@ class _Builder:
             self.terminate(ir.Instr("cbr", None, [cond], targets=[then, orelse]))
 
     def cold_block(self, hint: str, fmt: str, args: list) -> ir.Block:
-        """A block that prints `fmt` and traps, placed after all others."""
+        """A block that prints `fmt` and traps, placed after all others. `args` are (value,
+        type) pairs: each value is converted to the type its `%` directive reads in this
+        block, off the path that passes the check."""
         block = self.new_block(hint)
-        for instr in (ir.Instr("printf", None, [self.resolve(a) for a in args], {"fmt": fmt}, loc=self.loc),
-                      ir.Instr("trap", None, loc=self.loc)):
-            block.append(instr)
-            self.track(instr)
+        printed = [self._converted_in(block, self.resolve(value), ty) for value, ty in args]
+        attrs = {"fmt": self.printf_format(fmt)}
+        self._append(block, ir.Instr("printf", None, printed, attrs, loc=self.loc))
+        self._append(block, ir.Instr("trap", None, loc=self.loc))
         self.cold.append(block)
         self.placed.add(block)
         return block
 
+    def _converted_in(self, block: ir.Block, value, ty: Scalar):
+        """`value` as `ty` (a `cvt` appended to `block` unless it is a constant or already is)."""
+        if value.type == ty:
+            return value
+        if isinstance(value, ir.Const):
+            return _const(ty, value.value)
+        return self._append(block, ir.Instr("cvt", ty, [value], loc=self.loc))
+
+    def _append(self, block: ir.Block, instr: ir.Instr) -> ir.Instr:
+        block.append(instr)
+        self.track(instr)
+        return instr
+
+    def printf_format(self, fmt: str) -> str:
+        """`fmt` if vprintf can print it: the PTX holds it as a NUL-terminated UTF-8 string."""
+        if "\0" in fmt:
+            raise CompileError("print() text cannot contain a NUL character ('\\0')", self.loc)
+        try:
+            fmt.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CompileError("print() text and assert messages must be valid Unicode "
+                               "(this one has a lone surrogate)", self.loc) from None
+        return fmt
+
     def where(self) -> str:
-        name = self.func.filename.replace("%", "%%")
+        name = self.func.filename.encode("utf-8", "replace").decode().replace("%", "%%")
         return f"{name}:{self.loc[0] if self.loc else 0}"
 
     # --- variables (Braun et al.) ------------------------------------------------------------
@@ -567,8 +611,11 @@ class _Builder:
         self.start(ok)
 
     def s_Print(self, s) -> None:
+        if len(s.args) > PRINTF_MAX_ARGS:
+            raise CompileError(f"print() with {len(s.args)} values: device printf takes at most "
+                               f"{PRINTF_MAX_ARGS} (literals do not count)", s.loc)
         args = [self.printf_arg(self.ev(a)) for a in s.args]
-        self.emit("printf", None, args, {"fmt": s.format})
+        self.emit("printf", None, args, {"fmt": self.printf_format(s.format)})
 
     def printf_arg(self, value):
         ty = value.type
@@ -622,7 +669,7 @@ class _Builder:
             flat = self.op("div", offset, ir.Const(i64, array.elem.nbytes))
             self.check(self.emit("cmp", bool_, [misaligned, ir.Const(i64, 0)], {"pred": "eq"}),
                        f"{self.where()}: misaligned vector access to '{array.name}' at element %lld "
-                       f"(must be a multiple of {width})\n", [flat])
+                       f"(must be a multiple of {width})\n", [(flat, i64)])
         return address
 
     # --- arrays ------------------------------------------------------------------------------
@@ -695,7 +742,7 @@ class _Builder:
                            {"pred": "lt"})
             fmt = (f"{self.where()}: index out of bounds: index %lld is not in [0, %d) "
                    f"for axis {axis} of '{array.name}'\n")
-            self.check(ok, fmt, [self.emit("cvt", i64, [index]), extent])
+            self.check(ok, fmt, [(index, i64), (extent, i32)])
 
     def check(self, ok, fmt: str, args: list) -> None:
         """Continue when `ok`, else print `fmt` and trap (in a cold block)."""

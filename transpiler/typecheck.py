@@ -5,8 +5,6 @@ are typed by the `ExprChecker` and `CallChecker` mixins.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import libcst as cst
 
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, can_convert_implicitly, i32, i64
@@ -18,6 +16,8 @@ from .exprs import ExprChecker, convert, fits, is_weak, join, literal_value, tru
 from .scope import code_of, resolve_type, scalar_named
 
 __all__ = ["FunctionChecker", "TupleExpr", "literal_value"]
+
+TupleExpr = typed.TupleExpr   # where it was defined before typed.py had it
 
 MAX_UNROLL = 4096
 MAX_SHARED_BYTES = 48 * 1024   # static shared memory per block
@@ -40,15 +40,6 @@ UNSUPPORTED_STATEMENTS = {
     "ImportFrom": "imports inside kernels are not supported; import at module level",
     "TypeAlias": "type aliases are not supported in kernels",
 }
-
-
-@dataclass(eq=False)
-class TupleExpr(typed.Expr):
-    """The value of `return a, b` in a `@ptxpy.func` returning a tuple (type TupleType).
-
-    typed.py has no tuple node; this is the only place one is needed.
-    """
-    items: list
 
 
 class FunctionChecker(ExprChecker, CallChecker):
@@ -94,7 +85,7 @@ class FunctionChecker(ExprChecker, CallChecker):
     def collect_names(self, body) -> None:
         """Every name the function assigns (local throughout, as in Python) and annotations."""
         collector = _NameCollector()
-        body.visit(collector)
+        collector.statement(body)
         self.local_names = collector.names
         for name, ann_node in collector.annotated:
             t = resolve_type(ann_node, self.scope, self.loc)
@@ -160,7 +151,7 @@ class FunctionChecker(ExprChecker, CallChecker):
     def _s_Assert(self, node: cst.Assert) -> list:
         cond = truthy(self.value(node.test))
         if node.msg is None:
-            message = f"assert {code_of(node.test)}"
+            message = code_of(node.test)
         else:
             message = self.string_literal(node.msg, "the message of assert")
         return [typed.Assert(self.loc(node), cond, message)]
@@ -189,7 +180,7 @@ class FunctionChecker(ExprChecker, CallChecker):
             if len(values) != len(rtype.items):
                 raise self.error(f"'{self.decl.name}' returns {rtype}, not {len(values)} values", node)
             items = [convert(v, t) for v, t in zip(values, rtype.items)]
-            return TupleExpr(self.loc(node), rtype, items)
+            return typed.TupleExpr(self.loc(node), rtype, items)
         value = self.expr(node)
         if value.type != rtype:
             raise self.error(f"'{self.decl.name}' returns {rtype}, got {value.type}", node)
@@ -583,8 +574,23 @@ class FunctionChecker(ExprChecker, CallChecker):
         return typed.StaticFor(self.loc(node), node.target.value, list(values), body)
 
 
-class _NameCollector(cst.CSTVisitor):
-    """Names a function body assigns, and its annotated assignments (not inside nested scopes)."""
+class _NameCollector:
+    """Names a function body assigns, and its annotated assignments (not inside nested scopes).
+
+    Only statements can assign (walrus `:=` is rejected later), so this walks statements alone,
+    in source order, without libcst's visitor machinery (which rebuilds every node it visits).
+    """
+
+    # the fields of each statement kind that hold statements (or clauses holding statements)
+    NESTED = {
+        "SimpleStatementLine": ("body",), "SimpleStatementSuite": ("body",), "IndentedBlock": ("body",),
+        "If": ("body", "orelse"), "Else": ("body",), "For": ("body", "orelse"),
+        "While": ("body", "orelse"), "With": ("body",),
+        "Try": ("body", "handlers", "orelse", "finalbody"),
+        "TryStar": ("body", "handlers", "orelse", "finalbody"),
+        "ExceptHandler": ("body",), "ExceptStarHandler": ("body",), "Finally": ("body",),
+        "Match": ("cases",), "MatchCase": ("body",),
+    }
 
     def __init__(self):
         self.names: set = set()
@@ -597,28 +603,24 @@ class _NameCollector(cst.CSTVisitor):
             for element in target.elements:
                 self._add(element.value)
 
-    def visit_AssignTarget(self, node) -> None:
-        self._add(node.target)
-
-    def visit_AnnAssign(self, node) -> None:
-        self._add(node.target)
-        if isinstance(node.target, cst.Name):
-            self.annotated.append((node.target.value, node.annotation.annotation))
-
-    def visit_AugAssign(self, node) -> None:
-        self._add(node.target)
-
-    def visit_For(self, node) -> None:
-        self._add(node.target)
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
+    def statement(self, node) -> None:
+        kind = type(node)
+        if kind is cst.Assign:
+            for target in node.targets:
+                self._add(target.target)
+        elif kind is cst.AnnAssign:
+            self._add(node.target)
+            if isinstance(node.target, cst.Name):
+                self.annotated.append((node.target.value, node.annotation.annotation))
+        elif kind is cst.AugAssign or kind is cst.For:
+            self._add(node.target)
+        for field_name in self.NESTED.get(kind.__name__, ()):
+            child = getattr(node, field_name)
+            if isinstance(child, (list, tuple)):
+                for item in child:
+                    self.statement(item)
+            elif child is not None:
+                self.statement(child)
 
 
 def _elements(checker, node) -> list:

@@ -142,6 +142,13 @@ class TupleItem(Expr):
     index: int
 
 
+@dataclass(eq=False)
+class TupleExpr(Expr):
+    """The value of `return a, b` in a `@ptxpy.func` returning a tuple (type TupleType): the
+    only place a tuple is built; each item is already converted to its element type."""
+    items: list
+
+
 # --- statements ------------------------------------------------------------------------------
 @dataclass(eq=False)
 class Stmt(Node):
@@ -326,6 +333,8 @@ def format_expr(e: Expr) -> str:
         return f"{name}({', '.join(map(format_expr, e.args))}){t}"
     if isinstance(e, TupleItem):
         return f"{format_expr(e.value)}[{e.index}]{t}"
+    if isinstance(e, TupleExpr):
+        return f"({', '.join(map(format_expr, e.items))}){t}"
     if isinstance(e, ArrayArg):
         return e.array
     return f"<{type(e).__name__}>"

@@ -11,7 +11,7 @@ from ptxpy.types import Scalar, bool_, f32
 
 from .. import ir
 from ..cfg import reverse_postorder
-from . import convert
+from . import convert, printf
 from .errors import BackendError
 from .machine import Addr, Imm, MBlock, MFunction, MInstr, Phi, Sym, Terminator, VReg, Vec
 from .ptxtypes import (arith, bits, half_bits, immediate, mem, reg_class, signed_arith)
@@ -54,6 +54,8 @@ class ISel:
         self.mad_of: dict[ir.Instr, ir.Instr] = {}   # add -> the mul it absorbs
         self.block: MBlock | None = None
         self.loc = None
+        self.strings = printf.StringTable()
+        self.printf_buffer = 0          # bytes the largest printf's arguments take
 
     # --- driver -------------------------------------------------------------------------
     def run(self) -> MFunction:
@@ -61,7 +63,8 @@ class ISel:
         for block in self.order:
             self._lower_block(block)
         blocks = [self.mblocks[b] for b in self.order]
-        return MFunction(self.func.name, blocks, self.target.version, self.target.arch)
+        return MFunction(self.func.name, blocks, self.target.version, self.target.arch,
+                         self.strings, self.printf_buffer)
 
     def _lower_block(self, block: ir.Block) -> None:
         mblock = self.block = self.mblocks[block]
@@ -703,7 +706,7 @@ class ISel:
     op_floormod = op_floordiv
 
     def op_printf(self, instr: ir.Instr) -> None:
-        raise BackendError("print() in kernels (device printf) is not supported by the backend yet")
+        printf.lower_printf(self, instr)
 
     # --- terminators --------------------------------------------------------------------------
     def op_br(self, instr: ir.Instr) -> None:

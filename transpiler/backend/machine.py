@@ -6,11 +6,19 @@ prints it. Registers belong to the PTX register classes of docs/ptx-dialect.md.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 #: register class -> type in its `.reg` declaration, in declaration order
 REG_DECL = {"p": ".pred", "rs": ".b16", "h": ".b16", "hb": ".b16", "r": ".b32",
             "rd": ".b64", "f": ".f32", "fd": ".f64"}
+
+
+def ascii_text(text: str) -> str:
+    """`text` with control characters but tab and non-ASCII characters escaped (`\\x0a`,
+    `\\xe9`, `\\u2713`): ptxas rejects other bytes, even in comments."""
+    escaped = text.encode("ascii", "backslashreplace").decode("ascii")
+    return re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", escaped)
 
 
 class VReg:
@@ -84,6 +92,7 @@ class MInstr:
     vec_dst: bool = False            # print dsts as one `{a, b, ...}` operand
     guard: tuple | None = None       # (pred VReg, negated)
     phi_copy: bool = False           # a copy out-of-SSA made for a phi
+    raw: bool = False                # `opcode` is a whole line of text (`{`, `.param ...;`, `call ...;`)
 
     @property
     def uses(self) -> list[VReg]:
@@ -100,6 +109,8 @@ class MInstr:
                 and not self.guard and not self.vec_dst)
 
     def text(self) -> str:
+        if self.raw:
+            return self.opcode
         dsts = [Vec(self.dsts)] if self.vec_dst else self.dsts
         ops = ", ".join(repr(x) for x in [*dsts, *self.srcs])
         guard = ""
@@ -149,3 +160,5 @@ class MFunction:
     blocks: list                # entry first; emission order after layout
     ptx_version: tuple          # (major, minor)
     target: str
+    strings: object = None      # printf.StringTable: the format strings of its printfs
+    printf_buffer: int = 0      # bytes of the per-thread `.local` buffer for printf arguments

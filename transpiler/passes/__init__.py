@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir import Function
 from ..verify import IRError, verify
-from . import copyprop, cse, dce, licm, lower_floor, nonneg, sccp, simplifycfg, strength
+from . import copyprop, cse, dce, licm, lower_floor, ranges, sccp, simplifycfg, strength
 
 PIPELINE: list = [
     ("simplifycfg", simplifycfg.run),
@@ -14,7 +14,7 @@ PIPELINE: list = [
     ("copyprop", copyprop.run),
     ("cse", cse.run),
     ("dce", dce.run),
-    ("nonneg", nonneg.run),       # before lower_floor: what it proves needs no fix-up
+    ("ranges", ranges.run),       # before lower_floor: what it proves needs no fix-up
     ("lower_floor", lower_floor.run),
     ("sccp", sccp.run),
     ("copyprop", copyprop.run),

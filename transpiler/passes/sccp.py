@@ -1,21 +1,21 @@
 """Sparse conditional constant propagation (Wegman-Zadeck) with exact fixed-width folding.
 
 Folding uses `interp.evaluate`, the interpreter's own semantics: wrap-around integers,
-truncating `div`/`rem`, floats rounded in their own width. Division by zero and hardware
-approximations are never folded. Branches on constants become `br`s and the blocks no
-executable edge reaches are removed. A few algebraic identities (`x + 0`, `x * 1`, `select`
-on a constant, ...) are applied to what is left.
+truncating `div`/`rem`, floats rounded in their own width (plain Python numbers, no NumPy).
+Division by zero and hardware approximations are never folded. Branches on constants become
+`br`s and the blocks no executable edge reaches are removed. A few algebraic identities
+(`x + 0`, `x * 1`, `select` on a constant, ...) are applied to what is left.
 """
 from __future__ import annotations
 
 import math
 
-from ..interp import InterpError, evaluate, foldable, to_numpy, to_python, wrap_int
+from ..interp import InterpError, evaluate, foldable, to_python, to_value, wrap_int
 from ..ir import Block, Const, Function, Instr, Undef, Value, remove_instr, users
 from .copyprop import replace_all_uses
 from .simplifycfg import make_branch, remove_unreachable
 
-TOP = "top"         # no value seen yet (optimistic)
+TOP = "top"         # no value seen yet (optimistic); compared by identity, as is BOTTOM
 BOTTOM = "bottom"   # not a constant
 
 
@@ -79,7 +79,7 @@ class _Solver:
                     self._set(phi, BOTTOM)
                     changed = True
             term = block.terminator
-            if term.op == "cbr" and self.lattice_of(term.args[0]) == TOP:
+            if term.op == "cbr" and self.lattice_of(term.args[0]) is TOP:
                 self._set(term.args[0], BOTTOM)
                 self._visit(term)
                 changed = True
@@ -93,7 +93,8 @@ class _Solver:
         return BOTTOM
 
     def _set(self, instr: Instr, value) -> None:
-        if self.lattice.get(instr, TOP) == value:
+        old = self.lattice.get(instr, TOP)
+        if old is value or (isinstance(old, Const) and old == value):
             return
         self.lattice[instr] = value
         self.instr_work.extend(self.uses.get(instr, ()))
@@ -109,14 +110,14 @@ class _Solver:
             self.instr_work.extend(dst.phis)
 
     def _visit(self, instr: Instr) -> None:
-        if self.lattice.get(instr) == BOTTOM:
+        if self.lattice.get(instr) is BOTTOM:
             return
         op = instr.op
         if op == "br":
             self._mark_edge(instr.block, instr.targets[0])
         elif op == "cbr":
             cond = self.lattice_of(instr.args[0])
-            if cond == BOTTOM:
+            if cond is BOTTOM:
                 for target in instr.targets:
                     self._mark_edge(instr.block, target)
             elif isinstance(cond, Const):
@@ -133,9 +134,9 @@ class _Solver:
             if (pred, block) not in self.edges or isinstance(arg, Undef):
                 continue
             value = self.lattice_of(arg)
-            if value == TOP:
+            if value is TOP:
                 continue
-            if value == BOTTOM or (result != TOP and result != value):
+            if value is BOTTOM or (result is not TOP and result != value):
                 return BOTTOM
             result = value
         return result
@@ -151,12 +152,12 @@ class _Solver:
         absorbed = _absorbing(instr, values)
         if absorbed is not None:
             return absorbed
-        return BOTTOM if BOTTOM in values else TOP
+        return BOTTOM if any(v is BOTTOM for v in values) else TOP
 
 
 def fold(instr: Instr, consts: list[Const]):
     """The Const `instr` computes from constant args, or BOTTOM where it must not be folded."""
-    args = [to_numpy(c.value, c.type) for c in consts]
+    args = [to_value(c.value, c.type) for c in consts]
     try:
         result = evaluate(instr.op, instr.type, instr.attrs, args, [c.type for c in consts])
     except InterpError:

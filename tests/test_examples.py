@@ -1,0 +1,74 @@
+"""Run every example in examples/: each one's `main()` checks its own results against NumPy or
+jax.numpy and raises if they differ.
+
+Without the `gpu` marker the kernels run in ptxpy's PTX simulator at the examples' small sizes
+(PTXPY_INTERPRET=1, and `jax.default_backend()` reported as "cpu" so that each example picks
+its simulator size even on a machine with a GPU). The `gpu` variants run them on the GPU at
+their realistic sizes; they are skipped without a CUDA GPU.
+"""
+import importlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import pytest
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = sorted(p.stem for p in EXAMPLES_DIR.glob("*.py"))
+
+
+def _has_gpu() -> bool:
+    try:
+        return bool(jax.devices("gpu"))
+    except RuntimeError:
+        return False
+
+
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(not _has_gpu(), reason="no CUDA GPU visible to JAX")
+
+
+def _example(name: str):
+    if str(EXAMPLES_DIR) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES_DIR))      # examples import one another by file name
+    return importlib.import_module(name)
+
+
+def test_every_example_is_listed_in_the_readme():
+    readme = (EXAMPLES_DIR / "README.md").read_text()
+    missing = [name for name in EXAMPLES if f"{name}.py" not in readme]
+    assert not missing, f"examples/README.md does not list {missing}"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_in_simulator(name, monkeypatch, capsys):
+    monkeypatch.setenv("PTXPY_INTERPRET", "1")
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    module = _example(name)
+    start = time.perf_counter()
+    module.main()
+    seconds = time.perf_counter() - start
+    out = capsys.readouterr().out
+    assert "match" in out, out
+    print(f"{name}: {seconds:.1f} s in the simulator")
+
+
+def test_example_runs_as_a_script():
+    env = dict(os.environ, PTXPY_INTERPRET="1")
+    result = subprocess.run([sys.executable, str(EXAMPLES_DIR / "add_vectors.py"), "--size", "1001"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "matches" in result.stdout
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_on_gpu(name, capsys):
+    module = _example(name)
+    module.main()
+    out = capsys.readouterr().out
+    assert "match" in out, out

@@ -1,0 +1,171 @@
+"""What libcst parses of a file: a skeleton of its top level first, function bodies on demand.
+
+libcst is the frontend's slowest part, so it reads as little as it can. Python's own parser
+(fast, and run first anyway to check the syntax) lists the top-level statements; from them the
+*skeleton* is built: the source with the simple statements (imports, module constants) and the
+headers of functions and classes (decorators, parameters, annotations) kept where they are, and
+everything else blanked out: each body becomes `pass`, compound statements such as
+`if __name__ == "__main__":` empty lines. libcst parses the skeleton once; as every kept
+character stays at its line and column, the node positions are those of the whole file. A
+function's full definition (its body) is parsed, on its own, only when a kernel specialisation
+needs it (`Definition.node`), so host code and the unused functions of a library such as
+ptxpy/libm.py are never parsed by libcst. Where the skeleton or a definition does not parse on
+its own, libcst parses the whole file instead, as it did before any of this.
+
+    top = parse_top_level(source, ast.parse(source))
+    top.statements, top.positions, top.definitions[header].node()
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from .errors import CompileError
+from .positions import module_starts
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")   # Python's line breaks: \r\n, \r, \n
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+             *(getattr(ast, name) for name in ("Match", "TryStar") if hasattr(ast, name)))
+
+
+@dataclass
+class TopLevel:
+    statements: list        # libcst top-level statements in order (functions and classes: headers)
+    positions: dict         # node -> (line, col), shared with every Definition
+    definitions: dict = field(default_factory=dict)   # function header -> Definition
+
+
+class Definition:
+    """A top-level function's full libcst node, parsed the first time it is asked for."""
+
+    def __init__(self, top: TopLevel, source: str, text: str, first_line: int,
+                 node: cst.FunctionDef | None = None):
+        self.top, self.source, self.text, self.first_line = top, source, text, first_line
+        self._node = node
+
+    def node(self) -> cst.FunctionDef:
+        if self._node is None:
+            self._node = self._parse()
+        return self._node
+
+    def _parse(self) -> cst.FunctionDef:
+        try:
+            module = cst.parse_module(self.text)
+        except Exception:
+            module = None
+        if module is None or len(module.body) != 1 or not isinstance(module.body[0], cst.FunctionDef):
+            return self._from_whole_file()
+        self.top.positions.update(module_starts(module, first_line=self.first_line))
+        return module.body[0]
+
+    def _from_whole_file(self) -> cst.FunctionDef:
+        module = parse_with_libcst(self.source)
+        starts = module_starts(module)
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef) and _header_line(stmt, starts) == self.first_line:
+                self.top.positions.update(starts)
+                return stmt
+        raise CompileError("cannot parse this file: a function was not found again")
+
+
+def parse_with_libcst(source: str) -> cst.Module:
+    """libcst's parse of `source`; its errors as CompileErrors."""
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as err:
+        raise CompileError(f"invalid syntax: {err.message}", (err.raw_line, err.raw_column)) from None
+    except Exception as err:  # libcst rejects a few inputs that Python accepts
+        raise CompileError(f"cannot parse this file: {err}") from None
+
+
+def parse_top_level(source: str, tree: ast.Module) -> TopLevel:
+    """The file's top level as libcst statements, from its skeleton where that parses."""
+    lines = _LINE.findall(source)
+    try:
+        module = cst.parse_module(_skeleton(tree.body, lines))
+    except Exception:
+        module = None
+    if module is None or not _same_statements(module.body, tree.body):
+        return _whole_file(source)
+    top = TopLevel(list(module.body), module_starts(module))
+    kept = [stmt for stmt in tree.body if isinstance(stmt, _DEFS)]
+    headers = [stmt for stmt in module.body if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))]
+    for stmt, header in zip(kept, headers):
+        if isinstance(header, cst.FunctionDef):
+            first = _first_line(stmt, lines)
+            text = "".join(lines[first - 1:stmt.end_lineno])
+            top.definitions[header] = Definition(top, source, text, first)
+    return top
+
+
+def _whole_file(source: str) -> TopLevel:
+    module = parse_with_libcst(source)
+    top = TopLevel(list(module.body), module_starts(module))
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            top.definitions[stmt] = Definition(top, source, "", 0, node=stmt)
+    return top
+
+
+def _skeleton(body: list, lines: list) -> str:
+    """The source with only simple statements and function/class headers (bodies: `pass`)."""
+    out = [_line_break(line) for line in lines]
+    for stmt in body:
+        if isinstance(stmt, _COMPOUND):
+            continue
+        if not isinstance(stmt, _DEFS):
+            out[stmt.lineno - 1:stmt.end_lineno] = lines[stmt.lineno - 1:stmt.end_lineno]
+            continue
+        first, inner = _first_line(stmt, lines), stmt.body[0]
+        out[first - 1:inner.lineno - 1] = lines[first - 1:inner.lineno - 1]
+        line = lines[inner.lineno - 1]
+        out[inner.lineno - 1] = line[:_char_column(line, inner.col_offset)] + "pass" + _line_break(line)
+    return "".join(out)
+
+
+def _line_break(line: str) -> str:
+    return line[len(line.rstrip("\r\n")):]
+
+
+def _char_column(line: str, byte_offset: int) -> int:
+    """ast's columns count UTF-8 bytes; libcst's and Python strings' count characters."""
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
+
+
+def _first_line(stmt: ast.stmt, lines: list) -> int:
+    """The line a statement starts on: for a decorated one, the line of its first `@`."""
+    if not isinstance(stmt, _DEFS) or not stmt.decorator_list:
+        return stmt.lineno
+    line = stmt.decorator_list[0].lineno
+    while line > 1 and not lines[line - 1].lstrip().startswith("@"):
+        line -= 1   # `@(` or `@ \` with the decorator's expression on a later line
+    return line
+
+
+def _header_line(node: cst.FunctionDef, starts: dict) -> int:
+    """The first line of a function's text: its first decorator's, else its `def`'s."""
+    return starts[node.decorators[0]][0] if node.decorators else starts[node][0]
+
+
+def _same_statements(parsed: list, body: list) -> bool:
+    """Whether libcst found in the skeleton the statements Python did (simple ones by line)."""
+    expected, last_line = [], 0
+    for stmt in body:
+        if isinstance(stmt, _DEFS):
+            expected.append((type(stmt) is ast.ClassDef, stmt.name))
+        elif not isinstance(stmt, _COMPOUND) and stmt.lineno > last_line:
+            expected.append(None)   # a new line of simple statements
+        last_line = stmt.end_lineno
+    found = []
+    for stmt in parsed:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            found.append((isinstance(stmt, cst.ClassDef), stmt.name.value))
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            found.append(None)
+        else:
+            return False
+    return found == expected
