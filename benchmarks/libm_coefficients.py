@@ -12,6 +12,7 @@ functions of the same names in ptxpy/libm.py.
 from __future__ import annotations
 
 import sys
+import textwrap
 
 import mpmath as mp
 import numpy as np
@@ -136,10 +137,10 @@ def emit(name, f, interval, degree, shift, precision, relative, doc) -> str:
     err = max_error(shifted, coeffs, lo - shift, hi - shift, relative)
     var = "w" if shift else ("r" if "exp" in name else "z")
     kind = "relative" if relative else "absolute"
-    lines = ["@ptxpy.func",
-             f"def {name}({var}: {precision}) -> {precision}:",
-             f'    """{doc}: degree {degree}, {kind} error 2^{float(mp.log(err, 2)):.1f}."""',
-             f"    p = {precision}({_literal(coeffs[-1], precision)})"]
+    docstring = f'"""{doc}: degree {degree}, {kind} error 2^{float(mp.log(err, 2)):.1f}."""'
+    lines = ["@ptxpy.func", f"def {name}({var}: {precision}) -> {precision}:"]
+    lines += textwrap.wrap(docstring, 100, initial_indent="    ", subsequent_indent="    ")
+    lines.append(f"    p = {precision}({_literal(coeffs[-1], precision)})")
     lines += [f"    p = ptxpy.fma(p, {var}, {_literal(c, precision)})" for c in reversed(coeffs[:-1])]
     lines.append("    return p")
     return "\n".join(lines)

@@ -21,12 +21,17 @@ def xla(name: str):
         "rms_norm": lambda x, w: x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + EPS) * w,
         "softmax": lambda x: jax.nn.softmax(x, axis=-1),
         "layer_norm": _xla_layer_norm,
-        "swiglu": lambda a, b: jax.nn.silu(a) * b,
+        "swiglu": _xla_swiglu,
         "sum": lambda x: jnp.sum(x),
         "max": lambda x: jnp.max(x),
         "transpose": lambda x: x.T,
         "matmul": lambda a, b: jnp.dot(a, b, precision=jax.lax.Precision.HIGHEST),
     }.get(name)
+
+
+def _xla_swiglu(x):
+    gate, up = jnp.split(x, 2, axis=-1)
+    return jax.nn.silu(gate) * up
 
 
 def _xla_layer_norm(x, w, b):

@@ -1,11 +1,14 @@
 """Layer normalisation, out = (x - mean) / sqrt(var + eps) * gamma + beta, over each row.
 
-One block of 256 threads per row, the row read twice (the second time from L1/L2):
+One block of 256 threads per row:
 
-1. Each thread sums d = x - K and d * d over its strided float4s, where K = x[r, 0] is a shift
-   taken from the row itself: var = E[d^2] - E[d]^2 then does not lose its digits to
-   cancellation when the mean is large compared with the spread (the "shifted data" algorithm),
-   and both sums come out of one pass.
+1. Each thread loads its float4s of the row, keeping them in registers when the row has at
+   most 8192 floats (up to eight float4s per thread; longer rows are read a second time, from
+   L2, in step 3). How many is a `Const` that the wrapper `layer_norm` picks from the row
+   length, so each row length gets a kernel with only the registers it needs. It sums d = x - K and d * d over them, where K = x[r, 0] is a shift taken from the
+   row itself: var = E[d^2] - E[d]^2 then does not lose its digits to cancellation when the
+   mean is large compared with the spread (the "shifted data" algorithm), and both sums come
+   out of one pass.
 2. `block_sum2` adds both sums over the block in one go: warp shuffles, one shared-memory slot
    per warp for each, and a final warp shuffle.
 3. Each thread writes its elements, normalised, scaled and shifted.
@@ -19,10 +22,11 @@ import jax.numpy as jnp
 import numpy as np
 
 import ptxpy
-from ptxpy import Array, f32
+from ptxpy import Array, Const, f32
 
 BLOCK = 256
 WARPS = BLOCK // 32
+MAX_CACHE = 8       # at most 8 float4s per thread stay in registers: rows up to 8192 floats
 EPS = 1e-5
 
 
@@ -46,17 +50,51 @@ def block_sum2(a: f32, b: f32) -> tuple[f32, f32]:
     return ptxpy.warp_sum(a), ptxpy.warp_sum(b)
 
 
-@ptxpy.jit(out_shape=lambda x, gamma, beta, eps: x, grid=lambda x, gamma, beta, eps: (x.shape[0],),
-           block=BLOCK)
-def layer_norm(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps: f32, out: Array[f32, 2]):
+@ptxpy.jit(out_shape=lambda x, gamma, beta, eps, CACHE=0: x,
+           grid=lambda x, gamma, beta, eps, CACHE=0: (x.shape[0],), block=BLOCK)
+def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps: f32,
+                      out: Array[f32, 2], CACHE: Const[int] = 0):
     row = ptxpy.block_idx.x
     cols = x.shape[1]
     t = ptxpy.thread_idx.x
-    vector = cols % 4 == 0
+    inv_n = 1.0 / f32(cols)
     shift = x[row, 0]
     s = 0.0
     ss = 0.0
-    if vector:
+    if CACHE > 0:
+        # The row stays in registers (CACHE float4s per thread), read from memory once; all
+        # loads are issued before any arithmetic. (max: this branch is compiled, then dropped,
+        # for CACHE == 0 too, and a local array of size 0 is an error.)
+        vals = ptxpy.local_array(4 * max(CACHE, 1), f32)
+        for k in ptxpy.static_range(CACHE):
+            j = (k * BLOCK + t) * 4
+            if j < cols:
+                a, b, c, d = x[row, j:j + 4]
+            else:
+                a, b, c, d = shift, shift, shift, shift     # contribute 0 after the shift
+            vals[4 * k] = a
+            vals[4 * k + 1] = b
+            vals[4 * k + 2] = c
+            vals[4 * k + 3] = d
+        for k in ptxpy.static_range(4 * CACHE):
+            v = vals[k] - shift
+            s += v
+            ss = ptxpy.fma(v, v, ss)
+        s, ss = block_sum2(s, ss)
+        mean_d = s * inv_n                                   # mean of x - shift
+        rstd = ptxpy.rsqrt(max(ss * inv_n - mean_d * mean_d, 0.0) + eps)
+        mean = shift + mean_d
+        for k in ptxpy.static_range(CACHE):
+            j = (k * BLOCK + t) * 4
+            if j < cols:
+                g0, g1, g2, g3 = gamma[j:j + 4]
+                b0, b1, b2, b3 = beta[j:j + 4]
+                out[row, j:j + 4] = (ptxpy.fma((vals[4 * k] - mean) * rstd, g0, b0),
+                                     ptxpy.fma((vals[4 * k + 1] - mean) * rstd, g1, b1),
+                                     ptxpy.fma((vals[4 * k + 2] - mean) * rstd, g2, b2),
+                                     ptxpy.fma((vals[4 * k + 3] - mean) * rstd, g3, b3))
+    elif cols % 4 == 0:
+        # Long rows: a strided loop of float4s; the row is read again below (from L2).
         for j in range(t * 4, cols, BLOCK * 4):
             a, b, c, d = x[row, j:j + 4]
             a -= shift
@@ -65,18 +103,10 @@ def layer_norm(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps: f32, 
             d -= shift
             s += (a + b) + (c + d)
             ss = ptxpy.fma(a, a, ptxpy.fma(b, b, ptxpy.fma(c, c, ptxpy.fma(d, d, ss))))
-    else:
-        for j in range(t, cols, BLOCK):
-            a = x[row, j] - shift
-            s += a
-            ss = ptxpy.fma(a, a, ss)
-    s, ss = block_sum2(s, ss)
-    inv_n = 1.0 / f32(cols)
-    mean_d = s * inv_n                                   # mean of x - shift
-    var = max(ss * inv_n - mean_d * mean_d, 0.0)
-    rstd = ptxpy.rsqrt(var + eps)
-    mean = shift + mean_d
-    if vector:
+        s, ss = block_sum2(s, ss)
+        mean_d = s * inv_n
+        rstd = ptxpy.rsqrt(max(ss * inv_n - mean_d * mean_d, 0.0) + eps)
+        mean = shift + mean_d
         for j in range(t * 4, cols, BLOCK * 4):
             a, b, c, d = x[row, j:j + 4]
             g0, g1, g2, g3 = gamma[j:j + 4]
@@ -86,8 +116,25 @@ def layer_norm(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps: f32, 
                                  ptxpy.fma((c - mean) * rstd, g2, b2),
                                  ptxpy.fma((d - mean) * rstd, g3, b3))
     else:
+        # Rows whose length is not a multiple of 4 are not 16-byte aligned: scalar accesses.
+        for j in range(t, cols, BLOCK):
+            a = x[row, j] - shift
+            s += a
+            ss = ptxpy.fma(a, a, ss)
+        s, ss = block_sum2(s, ss)
+        mean_d = s * inv_n
+        rstd = ptxpy.rsqrt(max(ss * inv_n - mean_d * mean_d, 0.0) + eps)
+        mean = shift + mean_d
         for j in range(t, cols, BLOCK):
             out[row, j] = ptxpy.fma((x[row, j] - mean) * rstd, gamma[j], beta[j])
+
+
+def layer_norm(x, gamma, beta, eps=EPS):
+    """Layer norm of each row of x (any shape). CACHE, the float4s per thread held in
+    registers, is just enough for the row (0: read it twice); each value is its own kernel."""
+    per_thread = ptxpy.cdiv(x.shape[1], BLOCK * 4)
+    cache = per_thread if x.shape[1] % 4 == 0 and per_thread <= MAX_CACHE else 0
+    return layer_norm_kernel(x, gamma, beta, eps, CACHE=cache)
 
 
 def reference(x, gamma, beta, eps=EPS):
@@ -101,7 +148,7 @@ def main(rows: int | None = None, cols: int | None = None) -> None:
     rows = rows or (4096 if on_gpu else 64)
     cols = cols or (4096 if on_gpu else 1000)
     f = jax.jit(layer_norm)
-    for c in (cols, cols + 3):
+    for c in (cols, cols + 3, BLOCK * 4 * MAX_CACHE + 4):     # in registers, odd length, long rows
         k = jax.random.split(jax.random.key(c), 3)
         x = 100.0 + 3.0 * jax.random.normal(k[0], (rows, c), jnp.float32)   # a large mean
         gamma = 1.0 + 0.1 * jax.random.normal(k[1], (c,), jnp.float32)
@@ -109,7 +156,8 @@ def main(rows: int | None = None, cols: int | None = None) -> None:
         out = f(x, gamma, beta, EPS)
         np.testing.assert_allclose(np.asarray(out), np.asarray(reference(x, gamma, beta)),
                                    rtol=1e-4, atol=1e-4)
-    print(f"layer_norm of {rows} x {cols} and {rows} x {cols + 3}: matches jax.numpy")
+    print(f"layer_norm of {rows} x {cols}, {rows} x {cols + 3} and {rows} x {BLOCK * 4 * MAX_CACHE + 4}: "
+          "matches jax.numpy")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@ Two kernels:
   a warp covering 512 consecutive bytes per load, and `ptxpy.warp_sum` (five `shfl.sync.bfly`)
   adds their partial sums, leaving the total in every lane.
 - `rms_norm`: the general kernel, any rows x cols (e.g. 2048 x 8192), one block of 256 threads
-  per row. Each thread sums squares over a strided set of float4s; the block reduces through
-  warp shuffles, one shared-memory slot per warp, and a final warp shuffle (`block_sum`); then
-  the row is read a second time (now from L1/L2) and scaled. Rows whose length is not a
-  multiple of 4 take a scalar path, since vector loads need 16-byte alignment.
+  per row. Each thread sums the squares of its float4s; the block reduces through warp
+  shuffles and one shared-memory slot per warp (`block_sum`); then every thread scales its
+  elements. Rows of up to 8192 floats stay in registers in between (up to eight float4s per
+  thread, in a `local_array` indexed by constants; the count is a `Const` chosen from the row
+  length), so the row is read from memory once; longer rows are read a second time (from L2).
+  Rows whose length is not a multiple of 4 take a scalar path, since vector loads need 16-byte
+  alignment.
 
 `python examples/rms_norm.py [--rows R --cols C]` checks both against jax.numpy.
 """
@@ -66,54 +69,82 @@ def rms_norm_small(x, w, eps=EPS):
 
 BLOCK = 256
 WARPS = BLOCK // 32
+MAX_CACHE = 8       # at most 8 float4s per thread stay in registers: rows up to 8192 floats
 
 
 @ptxpy.func
 def block_sum(v: f32) -> f32:
     """The sum of `v` over the block's BLOCK threads, returned to every thread."""
     partial = ptxpy.shared_array(WARPS, f32)
-    total = ptxpy.shared_array(1, f32)
     t = ptxpy.thread_idx.x
     v = ptxpy.warp_sum(v)                      # 1. within each warp, through shuffles
     if t % 32 == 0:
         partial[t // 32] = v                   # 2. one value per warp to shared memory
     ptxpy.syncthreads()
-    if t < 32:                                 # 3. the first warp adds the warps' values
-        s = partial[t] if t < WARPS else 0.0
-        s = ptxpy.warp_sum(s)
-        if t == 0:
-            total[0] = s
-    ptxpy.syncthreads()
-    return total[0]
+    lane = t % 32                              # 3. every warp adds the WARPS values (shared
+    v = partial[lane] if lane < WARPS else 0.0 #    memory broadcasts): no second barrier
+    return ptxpy.warp_sum(v)
 
 
-@ptxpy.jit(out_shape=lambda x, w, eps: x, grid=lambda x, w, eps: (x.shape[0],), block=BLOCK)
-def rms_norm(x: Array[f32, 2], w: Array[f32], eps: f32, out: Array[f32, 2]):
+@ptxpy.jit(out_shape=lambda x, w, eps, CACHE=0: x, grid=lambda x, w, eps, CACHE=0: (x.shape[0],),
+           block=BLOCK)
+def rms_norm_kernel(x: Array[f32, 2], w: Array[f32], eps: f32, out: Array[f32, 2],
+                    CACHE: Const[int] = 0):
     row = ptxpy.block_idx.x
     cols = x.shape[1]
     t = ptxpy.thread_idx.x
     ss = 0.0
-    vector = cols % 4 == 0                     # the same for the whole block: no divergence
-    if vector:
+    if CACHE > 0:
+        # The row stays in registers: CACHE float4s per thread (a local_array indexed by
+        # constants), read from memory once. All loads are issued before any arithmetic.
+        # (max: the branch is compiled, then dropped, for CACHE == 0 too; a size 0 is an error.)
+        vals = ptxpy.local_array(4 * max(CACHE, 1), f32)
+        for k in ptxpy.static_range(CACHE):
+            j = (k * BLOCK + t) * 4
+            if j < cols:
+                a, b, c, d = x[row, j:j + 4]
+            else:
+                a, b, c, d = 0.0, 0.0, 0.0, 0.0
+            vals[4 * k] = a
+            vals[4 * k + 1] = b
+            vals[4 * k + 2] = c
+            vals[4 * k + 3] = d
+        for k in ptxpy.static_range(4 * CACHE):
+            ss = ptxpy.fma(vals[k], vals[k], ss)
+        scale = ptxpy.rsqrt(block_sum(ss) / f32(cols) + eps)
+        for k in ptxpy.static_range(CACHE):
+            j = (k * BLOCK + t) * 4
+            if j < cols:
+                w0, w1, w2, w3 = w[j:j + 4]
+                out[row, j:j + 4] = (vals[4 * k] * scale * w0, vals[4 * k + 1] * scale * w1,
+                                     vals[4 * k + 2] * scale * w2, vals[4 * k + 3] * scale * w3)
+    elif cols % 4 == 0:
+        # Long rows: a strided loop of float4s, and the row is read a second time (from L2).
         for j in range(t * 4, cols, BLOCK * 4):
             a, b, c, d = x[row, j:j + 4]
-            ss = ptxpy.fma(a, a, ss)
-            ss = ptxpy.fma(b, b, ss)
-            ss = ptxpy.fma(c, c, ss)
-            ss = ptxpy.fma(d, d, ss)
-    else:
-        for j in range(t, cols, BLOCK):
-            v = x[row, j]
-            ss = ptxpy.fma(v, v, ss)
-    scale = ptxpy.rsqrt(block_sum(ss) / f32(cols) + eps)
-    if vector:
+            ss = ptxpy.fma(a, a, ptxpy.fma(b, b, ptxpy.fma(c, c, ptxpy.fma(d, d, ss))))
+        scale = ptxpy.rsqrt(block_sum(ss) / f32(cols) + eps)
         for j in range(t * 4, cols, BLOCK * 4):
             a, b, c, d = x[row, j:j + 4]
             w0, w1, w2, w3 = w[j:j + 4]
             out[row, j:j + 4] = (a * scale * w0, b * scale * w1, c * scale * w2, d * scale * w3)
     else:
+        # Rows whose length is not a multiple of 4 are not 16-byte aligned: scalar accesses.
+        for j in range(t, cols, BLOCK):
+            v = x[row, j]
+            ss = ptxpy.fma(v, v, ss)
+        scale = ptxpy.rsqrt(block_sum(ss) / f32(cols) + eps)
         for j in range(t, cols, BLOCK):
             out[row, j] = x[row, j] * scale * w[j]
+
+
+def rms_norm(x, w, eps=EPS):
+    """RMS norm of each row of x (any shape). Picks the kernel's specialisation: CACHE, the
+    float4s per thread held in registers, is just enough for the row (0: the row is read twice).
+    Each CACHE is its own compiled kernel with only the registers it needs."""
+    per_thread = ptxpy.cdiv(x.shape[1], BLOCK * 4)
+    cache = per_thread if x.shape[1] % 4 == 0 and per_thread <= MAX_CACHE else 0
+    return rms_norm_kernel(x, w, eps, CACHE=cache)
 
 
 def reference(x, w, eps=EPS):
@@ -134,14 +165,14 @@ def main(rows: int | None = None, cols: int | None = None) -> None:
     out = jax.jit(rms_norm_small)(x, w)
     np.testing.assert_allclose(np.asarray(out), np.asarray(reference(x, w)), rtol=2e-5, atol=2e-5)
 
-    # The general kernel, with a vector-friendly and an odd row length.
-    for c in (cols, cols + 3):
+    # The general kernel: rows held in registers, rows of odd length, rows longer than 8192.
+    for c in (cols, cols + 3, BLOCK * 4 * MAX_CACHE + 4):
         x = jax.random.normal(keys[2], (rows, c), jnp.float32)
         w = 1.0 + 0.1 * jax.random.normal(keys[3], (c,), jnp.float32)
         out = jax.jit(rms_norm)(x, w, EPS)
         np.testing.assert_allclose(np.asarray(out), np.asarray(reference(x, w)), rtol=2e-5, atol=2e-5)
-    print(f"rms_norm: 16 x 512 (one warp per row) and {rows} x {cols}, {rows} x {cols + 3} "
-          "(one block per row): match jax.numpy")
+    print(f"rms_norm: 16 x 512 (one warp per row) and {rows} x {cols}, {rows} x {cols + 3}, "
+          f"{rows} x {BLOCK * 4 * MAX_CACHE + 4} (one block per row): match jax.numpy")
 
 
 if __name__ == "__main__":

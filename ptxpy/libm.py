@@ -17,11 +17,12 @@ docs/design.md. The ideas are the classic ones (FreeBSD msun, musl, CORE-MATH, S
   k * C_hi is exact; Payne-Hanek for huge arguments of sin/cos/tan);
 * a polynomial on the small interval, evaluated by Horner's rule with fused multiply-adds. The
   coefficients come from benchmarks/libm_coefficients.py (near-minimax Chebyshev fits computed
-  with mpmath), which prints the `_..._tail` and `_erf...` functions below.
+  with mpmath), which prints the polynomial functions below (`_exp_tail_f64`, ...).
 
-The f32 functions evaluate the f64 algorithm and round once to f32: the f64 result is within
-about 1 ulp of f64, so the f32 result is the correctly rounded one except within 2^-28 ulp of a
-halfway case (at most 0.5 + 2^-28 ulp of f32).
+The f64 functions come first, then the f32 ones, which use the same algorithms in f32
+arithmetic with double-f32 pairs (only pow and the reduction of huge trigonometric arguments
+go through f64). Each function handles its special values (NaN, infinities, zeros, tiny and
+huge arguments) before the general path; a NaN argument is returned unchanged.
 """
 import math
 
@@ -583,8 +584,10 @@ def _erfc_f64(a: f64) -> f64:
 def erf_f64(x: f64) -> f64:
     """x (1 + P(x^2)) below 1; 1 - erfc(|x|) with the sign of x above (erfc < 0.16 there, so
     its relative error shrinks by that factor)."""
+    if x != x:
+        return x
     a = abs(x)
-    if not a >= 1.0:                  # also NaN, +-0 and subnormals (x + x * EFX, rounded once)
+    if a < 1.0:                       # also +-0 and subnormals (x + x * EFX, rounded once)
         return ptxpy.fma(x, _erf_small_f64(x * x), x)
     if a >= ERF_IS_ONE:
         return math.copysign(1.0, x)
@@ -615,8 +618,10 @@ def pow_f64(x: f64, y: f64) -> f64:
     double-double, the exponential of that sum; the sign from odd integer y."""
     if y == 0.0 or x == 1.0:
         return 1.0
-    if x != x or y != y:
-        return x + y
+    if x != x:
+        return x
+    if y != y:
+        return y
     if x == 0.0 or math.isinf(x) or math.isinf(y):
         return _pow_special_f64(x, y)
     if x < 0.0 and math.floor(y) != y:
@@ -681,7 +686,8 @@ def _exp_quadratic_f32(r: f32) -> f32:
 
 @ptxpy.func
 def _log_quadratic_f32(z: f32) -> f32:
-    """(2 atanh(s) - 2s) / s^3 with z = s^2, |s| <= (sqrt(2)-1)/(sqrt(2)+1): degree 3, relative error 2^-24.8."""
+    """(2 atanh(s) - 2s) / s^3 with z = s^2, |s| <= (sqrt(2)-1)/(sqrt(2)+1): degree 3,
+    relative error 2^-24.8."""
     p = f32(0.23330468)
     p = ptxpy.fma(p, z, 0.28550822)
     p = ptxpy.fma(p, z, 0.40000123)
@@ -1021,8 +1027,10 @@ def tanh_f32(x: f32) -> f32:
 @ptxpy.func
 def erf_f32(x: f32) -> f32:
     """As erf_f64: x (1 + P(x^2)) below 1, 1 - e^(-x^2) erfcx(|x|) above, 1 from 3.92."""
+    if x != x:
+        return x
     a = abs(x)
-    if not a >= 1.0:
+    if a < 1.0:
         return ptxpy.fma(x, _erf_small_f32(x * x), x)
     if a >= ERF_IS_ONE_F32:
         return math.copysign(1.0, x)
@@ -1037,5 +1045,12 @@ def erf_f32(x: f32) -> f32:
 @ptxpy.func
 def pow_f32(x: f32, y: f32) -> f32:
     """pow_f64, rounded once: ln x must be known to about 2^-40 for a 1-ulp f32 power, beyond
-    what f32 arithmetic gives cheaply (CUDA's powf also computes in wider precision)."""
+    what f32 arithmetic gives cheaply (CUDA's powf also computes in wider precision). A NaN
+    is returned before any conversion, so its bits are kept."""
+    if y == 0.0 or x == 1.0:
+        return 1.0
+    if x != x:
+        return x
+    if y != y:
+        return y
     return f32(pow_f64(f64(x), f64(y)))

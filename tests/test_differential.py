@@ -4,7 +4,9 @@ A small random program (typed locals, arithmetic over variables and array reads,
 bounded for/while loops with break/continue, an optional @ptxpy.func helper) is generated as
 ptxpy source and, at the same time, as a Python evaluator that emulates fixed-width integers
 (wrapping) and f32 (np.float32 at every step). Each of 64 threads runs it; outputs must match
-bit for bit.
+bit for bit. `//` and `%` often divide values that look non-negative but may have wrapped
+(`i * c + d`, masks plus offsets, shifts, `abs`) by constants of either sign, `len(a)` or
+masked values: where a compiler is most tempted to drop the floor correction.
 
 The generator takes a `draw_int(lo, hi)` callable, so hypothesis (`st.data()`) and
 `random.Random` (see `__main__`: `python tests/test_differential.py N SEED`) drive the same code.
@@ -25,9 +27,10 @@ import ptxpy
 from ptxpy import Array, i32, u32, i64, f32
 """
 
-# Found by this test and fixed in passes/nonneg.py: a signed product of non-negative values can
-# wrap negative, so `//` and `%` must keep their floor correction. The regression is
-# tests/test_kernels.py::test_floor_division_of_an_overflowed_product.
+# Found by this test: a signed product, sum or shift of non-negative values can wrap negative,
+# so `//` and `%` must keep their floor correction (passes/ranges.py computes every operation
+# with its wrap-around). The regressions are tests/test_kernels.py::
+# test_floor_division_of_an_overflowed_product, _sum and _shift.
 NTHREADS = 64
 INT_TYPES = ("i32", "u32", "i64")
 ALL_TYPES = INT_TYPES + ("f32",)
@@ -100,9 +103,36 @@ def int_literal(draw, ty):
     elif ty == "i32":
         choices = [0, 1, 2, 3, -1, -5, 7, 31, 255, -1000, 65535, 0x7FFFFFFF, -0x7FFFFFFF]
     else:
-        choices = [0, 1, 3, -1, -7, 100, 1 << 33, -(1 << 40), 123456789012, 0x7FFFFFFF]
-    v = choices[draw(0, len(choices) - 1)]
+        choices = [0, 1, 3, -1, -7, 100, 1 << 33, -(1 << 40), 123456789012, 0x7FFFFFFF,
+                   1 << 62, 0x7FFFFFFFFFFFFFFF]
+    return literal(choices[draw(0, len(choices) - 1)], ty)
+
+
+def literal(v: int, ty: str) -> Expr:
     return Expr(str(v) if v >= 0 else f"({v})", ty, lambda env, v=v: v, const=True)
+
+
+ARITH = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+         "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
+         "<<": lambda x, y: x << y, "//": lambda x, y: x // y, "%": lambda x, y: x % y}
+
+
+def arith(a: Expr, op: str, b: Expr) -> Expr:
+    """`a op b` in a's type, wrapping as ptxpy integers do."""
+    fa, fb, py, ty = a.fn, b.fn, ARITH[op], a.ty
+    return Expr(f"({a.src} {op} {b.src})", ty, lambda env: wrap(py(fa(env), fb(env)), ty))
+
+
+# Thread-index arithmetic whose non-negativity a compiler may be tempted to assume: factors,
+# offsets, masks and shifts that make it wrap past the type's maximum (programs 1278 and 1505
+# of seed 11), for `//` and `%` to divide
+INDEX_FACTORS = {"i32": [1, 3, 1000, 65536, 0x7FFFFFFF], "u32": [1, 3, 65536, 0xFFFFFFFF],
+                 "i64": [1, 3, 1 << 33, 0x7FFFFFFFFFFFFFFF]}
+INDEX_OFFSETS = {"i32": [0, 7, 0x7FFFFFFF], "u32": [0, 7, 0xFFFFFFFF],
+                 "i64": [0, 7, 0x7FFFFFFFFFFFFFFF]}
+MASKS = {"i32": [255, 0x7FFFFFFF], "u32": [255, 0xFFFFFFFF], "i64": [255, 0x7FFFFFFFFFFFFFFF]}
+DIVISORS = {"i32": [1, 3, 7, 12, 32, -3, -8], "u32": [1, 3, 7, 12, 32],
+            "i64": [1, 3, 7, 12, 32, -3, -8]}
 
 
 def f32_literal(draw):
@@ -201,21 +231,9 @@ class Gen:
         k = self.draw(0, 11)
         if k <= 4:
             op = ["+", "-", "*", "&", "|", "^"][self.draw(0, 5)]
-            a, b = self.expr(ty, d), self.operand(ty, d)
-            fa, fb = a.fn, b.fn
-            py = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                  "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]
-            return Expr(f"({a.src} {op} {b.src})", ty,
-                        lambda env: wrap(py(fa(env), fb(env)), ty))
+            return arith(self.expr(ty, d), op, self.operand(ty, d))
         if k == 5:
-            op = ["//", "%"][self.draw(0, 1)]
-            a, b = self.expr(ty, d), self.expr(ty, d)
-            mask = [7, 15, 3, 255][self.draw(0, 3)]
-            fa, fb = a.fn, b.fn
-            src = f"({a.src} {op} (({b.src} & {mask}) + 1))"
-            if op == "//":
-                return Expr(src, ty, lambda env: wrap(fa(env) // ((fb(env) & mask) + 1), ty))
-            return Expr(src, ty, lambda env: wrap(fa(env) % ((fb(env) & mask) + 1), ty))
+            return self.floor_division(ty, d)
         if k == 6:
             op = ["<<", ">>"][self.draw(0, 1)]
             a = self.expr(ty, d)
@@ -245,6 +263,42 @@ class Gen:
             src_ty = [t for t in ALL_TYPES if t != ty][self.draw(0, 2)]
             return self.cast(self.expr(src_ty, d), ty)
         return self.call_or_leaf(ty, d)
+
+    def pick(self, choices: list):
+        return choices[self.draw(0, len(choices) - 1)]
+
+    def floor_division(self, ty, depth):
+        dividend = self.index_like(ty, depth) if self.chance(1, 2) else self.expr(ty, depth)
+        return arith(dividend, ["//", "%"][self.draw(0, 1)], self.divisor(ty, depth))
+
+    def index_like(self, ty, depth):
+        """A value that is non-negative unless it wrapped: i * c + d, masks, shifts, abs."""
+        k = self.draw(0, 3)
+        if k == 0:
+            i = self.cast(Expr("i", "i32", lambda env: env["i"]), ty) if "i" in self.readonly \
+                else self.leaf(ty)   # in a @ptxpy.func
+            scaled = arith(i, "*", literal(self.pick(INDEX_FACTORS[ty]), ty))
+            return arith(scaled, "+", literal(self.pick(INDEX_OFFSETS[ty]), ty))
+        if k == 1:
+            masked = arith(self.expr(ty, depth), "&", literal(self.pick(MASKS[ty]), ty))
+            return arith(masked, "+", self.operand(ty, depth))
+        if k == 2:
+            shift = self.pick([1, 7, 20, BITS[ty] - 1])
+            masked = arith(self.expr(ty, depth), "&", literal(self.pick(MASKS[ty]), ty))
+            return arith(masked, "<<", literal(shift, ty))
+        a = self.expr(ty, depth)
+        return Expr(f"abs({a.src})", ty, lambda env, f=a.fn: wrap(abs(f(env)), ty))
+
+    def divisor(self, ty, depth):
+        k = self.draw(0, 3)
+        if k == 0:
+            return literal(self.pick(DIVISORS[ty]), ty)
+        if k == 1 and self.allow_arrays:
+            n = "len(a)" if ty == "i32" else f"{ty}(len(a))"
+            return Expr(n, ty, lambda env: len(env["@a"]))
+        mask = [7, 15, 3, 255][self.draw(0, 3)]
+        masked = arith(self.expr(ty, depth), "&", literal(mask, ty))
+        return arith(masked, "+", literal(1, ty))
 
     def call_or_leaf(self, ty, depth):
         if self.helper is not None and not self.helper_called and self.helper[2] == ty:
@@ -354,6 +408,7 @@ class Gen:
             return [f"if {c.src}:", f"    {word}"], f
         if k <= 8 and self.loop_depth < 2:
             count = self.draw(0, 6)
+            start, step = (0, 1) if self.chance(2, 3) else (self.draw(0, 2), self.draw(1, 3))
             is_while = k == 8
             var = self.fresh("w" if is_while else "k")
             self.loop_depth += 1
@@ -365,11 +420,11 @@ class Gen:
             if is_while:
                 lines = [f"{var} = 0", f"while {var} < {count}:", f"    {var} += 1"]
             else:
-                lines = [f"for {var} in range({count}):"]
+                lines = [f"for {var} in range({start}, {count}, {step}):"]
             lines += ["    " + l for l in body_lines]
 
             def f(env):
-                for it in range(count):
+                for it in (range(count) if is_while else range(start, count, step)):
                     env[var] = it if not is_while else it + 1
                     try:
                         body_fn(env)
@@ -419,6 +474,12 @@ def gen_program(draw):
     for t in types:
         name = g.fresh("v")
         e = g.expr(t, 2)
+        body.append(f"{name}: {t} = {e.src}")
+        inits.append((name, e.fn))
+        g.vars[name] = t
+    if draw(0, 1) == 0:   # a floor division that reaches out_i unless overwritten
+        t = INT_TYPES[draw(0, 2)]
+        name, e = g.fresh("v"), g.floor_division(t, 2)
         body.append(f"{name}: {t} = {e.src}")
         inits.append((name, e.fn))
         g.vars[name] = t
@@ -517,12 +578,11 @@ def main(argv):
             check_program(lambda lo, hi: r.randint(lo, hi))
         except AssertionError as exc:
             mismatches += 1
-            if mismatches <= 3:
-                print(f"--- program {k}: {exc}")
+            print(f"--- program {k}: {exc}" if mismatches <= 3 else f"--- program {k}: mismatch")
         except Exception:
             errors += 1
+            print(f"--- program {k}: internal error")
             if errors <= 3:
-                print(f"--- program {k}: internal error")
                 traceback.print_exc()
     print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}")
 

@@ -57,7 +57,9 @@ def test_example_in_simulator(name, monkeypatch, capsys):
 
 
 def test_example_runs_as_a_script():
-    env = dict(os.environ, PTXPY_INTERPRET="1")
+    # JAX_PLATFORMS=cpu: in the simulator anyway, and on a GPU machine this process already
+    # holds most of the GPU's memory (JAX preallocates).
+    env = dict(os.environ, PTXPY_INTERPRET="1", JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, str(EXAMPLES_DIR / "add_vectors.py"), "--size", "1001"],
                             capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr

@@ -809,8 +809,8 @@ def test_host_code_is_skipped_and_positions_stay_those_of_the_whole_file():
     assert parsed.scope.others["Model"] == "class" and parsed.scope.others["helper"] == "function"
     headers = [s for s in parsed.top.statements if isinstance(s, (cst.ClassDef, cst.FunctionDef))]
     assert [h.name.value for h in headers] == ["Model", "helper", "k"]
-    assert all(code_of(h.body).strip() == "pass" for h in headers)       # bodies: not parsed
-    assert not any(isinstance(s, cst.If) for s in parsed.top.statements)  # nor `if __name__`
+    assert [code_of(h.body).strip() for h in headers[:2]] == ["pass", "pass"]   # host code
+    assert not any(isinstance(s, cst.If) for s in parsed.top.statements)      # not parsed
     whole = cst.parse_module(source)
     expected = MetadataWrapper(whole, unsafe_skip_copy=True).resolve(PositionProvider)
     ours, theirs = parsed.kernels["k"].node, whole.body[-1]
@@ -819,6 +819,41 @@ def test_host_code_is_skipped_and_positions_stay_those_of_the_whole_file():
     for mine, whole_files in pairs:
         where = expected[whole_files].start
         assert parsed.loc(mine) == (where.line, where.column), type(mine).__name__
+
+
+def test_long_files_have_function_bodies_parsed_when_needed(monkeypatch):
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from ptxpy.transpiler import toplevel
+
+    monkeypatch.setattr(toplevel, "BODIES_ON_DEMAND_ABOVE", 0)
+    source = HEADER + textwrap.dedent("""
+        @ptxpy.func
+        def unused(a: f32) -> f32:
+            return a +  oops
+
+        @ptxpy.func
+        def used(a: f32) -> f32:
+            return (a *
+                    2.0)
+
+        @ptxpy.jit
+        def k(x: Array[f32]):
+            x[0] = used(x[1])
+        """)
+    parsed = parse_module(source, "test.py")
+    assert list(parsed.funcs) == ["unused", "used"]
+    assert [d.node.name.value for d in parsed.kernels.values()] == ["k"]
+    assert parsed.funcs["unused"].definition._node is None     # never needed, never parsed
+    typed_module = check_kernel(parsed, "k")
+    assert list(typed_module.funcs) == ["used"] and parsed.funcs["unused"].definition._node is None
+    whole = cst.parse_module(source)
+    expected = MetadataWrapper(whole, unsafe_skip_copy=True).resolve(PositionProvider)
+    for ours, theirs in [(parsed.funcs["used"].node, whole.body[-2]), (parsed.kernels["k"].node, whole.body[-1])]:
+        for mine, whole_files in zip(_nodes(ours), _nodes(theirs)):
+            where = expected[whole_files].start
+            assert parsed.loc(mine) == (where.line, where.column), type(mine).__name__
 
 
 def _nodes(node):

@@ -17,8 +17,6 @@ import math_accuracy_cases as cases
 from kernel_harness import Out, compile_source, run
 from ptxpy.transpiler.errors import CompileError
 
-pytest.importorskip("mpmath")
-
 INF, NAN = math.inf, math.nan
 
 
@@ -33,6 +31,7 @@ def test_f32_error_bound_over_a_million_inputs(name):
 
 @pytest.mark.parametrize("name", cases.FUNCTIONS)
 def test_f64_error_bound_against_mpmath(name):
+    pytest.importorskip("mpmath")
     result = cases.measure(name, "f64")
     assert result["max_ulp"] <= cases.BOUND_ULP["f64"], (
         f"math.{name} f64: {result['max_ulp']:.3f} ulp at x={result['worst_x']!r} "
@@ -108,6 +107,7 @@ def test_huge_arguments_reduce_exactly(name):
     x32 = np.array([1e30, -3.4028235e38, 2.0 ** 100, 8.6e36, 1.2e15, 102944.0], np.float32)
     got32 = cases.evaluate(name, "f32", x32)
     assert cases.ulp_errors(got32, cases.NUMPY_F64[name](x32.astype(np.float64))).max() <= 0.51
+    pytest.importorskip("mpmath")
     x64 = np.array([1e300, -1.7976931348623157e308, 2.0 ** 1000, 6381956970095103.0 * 2.0 ** 797,
                     5.319372648326541e255, 1e22], np.float64)
     got64 = cases.evaluate(name, "f64", x64)
@@ -235,3 +235,49 @@ def test_bitcast_on_the_host_is_a_clear_error():
 
     with pytest.raises(ptxpy.KernelOnlyError):
         ptxpy.bitcast(1.0, ptxpy.u32)
+
+
+# --- bit-for-bit agreement -------------------------------------------------------------------
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+def test_nan_arguments_come_back_unchanged(ty):
+    """A NaN argument is the result, bits and all (quiet or signalling, any payload)."""
+    if ty == "f32":
+        bits = np.array([0x7FC12345, 0xFFC00001, 0x7F812345], np.uint32)
+    else:
+        bits = np.array([0x7FF8000012345678, 0xFFF8000000000001, 0x7FF0000000000ABC], np.uint64)
+    x = bits.view(np.float32 if ty == "f32" else np.float64)
+    for name in cases.FUNCTIONS:
+        got = cases.evaluate(name, ty, x, np.full_like(x, 2.5) if name == "pow" else None)
+        np.testing.assert_array_equal(got.view(bits.dtype), bits, err_msg=name)
+
+
+def test_constant_arguments_fold_to_the_run_time_result():
+    """The compiler folds math.NAME(constant) with its IR interpreter: the same bits as the
+    compiled code computes at run time."""
+    calls = [f"math.{name}(f32({c!r}))" for name in ("exp", "log", "sin", "erf")
+             for c in (0.3, -2.5, 75.0)]
+    folded = [f"    out[{k}] = {call}" for k, call in enumerate(calls)]
+    computed = [f"    out[{k + len(calls)}] = {call.replace('f32(', 'f32(x[0] * ')}"
+                for k, call in enumerate(calls)]
+    source = ("import math\nimport ptxpy\nfrom ptxpy import Array, f32\n\n@ptxpy.jit\n"
+              "def kernel(x: Array[f32], out: Array[f32]):\n" + "\n".join(folded + computed) + "\n")
+    (out,) = run(source, "kernel", [np.ones(1, np.float32), Out(2 * len(calls), np.float32)],
+                 grid=1, block=1)
+    n = len(calls)
+    same = (out[:n].view(np.uint32) == out[n:].view(np.uint32)) | (np.isnan(out[:n]) & np.isnan(out[n:]))
+    assert same.all(), [calls[k] for k in np.flatnonzero(~same)]
+
+
+def test_simulated_f64_fma_is_exact_for_tiny_products():
+    """The library's error terms use fma on tiny values; the simulator must round them as the
+    GPU does (once), also where its fast emulation does not apply."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal(256) * 1e-160, rng.standard_normal(256) * 1e-160
+    c = rng.standard_normal(256) * 1e-310
+    source = KERNEL.format(ty="f64", expr="ptxpy.fma(x[i], y[i], x[i + 256])").replace(
+        "if i < x.shape[0]", "if i < 256")
+    (out,) = run(source, "kernel", [np.concatenate([a, c]), b, Out(512, np.float64)], grid=2, block=256)
+    exact = [float(Fraction(p) * Fraction(q) + Fraction(r)) for p, q, r in zip(a, b, c)]
+    np.testing.assert_array_equal(out[:256], exact)

@@ -476,6 +476,7 @@ def test_ranges_turns_floor_ops_on_tid_and_shapes_into_div():
     run_pass(ranges.run, b.func)
     assert [d.op for d in divisions] == ["div", "rem", "shr", "and", "div",
                                          "floordiv", "floordiv", "floordiv"]
+    assert [d.attrs.get("divisor_sign") for d in divisions[5:]] == [None, None, 1]
 
 
 def counting_loops(up_step: int):
@@ -600,6 +601,19 @@ def test_lower_floor_matches_python(divisor):
         for c in ((-7, -2, -1, 1, 2, 7) if divisor is None else (divisor,)):
             expected = interp.wrap_int((a // c) * 1000 + a % c, i32)
             assert int(run_scalar(func, i32, a, c)) == expected, (a, c)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_lower_floor_tests_only_the_remainder_when_the_divisor_sign_is_known(sign):
+    def body(b, x, y):
+        return b("add", i32, b("mul", i32, b("floordiv", i32, x, y, divisor_sign=sign), 1000),
+                 b("floormod", i32, x, y, divisor_sign=sign))
+    func = run_pass(lower_floor.run, scalar_kernel(i32, body))
+    assert "xor" not in ops(func) and ops(func).count("cmp") == 2
+    for a in (-7, -6, -1, 0, 1, 6, 7, INT_MIN + 1, INT_MAX):
+        for c in (1, 2, 7, INT_MAX):
+            expected = interp.wrap_int((a // (sign * c)) * 1000 + a % (sign * c), i32)
+            assert int(run_scalar(func, i32, a, sign * c)) == expected, (a, sign * c)
 
 
 # --- simplifycfg -----------------------------------------------------------------------------
@@ -920,7 +934,7 @@ def computed_values(func: Function, args: dict, sregs: dict) -> list[tuple[Instr
     return seen
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_random_ir_values_lie_in_their_ranges(data):
     func = RandomKernel(data.draw).build()

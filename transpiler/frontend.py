@@ -75,16 +75,16 @@ class ParsedModule:
     source_lines: list
     scope: ModuleScope = field(repr=False)
     top: TopLevel = field(repr=False)     # its statements (functions: headers only), positions
-
-    @property
-    def positions(self) -> dict:
-        """node -> (line, col) where it starts."""
-        return self.top.positions
     kernels: dict = field(default_factory=dict)    # name -> KernelDecl, in source order
     funcs: dict = field(default_factory=dict)      # name -> FuncDecl
     # name -> (typed.FuncDef, names of the device functions it calls): a device function types
     # the same in every kernel specialisation, so it is checked once per parsed module
     checked_funcs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def positions(self) -> dict:
+        """node -> (line, col) where it starts (definitions add theirs as they are parsed)."""
+        return self.top.positions
 
     def loc(self, node: cst.CSTNode) -> tuple | None:
         return self.positions.get(node)

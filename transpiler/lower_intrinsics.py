@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import types
 
-from ptxpy.types import Scalar, bf16, bool_, f16, f32, f64, i32, u16, u32, u64
+from ptxpy.types import Scalar, bf16, bool_, f16, f32, i32, u16, u32, u64
 
 from . import ir, mathlib, typed
 from .errors import CompileError

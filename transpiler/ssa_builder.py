@@ -20,9 +20,8 @@ Notes on semantics (see also docs/design.md):
 - Shift amounts are converted to 32 bits; shifting by the width or more gives what PTX gives
   (0 for `<<` and unsigned `>>`, the sign for signed `>>`), negative amounts are not an error.
 - `shfl` attrs: `mode`, and `clamp` the PTX `c` operand (31 for idx/down/bfly, 0 for up).
-- f32 `exp`/`sin`/`cos`/`tan` reduce their argument before the hardware approximation;
-  `log`/`log2`/`log10`/`pow`/`exp2` use `lg2`/`ex2` directly; `tanh` and `erf` are polynomials
-  plus `exp`. f16/bf16 math is computed in f32. f64 transcendental functions are a compile error.
+- `math.exp` and the other transcendental functions inline the math library's `@ptxpy.func`
+  of their type (`lower_intrinsics.call_library`, docs/math.md); f16/bf16 math is computed in f32.
 - A `local_array` whose every access has a compile-time index after unrolling is replaced by
   one SSA variable per element; one access with a run-time (or out-of-range constant) index
   moves the array to `.local` memory (the build is simply restarted with it there).

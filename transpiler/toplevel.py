@@ -1,16 +1,17 @@
-"""What libcst parses of a file: a skeleton of its top level first, function bodies on demand.
+"""What libcst parses of a file: a skeleton of its top level, function bodies when needed.
 
 libcst is the frontend's slowest part, so it reads as little as it can. Python's own parser
 (fast, and run first anyway to check the syntax) lists the top-level statements; from them the
-*skeleton* is built: the source with the simple statements (imports, module constants) and the
-headers of functions and classes (decorators, parameters, annotations) kept where they are, and
-everything else blanked out: each body becomes `pass`, compound statements such as
-`if __name__ == "__main__":` empty lines. libcst parses the skeleton once; as every kept
-character stays at its line and column, the node positions are those of the whole file. A
-function's full definition (its body) is parsed, on its own, only when a kernel specialisation
-needs it (`Definition.node`), so host code and the unused functions of a library such as
-ptxpy/libm.py are never parsed by libcst. Where the skeleton or a definition does not parse on
-its own, libcst parses the whole file instead, as it did before any of this.
+*skeleton* is built: the source with the simple statements (imports, module constants), the
+decorated functions (kernels and device functions are decorated) and the headers of the other
+functions and classes kept where they are, and everything else blanked out: other bodies become
+`pass`, compound statements such as `if __name__ == "__main__":` empty lines. libcst parses the
+skeleton once; as every kept character stays at its line and column, the node positions are
+those of the whole file. In a long file (a library such as ptxpy/libm.py, a script with much
+host code: `BODIES_ON_DEMAND_ABOVE`) decorated functions keep only their headers too, and a
+function's full definition is parsed on its own when a kernel specialisation first needs it
+(`Definition.node`). Host code is never parsed by libcst. Where the skeleton or a definition
+does not parse on its own, libcst parses the whole file instead, as it did before any of this.
 
     top = parse_top_level(source, ast.parse(source))
     top.statements, top.positions, top.definitions[header].node()
@@ -30,6 +31,10 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")   # Python's line breaks
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
              *(getattr(ast, name) for name in ("Match", "TryStar") if hasattr(ast, name)))
+#: files longer than this (lines) have the bodies of their decorated functions parsed on demand:
+#: a library or a script with much host code, where most are not needed by one kernel. Below,
+#: parsing them with the rest in one go costs less than parsing each header twice.
+BODIES_ON_DEMAND_ABOVE = 300
 
 
 @dataclass
@@ -85,21 +90,28 @@ def parse_with_libcst(source: str) -> cst.Module:
 def parse_top_level(source: str, tree: ast.Module) -> TopLevel:
     """The file's top level as libcst statements, from its skeleton where that parses."""
     lines = _LINE.findall(source)
+    bodies_on_demand = len(lines) > BODIES_ON_DEMAND_ABOVE
     try:
-        module = cst.parse_module(_skeleton(tree.body, lines))
+        module = cst.parse_module(_skeleton(tree.body, lines, bodies_on_demand))
     except Exception:
         module = None
     if module is None or not _same_statements(module.body, tree.body):
         return _whole_file(source)
     top = TopLevel(list(module.body), module_starts(module))
-    kept = [stmt for stmt in tree.body if isinstance(stmt, _DEFS)]
-    headers = [stmt for stmt in module.body if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))]
-    for stmt, header in zip(kept, headers):
-        if isinstance(header, cst.FunctionDef):
-            first = _first_line(stmt, lines)
-            text = "".join(lines[first - 1:stmt.end_lineno])
-            top.definitions[header] = Definition(top, source, text, first)
+    defs = [stmt for stmt in tree.body if isinstance(stmt, _DEFS)]
+    parsed = [stmt for stmt in module.body if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))]
+    for stmt, node in zip(defs, parsed):
+        if isinstance(node, cst.FunctionDef):
+            top.definitions[node] = _definition(top, source, lines, stmt, node, bodies_on_demand)
     return top
+
+
+def _definition(top: TopLevel, source: str, lines: list, stmt: ast.stmt, node: cst.FunctionDef,
+                bodies_on_demand: bool) -> Definition:
+    if _body_kept(stmt, bodies_on_demand):
+        return Definition(top, source, "", 0, node=node)   # the skeleton has it whole
+    first = _first_line(stmt, lines)
+    return Definition(top, source, "".join(lines[first - 1:stmt.end_lineno]), first)
 
 
 def _whole_file(source: str) -> TopLevel:
@@ -111,20 +123,32 @@ def _whole_file(source: str) -> TopLevel:
     return top
 
 
-def _skeleton(body: list, lines: list) -> str:
-    """The source with only simple statements and function/class headers (bodies: `pass`)."""
+def _skeleton(body: list, lines: list, bodies_on_demand: bool) -> str:
+    """The source with only simple statements, decorated functions (only their headers, bodies
+    `pass`, with `bodies_on_demand`) and the headers of other functions and classes."""
     out = [_line_break(line) for line in lines]
     for stmt in body:
         if isinstance(stmt, _COMPOUND):
             continue
-        if not isinstance(stmt, _DEFS):
-            out[stmt.lineno - 1:stmt.end_lineno] = lines[stmt.lineno - 1:stmt.end_lineno]
+        if not isinstance(stmt, _DEFS) or _body_kept(stmt, bodies_on_demand):
+            first = _first_line(stmt, lines)
+            out[first - 1:stmt.end_lineno] = lines[first - 1:stmt.end_lineno]
             continue
         first, inner = _first_line(stmt, lines), stmt.body[0]
-        out[first - 1:inner.lineno - 1] = lines[first - 1:inner.lineno - 1]
-        line = lines[inner.lineno - 1]
-        out[inner.lineno - 1] = line[:_char_column(line, inner.col_offset)] + "pass" + _line_break(line)
+        body_line = _first_line(inner, lines)
+        out[first - 1:body_line - 1] = lines[first - 1:body_line - 1]
+        line = lines[body_line - 1]
+        column = (len(line) - len(line.lstrip()) if body_line < inner.lineno    # a decorated method
+                  else _char_column(line, inner.col_offset))
+        out[body_line - 1] = line[:column] + "pass" + _line_break(line)
     return "".join(out)
+
+
+def _body_kept(stmt: ast.stmt, bodies_on_demand: bool) -> bool:
+    """Whether the skeleton keeps a top-level statement's body: that of a decorated function
+    (kernels and device functions are decorated) unless bodies are parsed on demand."""
+    return (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and bool(stmt.decorator_list)
+            and not bodies_on_demand)
 
 
 def _line_break(line: str) -> str:

@@ -700,7 +700,7 @@ class ISel:
         self.emit("bar.sync", [], [Imm("0")])
 
     def op_floordiv(self, instr: ir.Instr) -> None:
-        raise BackendError(f"{instr.op} reached the backend: passes/nonneg.py and "
+        raise BackendError(f"{instr.op} reached the backend: passes/ranges.py and "
                            f"passes/lower_floor.py must rewrite it first")
 
     op_floormod = op_floordiv

@@ -1,8 +1,9 @@
 """Expand Python's floor `floordiv`/`floormod` into truncating `div`/`rem` plus a correction.
 
-q = a / b; r = a % b; when r != 0 and r, b differ in sign: q -= 1, r += b. A constant divisor
-settles the sign test at compile time; a positive power of two needs only a shift or a mask
-(an arithmetic shift already rounds toward minus infinity).
+q = a / b; r = a % b; when r != 0 and r, b differ in sign: q -= 1, r += b. A constant divisor,
+or a `divisor_sign` attribute (1 or -1, set by passes/ranges.py), settles b's sign at compile
+time, so only r's sign is tested; a positive power of two needs only a shift or a mask (an
+arithmetic shift already rounds toward minus infinity).
 """
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def _expand(instr: Instr) -> list[Instr]:
     quotient = Instr("div", t, [a, b])
     remainder = Instr("rem", t, [a, b])
     zero = Const(t, 0)
-    if isinstance(b, Const):
-        fix = [Instr("cmp", bool_, [remainder, zero], {"pred": "lt" if b.value > 0 else "gt"})]
+    sign = b.value if isinstance(b, Const) else instr.attrs.get("divisor_sign")
+    if sign:
+        fix = [Instr("cmp", bool_, [remainder, zero], {"pred": "lt" if sign > 0 else "gt"})]
     else:
         nonzero = Instr("cmp", bool_, [remainder, zero], {"pred": "ne"})
         signs = Instr("xor", t, [remainder, b])

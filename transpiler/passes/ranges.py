@@ -5,7 +5,8 @@ that holds each time the value is computed:
 
 - special registers are bounded by the launch limits (`tid` < 1024, 1 <= `ntid` <= 1024,
   `ctaid` < 2^31, 1 <= `nctaid` < 2^31, `laneid` < 32), array shapes lie in [0, 2^31)
-  (they are `i32`), constants are exact; loads, other parameters and anything not modelled
+  (an assumption: a shape is an `i32`, yet the launcher accepts extents up to 2^32 - 1, which
+  read as negative), constants are exact; loads, other parameters and anything not modelled
   may be any value of their type;
 - each operation is computed exactly on the operand intervals and then wrapped as ptxpy
   integers wrap: if the exact result can leave the type's range (other than as a whole, by a
@@ -20,12 +21,14 @@ branches imply (`while w < 6: w += 1` gives w in [0, 6]).
 
 For a >= 0 and b >= 0, or a <= 0 and b < 0, Python's floor semantics and C's truncation agree
 (b == 0 is undefined either way), so `floordiv`/`floormod` become `div`/`rem`; a division of a
-non-negative value by a power of two becomes a shift or a mask.
+non-negative value by a power of two becomes a shift or a mask. Where only the divisor's sign is
+known, the `divisor_sign` attribute tells passes/lower_floor.py, which then tests only the
+remainder's sign.
 """
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from ..cfg import DomTree, reverse_postorder
 from ..ir import Block, Const, Function, Instr, Undef, Value, u32
@@ -43,26 +46,32 @@ _SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "n
 
 
 def run(func: Function) -> Function:
+    divisions = [i for b in func.blocks for i in b.instrs
+                 if i.op in ("floordiv", "floormod", "div", "rem") and i.type.is_int]
+    if not divisions:
+        return func
     ranges = Ranges(func)
-    for block in func.blocks:
-        for instr in block.instrs:
-            if instr.op in ("floordiv", "floormod", "div", "rem") and instr.type.is_int:
-                a, b = (ranges.at(arg, block) for arg in instr.args)
-                if a is not None and b is not None:
-                    _rewrite_division(instr, a, b)
+    for instr in divisions:
+        a, b = (ranges.at(arg, instr.block) for arg in instr.args)
+        if a is not None and b is not None:
+            _rewrite_division(instr, a, b)
     return func
 
 
 def _rewrite_division(instr: Instr, a: Interval, b: Interval) -> None:
     nonnegative = a[0] >= 0 and b[0] >= 0
     if not (nonnegative or (a[1] <= 0 and b[1] < 0)):
+        if (instr.op in ("floordiv", "floormod") and not isinstance(instr.args[1], Const)
+                and (b[0] >= 0 or b[1] < 0)):
+            instr.attrs["divisor_sign"] = 1 if b[0] >= 0 else -1   # a cheaper fix-up
         return
     divisor = instr.args[1]
     is_div = instr.op in ("div", "floordiv")
     if nonnegative and isinstance(divisor, Const) and _is_power_of_two(divisor.value):
         k = divisor.value.bit_length() - 1
         instr.op = "shr" if is_div else "and"
-        instr.args = [instr.args[0], Const(u32, k) if is_div else Const(divisor.type, divisor.value - 1)]
+        mask = Const(divisor.type, divisor.value - 1)
+        instr.args = [instr.args[0], Const(u32, k) if is_div else mask]
     elif instr.op in ("floordiv", "floormod"):
         instr.op = "div" if is_div else "rem"
 
@@ -84,6 +93,10 @@ class Ranges:
         self.edge_facts = {(p, b): _by_value(_branch_facts(p.terminator, b))
                            for b in blocks for p in b.preds if p in self.facts}
         self.state: dict[Instr, Interval] = {}
+        self.dependents: dict[Value, set] = {}
+        for instr in self.order:
+            for value in self._inputs(instr):
+                self.dependents.setdefault(value, set()).add(instr)
         self._ascend()
         self._descend()
 
@@ -100,38 +113,64 @@ class Ranges:
 
     def _ascend(self) -> None:
         growths: Counter = Counter()
-        changed = True
-        while changed:
-            changed = False
-            for instr in self.order:
-                old = self.state.get(instr)
-                new = _join(old, self._evaluate(instr))
-                if new == old:
-                    continue
-                if instr.op == "phi" and old is not None:
-                    growths[instr] += 1
-                    if growths[instr] > _WIDEN_AFTER:
-                        new = _widen(old, new, instr.type)
-                self.state[instr] = new
-                changed = True
+
+        def grow(instr: Instr) -> bool:
+            old = self.state.get(instr)
+            new = _join(old, self._evaluate(instr))
+            if new == old:
+                return False
+            if instr.op == "phi" and old is not None:
+                growths[instr] += 1
+                if growths[instr] > _WIDEN_AFTER:
+                    new = _widen(old, new, instr.type)
+            self.state[instr] = new
+            return True
+        self._sweep(grow)
 
     def _descend(self) -> None:
         # from a post-fixpoint, re-evaluating with monotone transfers stays a post-fixpoint
-        for _ in range(_DESCENDING_ROUNDS):
+        def narrow(instr: Instr) -> bool:
+            old = self.state.get(instr)
+            new = _meet(old, self._evaluate(instr))
+            if new == old:
+                return False
+            if new is None:
+                del self.state[instr]
+            else:
+                self.state[instr] = new
+            return True
+        self._sweep(narrow, _DESCENDING_ROUNDS)
+
+    def _sweep(self, update: Callable[[Instr], bool], rounds: Optional[int] = None) -> None:
+        """Apply `update` in reverse postorder to the instructions whose inputs changed (all at
+        first), until none did or after `rounds` passes."""
+        pending = set(self.order)
+        while pending and rounds != 0:
+            rounds = None if rounds is None else rounds - 1
             for instr in self.order:
-                narrowed = _meet(self.state.get(instr), self._evaluate(instr))
-                if narrowed is None:
-                    self.state.pop(instr, None)
-                else:
-                    self.state[instr] = narrowed
+                if instr in pending:
+                    pending.discard(instr)
+                    if update(instr):
+                        pending |= self.dependents.get(instr, set())
+
+    def _inputs(self, instr: Instr) -> Iterator[Value]:
+        """The values `instr`'s interval is computed from, the bounds of branch facts included."""
+        if instr.op == "phi":
+            uses = [(arg, (self.facts.get(pred, {}), self.edge_facts.get((pred, instr.block), {})))
+                    for arg, pred in zip(instr.args, instr.block.preds)]
+        else:
+            uses = [(arg, (self.facts.get(instr.block, {}),)) for arg in instr.args]
+        for arg, fact_sets in uses:
+            yield arg
+            for facts in fact_sets:
+                yield from (other for _, other in facts.get(arg, ()))
 
     def _evaluate(self, instr: Instr) -> Optional[Interval]:
         block = instr.block
         if instr.op == "phi":
-            incoming = [self._incoming(arg, pred, block) for arg, pred in zip(instr.args, block.preds)]
             result = None
-            for interval in incoming:
-                result = _join(result, interval)
+            for arg, pred in zip(instr.args, block.preds):
+                result = _join(result, self._incoming(arg, pred, block))
             return result
         # a bool operand is 0 or 1; float operands reach only cvt and bitcast, which check types
         args = [self.at(a, block) if _is_int(a.type) else (0, 1) for a in instr.args]
@@ -272,19 +311,10 @@ def _corners(fn: Callable, a: Interval, b: Interval) -> Interval:
     return (min(values), max(values))
 
 
-def _without_zero(b: Interval) -> list:
-    """`b` as intervals of one sign each, without 0."""
-    parts = [(b[0], min(b[1], -1)), (max(b[0], 1), b[1])]
-    return [p for p in parts if p[0] <= p[1]]
-
-
 def _divide(fn: Callable) -> Callable:
-    """A division monotone in each operand for a divisor of fixed sign; None if b may be 0."""
+    """A division, monotone in each operand while the divisor keeps its sign; None if b may be 0."""
     def transfer(instr, a, b):
-        if b[0] <= 0 <= b[1]:
-            return None
-        parts = [_corners(fn, a, part) for part in _without_zero(b)]
-        return (min(p[0] for p in parts), max(p[1] for p in parts))
+        return None if b[0] <= 0 <= b[1] else _corners(fn, a, b)
     return transfer
 
 
