@@ -54,7 +54,12 @@ class Kernel:
         if self._program is None:
             filename = inspect.getsourcefile(self.fn) or inspect.getfile(self.fn)
             source = "".join(linecache.getlines(filename)) or open(filename).read()
-            self._program = driver.parse(source, filename)
+            try:
+                self._program = driver.parse(source, filename)
+            except CompileError as err:
+                if os.environ.get("PTXPY_TRACEBACK"):
+                    raise
+                raise err.with_traceback(None) from None
             if self.__name__ not in self._program.kernels:
                 raise CompileError(f"{self.__name__} is not decorated with @ptxpy.jit in its source",
                                    None, filename)
@@ -119,7 +124,14 @@ class Kernel:
         key = (tuple(sorted(consts.items())), by_ref, arch, tuple(batched))
         if key not in self._compiled:
             options = driver.Options(arch, self.fast_math, self.debug, tuple(batched))
-            stages = driver.compile_kernel(self.program, self.__name__, consts, by_ref, options)
+            try:
+                stages = driver.compile_kernel(self.program, self.__name__, consts, by_ref, options)
+            except CompileError as err:
+                # the message locates the error in the user's source; the compiler's own
+                # frames would only hide it (PTXPY_TRACEBACK=1 keeps them)
+                if os.environ.get("PTXPY_TRACEBACK"):
+                    raise
+                raise err.with_traceback(None) from None
             self._compiled[key] = stages.kernel
         return self._compiled[key]
 

@@ -112,3 +112,25 @@ def test_host_side_helpers():
     assert ptxpy.cdiv(10, 4) == 3 and list(ptxpy.static_range(3)) == [0, 1, 2]
     with pytest.raises(RuntimeError, match="inside"):
         ptxpy.global_id(0)
+
+
+def test_compile_errors_from_a_call_carry_no_compiler_frames(tmp_path, monkeypatch):
+    import importlib.util
+    import traceback
+
+    from ptxpy.transpiler.errors import CompileError
+
+    path = tmp_path / "bad_kernel.py"
+    path.write_text("import ptxpy\nfrom ptxpy import Array, f32\n\n"
+                    "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4)\n"
+                    "def k(x: Array[f32], out: Array[f32]):\n"
+                    "    out[0] = x[0] + undefined_name\n")
+    spec = importlib.util.spec_from_file_location("bad_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.delenv("PTXPY_TRACEBACK", raising=False)
+    with pytest.raises(CompileError) as info:
+        module.k.ptx(np.zeros(4, np.float32))
+    assert str(info.value).startswith(f"{path}:6:21: error: name 'undefined_name' is not defined")
+    frames = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
+    assert not any("transpiler" in f for f in frames), frames

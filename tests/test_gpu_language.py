@@ -443,7 +443,7 @@ def rows(x: Array[f32, 2], out: Array[f32, 2]):
     r = ptxpy.thread_idx.y
     j = ptxpy.thread_idx.x * 4
     a, b = x[r, j:j + 2]
-    c, d = x[r, j + 2:j + 4]
+    c, d = x[r, (j + 1) + 1:(j + 1) + 1 + 2]
     tile[r, j:j + 4] = (d, c, b, a)
     ptxpy.syncthreads()
     p, q, s, t = tile[r, j:j + 4]

@@ -390,7 +390,9 @@ class FunctionChecker(ExprChecker, CallChecker):
             return self.const_value(piece.upper, what)
         lower_base, lower_offset = self.base_and_offset(piece.lower)
         for upper_base, upper_offset in self.bases_and_offsets(piece.upper):
-            if lower_base.deep_equals(upper_base):
+            if piece.lower.deep_equals(upper_base):             # x[b + i:b + i + 4]
+                return self.const_value(upper_offset, what)
+            if lower_base.deep_equals(upper_base):              # x[i + 2:i + 4]
                 return self.const_value(upper_offset, what) - self.const_value(lower_offset, what)
         return self.const_value(piece.upper, what) - self.const_value(piece.lower, what)
 
