@@ -493,3 +493,30 @@ def half(x: Array[f16], y: Array[bf16], h: Array[f16], b: Array[bf16], mixed: Ar
     np.testing.assert_array_equal(mixed, x.astype(np.float32) + y.astype(np.float32))
     expect_cmp = (x < np.float16(0.5)).astype(np.int32) + 2 * (np.maximum(x, y.astype(np.float16)) == x)
     np.testing.assert_array_equal(cmp, expect_cmp)
+
+
+def test_unrolled_shared_accesses_share_one_pointer_with_immediate_offsets():
+    source = src("""
+@ptxpy.jit
+def dots(x: Array[f32, 2], out: Array[f32]):
+    s = ptxpy.shared_array((16, 64), f32)
+    t = ptxpy.thread_idx.x
+    for r in range(0, 16, 4):
+        s[r + t // 64, t % 64] = x[r + t // 64, t % 64]
+    ptxpy.syncthreads()
+    acc = 0.0
+    for k in range(16):
+        for j in ptxpy.static_range(4):
+            acc = ptxpy.fma(s[k, t % 16 * 4 + j], s[k, j], acc)
+    out[t] = acc
+""")
+    x = rng.integers(-4, 4, (16, 64)).astype(np.float32)
+    (out,) = run(source, "dots", [x, Out(256, np.float32)], grid=1, block=256)
+    t = np.arange(256)
+    expect = sum(x[:, (t % 16 * 4 + j)] * x[:, j:j + 1] for j in range(4)).sum(axis=0)
+    np.testing.assert_array_equal(out, expect)
+    ptx = body_of(compile_source(source, "dots").ptx)
+    loop = ptx[ptx.index("bar.sync"):]
+    assert re.search(r"ld\.shared\.f32 %f\d+, \[%rd\d+\+12\]", loop)
+    # one pointer per array row walked by k, each advanced once per iteration
+    assert loop.count("add.s64") == 2

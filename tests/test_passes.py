@@ -17,7 +17,7 @@ from ptxpy.transpiler.abi import ParamSpec
 from ptxpy.transpiler.cfg import natural_loops
 from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
 from ptxpy.transpiler.passes import (PIPELINE, copyprop, cse, dce, licm, lower_floor, optimize,
-                                     ranges, sccp, simplifycfg, strength)
+                                     ranges, reassoc, sccp, simplifycfg, strength)
 from ptxpy.transpiler.verify import verify
 from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32
 
@@ -452,6 +452,35 @@ def test_strength_turns_mul_by_power_of_two_into_shift():
     assert "shl" in ops(func) and "mul" not in ops(func)
     for a in (3, -5, INT_MAX):
         assert int(run_scalar(func, i32, a, 0)) == interp.wrap_int(a * 8, i32)
+
+
+@pytest.mark.parametrize("a, c", [(5, 7), (-9, 3), (INT_MAX, 1), (INT_MIN, -1)])
+def test_reassoc_moves_constants_outward_exactly(a, c):
+    # ((a + 3) + b) + ((b + -2) * 1 + a): the integer adds reassociate exactly, wrapping included
+    def body(b, x, y):
+        left = b("add", i32, b("add", i32, x, 3), y)
+        right = b("add", i32, b("add", i32, y, -2), x)
+        return b("add", i32, left, right)
+    func = run_pass(reassoc.run, scalar_kernel(i32, body))
+    (store,) = [i for i in func.instrs() if i.op == "store"]
+    stored = store.args[-1]
+    assert stored.op == "add" and any(isinstance(v, Const) for v in stored.args)
+    expected = interp.wrap_int(2 * a + 2 * c + 1, i32)
+    assert int(run_scalar(func, i32, a, c)) == expected
+    assert int(run_scalar(scalar_kernel(i32, body), i32, a, c)) == expected
+
+
+def test_reassoc_splits_the_constant_out_of_a_wide_offset():
+    b = Builder()
+    base, i, out = b.param("x", ptr=True), b.param("i"), b.param("out", ptr=True)
+    wide = b("mul_wide", i64, b("add", i32, i, 3), 4)
+    b("store", None, b("add", i64, out, wide), Const(i32, 0), space="global")
+    b.ret()
+    func = run_pass(reassoc.run, b.func)
+    (mul,) = [x for x in func.instrs() if x.op == "mul_wide"]
+    assert mul.args[0] is i
+    (address,) = [x for x in func.instrs() if x.op == "store"]
+    assert address.args[0].op == "add" and Const(i64, 12) in address.args[0].args
 
 
 # --- ranges and lower_floor ------------------------------------------------------------------

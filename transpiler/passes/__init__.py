@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir import Function
 from ..verify import IRError, verify
-from . import copyprop, cse, dce, licm, lower_floor, ranges, sccp, simplifycfg, strength
+from . import copyprop, cse, dce, licm, lower_floor, ranges, reassoc, sccp, simplifycfg, strength
 
 PIPELINE: list = [
     ("simplifycfg", simplifycfg.run),
@@ -18,6 +18,8 @@ PIPELINE: list = [
     ("lower_floor", lower_floor.run),
     ("sccp", sccp.run),
     ("copyprop", copyprop.run),
+    ("cse", cse.run),
+    ("reassoc", reassoc.run),     # constant offsets outermost in addresses, then merged by cse
     ("cse", cse.run),
     ("licm", licm.run),
     ("strength", strength.run),   # after licm: needs preheaders and hoisted bases

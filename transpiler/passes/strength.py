@@ -131,9 +131,25 @@ def _is_reducible_address(chain: list, uses: dict) -> bool:
     """An address worth its own phi: an i64 `base + offset` that memory ops use, where the
     offset scales or widens the induction variable (a bare `i + base` would gain nothing)."""
     address, kind = chain[-1]
+    if len(chain) > 1 and chain[-2][0].type == ADDR_TYPE and _constant_offset(address):
+        return False   # `pointer + C`: the backend folds C into the access ([%rd1+12])
     return (kind == "shift" and address.type == ADDR_TYPE
-            and any(k != "shift" for _, k in chain)
-            and any(u.op in MEMORY_OPS and u.args[0] is address for u in uses.get(address, ())))
+            and any(k != "shift" for _, k in chain) and _used_as_address(address, uses))
+
+
+def _constant_offset(instr: Instr) -> bool:
+    return instr.op == "add" and any(isinstance(a, Const) for a in instr.args)
+
+
+def _used_as_address(address: Instr, uses: dict, depth: int = 0) -> bool:
+    """Memory ops use `address`, or `address + C` (which the backend folds into the access)."""
+    for user in uses.get(address, ()):
+        if user.op in MEMORY_OPS and user.args[0] is address:
+            return True
+        if depth == 0 and user.type == ADDR_TYPE and _constant_offset(user) \
+                and _used_as_address(user, uses, 1):
+            return True
+    return False
 
 
 def _clone(chain: list, iv: Instr, replacement: Value, block, offset_only: bool) -> Value:
