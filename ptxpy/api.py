@@ -110,6 +110,8 @@ class Kernel:
         bound, consts = self._bind(args, kwargs, len(out_types))
         by_ref = frozenset(name for name, value in bound if _is_jax_array_scalar(value))
         self._check_arrays(bound)
+        for k, out in enumerate(out_types):
+            self._check_extents(f"output {k}", out.shape)
         kernel = self._specialise(consts, by_ref)
         grid = _dim3(_evaluate(self.grid, args, kwargs, "grid"), "grid")
         block = _dim3(_evaluate(self.block, args, kwargs, "block"), "block")
@@ -178,6 +180,14 @@ class Kernel:
                 raise TypeError(f"{self.__name__}: argument '{name}' must have rank {expected.rank}, got shape {tuple(shape)}")
             if from_numpy(dtype) != expected.elem:
                 raise TypeError(f"{self.__name__}: argument '{name}' must have dtype {expected.elem}, got {dtype}")
+            self._check_extents(f"argument '{name}'", shape)
+
+    def _check_extents(self, what: str, shape) -> None:
+        """Kernels see each extent as an i32 (`a.shape[k]`, SPEC 2.1): larger ones would wrap."""
+        for extent in shape:
+            if int(extent) >= 1 << 31:
+                raise ValueError(f"{self.__name__}: {what} has shape {tuple(shape)}; each extent must "
+                                 f"be below 2**31, as kernels read it as an i32")
 
 
 class _Call:

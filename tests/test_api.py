@@ -134,3 +134,13 @@ def test_compile_errors_from_a_call_carry_no_compiler_frames(tmp_path, monkeypat
     assert str(info.value).startswith(f"{path}:6:21: error: name 'undefined_name' is not defined")
     frames = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
     assert not any("transpiler" in f for f in frames), frames
+
+
+@ptxpy.jit(out_shape=lambda x: jax.ShapeDtypeStruct((2**31,), jnp.float32), grid=1, block=1)
+def big(x: Array[f32], out: Array[f32]):
+    out[0] = x[0]
+
+
+def test_extents_beyond_i32_are_rejected_before_compiling():
+    with pytest.raises(ValueError, match=r"output 0 has shape \(2147483648,\); each extent must be below 2\*\*31"):
+        big(jax.ShapeDtypeStruct((4,), jnp.float32))
