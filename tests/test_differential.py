@@ -558,7 +558,7 @@ except ImportError:  # pragma: no cover
     given = None
 
 if given is not None:
-    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "60")), deadline=None,
+    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")), deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(st.data())
     def test_random_kernels_match_reference(data):
