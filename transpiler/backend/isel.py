@@ -46,7 +46,8 @@ class ISel:
         self.target = target
         self.vregs: dict[ir.Instr, VReg] = {}
         self.users = ir.users(func)
-        self.order = [b for b in func.blocks if b in set(reverse_postorder(func))]
+        reachable = set(reverse_postorder(func))
+        self.order = [b for b in func.blocks if b in reachable]
         self.mblocks = {b: MBlock(b.name) for b in self.order}
         self.params = self._param_table()
         self.symbols = {decl.name: decl for decl in func.arrays}
