@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import linecache
 import os
+import threading
+from typing import NamedTuple
 
+from ptxpy.runtime import cache
 from ptxpy.transpiler import driver
 from ptxpy.transpiler.abi import CompiledKernel
 from ptxpy.transpiler.errors import CompileError
@@ -45,15 +49,25 @@ class Kernel:
         self.out_shape, self.grid, self.block = out_shape, grid, block
         self.input_output_aliases = dict(input_output_aliases or {})
         self.debug, self.fast_math, self.interpret, self.arch = debug, fast_math, interpret, arch
+        self._source = None
         self._program = None
+        self._params = None
         self._compiled: dict = {}
+        _preload_compiler()
 
     # --- source and signature ------------------------------------------------------------
     @property
+    def source(self) -> tuple[str, str]:
+        """(filename, text) of the file that defines the kernel, read once."""
+        if self._source is None:
+            filename = inspect.getsourcefile(self.fn) or inspect.getfile(self.fn)
+            self._source = filename, "".join(linecache.getlines(filename)) or open(filename).read()
+        return self._source
+
+    @property
     def program(self) -> driver.Program:
         if self._program is None:
-            filename = inspect.getsourcefile(self.fn) or inspect.getfile(self.fn)
-            source = "".join(linecache.getlines(filename)) or open(filename).read()
+            filename, source = self.source
             try:
                 self._program = driver.parse(source, filename)
             except CompileError as err:
@@ -67,7 +81,18 @@ class Kernel:
 
     @property
     def params(self) -> list:
-        return self.program.kernels[self.__name__].params
+        """The signature, [Param(name, type)]: from the disk cache when this file was seen
+        before, so that a warm start never loads the compiler."""
+        if self._params is None:
+            self._params = cache.get_or_make_object("signature", self._cache_key(), lambda: [
+                Param(p.name, p.type) for p in self.program.kernels[self.__name__].params])
+        return self._params
+
+    def _cache_key(self, **specialisation) -> dict:
+        filename, source = self.source
+        return {"kernel": self.__name__, "file": filename,
+                "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
+                "compiler": cache.compiler_fingerprint(), **specialisation}
 
     # --- calls ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -126,16 +151,20 @@ class Kernel:
         key = (tuple(sorted(consts.items())), by_ref, arch, tuple(batched))
         if key not in self._compiled:
             options = driver.Options(arch, self.fast_math, self.debug, tuple(batched))
-            try:
-                stages = driver.compile_kernel(self.program, self.__name__, consts, by_ref, options)
-            except CompileError as err:
-                # the message locates the error in the user's source; the compiler's own
-                # frames would only hide it (PTXPY_TRACEBACK=1 keeps them)
-                if os.environ.get("PTXPY_TRACEBACK"):
-                    raise
-                raise err.with_traceback(None) from None
-            self._compiled[key] = stages.kernel
+            disk_key = self._cache_key(consts=repr(key[0]), by_ref=sorted(by_ref), **options.as_dict())
+            self._compiled[key] = cache.get_or_make_object(
+                "kernel", disk_key, lambda: self._compile(consts, by_ref, options))
         return self._compiled[key]
+
+    def _compile(self, consts: dict, by_ref: frozenset, options: driver.Options) -> CompiledKernel:
+        try:
+            return driver.compile_kernel(self.program, self.__name__, consts, by_ref, options).kernel
+        except CompileError as err:
+            # the message locates the error in the user's source; the compiler's own
+            # frames would only hide it (PTXPY_TRACEBACK=1 keeps them)
+            if os.environ.get("PTXPY_TRACEBACK"):
+                raise
+            raise err.with_traceback(None) from None
 
     def _bind(self, args, kwargs, n_outputs: int):
         """Match call arguments to the non-output parameters: [(name, value)] and Const values."""
@@ -188,6 +217,34 @@ class Kernel:
             if int(extent) >= 1 << 31:
                 raise ValueError(f"{self.__name__}: {what} has shape {tuple(shape)}; each extent must "
                                  f"be below 2**31, as kernels read it as an i32")
+
+
+class Param(NamedTuple):
+    """One parameter of a kernel's signature, as `Kernel` binds call arguments to it."""
+    name: str
+    type: object    # Scalar | ArrayType | ConstType
+
+
+_preloading: threading.Thread | None = None
+
+
+def _preload_compiler() -> None:
+    """Starts importing the compiler's modules (libcst above all, about 0.1 s) on a background
+    thread when the first kernel is decorated, so that the first call, usually made after JAX
+    has set up its GPU, does not wait for them. A warm start loads kernels from the disk cache
+    and never needs them. `PTXPY_PRELOAD=0` turns this off."""
+    global _preloading
+    if _preloading is not None or os.environ.get("PTXPY_PRELOAD", "1") in ("0", "false", "no", "off"):
+        return
+    _preloading = threading.Thread(target=_import_compiler, name="ptxpy-preload", daemon=True)
+    _preloading.start()
+
+
+def _import_compiler() -> None:
+    try:
+        from ptxpy.transpiler import backend, frontend, passes, ssa_builder  # noqa: F401
+    except Exception:   # an import that fails here fails again, with its error, where it is used
+        pass
 
 
 class _Call:

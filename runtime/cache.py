@@ -13,10 +13,12 @@ racing on one key all write the same bytes.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
+import pickle
 import tempfile
 import threading
 from pathlib import Path
@@ -63,6 +65,31 @@ def get_or_compile_cubin(key_parts: dict, compile_fn: Callable[[], bytes]) -> by
     return _get_or_make("cubin", key_parts, compile_fn, _bytes_codec)
 
 
+def get_or_make_object(kind: str, key_parts: dict, make: Callable[[], object]):
+    """Like `get_or_compile`, for picklable Python objects (compiled kernels, signatures)."""
+    return _get_or_make(kind, key_parts, make, _pickle_codec)
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_fingerprint() -> str:
+    """Names the compiler that is installed: the ptxpy version and the size and modification time
+    of every source file of `ptxpy` and `ptxpy.transpiler` (the math library included), so an
+    edited or reinstalled compiler never reads entries that an older one wrote."""
+    import ptxpy
+    import ptxpy.transpiler
+
+    sources = []
+    for root in (os.path.dirname(ptxpy.__file__), os.path.dirname(ptxpy.transpiler.__file__)):
+        for folder, subfolders, files in os.walk(root):
+            subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+            sources += [os.path.join(folder, f) for f in files if f.endswith(".py")]
+    digest = hashlib.sha256(ptxpy.__version__.encode())
+    for path in sorted(sources):
+        stat = os.stat(path)
+        digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
 def entry_path(kind: str, key_parts: dict) -> Path:
     """Where the disk entry of `key_parts` lives."""
     return cache_dir() / kind / f"{cache_key(key_parts)}.{kind}"
@@ -82,6 +109,16 @@ class _Codec:
 
 _text_codec = _Codec(lambda s: s.encode("utf-8"), lambda b: b.decode("utf-8"))
 _bytes_codec = _Codec(bytes, bytes)
+
+
+def _unpickle(payload: bytes):
+    try:
+        return pickle.loads(payload)
+    except Exception as e:   # an entry from an incompatible build: treat as corrupt
+        raise ValueError(str(e)) from None
+
+
+_pickle_codec = _Codec(lambda v: pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL), _unpickle)
 
 
 def _get_or_make(kind: str, key_parts: dict, make: Callable, codec: _Codec):

@@ -287,6 +287,81 @@ assert out == "X" * 200000
 """
 
 
+_KERNEL_FILE = """
+import ptxpy
+from ptxpy import Array, f32
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=32)
+def scale(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = SCALE * x[i]
+"""
+
+_KERNEL_USER = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import kernels
+import ptxpy.runtime.simulator  # what running it needs; the compiler must stay unloaded
+ptx = kernels.scale.ptx(np.zeros(4, np.float32))
+out = np.asarray(kernels.scale(np.arange(4, dtype=np.float32)))
+print(json.dumps({"ptx": ptx, "out": out.tolist(),
+                  "compiler": sorted(m for m in sys.modules
+                                     if m == "libcst" or m.startswith("ptxpy.transpiler.front"))}))
+"""
+
+
+def _run_kernel_user(folder, cache_dir, scale: str) -> dict:
+    import json
+
+    (folder / "kernels.py").write_text(_KERNEL_FILE.replace("SCALE", scale))
+    env = dict(os.environ, PTXPY_CACHE_DIR=str(cache_dir), PTXPY_PRELOAD="0", PTXPY_INTERPRET="1",
+               JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", _KERNEL_USER, str(folder)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_warm_start_takes_kernels_from_disk_without_the_compiler(cache_dir, tmp_path):
+    first = _run_kernel_user(tmp_path, cache_dir, "2.0")
+    assert first["compiler"], "a cold start compiles, so it loads the compiler"
+    assert first["out"] == [0.0, 2.0, 4.0, 6.0]
+    warm = _run_kernel_user(tmp_path, cache_dir, "2.0")
+    assert warm["compiler"] == [], "a warm start must not import the compiler"
+    assert warm["ptx"] == first["ptx"] and warm["out"] == first["out"]
+    changed = _run_kernel_user(tmp_path, cache_dir, "3.0")
+    assert changed["compiler"], "an edited file must be compiled again"
+    assert changed["out"] == [0.0, 3.0, 6.0, 9.0]
+
+
+def test_compiler_fingerprint_follows_the_compiler_files():
+    from ptxpy.transpiler import driver as transpiler_driver
+
+    path = transpiler_driver.__file__
+    before = cache.compiler_fingerprint.__wrapped__()
+    stat = os.stat(path)
+    try:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        assert cache.compiler_fingerprint.__wrapped__() != before
+    finally:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert cache.compiler_fingerprint.__wrapped__() == before
+
+
+def test_corrupt_kernel_entry_is_compiled_again(cache_dir):
+    parts = {"kernel": "k"}
+    cache.get_or_make_object("kernel", parts, lambda: {"ptx": "good"})
+    path = cache.entry_path("kernel", parts)
+    data = path.read_bytes()
+    header, _, payload = data.partition(b"\n")
+    path.write_bytes(cache._header(b"not a pickle") + b"\nnot a pickle")
+    cache.clear_memory()
+    assert cache.get_or_make_object("kernel", parts, lambda: {"ptx": "good"}) == {"ptx": "good"}
+    assert path.read_bytes() == data
+
+
 def test_cache_is_safe_across_processes(cache_dir):
     env = dict(os.environ, PTXPY_CACHE_DIR=str(cache_dir), JAX_PLATFORMS="cpu")
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER], env=env) for _ in range(6)]
