@@ -53,7 +53,8 @@ class Kernel:
         self._program = None
         self._params = None
         self._compiled: dict = {}
-        _preload_compiler()
+        if not self._compiled_before():
+            _preload_compiler()
 
     # --- source and signature ------------------------------------------------------------
     @property
@@ -87,6 +88,13 @@ class Kernel:
             self._params = cache.get_or_make_object("signature", self._cache_key(), lambda: [
                 Param(p.name, p.type) for p in self.program.kernels[self.__name__].params])
         return self._params
+
+    def _compiled_before(self) -> bool:
+        """Whether this file's kernel is in the disk cache (then a warm start is likely)."""
+        try:
+            return cache.disk_enabled() and cache.entry_path("signature", self._cache_key()).exists()
+        except (OSError, TypeError):    # no source file to read: the call will say so
+            return False
 
     def _cache_key(self, **specialisation) -> dict:
         filename, source = self.source
@@ -229,10 +237,11 @@ _preloading: threading.Thread | None = None
 
 
 def _preload_compiler() -> None:
-    """Starts importing the compiler's modules (libcst above all, about 0.1 s) on a background
-    thread when the first kernel is decorated, so that the first call, usually made after JAX
-    has set up its GPU, does not wait for them. A warm start loads kernels from the disk cache
-    and never needs them. `PTXPY_PRELOAD=0` turns this off."""
+    """Starts loading the compiler (libcst above all, about 0.1 s) on a background thread when
+    the first kernel not yet in the disk cache is decorated, so that the first call, usually made
+    after JAX has set up its GPU, does not wait for it. It compiles a small kernel, which imports
+    every module a compile needs. A warm start loads kernels from the disk cache and never needs
+    the compiler. `PTXPY_PRELOAD=0` turns this off."""
     global _preloading
     if _preloading is not None or os.environ.get("PTXPY_PRELOAD", "1") in ("0", "false", "no", "off"):
         return
@@ -240,10 +249,25 @@ def _preload_compiler() -> None:
     _preloading.start()
 
 
+_WARM_UP_SOURCE = """
+import ptxpy
+from ptxpy import Array, f32, i32
+
+@ptxpy.jit
+def warm_up(x: Array[f32], n: i32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    total = 0.0
+    for k in range(n):
+        total += x[(i + k) % n]
+    if i < n:
+        out[i] = total
+"""
+
+
 def _import_compiler() -> None:
     try:
-        from ptxpy.transpiler import backend, frontend, passes, ssa_builder  # noqa: F401
-    except Exception:   # an import that fails here fails again, with its error, where it is used
+        driver.transpile(_WARM_UP_SOURCE, "<ptxpy preload>")
+    except Exception:   # whatever fails here fails again, with its error, where it is used
         pass
 
 
