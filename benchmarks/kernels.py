@@ -9,7 +9,10 @@ bandwidth, the ceiling for the memory-bound kernels. It writes `kernels.json` an
 
 Method: fresh random inputs per kernel; every system's output is checked against float64 NumPy
 before it is timed (‖out − ref‖ / ‖ref‖ < 1e-4, no NaN). JAX-side systems (ptxpy, XLA, Pallas)
-are timed as SHORT and as LONG calls in one `jax.jit`, each call on its own copy of the first
+are timed on the GPU from the CUPTI kernel records of JAX's profiler: PROFILED_CALLS calls, each
+on its own copy of the first input, the median of each call's summed kernel durations (XLA may
+run several kernels for one operation). As a cross-check they are also timed from the host,
+as SHORT and as LONG calls in one `jax.jit`, each call on its own copy of the first
 input and all outputs returned (so XLA can neither merge nor drop them, and the inputs rotate),
 median of REPEATS host-timed runs after a warm-up each; (LONG time - SHORT time) /
 (LONG - SHORT) is the time per call, free of the dispatch overhead. A bandwidth above the copy ceiling means XLA replaced the work by a
@@ -57,6 +60,70 @@ def _jax_time(fn, args) -> float:
             times.append(time.perf_counter() - start)
         medians.append(statistics.median(times))
     return (medians[1] - medians[0]) / (LONG - SHORT)
+
+
+PROFILED_CALLS = 15
+_TRACE_NOTES: list = []     # how the first profile looked, for the record (see main)
+
+
+def _profiled_time(fn, args) -> float:
+    """Seconds per call on the GPU, from CUPTI kernel records (JAX's profiler): the median over
+    PROFILED_CALLS calls, each on its own copy of the first input (so none finds it in the L2),
+    of the summed durations of every kernel the call ran. Host dispatch does not count, as with
+    CUDA events around a launch."""
+    import glob
+    import gzip
+    import tempfile
+
+    import jax
+
+    first, rest = args[0], args[1:]
+    copies = [first * (1 + k * 2.0 ** -10) for k in range(PROFILED_CALLS)]
+    run = jax.jit(fn)
+    for x in copies[:3]:
+        jax.block_until_ready(run(x, *rest))
+    with tempfile.TemporaryDirectory() as folder:
+        jax.profiler.start_trace(folder, create_perfetto_trace=True)
+        try:
+            for x in copies:
+                jax.block_until_ready(run(x, *rest))
+                time.sleep(0.002)   # a gap on the timeline between calls
+        finally:
+            jax.profiler.stop_trace()
+        [path] = glob.glob(os.path.join(folder, "**", "perfetto_trace.json.gz"), recursive=True)
+        with gzip.open(path) as f:
+            trace = json.load(f)
+    kernels = _device_kernels(trace)
+    calls = _split_calls(kernels, PROFILED_CALLS)
+    return statistics.median(sum(dur for _, dur, _ in call) for call in calls) * 1e-6
+
+
+def _device_kernels(trace: dict) -> list:
+    """(start us, duration us, name) of every kernel on a GPU stream, in time order."""
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    names = {e["pid"]: e.get("args", {}).get("name", "") for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    gpu = {pid for pid, name in names.items() if "GPU" in name or "gpu" in name}
+    kernels = sorted((e["ts"], e["dur"], e.get("name", "")) for e in events
+                     if e.get("ph") == "X" and e.get("pid") in gpu and "dur" in e
+                     and not e.get("name", "").startswith(("Memcpy", "Memset", "MemoryCopy")))
+    if not _TRACE_NOTES:
+        _TRACE_NOTES.append({"gpu processes": sorted(names[p] for p in gpu),
+                             "first kernels": [k[2][:80] for k in kernels[:6]]})
+    if not kernels:
+        raise RuntimeError(f"no GPU kernels in the profile (processes: {sorted(names.values())})")
+    return kernels
+
+
+def _split_calls(kernels: list, calls: int) -> list:
+    """Splits the kernels into `calls` groups at the largest gaps between them."""
+    gaps = sorted(range(1, len(kernels)),
+                  key=lambda k: kernels[k][0] - (kernels[k - 1][0] + kernels[k - 1][1]))[-(calls - 1):]
+    bounds = [0] + sorted(gaps) + [len(kernels)]
+    groups = [kernels[a:b] for a, b in zip(bounds, bounds[1:])]
+    if len(groups) != calls or len(kernels) % calls:
+        raise RuntimeError(f"{len(kernels)} kernels do not split into {calls} equal calls")
+    return groups
 
 
 def _torch_time(fn, args) -> float:
@@ -144,8 +211,11 @@ def measure(kernel, label, ptxpy_fn, inputs, ref_fn, nbytes, flops) -> list:
     for system, fn in systems:
         if fn is None:
             continue
-        rows.append(_run(kernel, label, system, lambda: _jax_time(fn, jax_inputs),
-                         lambda: fn(*jax_inputs), ref, nbytes, flops))
+        row = _run(kernel, label, system, lambda: _profiled_time(fn, jax_inputs),
+                   lambda: fn(*jax_inputs), ref, nbytes, flops)
+        if row:
+            row["us (host, difference method)"] = round(_jax_time(fn, jax_inputs) * 1e6, 1)
+        rows.append(row)
     triton_fn = peers.triton_fn(kernel)
     if triton_fn is not None:
         import torch
@@ -217,7 +287,8 @@ def main() -> None:
         rows += measure(*case)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "kernels.json"), "w") as f:
-        json.dump({"copy_TB/s": round(ceiling / 1e12, 3), "rows": rows}, f, indent=1)
+        json.dump({"copy_TB/s": round(ceiling / 1e12, 3), "rows": rows, "profile": _TRACE_NOTES},
+                  f, indent=1)
     chart(rows, ceiling, os.path.join(args.out, "kernels.png"))
     print(f"\n{'kernel':10} {'size':12} {'system':7} {'us':>9} {'TB/s':>6} {'TFLOP/s':>8}")
     for r in rows:
