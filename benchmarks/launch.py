@@ -385,6 +385,7 @@ def main() -> None:
     ap.add_argument("--worker")
     ap.add_argument("--out")
     ap.add_argument("--json")
+    ap.add_argument("--only", help="run only the rows whose name contains this text")
     a = ap.parse_args()
     if a.worker:
         result: dict = {}
@@ -394,23 +395,21 @@ def main() -> None:
         return
     cache_dir = tempfile.mkdtemp(prefix="ptxpy-bench-cache-")
     no_graphs = os.environ.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer="
-    runs = {
-        "chain, CUDA graphs on (default)": run_worker("chain", {"PTXPY_CACHE_DIR": cache_dir}),
-        "chain, CUDA graphs off": run_worker("chain", {"PTXPY_CACHE_DIR": cache_dir,
-                                                       "XLA_FLAGS": no_graphs}),
-        "eager": run_worker("eager", {"PTXPY_CACHE_DIR": cache_dir}),
-        "cold start (empty cache)": run_worker("cold", {"PTXPY_CACHE_DIR": tempfile.mkdtemp()}),
-        "warm start (cubin cached)": run_worker("cold", {"PTXPY_CACHE_DIR": cache_dir}),
-        "driver calls": run_worker("micro", {"PTXPY_CACHE_DIR": cache_dir}),
-    }
-    def fresh_caches():
-        return {"PTXPY_CACHE_DIR": tempfile.mkdtemp(), "BENCH_JAX_CACHE": tempfile.mkdtemp()}
-
-    runs["first call, caches empty, no preload"] = run_worker(
-        "first_call", dict(fresh_caches(), PTXPY_PRELOAD="0"))
-    first = fresh_caches()
-    runs["first call, caches empty"] = run_worker("first_call", first)
-    runs["first call, caches warm"] = run_worker("first_call", first)
+    first = {"PTXPY_CACHE_DIR": tempfile.mkdtemp(), "BENCH_JAX_CACHE": tempfile.mkdtemp()}
+    plan = [
+        ("chain, CUDA graphs on (default)", "chain", {"PTXPY_CACHE_DIR": cache_dir}),
+        ("chain, CUDA graphs off", "chain", {"PTXPY_CACHE_DIR": cache_dir, "XLA_FLAGS": no_graphs}),
+        ("eager", "eager", {"PTXPY_CACHE_DIR": cache_dir}),
+        ("cold start (empty cache)", "cold", {"PTXPY_CACHE_DIR": tempfile.mkdtemp()}),
+        ("warm start (cubin cached)", "cold", {"PTXPY_CACHE_DIR": cache_dir}),
+        ("driver calls", "micro", {"PTXPY_CACHE_DIR": cache_dir}),
+        ("first call, caches empty, no preload", "first_call",
+         {"PTXPY_CACHE_DIR": tempfile.mkdtemp(), "BENCH_JAX_CACHE": tempfile.mkdtemp(), "PTXPY_PRELOAD": "0"}),
+        ("first call, caches empty", "first_call", first),
+        ("first call, caches warm", "first_call", first),
+    ]
+    runs = {name: run_worker(worker, env) for name, worker, env in plan
+            if not a.only or a.only in name}
     print(f"\n{'run':34} {'measurement':46} value")
     for run, result in runs.items():
         for key, value in result.items():
