@@ -37,7 +37,7 @@ def count_word(hist: Array[i32], w: u32, first: i32, n: i32):
     """Count the bytes of word `w`, whose first byte has index `first`, that are below n."""
     for k in ptxpy.static_range(4):
         if first + k < n:
-            ptxpy.atomic_add(hist, i32((w >> u32(8 * k)) & 0xFF), 1)
+            ptxpy.atomic_add(hist, i32((w >> (8 * k)) & 0xFF), 1)
 
 
 @ptxpy.jit(out_shape=lambda words, n, zeros: zeros, grid=_grid, block=BLOCK,
@@ -56,13 +56,11 @@ def histogram(words: Array[u32], n: i32, zeros: Array[i32], counts: Array[i32]):
     while i < words.shape[0]:                # words.shape[0] is a multiple of 4
         w0, w1, w2, w3 = words[i:i + 4]
         if 4 * i + 16 <= n:                  # all 16 bytes are data
-            # u32(8 * k): a static_range variable is an i32, and u32 >> i32 would promote to
-            # i64 (as jnp.promote_types does): 64-bit shifts for nothing.
-            for k in ptxpy.static_range(4):
-                ptxpy.atomic_add(hist, i32((w0 >> u32(8 * k)) & 0xFF), 1)
-                ptxpy.atomic_add(hist, i32((w1 >> u32(8 * k)) & 0xFF), 1)
-                ptxpy.atomic_add(hist, i32((w2 >> u32(8 * k)) & 0xFF), 1)
-                ptxpy.atomic_add(hist, i32((w3 >> u32(8 * k)) & 0xFF), 1)
+            for k in ptxpy.static_range(4):      # k is a weak constant: 32-bit shifts
+                ptxpy.atomic_add(hist, i32((w0 >> (8 * k)) & 0xFF), 1)
+                ptxpy.atomic_add(hist, i32((w1 >> (8 * k)) & 0xFF), 1)
+                ptxpy.atomic_add(hist, i32((w2 >> (8 * k)) & 0xFF), 1)
+                ptxpy.atomic_add(hist, i32((w3 >> (8 * k)) & 0xFF), 1)
         else:                                # the last group: skip the padding bytes
             count_word(hist, w0, 4 * i, n)
             count_word(hist, w1, 4 * i + 4, n)

@@ -63,9 +63,9 @@ def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps
     ss = 0.0
     if CACHE > 0:
         # The row stays in registers (CACHE float4s per thread), read from memory once; all
-        # loads are issued before any arithmetic. (max: this branch is compiled, then dropped,
-        # for CACHE == 0 too, and a local array of size 0 is an error.)
-        vals = ptxpy.local_array(4 * max(CACHE, 1), f32)
+        # loads are issued before any arithmetic. (A compile-time branch: for CACHE == 0 it is
+        # not compiled at all, so the size 4 * CACHE is never 0.)
+        vals = ptxpy.local_array(4 * CACHE, f32)
         for k in ptxpy.static_range(CACHE):
             j = (k * BLOCK + t) * 4
             if j < cols:

@@ -97,8 +97,8 @@ def rms_norm_kernel(x: Array[f32, 2], w: Array[f32], eps: f32, out: Array[f32, 2
     if CACHE > 0:
         # The row stays in registers: CACHE float4s per thread (a local_array indexed by
         # constants), read from memory once. All loads are issued before any arithmetic.
-        # (max: the branch is compiled, then dropped, for CACHE == 0 too; a size 0 is an error.)
-        vals = ptxpy.local_array(4 * max(CACHE, 1), f32)
+        # (A compile-time branch: not compiled for CACHE == 0, so the size is never 0.)
+        vals = ptxpy.local_array(4 * CACHE, f32)
         for k in ptxpy.static_range(CACHE):
             j = (k * BLOCK + t) * 4
             if j < cols:

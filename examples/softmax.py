@@ -64,14 +64,13 @@ def softmax_kernel(x: Array[f32, 2], out: Array[f32, 2], CACHE: Const[int] = 0):
     row = ptxpy.block_idx.x
     cols = x.shape[1]
     t = ptxpy.thread_idx.x
-    # (max: the CACHE > 0 branches are compiled, then dropped, for CACHE == 0 too.)
-    vals = ptxpy.local_array(4 * max(CACHE, 1), f32)   # constant indices only: registers
-
     # 1. This thread's maximum m and sum s of exp(x - m).
     m = -math.inf
     s = 0.0
     if CACHE > 0:
         # The row stays in registers, read from memory once; all loads are issued first.
+        # (CACHE > 0 is a compile-time branch: for CACHE == 0 it is not compiled at all.)
+        vals = ptxpy.local_array(4 * CACHE, f32)     # constant indices only: registers
         for k in ptxpy.static_range(CACHE):
             j = (k * BLOCK + t) * 4
             if j < cols:

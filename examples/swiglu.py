@@ -46,8 +46,9 @@ def swiglu(x: Array[f32, 2], out: Array[f32, 2]):
         j = (ptxpy.block_idx.x * BLOCK + ptxpy.thread_idx.x) * 4
         if j < h:
             ju = h + j                 # the matching `up` column
-            # A `while` loop rather than range(block_idx.y, rows, grid_dim.y): ptxpy does not
-            # know that a run-time step is positive and would test both directions each time.
+            # A `while` loop rather than range(block_idx.y, rows, grid_dim.y): with a run-time
+            # step, range() first computes its trip count (an integer division per thread), which
+            # this grid-stride loop, one or two rows per thread, does not need.
             r = ptxpy.block_idx.y
             while r < rows:
                 g0, g1, g2, g3 = x[r, j:j + 4]

@@ -34,6 +34,7 @@ LOCAL_WINDOW = 1 << 49        # generic address of local offset 0
 WINDOW_SIZE = 1 << 32
 BATCH_THREADS = 1 << 17       # threads simulated together (whole blocks)
 U64 = np.uint64
+U32 = np.uint32
 
 # ---- types -----------------------------------------------------------------------------------
 
@@ -620,7 +621,11 @@ class _Kernel:
             value = _imm(op, t)
             return lambda ctx: value
         if isinstance(op, Sym):
-            value = _imm(Imm(self.symbol_address(op, None, ins), "int"), t)
+            address = self.symbol_address(op, None, ins)
+            if t.bits < 64 and op.name not in self.shared_offsets and op.name not in self.local_offsets:
+                self._bad(ins, f"the address of {op.name} needs 64 bits (only .shared and .local "
+                               f"variables have 32-bit addresses)")
+            value = _imm(Imm(address, "int"), t)
             return lambda ctx: value
         if isinstance(op, Reg):
             name = op.name
@@ -686,6 +691,19 @@ class _Kernel:
         if isinstance(op.base, Sym):
             value = U64(self.symbol_address(op.base, space, ins) + op.offset)
             return lambda ctx: value
+        if not isinstance(op.base, Reg) or op.base.neg or _is_special(op.base.name):
+            self._bad(ins, f"address base {op.base!r} is not a register")
+        base_type = self._reg_type(op.base.name, ins)
+        bits = base_type.bits if base_type.kind in "bus" else None
+        if bits == 32 and space in ("shared", "local"):
+            # a 32-bit address register (as nvcc emits for .shared): an offset in the window,
+            # computed modulo 2^32 with the immediate offset
+            read32 = self.reader(op.base, T_U32, ins)
+            off32 = U32(op.offset % (1 << 32))
+            return lambda ctx: np.add(read32(ctx), off32, dtype=U32).astype(U64)
+        if bits != 64:
+            self._bad(ins, f"a .{base_type.name} address register for {space} memory (addresses "
+                           f"are 64-bit registers, or 32-bit ones for .shared and .local)")
         read = self.reader(op.base, T_U64, ins)
         return lambda ctx: read(ctx) + off
 
@@ -1125,6 +1143,8 @@ def _cvt_fn(dst: PtxType, src: PtxType, rnd, ftz: bool, sat: bool, m: _Mods):
         def int_to_float(a):
             if mode == "rn" and dst.name in ("f32", "f64", "f16"):
                 out = np.asarray(a).astype(dst.dtype)
+            elif mode == "rn" and dst.name == "bf16":
+                out = _narrow_exact(*_int_as_sum(a), dst)   # once: the f64 may be rounded
             else:
                 out = _round_directed(np.asarray(a).astype(np.float64), dst, mode)
             return _saturate(out) if sat else out
@@ -1132,6 +1152,18 @@ def _cvt_fn(dst: PtxType, src: PtxType, rnd, ftz: bool, sat: bool, m: _Mods):
     if rnd is not None:
         m.fail(f"rounding .{rnd} for integer to integer")
     return lambda a: _int_to_int(a, dst, src, sat)
+
+
+def _int_as_sum(a):
+    """Integers as s + err exactly: s the nearest float64, err the rest (0 below 2^53)."""
+    a = np.asarray(a)
+    if a.dtype.itemsize < 8:
+        return a.astype(np.float64), np.zeros(a.shape)
+    low = a & a.dtype.type(0xFFFFFFFF)
+    lo, hi = low.astype(np.float64), (a - low).astype(np.float64)   # both exact in float64
+    s = hi + lo                                                       # Knuth's TwoSum
+    b = s - hi
+    return s, (hi - (s - b)) + (lo - b)
 
 
 def _cvt_float(dst: PtxType, src: PtxType, rnd, ftz: bool, sat: bool, m: _Mods):

@@ -27,13 +27,15 @@ def compile_source(source: str, name: str, consts=None, arch="sm_90", debug=Fals
     return driver.compile_kernel(program, name, consts, frozenset(by_ref), options).kernel
 
 
-def assemble_all(source: str, name: str, consts=None, **kw) -> dict:
-    """Assemble for every arch in ARCHS; return {arch: registers}. Fails the test on an error."""
+def assemble_all(source: str, name: str, consts=None, compiled=None, **kw) -> dict:
+    """Assemble for every arch in ARCHS; return {arch: registers}. Fails the test on an error.
+
+    `compiled` maps an arch to its kernel where the caller has compiled it already."""
     registers = {}
     if ptxas.find_ptxas() is None:
         return registers
     for arch in ARCHS:
-        kernel = compile_source(source, name, consts, arch=arch, **kw)
+        kernel = (compiled or {}).get(arch) or compile_source(source, name, consts, arch=arch, **kw)
         ok, log, regs = ptxas.assemble(kernel.ptx, arch)
         assert ok, f"ptxas {arch} rejected {name}:\n{log}\n{kernel.ptx}"
         registers[arch] = regs
@@ -48,9 +50,10 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
     """
     from ptxpy.runtime.simulator import run_kernel
 
-    kernel = compile_source(source, name, consts, debug=debug, fast_math=fast_math)
+    kernel = compile_source(source, name, consts, arch="sm_90", debug=debug, fast_math=fast_math)
     if assemble:
-        assemble_all(source, name, consts, debug=debug, fast_math=fast_math)
+        assemble_all(source, name, consts, compiled={"sm_90": kernel}, debug=debug,
+                     fast_math=fast_math)
     values, outputs = [], []
     for value in args:
         if isinstance(value, Out):

@@ -370,6 +370,43 @@ def shared_reduce() -> ir.Function:
     return b.finish()
 
 
+def shared_addressing() -> ir.Function:
+    """32-bit .shared addresses: an i64 offset needed in both widths (cvt.u32.u64), a mul_wide
+    that a global address shares (recomputed in 32 bits), sub and 64-bit mul, a pointer phi.
+    out[t] = x[t] + 2 * x[31 - t] for 32 threads."""
+    b = Builder("shared32", [array("x", f32), array("out", f32, written=True)])
+    b.func.arrays.append(ir.SharedDecl("smem_s", f32, 128))
+    entry, loop, body, done = (b.new_block(n) for n in ("entry", "loop", "body", "done"))
+    b.at(entry, 1)
+    x, out = b.param("x", i64, ptr=True), b.param("out", i64, ptr=True)
+    tid = b("sreg", i32, name="tid.x")
+    base = b("addr_of", i64, symbol="smem_s")
+    wide = b("cvt", i64, tid)
+    off = b("shl", i64, wide, ir.Const(u32, 2))           # 4t, for x (64 bits) and s (32 bits)
+    v = b("load", f32, b("add", i64, x, off), space="global")
+    b("store", None, b("add", i64, base, off), v, space="shared")                # s[t] = x[t]
+    scaled = b("mul_wide", i64, tid, ir.Const(i32, 4))    # 4t, for out and for s
+    top = b("sub", i64, b("add", i64, base, 508), scaled)                       # &s[127 - t]
+    b("store", None, top, b("mul", f32, v, b.const(f32, 2.0)), space="shared")
+    b("barrier", None)
+    start = b("add", i64, base, b("mul", i64, wide, ir.Const(i64, 4)))          # &s[t]
+    b.br(loop)
+    b.at(loop, 2)
+    i, total, ptr = b.phi(i32), b.phi(f32), b.phi(i64)
+    b.cbr(b("cmp", bool_, i, b.const(i32, 2), pred="lt"), body, done)
+    b.at(body, 3)
+    total2 = b("add", f32, total, b("load", f32, ptr, space="shared"))           # s[t + 96 i]
+    i2 = b("add", i32, i, b.const(i32, 1))
+    ptr2 = b("add", i64, ptr, b.const(i64, 384))
+    b.br(loop)
+    b.at(done, 4)
+    b("store", None, b("add", i64, out, scaled), total, space="global")
+    b.ret()
+    zero = b.const(i32, 0)
+    return b.finish({i: {entry: zero, body: i2}, total: {entry: b.const(f32, 0.0), body: total2},
+                     ptr: {entry: start, body: ptr2}})
+
+
 def atomics() -> ir.Function:
     b = Builder("atomics", [array("f", f32, written=True), array("n", i32, written=True),
                             array("u", u32, written=True), array("d", f64, written=True),
@@ -461,7 +498,7 @@ KERNELS = {
     "saxpy": saxpy, "sum_loop": sum_loop, "swap_loop": swap_loop, "break_loop": break_loop,
     "cvt_matrix": cvt_matrix, "f16_arith": lambda: half_arith(f16),
     "bf16_arith": lambda: half_arith(bf16), "bool_ops": bool_ops, "int_ops": int_ops,
-    "shared_reduce": shared_reduce, "atomics": atomics, "warp_ops": warp_ops,
+    "shared_reduce": shared_reduce, "shared32": shared_addressing, "atomics": atomics, "warp_ops": warp_ops,
     "vector_ops": vector_ops, "f32_ops": lambda: float_ops(f32), "f64_ops": lambda: float_ops(f64),
 }
 
@@ -595,7 +632,24 @@ def test_shared_memory():
     assert "bar.sync 0;" in ptx
     assert "ld.shared.f32 %f2, [smem_s];" in ptx or re.search(r"ld\.shared\.f32 %f\d+, \[smem_s\]", ptx)
     assert re.search(r"ld\.shared\.f32 %f\d+, \[smem_s\+4\]", ptx)
-    assert "mov.u64 %rd" in ptx and "st.shared.f32" in ptx
+    # 32-bit shared addresses: the base in a .b32 register, `tid * 4 + base` one mad
+    assert re.search(r"mov\.u32 (%r\d+), smem_s;", ptx) and "mov.u64" not in ptx
+    assert re.search(r"mad\.lo\.u32 (%r\d+), %r\d+, 4, %r\d+;\n\s+(\S+ )?ld\.global", ptx) or \
+        re.search(r"mad\.lo\.u32 (%r\d+), %r\d+, 4, %r\d+;", ptx)
+    assert re.search(r"st\.shared\.f32 \[%r\d+\], %f\d+;", ptx)
+
+
+def test_shared_addresses_in_32_bits():
+    ptx = compile_all(shared_addressing())["sm_90"]
+    body = ptx[ptx.index("{"):]
+    assert re.search(r"mov\.u32 %r\d+, smem_s;", body)
+    assert not re.search(r"(ld|st)\.shared\S* [^\n]*\[%rd", body)      # no 64-bit shared address
+    assert re.search(r"cvt\.u32\.u64 %r\d+, %rd\d+;", body)            # `off`: needed in both widths
+    assert re.search(r"shl\.b32 %r\d+, %r\d+, 2;", body)                # `scaled` again, in 32 bits
+    assert re.search(r"add\.u32 %r\d+, %r\d+, 508;\n\s+sub\.u32", body)
+    assert re.search(r"mad\.lo\.u32 %r\d+, %r1, 4, %r2;", body)         # base + i64 mul, from tid
+    assert re.search(r"add\.u32 %r\d+, %r\d+, 384;", body)              # the pointer phi's step
+    assert re.search(r"ld\.global\.f32 %f\d+, \[%rd\d+\];", body)      # global stays 64-bit
 
 
 def test_atomics():
@@ -765,6 +819,13 @@ def test_run_sum_loop(run_kernel, arch):
     assert out[0] == x[:7].sum()
 
 
+def test_run_shared_addressing(run_kernel, arch):
+    x = rng_values = np.random.default_rng(5).standard_normal(32).astype(np.float32)
+    out = np.zeros(32, np.float32)
+    run_kernel(_ptx(shared_addressing(), arch), "shared32", (1,), (32,), [x, 32, out, 32])
+    np.testing.assert_array_equal(out, (np.float32(0) + rng_values) + np.float32(2) * x[::-1])
+
+
 @pytest.mark.parametrize("n", [0, 1, 2, 5])
 def test_run_swap_loop(run_kernel, arch, n):
     out = np.zeros(2, np.int32)
@@ -896,3 +957,67 @@ def test_register_counts_report():
     """Not a check: prints `ptxas -v` register counts (run with -s to see them)."""
     for (name, arch), regs in sorted(REGISTERS.items()):
         print(f"{name:16} {arch}: {regs} registers")
+
+
+# --- the simulator and 32-bit .shared/.local addresses -------------------------------------------
+SHARED32_PTX = """
+.version 7.8
+.target sm_90
+.address_size 64
+
+.global .align 4 .b8 gvar[4];
+
+.visible .entry k(
+    .param .u64 k_out
+)
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<3>;
+    .shared .align 16 .b8 smem_s[64];
+    .local .align 16 .b8 local_r[16];
+
+    ld.param.u64 %rd1, [k_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, smem_s;
+    mov.u32 %r2, %tid.x;
+    mad.lo.u32 %r3, %r2, 4, %r1;
+    st.shared.u32 [%r3+4], %r2;
+    bar.sync 0;
+    ld.shared.u32 %r4, [%r3+OFFSET];
+    mov.u32 %r5, local_r;
+    st.local.u32 [%r5+12], %r4;
+    ld.local.u32 %r4, [%r5+12];
+    mul.wide.u32 %rd2, %r2, 4;
+    add.s64 %rd2, %rd1, %rd2;
+    STORE;
+    ret;
+}
+"""
+
+
+def _shared32(offset="8", store="st.global.u32 [%rd2], %r4"):
+    return SHARED32_PTX.replace("OFFSET", offset).replace("STORE", store)
+
+
+def test_simulator_runs_32_bit_shared_and_local_addresses():
+    from ptxpy.runtime.simulator import run_kernel
+
+    out = np.zeros(4, np.uint32)
+    run_kernel(_shared32(), "k", (1,), (4,), [out])
+    assert out.tolist() == [1, 2, 3, 0]      # s[t + 2] = t + 1, the last one never written
+    if find_ptxas():
+        ok, messages, _ = assemble(_shared32(), "sm_90")
+        assert ok, messages
+
+
+@pytest.mark.parametrize("offset, store, message", [
+    ("-8", "st.global.u32 [%rd2], %r4", "out-of-bounds shared load"),     # 0 - 8 wraps in 32 bits
+    ("8", "st.global.u32 [%r3], %r4", "address register for global memory"),
+    ("8", "st.u32 [%r3], %r4", "address register for generic memory"),
+    ("8", "mov.u32 %r4, gvar", "needs 64 bits"),
+])
+def test_simulator_refuses_32_bit_addresses_outside_shared_and_local(offset, store, message):
+    from ptxpy.runtime.simulator import SimulatorError, run_kernel
+
+    with pytest.raises(SimulatorError, match=message):
+        run_kernel(_shared32(offset, store), "k", (1,), (4,), [np.zeros(4, np.uint32)])

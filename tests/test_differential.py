@@ -1,18 +1,47 @@
 """Differential testing: random well-typed kernels, compiled + simulated, against a Python reference.
 
-A small random program (typed locals, arithmetic over variables and array reads, if/else,
-bounded for/while loops with break/continue, an optional @ptxpy.func helper) is generated as
-ptxpy source and, at the same time, as a Python evaluator that emulates fixed-width integers
-(wrapping) and f32 (np.float32 at every step). Each of 64 threads runs it; outputs must match
-bit for bit. `//` and `%` often divide values that look non-negative but may have wrapped
-(`i * c + d`, masks plus offsets, shifts, `abs`) by constants of either sign, `len(a)` or
-masked values: where a compiler is most tempted to drop the floor correction.
+A small random program is generated as ptxpy source and, at the same time, as a Python
+evaluator of the same program; each of 64 threads runs it and every variable's final value
+must match bit for bit (NaN matches any NaN).
+
+What the generator covers:
+
+* every scalar type: `i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64` and `bool`, as typed
+  locals, input arrays (`Array[T]`, besides `a: Array[i32]` and `b: Array[f32]`) and output
+  arrays (one `Array[T, 2]` per type holding the variables of that type, plus stores that
+  convert a value of another type);
+* arithmetic `+ - * / // % **`, bitwise `& | ^ ~`, shifts (counts up to past the width, from
+  literals and from masked values of any integer type), unary `-`, `abs`, `min`/`max` of two or
+  three values, `a if c else b`, comparisons (also chained), `and`/`or`/`not`, truthiness of
+  numbers, `True + True`-style arithmetic on bools;
+* NumPy/JAX promotion between every pair of types (`i8 + u8` is `i16`, `u64 + i64` is `f64`,
+  `i32 * f16` is `f16`, `f16 + bf16` is `f32` ...), weak literals (`h * 0.1` stays `f16`;
+  `v + 200` with `v: i8` is `i32` because 200 does not fit), implicit conversions on assignment
+  and augmented assignment, casts between every pair of types (`T(x)`, `int(x)`, `float(x)`,
+  `bool(x)`), arguments and results of a `@ptxpy.func` converted as casts, range loops whose
+  variable takes the type of a cast start;
+* `//` and `%` of values that look non-negative but may have wrapped (`i * c + d`, masks plus
+  offsets, shifts, `abs`) by constants of either sign (also -1: `INT_MIN // -1` wraps), `len(a)`
+  or masked values: where a compiler is most tempted to drop the floor correction;
+* nested if/for/while with break/continue, an optional @ptxpy.func helper.
+
+The reference is written from the language's rules (docs/language.md, SPEC 2.1), never from
+the compiler: integers wrap at their width; floats are held as Python floats with the exact
+value of their type, each operation computed in float64 (exact or, with float64's more than
+twice the precision, rounded innocently) and rounded once to the type, round to nearest even,
+by `round_float` below (integer sources are rounded exactly, bit by bit); float -> int
+truncates toward zero and saturates, NaN gives 0; float `//` is `floor(a / b)` and `%` is
+`a - (a // b) * b`, each step rounded in the type; float `min`/`max` ignore a NaN operand and
+order -0.0 below +0.0 (PTX `min`/`max`, CUDA's `fminf`). `test_reference_rounding_matches_numpy`
+checks the rounding helpers against NumPy and ml_dtypes, and `test_reference_promotion_...`
+the promotion table against `jax.numpy.promote_types`.
 
 The generator takes a `draw_int(lo, hi)` callable, so hypothesis (`st.data()`) and
 `random.Random` (see `__main__`: `python tests/test_differential.py N SEED`) drive the same code.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -24,7 +53,7 @@ from kernel_harness import Out, run  # noqa: E402
 
 HEADER = """
 import ptxpy
-from ptxpy import Array, i32, u32, i64, f32
+from ptxpy import Array, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64
 """
 
 # Found by this test: a signed product, sum or shift of non-negative values can wrap negative,
@@ -32,14 +61,30 @@ from ptxpy import Array, i32, u32, i64, f32
 # with its wrap-around). The regressions are tests/test_kernels.py::
 # test_floor_division_of_an_overflowed_product, _sum and _shift.
 NTHREADS = 64
-INT_TYPES = ("i32", "u32", "i64")
-ALL_TYPES = INT_TYPES + ("f32",)
-BITS = {"i32": 32, "u32": 32, "i64": 64}
-SIGNED = {"i32": True, "u32": False, "i64": True}
-F32_LITERALS = ["0.5", "1.0", "2.0", "-1.5", "3.25", "0.0", "0.125", "-4.0", "100.0"]
-F32_DIVISORS = ["2.0", "4.0", "-0.5", "3.0", "10.0"]
+INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+NUM_TYPES = INT_TYPES + FLOAT_TYPES
+ALL_TYPES = NUM_TYPES + ("bool",)
+BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64,
+        "f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+SIGNED = {t: t.startswith("i") for t in INT_TYPES}
+INTS = frozenset(INT_TYPES)
+# precision (significand bits), smallest normal exponent, largest finite value
+FLOAT_FORMAT = {"f16": (11, -14, 65504.0),
+                "bf16": (8, -126, float.fromhex("0x1.fep127")),
+                "f32": (24, -126, float.fromhex("0x1.fffffep127"))}
 
 
+def np_dtype(ty: str):
+    if ty == "bf16":
+        import ml_dtypes  # shipped with jaxlib
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype({"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32",
+                     "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
+                     "u64": "uint64", "f16": "float16", "f32": "float32", "f64": "float64"}[ty])
+
+
+# ---- the reference semantics ------------------------------------------------------------------
 def wrap(value: int, ty: str) -> int:
     bits = BITS[ty]
     value &= (1 << bits) - 1
@@ -55,31 +100,147 @@ def limits(ty: str):
     return 0, (1 << bits) - 1
 
 
-def f32_to_int(x, ty: str) -> int:
+def round_float(x: float, ty: str) -> float:
+    """The float64 `x` rounded to float type `ty`: nearest, ties to even, too large -> +-inf."""
+    if ty == "f64" or x != x or x == 0 or math.isinf(x):
+        return x
+    precision, emin, largest = FLOAT_FORMAT[ty]
+    if abs(x) >= 2 * largest:
+        return math.copysign(math.inf, x)
+    exponent = max(math.frexp(x)[1] - 1, emin)           # of the leading bit (or subnormal)
+    quantum = exponent - (precision - 1)
+    rounded = round(math.ldexp(x, -quantum))             # exact scaling; round() is half-even
+    if rounded == 0:
+        return math.copysign(0.0, x)
+    y = math.ldexp(float(rounded), quantum)
+    return y if abs(y) <= largest else math.copysign(math.inf, x)
+
+
+def int_to_float(n: int, ty: str) -> float:
+    """The integer `n` rounded once to float type `ty` (exactly, not through float64)."""
+    if ty == "f64":
+        return float(n)           # Python rounds int -> float correctly, ties to even
+    magnitude = abs(n)
+    extra = magnitude.bit_length() - FLOAT_FORMAT[ty][0]
+    if extra > 0:
+        q, r = divmod(magnitude, 1 << extra)
+        half = 1 << (extra - 1)
+        if r > half or (r == half and q & 1):
+            q += 1
+        magnitude = q << extra
+    y = float(magnitude)          # at most precision + 1 significant bits: exact
+    if y > FLOAT_FORMAT[ty][2]:
+        y = math.inf
+    return -y if n < 0 else y
+
+
+def float_to_int(x: float, ty: str) -> int:
     """float -> int as ptxpy documents it: truncate toward zero, saturate (NaN -> 0)."""
-    x = np.float32(x)
-    if np.isnan(x):
+    if x != x:
         return 0
     lo, hi = limits(ty)
-    if np.isinf(x):
+    if math.isinf(x):
         return hi if x > 0 else lo
-    v = int(np.trunc(np.float64(x)))
-    return min(max(v, lo), hi)
-
-
-def int_to_f32(x: int, ty: str):
-    dtype = {"i32": np.int32, "u32": np.uint32, "i64": np.int64}[ty]
-    return np.array([x], dtype=dtype).astype(np.float32)[0]
+    return min(max(math.trunc(x), lo), hi)
 
 
 def convert(value, src: str, dst: str):
+    """A cast (`dst(value)`), an implicit conversion or a store, all alike."""
     if src == dst:
         return value
-    if dst == "f32":
-        return int_to_f32(value, src)
-    if src == "f32":
-        return f32_to_int(value, dst)
-    return wrap(value, dst)
+    if dst == "bool":
+        return value != 0           # NaN is true
+    if src == "bool":
+        value, src = int(value), "i32"
+    if dst in INTS:
+        return wrap(value, dst) if src in INTS else float_to_int(value, dst)
+    if src in INTS:
+        return int_to_float(value, dst)
+    return round_float(value, dst)
+
+
+def strong_join(a: str, b: str) -> str:
+    """jax.numpy.promote_types (with jax_enable_x64) of two ptxpy types."""
+    if a == b:
+        return a
+    if a == "bool" or b == "bool":
+        return b if a == "bool" else a
+    fa, fb = a in FLOAT_FORMAT or a == "f64", b in FLOAT_FORMAT or b == "f64"
+    if fa and fb:
+        if {a, b} == {"f16", "bf16"}:
+            return "f32"
+        return a if BITS[a] > BITS[b] else b
+    if fa or fb:
+        return a if fa else b     # any integer with a float: the float (i64 * f16 is f16)
+    if SIGNED[a] == SIGNED[b]:
+        return a if BITS[a] > BITS[b] else b
+    s, u = (a, b) if SIGNED[a] else (b, a)
+    if BITS[s] > BITS[u]:
+        return s
+    return "f64" if BITS[u] == 64 else f"i{2 * BITS[u]}"
+
+
+def literal_type(value) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, float):
+        return "f32"
+    if -2**31 <= value < 2**31:
+        return "i32"
+    return "i64" if -2**63 <= value < 2**63 else "u64"
+
+
+def fits(value: int, ty: str) -> bool:
+    lo, hi = limits(ty)
+    return lo <= value <= hi
+
+
+def result_type(exprs) -> str:
+    """The type a binary operator, min/max or an if-expression computes in: strong operands
+    promote; weak literals take their type, except that an int literal that does not fit an
+    integer result counts with its own type, and a float literal against integers gives f32."""
+    strong = [e.ty for e in exprs if not e.weak]
+    assert strong, "the generator never combines literals only"
+    t = strong[0]
+    for s in strong[1:]:
+        t = strong_join(t, s)
+    weak = [e for e in exprs if e.weak]
+    if not weak:
+        return t
+    if any(isinstance(e.value, float) for e in weak) and t not in FLOAT_TYPES:
+        return "f32"
+    if t in INTS or t == "bool":
+        base = "i32" if t == "bool" else t
+        for e in weak:
+            if not fits(e.value, base):
+                t = strong_join(t, literal_type(e.value))
+        if t == "bool":
+            t = "i32"
+    return t
+
+
+def float_arith(op: str, x: float, y: float, ty: str) -> float:
+    a, b = np.float64(x), np.float64(y)
+    with np.errstate(all="ignore"):
+        r = a + b if op == "+" else a - b if op == "-" else a * b if op == "*" else a / b
+    return round_float(float(r), ty)
+
+
+def float_floor(x: float) -> float:
+    return float(np.floor(np.float64(x)))
+
+
+def float_min_max(op: str, x: float, y: float) -> float:
+    """PTX min/max (CUDA's fminf/fmaxf): a NaN operand is ignored, -0.0 is below +0.0."""
+    if x != x:
+        return y
+    if y != y:
+        return x
+    if x == 0 and y == 0:
+        signs = (math.copysign(1, x) < 0, math.copysign(1, y) < 0)
+        negative = any(signs) if op == "min" else all(signs)
+        return -0.0 if negative else 0.0
+    return min(x, y) if op == "min" else max(x, y)
 
 
 class Break(Exception):
@@ -91,67 +252,139 @@ class Continue(Exception):
 
 
 class Expr:
-    """Source text, type, evaluator (env -> value), and whether it is a literal."""
+    """Source text, type, evaluator (env -> value); `weak` literals carry their `value`."""
 
-    def __init__(self, src, ty, fn, const=False):
-        self.src, self.ty, self.fn, self.const = src, ty, fn, const
-
-
-def int_literal(draw, ty):
-    if ty == "u32":
-        choices = [0, 1, 2, 3, 5, 7, 31, 255, 1000, 65535, 0x7FFFFFFF, 0xFFFFFFFF]
-    elif ty == "i32":
-        choices = [0, 1, 2, 3, -1, -5, 7, 31, 255, -1000, 65535, 0x7FFFFFFF, -0x7FFFFFFF]
-    else:
-        choices = [0, 1, 3, -1, -7, 100, 1 << 33, -(1 << 40), 123456789012, 0x7FFFFFFF,
-                   1 << 62, 0x7FFFFFFFFFFFFFFF]
-    return literal(choices[draw(0, len(choices) - 1)], ty)
+    def __init__(self, src, ty, fn, weak=False, value=None):
+        self.src, self.ty, self.fn, self.weak, self.value = src, ty, fn, weak, value
 
 
-def literal(v: int, ty: str) -> Expr:
-    return Expr(str(v) if v >= 0 else f"({v})", ty, lambda env, v=v: v, const=True)
+def literal(v) -> Expr:
+    text = repr(v) if isinstance(v, float) else str(v)
+    if text.startswith("-"):
+        text = f"({text})"
+    return Expr(text, literal_type(v), lambda env, v=v: v, weak=True, value=v)
 
 
-ARITH = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-         "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
-         "<<": lambda x, y: x << y, "//": lambda x, y: x // y, "%": lambda x, y: x % y}
+def convert_constant(v, ty: str):
+    """A Python number's exact value (a Python float is an f64) converted once to ty."""
+    if isinstance(v, bool):
+        return convert(v, "bool", ty)
+    if isinstance(v, float):
+        return convert(v, "f64", ty)
+    return wrap(v, ty) if ty in INTS else convert(v, "i64", ty)
 
 
-def arith(a: Expr, op: str, b: Expr) -> Expr:
-    """`a op b` in a's type, wrapping as ptxpy integers do."""
-    fa, fb, py, ty = a.fn, b.fn, ARITH[op], a.ty
-    return Expr(f"({a.src} {op} {b.src})", ty, lambda env: wrap(py(fa(env), fb(env)), ty))
+def operand_fn(e: Expr, ty: str):
+    """An evaluator of `e` converted to `ty` (a literal is converted once, here)."""
+    if e.weak:
+        value = convert_constant(e.value, ty)
+        return lambda env: value
+    if e.ty == ty:
+        return e.fn
+    f, src = e.fn, e.ty
+    return lambda env: convert(f(env), src, ty)
+
+
+INT_POOL = [0, 1, 2, 3, -1, -5, 7, 31, 100, 127, -128, 200, 255, -1000, 1000, 32767, 65535,
+            16842753, 0x7FFFFFFF, -0x7FFFFFFF, 0xFFFFFFFF, 1 << 33, -(1 << 40), 123456789012,
+            (1 << 60) + (1 << 36) + 1, 1 << 62, 0x7FFFFFFFFFFFFFFF, 2**64 - 1]
+INT_LITERALS = {t: [v for v in INT_POOL if fits(v, t)] for t in INT_TYPES}
+# short decimals, values that overflow f16 (65504 is its largest), and 1 + 2^-8 + 2^-52, which
+# rounds to bf16 differently when it goes through f32 (double rounding)
+FLOAT_LITERALS = [0.5, 1.0, 2.0, -1.5, 3.25, 0.0, 0.125, -4.0, 100.0, 0.1, 1e-3, 65504.0,
+                  70000.0, 1e10, 3e38, 1.0039062500000002, -2.5]
+FLOAT_DIVISORS = [2.0, 4.0, -0.5, 3.0, 10.0, 0.1]
+ARRAY_NAMES = ("c", "d")
+
+
+def py_op(op):
+    return {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+            "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
+            "//": lambda x, y: x // y, "%": lambda x, y: x % y}[op]
+
+
+def binop(a: Expr, op: str, b: Expr) -> Expr:
+    """`a op b` with the language's typing, and its evaluator."""
+    src = f"({a.src} {op} {b.src})"
+    if op in ("<<", ">>"):
+        ty = result_type([a, b])
+        fa = operand_fn(a, ty)
+        fb = operand_fn(b, "i32" if b.ty == "bool" else b.ty)
+        if op == "<<":
+            return Expr(src, ty, lambda env: wrap(fa(env) << int(fb(env)), ty))
+        return Expr(src, ty, lambda env: fa(env) >> int(fb(env)))
+    ty = result_type([a, b])
+    if ty == "bool" and op in ("&", "|", "^"):
+        fa, fb = operand_fn(a, ty), operand_fn(b, ty)
+        py = {"&": lambda x, y: x and y, "|": lambda x, y: x or y, "^": lambda x, y: x != y}[op]
+        return Expr(src, "bool", lambda env: py(fa(env), fb(env)))
+    if ty == "bool":
+        ty = "i32"
+    if op == "/" and ty not in FLOAT_TYPES:
+        ty = "f32"
+    fa, fb = operand_fn(a, ty), operand_fn(b, ty)
+    if ty in FLOAT_TYPES:
+        if op in ("+", "-", "*", "/"):
+            return Expr(src, ty, lambda env: float_arith(op, fa(env), fb(env), ty))
+        if op == "//":
+            return Expr(src, ty, lambda env: float_floor(float_arith("/", fa(env), fb(env), ty)))
+
+        def fmod(env):
+            x, y = fa(env), fb(env)
+            q = float_floor(float_arith("/", x, y, ty))
+            return float_arith("-", x, float_arith("*", q, y, ty), ty)
+        return Expr(src, ty, fmod)
+    py = py_op(op)
+    return Expr(src, ty, lambda env: wrap(py(fa(env), fb(env)), ty))
+
+
+def cast(e: Expr, ty: str, spelling: str | None = None) -> Expr:
+    if e.ty == ty and not e.weak:
+        return e
+    f, src = operand_fn(e, e.ty), e.ty
+    return Expr(f"{spelling or ty}({e.src})", ty, lambda env: convert(f(env), src, ty))
 
 
 # Thread-index arithmetic whose non-negativity a compiler may be tempted to assume: factors,
 # offsets, masks and shifts that make it wrap past the type's maximum (programs 1278 and 1505
 # of seed 11), for `//` and `%` to divide
-INDEX_FACTORS = {"i32": [1, 3, 1000, 65536, 0x7FFFFFFF], "u32": [1, 3, 65536, 0xFFFFFFFF],
-                 "i64": [1, 3, 1 << 33, 0x7FFFFFFFFFFFFFFF]}
-INDEX_OFFSETS = {"i32": [0, 7, 0x7FFFFFFF], "u32": [0, 7, 0xFFFFFFFF],
-                 "i64": [0, 7, 0x7FFFFFFFFFFFFFFF]}
-MASKS = {"i32": [255, 0x7FFFFFFF], "u32": [255, 0xFFFFFFFF], "i64": [255, 0x7FFFFFFFFFFFFFFF]}
-DIVISORS = {"i32": [1, 3, 7, 12, 32, -3, -8], "u32": [1, 3, 7, 12, 32],
-            "i64": [1, 3, 7, 12, 32, -3, -8]}
+def _index_values(t, values):
+    return [v for v in values if fits(v, t)] or [1]
 
 
-def f32_literal(draw):
-    s = F32_LITERALS[draw(0, len(F32_LITERALS) - 1)]
-    val = np.float32(float(s))
-    return Expr(s if not s.startswith("-") else f"({s})", "f32", lambda env, v=val: v, const=True)
+INDEX_FACTORS = {t: _index_values(t, [1, 3, 100, 127, 255, 1000, 32767, 65535, 65536, 0x7FFFFFFF,
+                                      0xFFFFFFFF, 1 << 33, 0x7FFFFFFFFFFFFFFF, 2**64 - 1])
+                 for t in INT_TYPES}
+INDEX_OFFSETS = {t: [0, 7, limits(t)[1]] for t in INT_TYPES}
+MASKS = {t: sorted({min(255, limits(t)[1]), limits(t)[1]}) for t in INT_TYPES}
+DIVISORS = {t: [v for v in [1, 3, 7, 12, 32, -1, -3, -8, 100, 200] if fits(v, t)]
+            for t in INT_TYPES}
+
+
+def subtypes(ty: str) -> list:
+    """The types whose values convert implicitly to `ty` (they promote to it)."""
+    return [t for t in ALL_TYPES if strong_join(t, ty) == ty]
+
+
+SUBTYPES = {t: subtypes(t) for t in ALL_TYPES}
+# operand type pairs that promote to each type, (t, t) excepted
+PAIRS = {t: [(x, y) for x in ALL_TYPES for y in ALL_TYPES
+             if strong_join(x, y) == t and (x, y) != (t, t)] for t in NUM_TYPES}
+INT_PAIRS = {t: [(x, y) for x, y in PAIRS[t] if x in INTS and y in INTS] for t in INT_TYPES}
 
 
 class Gen:
-    def __init__(self, draw, allow_arrays=True):
+    def __init__(self, draw, arrays=None):
         self.draw = draw
-        self.allow_arrays = allow_arrays
+        self.arrays = arrays or {}            # input array name -> element type
         self.vars: dict[str, str] = {}        # assignable name -> type
         self.readonly: dict[str, str] = {}    # loop variables, thread index
         self.counter = 0
         self.loop_depth = 0
-        self.helper = None                    # (name, param types, return type)
+        self.helper = None                    # (name, param types, return type, evaluator)
         self.helper_called = False
         self.n_stmts = 0
+        self.runtime_leaves = 0               # variables, array reads ... generated so far
 
     def fresh(self, prefix):
         self.counter += 1
@@ -160,182 +393,347 @@ class Gen:
     def chance(self, k, n):
         return self.draw(0, n - 1) < k
 
-    # ---- expressions -------------------------------------------------------------------------
+    def pick(self, choices):
+        return choices[self.draw(0, len(choices) - 1)]
+
+    def all_vars(self):
+        return list(self.vars.items()) + list(self.readonly.items())
+
+    # ---- leaves and literals -----------------------------------------------------------------
+    def var(self, name, ty):
+        self.runtime_leaves += 1
+        return Expr(name, ty, lambda env: env[name])
+
     def leaf(self, ty):
-        names = [n for n, t in list(self.vars.items()) + list(self.readonly.items()) if t == ty]
-        options = []
-        if names:
-            options.append("var")
-        if self.allow_arrays and ty in ("i32", "f32"):
-            options.append("arr")
+        if self.chance(1, 12):
+            return self.typed_constant(ty)
+        names = [n for n, t in self.all_vars() if t == ty]
+        arrays = [n for n, t in self.arrays.items() if t == ty]
+        options = (["var"] if names else []) + (["arr"] if arrays else [])
         if not options:
-            # cast of some other variable (there is always at least one)
-            other = [(n, t) for n, t in list(self.vars.items()) + list(self.readonly.items())]
-            n, t = other[self.draw(0, len(other) - 1)]
-            return self.cast(Expr(n, t, lambda env, n=n: env[n]), ty)
-        kind = options[self.draw(0, len(options) - 1)]
-        if kind == "var":
-            n = names[self.draw(0, len(names) - 1)]
-            return Expr(n, ty, lambda env, n=n: env[n])
-        arr = "a" if ty == "i32" else "b"
-        if self.chance(2, 3):
-            return Expr(f"{arr}[i]", ty, lambda env, arr=arr: env["@" + arr][env["i"]])
-        idx = self.expr("i32", 1)
-        return Expr(f"{arr}[({idx.src}) & 63]", ty,
-                    lambda env, arr=arr, f=idx.fn: env["@" + arr][f(env) & 63])
+            if self.arrays and self.chance(1, 3):
+                arr = self.pick(list(self.arrays))
+                return self.cast(self.array_read(arr), ty)
+            n, t = self.pick(self.all_vars())     # there is always at least one
+            return self.cast(self.var(n, t), ty)
+        if self.pick(options) == "var":
+            return self.var(self.pick(names), ty)
+        return self.array_read(self.pick(arrays))
+
+    def typed_constant(self, ty):
+        """`ty(literal)`: a constant of type ty, converted by the compiler at compile time
+        (wrapping, rounding, saturating), that constant folding then propagates."""
+        if ty == "bool":
+            v = self.pick([0, 1, 2, -1, 0.0, 0.5])
+        elif self.chance(1, 2):
+            v = self.pick(INT_POOL)
+        else:
+            v = self.pick(FLOAT_LITERALS + [1e20, -3.75, 255.9, -129.5, 65519.0])
+        value = convert_constant(v, ty)
+        e = literal(v)
+        return Expr(f"{ty}({e.src})", ty, lambda env: value)
+
+    def array_read(self, arr):
+        ty = self.arrays[arr]
+        self.runtime_leaves += 1
+        if "i" in self.readonly and self.chance(2, 3):
+            return Expr(f"{arr}[i]", ty, lambda env: env["@" + arr][env["i"]])
+        idx = self.expr(self.pick(INT_TYPES), 1)
+        f = idx.fn
+        return Expr(f"{arr}[({idx.src}) & 63]", ty, lambda env: env["@" + arr][f(env) & 63])
+
+    def literal(self, ty):
+        """A weak literal to combine with a value of type ty."""
+        if ty in INTS:
+            return literal(self.pick(INT_LITERALS[ty]))
+        if ty in FLOAT_TYPES:
+            if self.chance(1, 4):
+                return literal(self.pick([0, 1, 3, -2, 1000, 100000, 16842753]))
+            return literal(self.pick(FLOAT_LITERALS))
+        return literal(self.pick([True, False]))
+
+    def operand(self, ty, depth):
+        """A right operand: a literal (weak, takes ty) or an expression of type ty."""
+        if ty != "bool" and self.chance(1, 3):
+            return self.literal(ty)
+        return self.expr(ty, depth)
 
     def cast(self, e, ty):
         if e.ty == ty:
             return e
-        src_ty = e.ty
-        return Expr(f"{ty}({e.src})", ty, lambda env, f=e.fn: convert(f(env), src_ty, ty))
+        spelling = None
+        if ty == "i32" and e.ty != "bool" and self.chance(1, 4):
+            spelling = "int"
+        elif ty == "f32" and e.ty != "bool" and self.chance(1, 4):
+            spelling = "float"
+        return cast(e, ty, spelling)
 
-    def operand(self, ty, depth):
-        """A right operand: a literal (weak, takes ty) or an expression."""
-        if self.chance(1, 3):
-            return int_literal(self.draw, ty) if ty != "f32" else f32_literal(self.draw)
-        return self.expr(ty, depth)
-
+    # ---- expressions -------------------------------------------------------------------------
     def expr(self, ty, depth):
         if depth <= 0 or self.chance(1, 4):
             return self.leaf(ty)
         d = depth - 1
-        if ty == "f32":
-            k = self.draw(0, 7)
-            if k <= 2:
-                op = "+-*"[k]
-                a, b = self.expr(ty, d), self.operand(ty, d)
-                fa, fb = a.fn, b.fn
-                fn = {"+": lambda env: np.float32(fa(env) + fb(env)),
-                      "-": lambda env: np.float32(fa(env) - fb(env)),
-                      "*": lambda env: np.float32(fa(env) * fb(env))}[op]
-                return Expr(f"({a.src} {op} {b.src})", ty, fn)
-            if k == 3:
-                a = self.expr(ty, d)
-                c = F32_DIVISORS[self.draw(0, len(F32_DIVISORS) - 1)]
-                cv = np.float32(float(c))
-                return Expr(f"({a.src} / {c if cv > 0 else '(' + c + ')'})", ty,
-                            lambda env, f=a.fn: np.float32(f(env) / cv))
-            if k == 4:
-                a = self.expr(ty, d)
-                if self.chance(1, 2):
-                    return Expr(f"(-{a.src})", ty, lambda env, f=a.fn: np.float32(-f(env)))
-                return Expr(f"abs({a.src})", ty, lambda env, f=a.fn: np.float32(abs(f(env))))
-            if k == 5:
-                return self.ternary(ty, d)
-            if k == 6:
-                src_ty = INT_TYPES[self.draw(0, 2)]
-                return self.cast(self.expr(src_ty, d), ty)
-            return self.call_or_leaf(ty, d)
-        # integer types
+        if ty == "bool":
+            return self.bool_expr(d)
+        if ty in FLOAT_TYPES:
+            return self.float_expr(ty, d)
+        return self.int_expr(ty, d)
+
+    def operands(self, ty, d, ints_only=False):
+        """Two operands: mostly of type ty (or a weak literal), else of types that promote to
+        ty, else of any types (the caller casts the result to ty)."""
+        k = self.draw(0, 9)
+        if k < 6:
+            return self.expr(ty, d), self.operand(ty, d)
+        pairs = INT_PAIRS[ty] if ints_only else PAIRS[ty]
+        if k < 9 and pairs:
+            ta, tb = self.pick(pairs)
+            if self.chance(1, 2):
+                ta, tb = tb, ta
+            return self.expr(ta, d), self.expr(tb, d)
+        types = INT_TYPES if ints_only else NUM_TYPES
+        ta, tb = self.pick(types), self.pick(types)
+        if ints_only and strong_join(ta, tb) not in INTS:    # u64 with a signed type: f64
+            tb = ta
+        b = self.expr(tb, d) if self.chance(1, 2) else self.literal(ta)
+        return self.expr(ta, d), b
+
+    def arith(self, ty, ops, d):
+        op = self.pick(ops)
+        ints_only = ty in INTS and (op in ("&", "|", "^") or self.chance(1, 2))
+        a, b = self.operands(ty, d, ints_only)
+        return self.cast(binop(a, op, b), ty)
+
+    def float_expr(self, ty, d):
         k = self.draw(0, 11)
+        if k <= 3:
+            return self.arith(ty, ["+", "-", "*", "+", "-", "*", "/"], d)
+        if k == 4:
+            a = self.expr(ty, d)
+            if self.chance(1, 2):
+                c = self.pick(FLOAT_DIVISORS)
+                return binop(a, "/", literal(c))
+            divisor = self.expr(ty, d) if self.chance(1, 3) else literal(self.pick(FLOAT_DIVISORS))
+            return binop(a, self.pick(["//", "%"]), divisor)
+        if k == 5:
+            a = self.expr(ty, d)
+            u = self.draw(0, 3)
+            if u == 0:
+                return Expr(f"(-{a.src})", ty, lambda env, f=a.fn: -f(env))
+            if u == 1:
+                return Expr(f"abs({a.src})", ty, lambda env, f=a.fn: abs(f(env)))
+            n = self.pick([0, 1, 2, -1])
+            f = a.fn
+            if n == 0:
+                fn = (lambda env: 1.0)
+            elif n == 1:
+                fn = f
+            elif n == 2:
+                fn = (lambda env: float_arith("*", f(env), f(env), ty))
+            else:
+                fn = (lambda env: float_arith("/", 1.0, f(env), ty))
+            return Expr(f"({a.src} ** {n if n >= 0 else '(-1)'})", ty, fn)
+        if k == 6:
+            return self.ternary(ty, d)
+        if k == 7:
+            return self.cast(self.expr(self.pick([t for t in ALL_TYPES if t != ty]), d), ty)
+        if k == 8:
+            return self.min_max(ty, d)
+        if k == 9:    # true division of integers: f32 (f64 when they promote to it)
+            ta, tb = self.pick(INT_TYPES), self.pick(INT_TYPES)
+            b = self.expr(tb, d) if self.chance(2, 3) else self.literal(ta)
+            return self.cast(binop(self.expr(ta, d), "/", b), ty)
+        return self.call_or_leaf(ty, d)
+
+    def int_expr(self, ty, d):
+        k = self.draw(0, 13)
         if k <= 4:
-            op = ["+", "-", "*", "&", "|", "^"][self.draw(0, 5)]
-            return arith(self.expr(ty, d), op, self.operand(ty, d))
+            return self.arith(ty, ["+", "-", "*", "&", "|", "^"], d)
         if k == 5:
             return self.floor_division(ty, d)
         if k == 6:
-            op = ["<<", ">>"][self.draw(0, 1)]
-            a = self.expr(ty, d)
-            s = self.draw(0, 9)
-            fa = a.fn
-            if op == "<<":
-                return Expr(f"({a.src} << {s})", ty, lambda env: wrap(fa(env) << s, ty))
-            return Expr(f"({a.src} >> {s})", ty, lambda env: fa(env) >> s)
+            return self.shift(ty, d)
         if k == 7:
             a = self.expr(ty, d)
             fa = a.fn
-            u = self.draw(0, 2)
+            u = self.draw(0, 3)
             if u == 0:
                 return Expr(f"(-{a.src})", ty, lambda env: wrap(-fa(env), ty))
             if u == 1:
                 return Expr(f"(~{a.src})", ty, lambda env: wrap(~fa(env), ty))
-            return Expr(f"abs({a.src})", ty, lambda env: wrap(abs(fa(env)), ty))
+            if u == 2:
+                return Expr(f"abs({a.src})", ty, lambda env: wrap(abs(fa(env)), ty))
+            n = self.draw(0, 5)
+            return Expr(f"({a.src} ** {n})", ty, lambda env: wrap(fa(env) ** n, ty))
         if k == 8:
-            a, b = self.expr(ty, d), self.operand(ty, d)
-            fa, fb = a.fn, b.fn
-            if self.chance(1, 2):
-                return Expr(f"min({a.src}, {b.src})", ty, lambda env: min(fa(env), fb(env)))
-            return Expr(f"max({a.src}, {b.src})", ty, lambda env: max(fa(env), fb(env)))
+            return self.min_max(ty, d)
         if k == 9:
             return self.ternary(ty, d)
         if k == 10:
-            src_ty = [t for t in ALL_TYPES if t != ty][self.draw(0, 2)]
-            return self.cast(self.expr(src_ty, d), ty)
+            return self.cast(self.expr(self.pick([t for t in ALL_TYPES if t != ty]), d), ty)
+        if k == 11 and ty == "i32":      # arithmetic on bools counts in i32
+            a = self.expr("bool", d)
+            b = self.expr("bool", d) if self.chance(1, 2) else self.literal("i32")
+            if self.chance(1, 4):
+                return Expr(f"(-{a.src})", ty, lambda env, f=a.fn: -int(f(env)))
+            return binop(a, self.pick(["+", "-", "*"]), b)
         return self.call_or_leaf(ty, d)
 
-    def pick(self, choices: list):
-        return choices[self.draw(0, len(choices) - 1)]
+    def bool_expr(self, d):
+        k = self.draw(0, 5)
+        if k <= 2:
+            return self.cond(d)
+        if k == 3:
+            return self.cast(self.expr(self.pick(NUM_TYPES), d), "bool")
+        if k == 4:
+            a, b = self.expr("bool", d), self.expr("bool", d)
+            return binop(a, self.pick(["&", "|", "^"]), b)
+        return self.ternary("bool", d)
+
+    def shift(self, ty, d):
+        op = self.pick(["<<", ">>"])
+        # the count: a literal up to past the width, or a masked value of a type that
+        # promotes with ty to ty
+        if self.chance(1, 2):
+            return binop(self.expr(ty, d), op, literal(self.draw(0, BITS[ty] + 2)))
+        count_ty = self.pick([t for t in SUBTYPES[ty] if t in INTS] or [ty])
+        mask = self.pick([7, 15, 31, 63])
+        count = binop(self.expr(count_ty, d), "&", literal(mask))
+        return self.cast(binop(self.expr(ty, d), op, count), ty)
+
+    def min_max(self, ty, d):
+        name = self.pick(["min", "max"])
+        args = [self.expr(ty, d), self.operand(ty, d)]
+        if self.chance(1, 3):
+            args.append(self.expr(self.pick(SUBTYPES[ty]), d))
+        t = result_type(args)
+        fns = [operand_fn(a, t) for a in args]
+        if t in FLOAT_TYPES:
+            def fn(env):
+                r = fns[0](env)
+                for f in fns[1:]:
+                    r = float_min_max(name, r, f(env))
+                return r
+        else:
+            fold = min if name == "min" else max
+
+            def fn(env):
+                return fold(f(env) for f in fns)
+        return self.cast(Expr(f"{name}({', '.join(a.src for a in args)})", t, fn), ty)
 
     def floor_division(self, ty, depth):
         dividend = self.index_like(ty, depth) if self.chance(1, 2) else self.expr(ty, depth)
-        return arith(dividend, ["//", "%"][self.draw(0, 1)], self.divisor(ty, depth))
+        return binop(dividend, self.pick(["//", "%"]), self.divisor(ty, depth))
 
     def index_like(self, ty, depth):
         """A value that is non-negative unless it wrapped: i * c + d, masks, shifts, abs."""
         k = self.draw(0, 3)
         if k == 0:
-            i = self.cast(Expr("i", "i32", lambda env: env["i"]), ty) if "i" in self.readonly \
+            i = self.cast(self.var("i", "i32"), ty) if "i" in self.readonly \
                 else self.leaf(ty)   # in a @ptxpy.func
-            scaled = arith(i, "*", literal(self.pick(INDEX_FACTORS[ty]), ty))
-            return arith(scaled, "+", literal(self.pick(INDEX_OFFSETS[ty]), ty))
+            scaled = binop(i, "*", literal(self.pick(INDEX_FACTORS[ty])))
+            return binop(scaled, "+", literal(self.pick(INDEX_OFFSETS[ty])))
         if k == 1:
-            masked = arith(self.expr(ty, depth), "&", literal(self.pick(MASKS[ty]), ty))
-            return arith(masked, "+", self.operand(ty, depth))
+            masked = binop(self.expr(ty, depth), "&", literal(self.pick(MASKS[ty])))
+            return self.cast(binop(masked, "+", self.operand(ty, depth)), ty)
         if k == 2:
-            shift = self.pick([1, 7, 20, BITS[ty] - 1])
-            masked = arith(self.expr(ty, depth), "&", literal(self.pick(MASKS[ty]), ty))
-            return arith(masked, "<<", literal(shift, ty))
+            shift = self.pick([1, 7, BITS[ty] // 2, BITS[ty] - 1])
+            masked = binop(self.expr(ty, depth), "&", literal(self.pick(MASKS[ty])))
+            return binop(masked, "<<", literal(shift))
         a = self.expr(ty, depth)
         return Expr(f"abs({a.src})", ty, lambda env, f=a.fn: wrap(abs(f(env)), ty))
 
     def divisor(self, ty, depth):
-        k = self.draw(0, 3)
+        """A non-zero value of type ty."""
+        k = self.draw(0, 4)
         if k == 0:
-            return literal(self.pick(DIVISORS[ty]), ty)
-        if k == 1 and self.allow_arrays:
+            return literal(self.pick(DIVISORS[ty]))
+        if k == 1 and "a" in self.arrays:
             n = "len(a)" if ty == "i32" else f"{ty}(len(a))"
+            self.runtime_leaves += 1
             return Expr(n, ty, lambda env: len(env["@a"]))
-        mask = [7, 15, 3, 255][self.draw(0, 3)]
-        masked = arith(self.expr(ty, depth), "&", literal(mask, ty))
-        return arith(masked, "+", literal(1, ty))
+        if k == 2 and SIGNED[ty]:     # -8 ... -1
+            return binop(binop(self.expr(ty, depth), "&", literal(7)), "-", literal(8))
+        masked = binop(self.expr(ty, depth), "&", literal(self.pick([7, 15, 3, 127])))
+        return binop(masked, "+", literal(1))
 
     def call_or_leaf(self, ty, depth):
-        if self.helper is not None and not self.helper_called and self.helper[2] == ty:
+        if self.helper is not None and not self.helper_called:
             self.helper_called = True
+            self.runtime_leaves += 1
             name, ptys, rty, hfn = self.helper
-            args = [self.expr(t, min(depth, 2)) for t in ptys]
-            fns = [a.fn for a in args]
-            return Expr(f"{name}({', '.join(a.src for a in args)})", ty,
-                        lambda env: hfn([f(env) for f in fns]))
+            args, fns = [], []
+            for t in ptys:      # arguments convert to the parameter types as casts do
+                a = self.expr(t if self.chance(2, 3) else self.pick(NUM_TYPES), min(depth, 2))
+                args.append(a)
+                fns.append(operand_fn(a, a.ty))
+            srcs = [a.ty for a in args]
+
+            def fn(env):
+                return hfn([convert(f(env), s, t) for f, s, t in zip(fns, srcs, ptys)])
+            return self.cast(Expr(f"{name}({', '.join(a.src for a in args)})", rty, fn), ty)
         return self.leaf(ty)
 
     def ternary(self, ty, depth):
-        c = self.cond(depth)
-        a, b = self.expr(ty, depth), self.expr(ty, depth)
-        fc, fa, fb = c.fn, a.fn, b.fn
-        return Expr(f"({a.src} if {c.src} else {b.src})", ty,
+        before = self.runtime_leaves
+        c = self.test(depth)
+        # a compile-time condition (of typed constants only) makes the value the chosen arm, with
+        # that arm's own type (docs/language.md, "Compile-time branches"): arms of one type then
+        runtime_condition = self.runtime_leaves > before
+        a = self.expr(ty, depth)
+        subtype = runtime_condition and self.chance(1, 3)
+        b = self.expr(self.pick(SUBTYPES[ty]), depth) if subtype else self.expr(ty, depth)
+        if self.chance(1, 2):
+            a, b = b, a
+        t = result_type([a, b])
+        fc, fa, fb = c.fn, operand_fn(a, t), operand_fn(b, t)
+        return Expr(f"({a.src} if {c.src} else {b.src})", t,
                     lambda env: fa(env) if fc(env) else fb(env))
 
+    def test(self, depth):
+        """A condition for if/while/ternary: a bool, or a number tested for != 0."""
+        if self.chance(1, 8):
+            e = self.expr(self.pick(NUM_TYPES), min(depth, 1))
+            return Expr(e.src, e.ty, lambda env, f=e.fn: f(env) != 0)
+        return self.cond(depth)
+
     def cond(self, depth):
-        k = self.draw(0, 9)
+        k = self.draw(0, 11)
         if k == 0 and depth > 0:
-            a, b = self.cond(depth - 1), self.cond(depth - 1)
+            a, b = self.test(depth - 1), self.test(depth - 1)
             fa, fb = a.fn, b.fn
             if self.chance(1, 2):
                 return Expr(f"({a.src} and {b.src})", "bool", lambda env: fa(env) and fb(env))
             return Expr(f"({a.src} or {b.src})", "bool", lambda env: fa(env) or fb(env))
         if k == 1 and depth > 0:
-            a = self.cond(depth - 1)
+            a = self.test(depth - 1)
             return Expr(f"(not {a.src})", "bool", lambda env, f=a.fn: not f(env))
-        ty = ALL_TYPES[self.draw(0, 3)]
-        a, b = self.expr(ty, min(depth, 2)), self.operand(ty, min(depth, 2))
-        op = ["<", "<=", ">", ">=", "==", "!="][self.draw(0, 5)]
-        fa, fb = a.fn, b.fn
-        py = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
-              ">=": lambda x, y: x >= y, "==": lambda x, y: x == y,
-              "!=": lambda x, y: x != y}[op]
-        return Expr(f"({a.src} {op} {b.src})", "bool", lambda env: bool(py(fa(env), fb(env))))
+        if k == 2:
+            bools = [n for n, t in self.all_vars() if t == "bool"]
+            if bools:
+                return self.var(self.pick(bools), "bool")
+        ty = self.pick(NUM_TYPES)
+        d = min(depth, 2)
+        a = self.expr(ty, d)
+        if self.chance(1, 4):
+            b = self.expr(self.pick(NUM_TYPES), d)
+        else:
+            b = self.operand(ty, d)
+        ops = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
+               ">=": lambda x, y: x >= y, "==": lambda x, y: x == y, "!=": lambda x, y: x != y}
+        op = self.pick(list(ops))
+        if k == 3:       # chained: lo <= a < b, each pair in its own promoted type
+            lo = self.operand(ty, d)
+            t1, t2 = result_type([lo, a]), result_type([a, b])
+            fl, fa1, fa2, fb = operand_fn(lo, t1), operand_fn(a, t1), operand_fn(a, t2), \
+                operand_fn(b, t2)
+            op1 = self.pick(["<", "<="])
+            p1, p2 = ops[op1], ops[op]
+            return Expr(f"({lo.src} {op1} {a.src} {op} {b.src})", "bool",
+                        lambda env: p1(fl(env), fa1(env)) and p2(fa2(env), fb(env)))
+        t = result_type([a, b])
+        fa, fb, py = operand_fn(a, t), operand_fn(b, t), ops[op]
+        return Expr(f"({a.src} {op} {b.src})", "bool", lambda env: py(fa(env), fb(env)))
 
     # ---- statements --------------------------------------------------------------------------
     def block(self, depth, n):
@@ -352,30 +750,58 @@ class Gen:
         return lines, run_block
 
     def assign(self):
-        name = list(self.vars)[self.draw(0, len(self.vars) - 1)]
+        name = self.pick(list(self.vars))
         ty = self.vars[name]
-        if self.chance(1, 4) and ty != "f32":
-            op = ["+", "-", "*", "^", "|", "&"][self.draw(0, 5)]
-            e = self.operand(ty, 3)
-            py = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                  "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y}[op]
+        if self.chance(1, 3) and ty != "bool":
+            line, f = self.augmented(name, ty)
+            if line is not None:
+                return [line], f
+        if ty == "bool" and self.chance(1, 3):
+            op, b = self.pick(["&", "|", "^"]), self.expr("bool", 2)
+            fe = binop(self.var(name, ty), op, b).fn
+            return [f"{name} {op}= {b.src}"], (lambda env: env.__setitem__(name, fe(env)))
+        if self.chance(1, 10):          # a weak literal converts to the variable's type
+            if ty == "bool":
+                e = literal(self.pick([True, False]))
+            else:
+                e = self.literal(ty)
+                if ty in INTS and not fits(e.value, ty):
+                    e = literal(0)
+            value = operand_fn(e, ty)(None)
+            return [f"{name} = {e.src}"], (lambda env: env.__setitem__(name, value))
+        src_ty = ty if self.chance(3, 5) else self.pick(SUBTYPES[ty])
+        e = self.expr(src_ty, 2)
+        fe = operand_fn(e, ty)
 
-            def f(env, fe=e.fn):
-                env[name] = wrap(py(env[name], fe(env)), ty)
-            return [f"{name} {op}= {e.src}"], f
-        if self.chance(1, 5) and ty == "f32":
-            op = "+-*"[self.draw(0, 2)]
-            e = self.operand(ty, 3)
-            py = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}[op]
-
-            def f(env, fe=e.fn):
-                env[name] = np.float32(py(env[name], fe(env)))
-            return [f"{name} {op}= {e.src}"], f
-        e = self.expr(ty, 3)
-
-        def f(env, fe=e.fn):
+        def f(env):
             env[name] = fe(env)
         return [f"{name} = {e.src}"], f
+
+    def augmented(self, name, ty):
+        """`name op= e` where `name op e` converts implicitly back to ty, or (None, None)."""
+        target = self.var(name, ty)
+        if ty in INTS:
+            op = self.pick(["+", "-", "*", "^", "|", "&", "//", "%", "<<", ">>"])
+        else:
+            op = self.pick(["+", "-", "*", "/", "//", "%"])
+        if op in ("//", "%"):
+            e = self.divisor(ty, 2) if ty in INTS else literal(self.pick(FLOAT_DIVISORS))
+        elif op in ("<<", ">>"):
+            e = literal(self.draw(0, BITS[ty])) if self.chance(1, 2) else binop(
+                self.expr(self.pick([t for t in SUBTYPES[ty] if t in INTS] or [ty]), 2),
+                "&", literal(15))
+        elif self.chance(1, 3):
+            e = self.literal(ty)
+        else:
+            e = self.expr(self.pick(SUBTYPES[ty]), 2)
+        result = binop(target, op, e)
+        if strong_join(result.ty, ty) != ty:
+            return None, None
+        fr = operand_fn(result, ty)
+
+        def f(env):
+            env[name] = fr(env)
+        return f"{name} {op}= {e.src}", f
 
     def stmt(self, depth):
         self.n_stmts += 1
@@ -383,13 +809,13 @@ class Gen:
         if depth <= 0 or self.n_stmts > 14 or k <= 3:
             return self.assign()
         if k <= 5:
-            c = self.cond(2)
+            c = self.test(2)
             then_lines, then_fn = self.block(depth - 1, self.draw(1, 3))
-            lines = [f"if {c.src}:"] + ["    " + l for l in then_lines]
+            lines = [f"if {c.src}:"] + ["    " + line for line in then_lines]
             else_fn = None
             if self.chance(1, 2):
                 else_lines, else_fn = self.block(depth - 1, self.draw(1, 2))
-                lines += ["else:"] + ["    " + l for l in else_lines]
+                lines += ["else:"] + ["    " + line for line in else_lines]
 
             def f(env, fc=c.fn):
                 if fc(env):
@@ -398,8 +824,8 @@ class Gen:
                     else_fn(env)
             return lines, f
         if k == 6 and self.loop_depth > 0:
-            c = self.cond(1)
-            word = ["break", "continue"][self.draw(0, 1)]
+            c = self.test(1)
+            word = self.pick(["break", "continue"])
             exc = Break if word == "break" else Continue
 
             def f(env, fc=c.fn):
@@ -411,17 +837,20 @@ class Gen:
             start, step = (0, 1) if self.chance(2, 3) else (self.draw(0, 2), self.draw(1, 3))
             is_while = k == 8
             var = self.fresh("w" if is_while else "k")
+            var_ty = "i32" if is_while or self.chance(2, 3) else self.pick(INT_TYPES)
             self.loop_depth += 1
             if not is_while:
-                self.readonly[var] = "i32"
+                self.readonly[var] = var_ty
             body_lines, body_fn = self.block(depth - 1, self.draw(1, 3))
             self.loop_depth -= 1
             self.readonly.pop(var, None)
             if is_while:
                 lines = [f"{var} = 0", f"while {var} < {count}:", f"    {var} += 1"]
-            else:
+            elif var_ty == "i32":
                 lines = [f"for {var} in range({start}, {count}, {step}):"]
-            lines += ["    " + l for l in body_lines]
+            else:      # the variable takes the type of the cast start
+                lines = [f"for {var} in range({var_ty}({start}), {count}, {step}):"]
+            lines += ["    " + line for line in body_lines]
 
             def f(env):
                 for it in (range(count) if is_while else range(start, count, step)):
@@ -439,116 +868,212 @@ class Gen:
 
 
 def gen_helper(draw):
-    """An optional @ptxpy.func: (source lines, name, param types, return type, evaluator)."""
-    g = Gen(draw, allow_arrays=False)
-    ptys = [ALL_TYPES[draw(0, 3)] for _ in range(draw(1, 3))]
-    rty = ALL_TYPES[draw(0, 3)]
+    """An optional @ptxpy.func: (source lines, (name, param types, return type, evaluator))."""
+    g = Gen(draw)
+    ptys = [g.pick(ALL_TYPES) for _ in range(draw(1, 3))]
+    rty = g.pick(NUM_TYPES)
     params = []
     for j, t in enumerate(ptys):
         g.vars[f"p{j}"] = t
         params.append(f"p{j}: {t}")
     body_lines, body_fn = g.block(2, draw(1, 4))
-    ret = g.expr(rty, 2)
+    ret = g.expr(g.pick(ALL_TYPES) if draw(0, 2) == 0 else rty, 2)   # returned as a cast
+    fret = operand_fn(ret, ret.ty)
     lines = ["@ptxpy.func", f"def helper({', '.join(params)}) -> {rty}:"]
-    lines += ["    " + l for l in body_lines] + [f"    return {ret.src}", ""]
+    lines += ["    " + line for line in body_lines] + [f"    return {ret.src}", ""]
+    rsrc = ret.ty
 
     def evaluate(args):
         env = {f"p{j}": v for j, v in enumerate(args)}
         body_fn(env)
-        return ret.fn(env)
+        return convert(fret(env), rsrc, rty)
     return lines, ("helper", ptys, rty, evaluate)
 
 
+def input_values(ty: str, rng) -> np.ndarray:
+    """64 values of type ty: mostly small, some from the whole range, some extreme."""
+    n = NTHREADS
+    kind = rng.random(n)
+    if ty in INTS:
+        lo, hi = limits(ty)
+        small = rng.integers(max(lo, -100), min(hi, 100) + 1, n)
+        full = rng.integers(lo, hi, n, dtype=np.int64 if ty != "u64" else np.uint64,
+                            endpoint=True)
+        extremes = [v for v in [lo, hi, 0, 1, -1, lo + 1, hi - 1, 16842753,
+                                (1 << 60) + (1 << 52) + 1] if fits(v, ty)]
+        special = [extremes[j] for j in rng.integers(0, len(extremes), n)]
+        values = [int(s) if k < 0.6 else int(f) if k < 0.85 else int(p)
+                  for k, s, f, p in zip(kind, small, full, special)]
+        return np.array(values, dtype=np.int64 if ty != "u64" else np.uint64).astype(np_dtype(ty))
+    scale = {"f16": 100.0, "bf16": 1e4, "f32": 1e4, "f64": 1e6}[ty]
+    quarters = rng.integers(-50, 50, n) * 0.25
+    normal = rng.standard_normal(n) * scale
+    many_bits = (1 + rng.random(n)) * np.exp2(rng.integers(-20, 40, n).astype(np.float64))
+    largest = FLOAT_FORMAT[ty][2] if ty != "f64" else 1.7976931348623157e308
+    special = rng.choice([0.0, -0.0, 1.0, -1.0, largest, -largest, np.inf, -np.inf, np.nan,
+                          1.0 + 2**-8 + 2**-30, 2.0**-20, 65504.0, 3e38], n)
+    values = np.where(kind < 0.55, quarters, np.where(kind < 0.75, normal,
+                      np.where(kind < 0.92, many_bits * np.sign(normal), special)))
+    with np.errstate(over="ignore"):
+        return np.array([round_float(float(v), ty) for v in values]).astype(np_dtype(ty))
+
+
 def gen_program(draw):
-    """Returns (source, reference(a, b) -> (out_i, out_f), inputs (a, b))."""
+    """Returns (source, reference(inputs) -> outputs, inputs, output (type, shape) list)."""
     lines = [HEADER]
-    g = Gen(draw)
+    arrays = {"a": "i32", "b": "f32"}
+    for name in ARRAY_NAMES[:draw(0, 2)]:
+        arrays[name] = NUM_TYPES[draw(0, len(NUM_TYPES) - 1)]
+    g = Gen(draw, arrays)
     if draw(0, 2) == 0:
         hl, g.helper = gen_helper(draw)
         lines += hl
     g.readonly["i"] = "i32"
     body, inits = [], []
     nvars = draw(4, 6)
-    types = [ALL_TYPES[j] for j in range(4)][: min(nvars, 4)]
-    types += [ALL_TYPES[draw(0, 3)] for _ in range(nvars - len(types))]
+    types = [g.pick(ALL_TYPES if draw(0, 5) else ("bool",)) for _ in range(nvars)]
     for t in types:
         name = g.fresh("v")
-        e = g.expr(t, 2)
+        e = g.expr(g.pick(SUBTYPES[t]) if draw(0, 3) == 0 else t, 2)
         body.append(f"{name}: {t} = {e.src}")
-        inits.append((name, e.fn))
+        inits.append((name, operand_fn(e, t)))
         g.vars[name] = t
-    if draw(0, 1) == 0:   # a floor division that reaches out_i unless overwritten
-        t = INT_TYPES[draw(0, 2)]
+    if draw(0, 1) == 0:   # a floor division that reaches an output unless overwritten
+        t = g.pick(INT_TYPES)
         name, e = g.fresh("v"), g.floor_division(t, 2)
         body.append(f"{name}: {t} = {e.src}")
         inits.append((name, e.fn))
         g.vars[name] = t
     blines, bfn = g.block(3, draw(1, 6))
     body += blines
-    ints = [n for n, t in g.vars.items() if t != "f32"]
-    floats = [n for n, t in g.vars.items() if t == "f32"]
-    out_terms = []
-    for n in ints:
-        t = g.vars[n]
-        out_terms.append(f"i32({n})" if t != "i64" else f"i32({n} ^ ({n} >> 32))")
-    body.append(f"out_i[i] = {' ^ '.join(out_terms)}")
-    body.append(f"out_f[i] = {' - '.join(floats)}")
-    lines += ["@ptxpy.jit",
-              "def kern(a: Array[i32], b: Array[f32], out_i: Array[i32], out_f: Array[f32]):",
-              "    i = ptxpy.global_id(0)"]
-    lines += ["    " + l for l in body]
+    # one output array per type: the variables of that type, then (for some) a value of
+    # another type, converted by the store
+    columns: dict[str, list] = {}
+    for n, t in g.vars.items():
+        columns.setdefault(t, []).append((n, t))
+    for t in list(columns):
+        if draw(0, 2) == 0:
+            n, s = g.pick(list(g.vars.items()))
+            if s != t:
+                columns[t].append((n, s))
+    outputs = list(columns)
+    for t in outputs:
+        for j, (n, _) in enumerate(columns[t]):
+            body.append(f"o_{t}[i, {j}] = {n}")
+    params = [f"{n}: Array[{t}]" for n, t in arrays.items()]
+    params += [f"o_{t}: Array[{t}, 2]" for t in outputs]
+    lines += ["@ptxpy.jit", f"def kern({', '.join(params)}):", "    i = ptxpy.global_id(0)"]
+    lines += ["    " + line for line in body]
     source = "\n".join(lines) + "\n"
 
-    def reference(a, b):
-        out_i = np.zeros(NTHREADS, np.int32)
-        out_f = np.zeros(NTHREADS, np.float32)
-        with np.errstate(all="ignore"):
-            for tid in range(NTHREADS):
-                env = {"i": tid, "@a": [int(x) for x in a], "@b": [np.float32(x) for x in b]}
-                for name, fn in inits:
-                    env[name] = fn(env)
-                bfn(env)
-                acc = 0
-                for n in ints:
-                    v = env[n]
-                    if g.vars[n] == "i64":
-                        v = v ^ (v >> 32)
-                    acc ^= wrap(v, "i32")
-                out_i[tid] = acc
-                fv = env[floats[0]]
-                for n in floats[1:]:
-                    fv = np.float32(fv - env[n])
-                out_f[tid] = fv
-        return out_i, out_f
+    def reference(inputs):
+        results = [[[None] * len(columns[t]) for _ in range(NTHREADS)] for t in outputs]
+        values = {n: [int(x) if arrays[n] in INTS else float(x) for x in arr.tolist()]
+                  for n, arr in zip(arrays, inputs)}
+        for tid in range(NTHREADS):
+            env = {"i": tid}
+            for n in arrays:
+                env["@" + n] = values[n]
+            for name, fn in inits:
+                env[name] = fn(env)
+            bfn(env)
+            for k, t in enumerate(outputs):
+                for j, (n, s) in enumerate(columns[t]):
+                    results[k][tid][j] = convert(env[n], s, t)
+        return [to_array(r, t) for r, t in zip(results, outputs)]
 
     seed = draw(0, 2**31 - 1)
     rng = np.random.default_rng(seed)
-    a = np.where(rng.random(NTHREADS) < 0.7, rng.integers(-100, 100, NTHREADS),
-                 rng.integers(-2**31, 2**31, NTHREADS)).astype(np.int32)
-    b = np.where(rng.random(NTHREADS) < 0.7, rng.integers(-50, 50, NTHREADS) * 0.25,
-                 rng.standard_normal(NTHREADS) * 1e4).astype(np.float32)
-    return source, reference, (a, b)
+    inputs = [input_values(t, rng) for t in arrays.values()]
+    out_specs = [(t, (NTHREADS, len(columns[t]))) for t in outputs]
+    return source, reference, inputs, out_specs
 
 
-def same_f32(x, y):
-    x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)
-    both_nan = np.isnan(x) & np.isnan(y)
-    return (x.view(np.uint32) == y.view(np.uint32)) | both_nan
+def to_array(rows, ty):
+    if ty in INTS:
+        return np.array(rows, dtype=np.int64 if ty != "u64" else np.uint64).astype(np_dtype(ty))
+    if ty == "bool":
+        return np.array(rows, dtype=np.bool_)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.array(rows, dtype=np.float64).astype(np_dtype(ty))
+
+
+def same_values(x, y, ty):
+    """Elementwise: same bits, or both NaN."""
+    if ty in FLOAT_TYPES:
+        width = np.dtype(f"u{BITS[ty] // 8}")
+        fx, fy = x.astype(np.float64), y.astype(np.float64)
+        return (x.view(width) == y.view(width)) | (np.isnan(fx) & np.isnan(fy))
+    return x == y
 
 
 def check_program(draw):
     """Generate, compile + simulate, compare. Raises AssertionError on a mismatch."""
-    source, reference, (a, b) = gen_program(draw)
-    exp_i, exp_f = reference(a, b)
-    got_i, got_f = run(source, "kern", [a, b, Out(NTHREADS, np.int32), Out(NTHREADS, np.float32)],
-                       grid=1, block=NTHREADS)
-    bad_i = np.nonzero(got_i != exp_i)[0]
-    bad_f = np.nonzero(~same_f32(got_f, exp_f))[0]
-    if len(bad_i) or len(bad_f):
-        t = int(bad_i[0]) if len(bad_i) else int(bad_f[0])
-        raise AssertionError(
-            f"mismatch at thread {t} (a={a[t]}, b={b[t]!r}): out_i expected {exp_i[t]} got "
-            f"{got_i[t]}; out_f expected {exp_f[t]!r} got {got_f[t]!r}\n{source}")
+    source, reference, inputs, out_specs = gen_program(draw)
+    expected = reference(inputs)
+    got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for t, shape in out_specs],
+              grid=1, block=NTHREADS)
+    for (t, _), e, g in zip(out_specs, expected, got):
+        bad = np.argwhere(~same_values(e, g, t))
+        if len(bad):
+            tid, col = (int(v) for v in bad[0])
+            ins = ", ".join(f"{n}={arr[tid]!r}" for n, arr in zip("abcd", inputs))
+            raise AssertionError(
+                f"mismatch at thread {tid} ({ins}): o_{t}[{tid}, {col}] expected {e[tid, col]!r} "
+                f"got {g[tid, col]!r}\n{source}")
+
+
+# ---- checks of the reference itself (against NumPy, ml_dtypes and JAX, not the compiler) ----
+def test_reference_rounding_matches_numpy():
+    """round_float and int_to_float against NumPy's and ml_dtypes' conversions."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    doubles = np.concatenate([
+        rng.integers(0, 2**64, 20000, dtype=np.uint64).view(np.float64),   # any bit pattern
+        rng.standard_normal(20000) * 1e4,
+        np.ldexp(1 + rng.integers(0, 2**20, 20000) * 2.0**-20, rng.integers(-160, 130, 20000)),
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0, 65519.99, 65520.0, 2.0**-24, 2.0**-25,
+         3 * 2.0**-26, 2.0**-149, 2.0**-150, 3 * 2.0**-151]])
+    for ty, dtype in (("f16", np.float16), ("f32", np.float32)):
+        with np.errstate(all="ignore"):
+            want = doubles.astype(dtype)
+        got = to_array([round_float(float(x), ty) for x in doubles], ty)
+        assert np.all(same_values(want, got, ty)), ty
+    # ml_dtypes rounds float32 -> bf16 once (but float64 -> bf16 through float32: twice)
+    with np.errstate(over="ignore", invalid="ignore"):
+        singles = doubles.astype(np.float32)
+    want = singles.astype(ml_dtypes.bfloat16)
+    got = to_array([round_float(float(x), "bf16") for x in singles], "bf16")
+    assert np.all(same_values(want, got, "bf16"))
+    assert round_float(1 + 2**-8 + 2**-52, "bf16") == 1 + 2**-7     # one rounding, not two
+    # integers: NumPy's int64 -> float32/float64 round once; below 2^24 so does ml_dtypes
+    ints = rng.integers(-2**63, 2**63, 5000, dtype=np.int64)
+    ints = np.concatenate([ints, ints >> rng.integers(0, 63, 5000), [2**63 - 1, -2**63, 0]])
+    for ty in ("f16", "f32", "f64"):
+        with np.errstate(all="ignore"):
+            want = ints.astype(np_dtype(ty))
+        got = to_array([int_to_float(int(n), ty) for n in ints], ty)
+        assert np.all(same_values(want, got, ty)), ty
+    small = ints[np.abs(ints) < 2**24]
+    got = to_array([int_to_float(int(n), "bf16") for n in small], "bf16")
+    assert np.all(same_values(small.astype(np.float32).astype(ml_dtypes.bfloat16), got, "bf16"))
+    assert int_to_float(16842753, "bf16") == 16908288.0          # 2^24 + 2^16 + 1 -> 2^24 + 2^17
+    assert int_to_float(-16842753, "bf16") == -16908288.0
+    assert int_to_float((1 << 60) + (1 << 52) + 1, "bf16") == float((1 << 60) + (1 << 53))
+    assert int_to_float(2**64 - 1, "f32") == 2.0**64 and int_to_float(65520, "f16") == math.inf
+
+
+def test_reference_promotion_matches_jax():
+    """strong_join against jax.numpy.promote_types with 64-bit types enabled (as SPEC 2.1 reads)."""
+    jax = __import__("pytest").importorskip("jax")
+    import jax.numpy as jnp
+
+    with jax.enable_x64(True):
+        for a in ALL_TYPES:
+            for b in ALL_TYPES:
+                want = np.dtype(jnp.promote_types(np_dtype(a), np_dtype(b)))
+                assert np_dtype(strong_join(a, b)) == want, (a, b)
 
 
 try:
@@ -567,24 +1092,28 @@ if given is not None:
 
 def main(argv):
     import random
+    import time
     import traceback
 
     n = int(argv[1]) if len(argv) > 1 else 100
     seed = int(argv[2]) if len(argv) > 2 else 0
     mismatches = errors = 0
+    start = time.time()
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
             check_program(lambda lo, hi: r.randint(lo, hi))
         except AssertionError as exc:
             mismatches += 1
-            print(f"--- program {k}: {exc}" if mismatches <= 3 else f"--- program {k}: mismatch")
+            print(f"--- program {k}: {exc}" if mismatches <= 3 else f"--- program {k}: mismatch",
+                  flush=True)
         except Exception:
             errors += 1
-            print(f"--- program {k}: internal error")
+            print(f"--- program {k}: internal error", flush=True)
             if errors <= 3:
                 traceback.print_exc()
-    print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}")
+    print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}, "
+          f"{time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":

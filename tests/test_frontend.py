@@ -512,10 +512,10 @@ def test_const_parameters_specialise_with_defaults():
     default = kernel(body)
     assert [p.name for p in default.params] == ["x", "out"]
     assert typed.format_body(default.body)[0] == "    v = ((x[0:i32]:f32 mul 2.0:f32):f32 add 0.5:f32):f32"
-    assert typed.format_body(default.body)[1] == "    if False:bool:"
+    assert typed.format_body(default.body)[1] == "    out[0:i32] = v:f32"     # if False: dropped
     special = kernel(body, consts={"K": 5, "NEG": True})
     assert typed.format_body(special.body)[0] == "    v = ((x[0:i32]:f32 mul 5.0:f32):f32 add 0.5:f32):f32"
-    assert typed.format_body(special.body)[1] == "    if True:bool:"
+    assert typed.format_body(special.body)[1] == "    v = (neg v:f32):f32"  # if True: inlined
 
 
 def test_const_parameter_with_half_precision_stays_weak():
@@ -916,3 +916,190 @@ def test_the_same_source_is_parsed_once():
     assert driver.parse(source, "b.py") is not program
     driver.clear_caches()
     assert driver.parse(source, "a.py") is not program
+
+
+# --- issue 2: static_range constants, constant branches, tuple stores --------------------------
+def test_static_range_variable_is_a_weak_constant_in_each_iteration():
+    k = kernel("""
+        @ptxpy.jit
+        def k(x: Array[u32], h: f16, c: i8, out: Array[u32]):
+            w = x[0]
+            for k in ptxpy.static_range(4):
+                v = (w >> (8 * k)) & 0xFF
+                out[k] = v
+                g = h * k
+                e = c + k
+            out[4] = k
+        """)
+    assert k.locals["v"] == u32 and k.locals["g"] == f16 and k.locals["e"].name == "i8"
+    assert k.locals["k"] == i32            # read after the loop: it holds the last value
+    loop = k.body[1]
+    assert isinstance(loop, typed.StaticFor) and loop.values == [0, 1, 2, 3] and len(loop.bodies) == 4
+    assert typed.format_body(loop.bodies[3])[0] == "    v = ((w:u32 shr 24:i32):u32 and 255:u32):u32"
+    assert typed.format_body(loop.bodies[2])[1] == "    out[2:i32] = v:u32"
+
+
+def test_static_range_variable_in_compile_time_positions():
+    k = kernel("""
+        @ptxpy.jit
+        def k(x: Array[f32, 2], y: Array[f16], out: Array[f32]):
+            i = ptxpy.global_id()
+            for k in ptxpy.static_range(1, 3):
+                out[k] = x[0, 0] ** k + f32(x.shape[k - 1])
+                if k == 2:
+                    a, b, c, d = y[4 * i:4 * i + 2 * k]      # width 4 only when k == 2
+                    out[0] = f32(a + b + c + d)
+                else:
+                    a, b = y[2 * i:2 * i + 2 * k]
+                    out[0] = f32(a + b)
+                if k > 1:
+                    out[k - 2] = 0.0                     # a negative index for k == 1: never typed
+                print("k =", k, out[k])
+        """)
+    first, second = k.body[1].bodies
+    assert typed.format_body(first)[0] == \
+        "    out[1:i32] = ((x[0:i32, 0:i32]:f32 ** 1):f32 add f32(x.shape[0])):f32"
+    assert isinstance(first[1], typed.VectorLoad) and first[1].width == 2
+    assert isinstance(second[1], typed.VectorLoad) and second[1].width == 4
+    assert first[-1].format.startswith("k = 1 ") and second[-1].format.startswith("k = 2 ")
+
+
+def test_static_range_body_not_mentioning_the_variable_is_typed_once():
+    k = kernel("""
+        @ptxpy.jit
+        def k(out: Array[f32]):
+            for j in ptxpy.static_range(3):
+                out[0] += 1.0
+            for j in ptxpy.static_range(0):
+                out[q] = 1.0          # no iterations: never typed
+        """)
+    once, empty = k.body
+    assert once.bodies is None and len(once.body) == 1
+    assert empty.bodies == [] and empty.values == []
+
+
+def test_static_range_errors_name_the_iteration():
+    with pytest.raises(CompileError, match=r"cannot assign to 'k' inside its ptxpy.static_range loop"):
+        kernel("""
+            @ptxpy.jit
+            def k(out: Array[i32]):
+                for k in ptxpy.static_range(4):
+                    k += 1
+            """)
+    with pytest.raises(CompileError) as info:
+        kernel("""
+            @ptxpy.jit
+            def k(x: Array[f32, 2], out: Array[f32]):
+                for k in ptxpy.static_range(4):
+                    out[k] = f32(x.shape[k])
+            """)
+    assert info.value.message == ("x.shape[2] is out of range: 'x' has rank 2 "
+                                  "(in the unrolled iteration where k = 2)")
+    assert info.value.loc[0] == 8
+    with pytest.raises(CompileError, match="changes its shape or dtype between the iterations"):
+        kernel("""
+            @ptxpy.jit
+            def k(out: Array[f32]):
+                for k in ptxpy.static_range(1, 3):
+                    t = ptxpy.local_array(k, f32)
+                    t[0] = 1.0
+            """)
+
+
+def test_static_range_local_array_declared_in_the_body_is_one_array():
+    k = kernel("""
+        @ptxpy.jit
+        def k(out: Array[f32]):
+            for k in ptxpy.static_range(4):
+                t = ptxpy.local_array(4, f32)
+                t[k] = 1.0
+        """)
+    assert [(d.name, d.shape) for d in k.arrays] == [("t", (4,))]
+
+
+def test_dead_constant_branches_are_not_typed():
+    body = """
+        DEBUG = False
+
+        @ptxpy.jit
+        def k(x: Array[f32], out: Array[f32], VEC: Const[int] = 4, N: Const[int] = 0):
+            i = ptxpy.global_id()
+            if VEC == 4:
+                a, b, c, d = x[i:i + VEC]
+                out[i] = a + b + c + d
+            elif VEC == 2:
+                a, b = x[i:i + VEC]
+                out[i] = a + b
+            else:
+                out[i] = x[i]
+            if N > 0:
+                t = ptxpy.local_array(N, f32)     # a size of 0 is an error: only typed for N > 0
+                t[0] = 1.0
+                out[0] = t[0]
+            if DEBUG:
+                print(undefined_name)
+            y = 1.0 if N > 0 else 2       # the chosen arm alone is typed: an i32 here
+            if N > 0 and x[N - 1] > 0.0:  # not typed for N == 0 (short circuit)
+                out[0] = 2.0
+        """
+    k4 = kernel(body)
+    assert [type(s).__name__ for s in k4.body] == ["Assign", "VectorLoad", "Store", "Assign"]
+    assert k4.locals["y"] == i32 and not k4.arrays
+    k2 = kernel(body, consts={"VEC": 2, "N": 3})
+    assert isinstance(k2.body[1], typed.VectorLoad) and k2.body[1].width == 2
+    assert [d.shape for d in k2.arrays] == [(3,)] and k2.locals["y"] == f32
+    assert isinstance(k2.body[-1], typed.If)
+    k1 = kernel(body, consts={"VEC": 1})
+    assert typed.format_body(k1.body)[1] == "    out[i:i32] = x[i:i32]:f32"
+
+
+def test_errors_in_the_live_constant_branch_are_reported():
+    with pytest.raises(CompileError) as info:
+        kernel("""
+            @ptxpy.jit
+            def k(x: Array[f32], out: Array[f32], VEC: Const[int] = 2):
+                if VEC == 4:
+                    a, b = x[0:VEC]
+                else:
+                    a, b, c = x[0:VEC]
+            """)
+    assert info.value.loc == (10, 8)
+    assert "a vector load of 2 elements needs 2 variables, got 3" in info.value.message
+
+
+def test_constant_condition_on_a_device_function_return_path():
+    k = module("""
+        FIRST = True
+
+        @ptxpy.func
+        def pick(a: f32, b: f32) -> f32:
+            if FIRST:
+                return a
+
+        @ptxpy.jit
+        def k(out: Array[f32]):
+            out[0] = pick(1.0, 2.0)
+        """)
+    assert "pick" in k.funcs
+
+
+def test_tuple_assignment_to_array_elements():
+    k = kernel("""
+        @ptxpy.func
+        def two(a: f32) -> tuple[f32, i32]:
+            return a, 1
+
+        @ptxpy.jit
+        def k(x: Array[f32], out: Array[i32], i: i32, j: i32):
+            x[i], x[j] = x[j], x[i]
+            a, out[i] = two(x[0])
+            i, out[i] = j, 7
+        """)
+    swap = typed.format_body(k.body[:3])
+    assert swap == ["    $t0, $t1 = x[j:i32]:f32, x[i:i32]:f32",
+                    "    x[i:i32] = $t0:f32", "    x[j:i32] = $t1:f32"]
+    unpack = typed.format_body(k.body[3:6])
+    assert unpack == ["    $t2, $t3 = two(x[0:i32]:f32):(f32, i32)", "    a = $t2:f32",
+                      "    out[i:i32] = $t3:i32"]
+    assert typed.format_body(k.body[6:]) == ["    $t4 = j:i32", "    i = $t4:i32", "    out[i:i32] = 7:i32"]
+    assert k.written_arrays == {"x", "out"} and k.locals["a"] == f32

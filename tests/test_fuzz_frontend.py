@@ -91,6 +91,14 @@ UNSUPPORTED = [
     "y, z = x[0:3]", "y, z = x[n:n + 2]", "x[0:2] = 1", "y = dm(1, 2)", "y = clamp(x)",
     "y = clamp(1.0, 2.0, hi=3.0, lo=1.0)", "y = saxpy(x)", "y = ptxpy.nope()", "y = math.nope",
     "y = ptxpy", "y = math", "y = print", "y = abs", "y = ptxpy.global_id",
+    "x[0], x[1] = x[1], x[0]", "y, x[n] = dm(1, 2)", "x[0], y = dm(1, 2)", "x[n], n = n, x[0]",
+    "x[0:2], y = 1, 2", "(y, z), x[0] = 1, 2", "x[0], y = print()", "x[0], y = 1",
+    "if N > 100:\n    y = undefined_name", "if N:\n    pass\nelse:\n    y = undefined_name",
+    "y = undefined_name if N < 0 else 1", "y = N < 0 and undefined_name",
+    "for q in ptxpy.static_range(3):\n    q = 1", "for q in ptxpy.static_range(3):\n    y, z = x[q:q + 2 * q]",
+    "for q in ptxpy.static_range(3):\n    for q in range(2):\n        pass",
+    "for q in ptxpy.static_range(2):\n    t = ptxpy.local_array(q + 1, f32)",
+    "for q in ptxpy.static_range(0):\n    y = undefined_name", "for n in ptxpy.static_range(3):\n    pass",
 ]
 
 TOKENS = [

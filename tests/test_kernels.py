@@ -695,3 +695,461 @@ def to_int(x: Array[f32], y: Array[f64], h: Array[f16], g: Array[bf16],
                 for v in xs.astype(np.float64)]
     for out, xs, t in zip(outs, inputs + [inputs[0]], types):
         assert out.tolist() == expected(xs, t), (t, out)
+
+
+def test_casts_of_typed_constants_saturate_like_run_time_casts():
+    # found by tests/test_differential.py (seed 7, programs 893, 954, 979): a cast of a typed
+    # constant that is infinite (f16(3e38), f16(-2147483647)) to an integer was the compile
+    # error meant for weak constants (`int(math.nan)`); as a cast at run time it saturates
+    source = src("""
+@ptxpy.jit
+def k(x: Array[f16], out: Array[i32]):
+    i = ptxpy.global_id(0)
+    out[0] = i32(u8(f16(3e38)))
+    out[1] = i32(f64(f16(-2147483647)))
+    out[2] = i32(i16(f32(3e38)))
+    out[3] = i32(u16(x[0]))
+    out[4] = i32(u64(f32(-1e30)) >> 60)
+""")
+    (out,) = run(source, "k", [np.array([np.inf], np.float16), Out(5, np.int32)], grid=1, block=1)
+    assert out.tolist() == [255, -2**31, 32767, 65535, 0]
+
+
+def test_literals_and_constant_casts_round_once_to_bf16():
+    # found by tests/test_differential.py (seed 1, program 58): the compiler rounded constants
+    # to bf16 through f32 (twice), as ml_dtypes does; the GPU's cvt.rn.bf16 (and a run-time
+    # cast) rounds once: 2^24 + 2^16 + 1 is 2^24 + 2^17, 1 + 2^-8 + 2^-52 is 1 + 2^-7
+    import ml_dtypes
+
+    source = src("""
+from ptxpy import bf16
+
+@ptxpy.jit
+def k(g: Array[bf16], n: Array[i64], d: Array[f64], out: Array[f32]):
+    out[0] = f32(g[0] + 16842753)
+    out[1] = f32(g[0] + 1.0039062500000002)
+    out[2] = f32(bf16(16842753))
+    out[3] = f32(bf16(n[0]))
+    out[4] = f32(bf16(d[0]))
+    out[5] = f32(bf16(i64(1157425104234217473)))   # 2^60 + 2^52 + 1
+""")
+    g = np.zeros(1, ml_dtypes.bfloat16)
+    (out,) = run(source, "k", [g, np.array([16842753], np.int64),
+                               np.array([1 + 2**-8 + 2**-52]), Out(6, np.float32)], grid=1, block=1)
+    assert out.tolist() == [16908288.0, 1.0078125, 16908288.0, 16908288.0, 1.0078125,
+                            2.0**60 + 2.0**53]
+
+
+# --- 32-bit shared and local addresses (docs/ptx-dialect.md, "Shared and local addresses") ----
+STENCIL = """
+T = 16
+
+@ptxpy.jit
+def stencil(x: Array[f32, 2], n: i32, out: Array[f32, 2], hist: Array[u32], rev: Array[f64]):
+    tile = ptxpy.shared_array((T + 2, T + 2), f32)
+    counts = ptxpy.shared_array(8, u32)
+    acc = ptxpy.shared_array(T * T, f64)
+    tx = ptxpy.thread_idx.x
+    ty = ptxpy.thread_idx.y
+    t = ty * T + tx
+    if t < 8:
+        counts[t] = u32(0)
+    tile[ty + 1, tx + 1] = x[ty, tx]
+    if tx == 0:
+        tile[ty + 1, 0] = 0.0
+        tile[ty + 1, T + 1] = 0.0
+    if ty == 0:
+        tile[0, tx + 1] = 0.0
+        tile[T + 1, tx + 1] = 0.0
+    acc[t] = f64(x[ty, tx])
+    ptxpy.syncthreads()
+    out[ty, tx] = tile[ty + 1, tx] + tile[ty + 1, tx + 2] + tile[ty, tx + 1] + tile[ty + 2, tx + 1]
+    ptxpy.atomic_add(counts, t % 8, u32(1))
+    s: f64 = 0.0
+    for j in range(t, -1, -1):          # a pointer into acc walking down: a negative step
+        s = s * 0.5 + acc[j]
+    for k in range(n):
+        s = s + acc[(t + k * 3) % (T * T)]
+    rev[t] = s
+    ptxpy.syncthreads()
+    if t < 8:
+        hist[t] = counts[t]
+"""
+
+
+def test_shared_memory_is_addressed_in_32_bits():
+    import re
+
+    from kernel_harness import compile_source
+
+    source = src(STENCIL)
+    x = rng.standard_normal((16, 16)).astype(np.float32)
+    n = 5
+    out, hist, rev = run(source, "stencil", [x, np.int32(n), Out((16, 16), np.float32),
+                                            Out(8, np.uint32), Out(256, np.float64)],
+                         grid=1, block=(16, 16))
+    padded = np.zeros((18, 18), np.float32)
+    padded[1:17, 1:17] = x
+    expected = ((padded[1:17, 0:16] + padded[1:17, 2:18]) + padded[0:16, 1:17]) + padded[2:18, 1:17]
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(hist, np.full(8, 32, np.uint32))
+    acc = x.reshape(-1).astype(np.float64)
+    want = []
+    for t in range(256):
+        s = 0.0
+        for j in range(t, -1, -1):
+            s = s * 0.5 + acc[j]
+        for k in range(n):
+            s = s + acc[(t + k * 3) % 256]
+        want.append(s)
+    np.testing.assert_array_equal(rev, np.array(want))
+
+    ptx = compile_source(source, "stencil").ptx
+    body = ptx[ptx.index("{"):]
+    for name in ("tile", "counts", "acc"):
+        assert re.search(rf"mov\.u32 %r\d+, smem_{name};", body)
+    assert "mov.u64" not in body and "cvta.shared" not in body and "cvta.to.shared" not in body
+    accesses = re.findall(r"(?:ld|st|red|atom)\.shared\S* [^\n]*", body)
+    assert len(accesses) >= 10 and all(re.search(r"\[%r\d+(\+\d+)?\]", a) for a in accesses)
+    assert re.search(r"st\.shared\.f32 \[%r\d+\+68\], 0f00000000;", body)   # tile[ty + 1, T + 1]
+    assert re.search(r"red\.shared\.add\.u32 \[%r\d+\], 1;", body)
+    assert re.search(r"add\.u32 %r\d+, %r\d+, -8;", body)                  # acc[j], j -= 1
+
+
+def test_local_array_with_a_runtime_index_is_addressed_in_32_bits():
+    import re
+
+    from kernel_harness import compile_source
+
+    source = src("""
+@ptxpy.jit
+def local(x: Array[f32], k: i32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    r = ptxpy.local_array(4, f32)
+    for j in ptxpy.static_range(4):
+        r[j] = x[i] * f32(j + 1)
+    r[(i + k) % 4] = -1.0
+    out[i] = r[0] + r[1] * 10.0 + r[2] * 100.0 + r[3] * 1000.0
+""")
+    x = rng.integers(-9, 9, 64).astype(np.float32)
+    (out,) = run(source, "local", [x, np.int32(3), Out(64, np.float32)], grid=2, block=32)
+    slots = x[:, None] * np.arange(1, 5, dtype=np.float32)
+    slots[np.arange(64), (np.arange(64) + 3) % 4] = -1
+    np.testing.assert_array_equal(out, slots @ np.array([1, 10, 100, 1000], np.float32))
+    body = compile_source(source, "local").ptx
+    assert re.search(r"mov\.u32 %r\d+, local_r;", body)
+    assert re.search(r"st\.local\.f32 \[%r\d+\], 0fBF800000;", body)
+
+
+# --- FMA contraction: only under fast_math (docs/performance.md) ------------------------------
+CONTRACT = """
+@ptxpy.jit
+def muladd(a: Array[f32], b: Array[f32], c: Array[f32], fused: Array[f32], diff: Array[f32],
+           dot: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < len(a):
+        fused[i] = a[i] * b[i] + c[i]
+        diff[i] = c[i] - b[i] * c[i]
+        s = 0.0
+        for j in range(4):
+            s += a[(i + j) % len(a)] * b[j]
+        dot[i] = s
+"""
+
+
+def _fma_f32(a, b, c):
+    """fma for f32 arrays: float64 product (exact) and sum, rounded to odd (two-sum) so that
+    the rounding to f32 is the only one."""
+    a64, b64, c64 = (np.asarray(v, np.float64) for v in (a, b, c))
+    p = a64 * b64
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    odd = (err != 0) & ((s.view(np.int64) & 1) == 0)
+    return np.where(odd, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s).astype(np.float32)
+
+
+@pytest.mark.parametrize("fast_math", [False, True])
+def test_fast_math_contracts_multiply_add_to_fma(fast_math):
+    from kernel_harness import compile_source
+
+    n = 512
+    a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    a[:2], b[:2], c[:2] = 1 + 2.0 ** -12, 1 + 2.0 ** -12, 2.0 ** -80   # fused != rounded twice
+    source = src(CONTRACT)
+    fused, diff, dot = run(source, "muladd", [a, b, c] + [Out(n, np.float32)] * 3, grid=2,
+                           block=256, fast_math=fast_math)
+    s = np.zeros(n, np.float32)
+    for j in range(4):
+        if fast_math:
+            s = _fma_f32(a[(np.arange(n) + j) % n], b[j], s)
+        else:
+            s = s + a[(np.arange(n) + j) % n] * b[j]
+    if fast_math:
+        np.testing.assert_array_equal(fused, _fma_f32(a, b, c))
+        np.testing.assert_array_equal(diff, _fma_f32(-b, c, c))
+        assert fused[0] != a[0] * b[0] + c[0]
+    else:
+        np.testing.assert_array_equal(fused, a * b + c)       # NumPy's f32: two roundings
+        np.testing.assert_array_equal(diff, c - b * c)
+    np.testing.assert_array_equal(dot, s)
+    ptx = compile_source(source, "muladd", fast_math=fast_math).ptx
+    if fast_math:
+        assert ptx.count("fma.rn.f32") == 3 and "mul.rn.f32" not in ptx
+    else:
+        assert "fma" not in ptx and "mul.rn.f32" in ptx and "add.rn.f32" in ptx
+        assert not __import__("re").search(r"\b(mul|add|sub)\.f(32|64)", ptx)   # always .rn
+
+
+def test_fast_math_leaves_the_math_library_unfused():
+    from kernel_harness import compile_source
+
+    source = src("""
+@ptxpy.jit
+def lib(x: Array[f32], y: Array[f64], out: Array[f32], out64: Array[f64]):
+    i = ptxpy.global_id(0)
+    out[i] = math.erf(x[i]) * x[i] + x[i]
+    out64[i] = math.exp(y[i]) * y[i] + y[i]
+""")
+    exact = compile_source(source, "lib").ptx
+    fast = compile_source(source, "lib", fast_math=True).ptx
+    for t in ("f32", "f64"):   # only the kernel's own a * b + c is fused
+        assert fast.count(f"fma.rn.{t}") == exact.count(f"fma.rn.{t}") + 1
+
+
+# --- issue 2: static_range constants, constant branches, run-time steps, tuple stores --------
+def test_static_range_variable_keeps_weak_types_in_byte_extraction():
+    from kernel_harness import compile_source
+
+    source = src("""
+@ptxpy.jit
+def bytes_of(words: Array[u32], h: Array[f16], out: Array[i32], scaled: Array[f16]):
+    i = ptxpy.global_id()
+    if i < words.shape[0]:
+        w = words[i]
+        for k in ptxpy.static_range(4):
+            out[4 * i + k] = i32((w >> (8 * k)) & 0xFF)    # u32 shifts: k is a weak constant
+            scaled[4 * i + k] = h[i] * k                   # f16 * k stays f16
+""")
+    words = rng.integers(0, 2**32, 100, dtype=np.uint32)
+    h = rng.standard_normal(100).astype(np.float16)
+    out, scaled = run(source, "bytes_of", [words, h, Out(400, np.int32), Out(400, np.float16)],
+                      grid=1, block=128)
+    np.testing.assert_array_equal(out, words.view(np.uint8).astype(np.int32))
+    np.testing.assert_array_equal(scaled.reshape(100, 4), h[:, None] * np.arange(4, dtype=np.float16))
+    ptx = compile_source(source, "bytes_of").ptx
+    assert "shr.u32" in ptx
+    assert "shr.b64" not in ptx and "shr.u64" not in ptx and "shr.s64" not in ptx
+
+
+def test_static_range_variable_as_exponent_shape_index_and_vector_width():
+    source = src("""
+@ptxpy.jit
+def poly(x: Array[f32], out: Array[f32, 2]):
+    i = ptxpy.global_id()
+    if i >= out.shape[0]:
+        return
+    for k in ptxpy.static_range(4):
+        if k == 0:
+            out[i, 0] = 1.0
+        else:
+            out[i, k] = x[i] ** k + out[i, k - 1]     # out[i, -1] is never compiled
+    for k in ptxpy.static_range(1, 3):
+        if 2 * k == 4:
+            a, b, c, d = x[4 * i:4 * i + 2 * k]
+            out[i, 4] = a + b + c + d
+        else:
+            a, b = x[4 * i:4 * i + 2 * k]
+            out[i, 5] = a + b
+""")
+    x = rng.standard_normal(64).astype(np.float32)
+    (out,) = run(source, "poly", [x, Out((16, 6), np.float32)], grid=1, block=16)
+    xi = x[:16]
+    expected = np.zeros((16, 6), np.float32)
+    expected[:, 0] = 1.0
+    for k in range(1, 4):
+        expected[:, k] = xi ** k + expected[:, k - 1]
+    quads = x.reshape(16, 4)
+    expected[:, 4] = ((quads[:, 0] + quads[:, 1]) + quads[:, 2]) + quads[:, 3]
+    expected[:, 5] = quads[:, 0] + quads[:, 1]
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+VEC_KERNEL = """
+@ptxpy.jit
+def vsum(x: Array[f32], out: Array[f32], VEC: Const[int] = 4, N: Const[int] = 0):
+    i = ptxpy.global_id()
+    if VEC * i + VEC > x.shape[0]:
+        return
+    if VEC == 4:
+        a, b, c, d = x[VEC * i:VEC * i + VEC]
+        out[i] = (a + b) + (c + d)
+    elif VEC == 2:
+        a, b = x[VEC * i:VEC * i + VEC]
+        out[i] = a + b
+    else:
+        out[i] = x[i]
+    if N > 0:
+        t = ptxpy.local_array(N, f32)       # a size of 0 would be an error: typed only for N > 0
+        for k in ptxpy.static_range(N):
+            t[k] = f32(k)
+        out[i] += t[N - 1]
+"""
+
+
+@pytest.mark.parametrize("vec,n", [(4, 0), (2, 3), (1, 0)])
+def test_dead_constant_branches_compile_per_specialisation(vec, n):
+    from kernel_harness import compile_source
+
+    x = rng.standard_normal(64).astype(np.float32)
+    consts = {"VEC": vec, "N": n}
+    (out,) = run(src(VEC_KERNEL), "vsum", [x, Out(64 // vec, np.float32)], grid=1, block=64,
+                 consts=consts)
+    parts = x.reshape(-1, vec)
+    expected = (parts[:, 0] + parts[:, 1]) + (parts[:, 2] + parts[:, 3]) if vec == 4 else parts.sum(1)
+    np.testing.assert_array_equal(out, expected.astype(np.float32) + (n - 1 if n else 0))
+    ptx = compile_source(src(VEC_KERNEL), "vsum", consts).ptx
+    assert ("ld.global.nc.v4.f32" in ptx) == (vec == 4) and ("ld.global.nc.v2.f32" in ptx) == (vec == 2)
+
+
+RANGES = """
+@ptxpy.jit
+def ranges(start: T, stop: T, step: T, out: Array[i64]):
+    count = 0
+    total = i64(0)
+    last = i64(-12345)
+    for v in range(start, stop, step):
+        count += 1
+        total += i64(v)
+        last = i64(v)
+    out[0] = i64(count)
+    out[1] = total
+    out[2] = last
+"""
+
+_LIMITS = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in ("int8", "int32", "int64", "uint32")}
+RANGE_CASES = [
+    ("int32", 0, 10, 3), ("int32", 10, 0, -3), ("int32", 5, 5, 1), ("int32", 5, 5, -1),
+    ("int32", 0, 5, -1), ("int32", 5, 0, 1), ("int32", 3, 9, 0), ("int32", 9, 3, 0),
+    ("int32", -2**31, 2**31 - 1, 2**31 - 1), ("int32", 2**31 - 1, -2**31, -2**31),
+    ("int32", 2**31 - 10, 2**31 - 1, 4), ("int32", -2**31 + 10, -2**31, -4),
+    ("int32", -2**31, 2**31 - 1, 2**30 + 1), ("int32", 2**31 - 1, -2**31, -(2**30 + 1)),
+    ("int8", -128, 127, 100), ("int8", 127, -128, -128), ("int8", -128, 127, -1),
+    ("int8", 120, 127, 3), ("int64", -2**63, 2**63 - 1, 2**62 + 7),
+    ("int64", 2**63 - 1, -2**63, -2**63), ("int64", 2**63 - 20, 2**63 - 1, 6),
+    ("uint32", 0, 2**32 - 1, 2**31), ("uint32", 2**32 - 10, 2**32 - 1, 4), ("uint32", 7, 3, 1),
+    ("uint32", 3, 7, 0),
+]
+
+
+@pytest.mark.parametrize("dtype,start,stop,step", RANGE_CASES)
+def test_range_with_run_time_step_counts_exactly(dtype, start, stop, step):
+    names = {"int8": "i8", "int32": "i32", "int64": "i64", "uint32": "u32"}
+    source = src(RANGES.replace("T", names[dtype]))
+    t = np.dtype(dtype).type
+    (out,) = run(source, "ranges", [t(start), t(stop), t(step), Out(3, np.int64)], grid=1, block=1)
+    values = list(range(start, stop, step)) if step else []    # a zero step: no iterations
+    total = (sum(values) + 2**63) % 2**64 - 2**63                # i64 wraps
+    assert out.tolist() == [len(values), total, values[-1] if values else -12345]
+
+
+def test_range_with_run_time_step_tests_one_condition_per_iteration():
+    from kernel_harness import compile_source
+    import re
+
+    source = src("""
+@ptxpy.jit
+def walk(x: Array[f32], start: i32, stop: i32, step: i32, out: Array[f32]):
+    s = 0.0
+    for v in range(start, stop, step):
+        s += x[v]
+    out[0] = s
+""")
+    ptx = compile_source(source, "walk").ptx
+    lines = [line.strip() for line in ptx.splitlines()
+             if line.strip() and not line.strip().startswith(("//", ".loc"))]
+    loops = []
+    for k, line in enumerate(lines):
+        m = re.match(r"(\$\w+):$", line)
+        if m:
+            back = [j for j in range(k + 1, len(lines)) if re.search(rf"\bbra(\.uni)? {re.escape(m.group(1))};", lines[j])]
+            if back:
+                loops.append(lines[k:back[-1] + 1])
+    assert len(loops) == 1
+    assert sum(line.startswith("setp") for line in loops[0]) == 1, "\n".join(loops[0])
+    assert not any(line.startswith("div") for line in loops[0])
+    x = rng.standard_normal(50).astype(np.float32)
+    for start, stop, step in [(0, 50, 7), (49, -1, -5), (3, 3, 2), (10, 0, 1), (0, 10, 0)]:
+        (out,) = run(source, "walk", [x, np.int32(start), np.int32(stop), np.int32(step),
+                                      Out(1, np.float32)], grid=1, block=1, assemble=False)
+        expected = np.float32(0)
+        for v in (range(start, stop, step) if step else []):
+            expected = np.float32(expected + x[v])
+        assert out[0] == expected
+
+
+def test_tuple_assignment_to_array_elements_evaluates_all_values_first():
+    source = src("""
+@ptxpy.func
+def divmod7(a: i32) -> tuple[i32, i32]:
+    return a // 7, a % 7
+
+@ptxpy.jit
+def swaps(x: Array[f32], q: Array[i32], r: Array[i32], idx: Array[i32]):
+    i = ptxpy.global_id()
+    if 2 * i + 1 >= x.shape[0]:
+        return
+    x[2 * i], x[2 * i + 1] = x[2 * i + 1], x[2 * i]        # swap in global memory
+    s = ptxpy.shared_array(64, i32)
+    s[i] = i
+    ptxpy.syncthreads()
+    t = ptxpy.local_array(2, i32)                       # registers
+    t[0], t[1] = s[i], s[31 - i]
+    t[0], t[1] = t[1], t[0]
+    q[i], r[i] = divmod7(t[0] * 10 + t[1])
+    a, idx[i] = divmod7(i)
+    j = 0
+    j, idx[i + 32] = i, j                              # idx[i + 32] = the old j (0) with the new i
+    idx[j + 64], j = j, 5                              # idx[i + 64] = i, then j = 5
+    idx[i + 96] = a + j
+""")
+    x = rng.standard_normal(64).astype(np.float32)
+    xs = x.copy()             # written in place by the simulator
+    q, r, idx = run(source, "swaps", [xs, Out(32, np.int32), Out(32, np.int32), Out(128, np.int32)],
+                    grid=1, block=32)
+    np.testing.assert_array_equal(xs, x.reshape(32, 2)[:, ::-1].ravel())
+    i = np.arange(32)
+    value = (31 - i) * 10 + i
+    np.testing.assert_array_equal(q, value // 7)
+    np.testing.assert_array_equal(r, value % 7)
+    np.testing.assert_array_equal(idx, np.concatenate([i % 7, np.zeros(32), i, i // 7 + 5]))
+
+
+@pytest.mark.parametrize("start,stop,step", [(0, 40, 3), (40, -5, -4), (7, 7, -1), (-3, 30, 1)])
+def test_range_with_run_time_step_break_and_continue(start, stop, step):
+    source = src("""
+@ptxpy.jit
+def jumps(start: i32, stop: i32, step: i32, out: Array[i32]):
+    t = ptxpy.global_id()
+    acc = 0
+    for v in range(start, stop, step):
+        if v % 5 == t % 5:
+            continue
+        if v == t + 20:
+            break
+        acc = acc * 3 + v
+    out[t] = acc
+""")
+    (out,) = run(source, "jumps", [np.int32(start), np.int32(stop), np.int32(step),
+                                   Out(32, np.int32)], grid=1, block=32)
+    expected = []
+    for t in range(32):
+        acc = 0
+        for v in range(start, stop, step):
+            if v % 5 == t % 5:
+                continue
+            if v == t + 20:
+                break
+            acc = (acc * 3 + v + 2**31) % 2**32 - 2**31
+        expected.append(acc)
+    np.testing.assert_array_equal(out, expected)

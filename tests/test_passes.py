@@ -16,8 +16,8 @@ from ptxpy.transpiler import floatbits, interp
 from ptxpy.transpiler.abi import ParamSpec
 from ptxpy.transpiler.cfg import natural_loops
 from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
-from ptxpy.transpiler.passes import (PIPELINE, copyprop, cse, dce, licm, lower_floor, optimize,
-                                     ranges, reassoc, sccp, simplifycfg, strength)
+from ptxpy.transpiler.passes import (PIPELINE, contract, copyprop, cse, dce, licm, lower_floor,
+                                     optimize, ranges, reassoc, sccp, simplifycfg, strength)
 from ptxpy.transpiler.verify import verify
 from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32
 
@@ -481,6 +481,127 @@ def test_reassoc_splits_the_constant_out_of_a_wide_offset():
     assert mul.args[0] is i
     (address,) = [x for x in func.instrs() if x.op == "store"]
     assert address.args[0].op == "add" and Const(i64, 12) in address.args[0].args
+
+
+@pytest.mark.parametrize("a", [5, -9, INT_MAX, INT_MIN, 1 << 30])
+def test_reassoc_distributes_constant_offsets_through_mul_and_shl(a):
+    # ((a + 7) * 132) and ((a + -3) << 4): the constant leaves the product, wrapping included
+    def body(b, x, y):
+        return b("add", i32, b("mul", i32, b("add", i32, x, 7), 132),
+                 b("shl", i32, b("add", i32, x, -3), Const(u32, 4)))
+    func = run_pass(reassoc.run, scalar_kernel(i32, body))
+    (store,) = [i for i in func.instrs() if i.op == "store"]
+    stored = store.args[-1]
+    assert stored.op == "add" and Const(i32, 7 * 132 - 3 * 16) in stored.args
+    live = {id(a) for i in func.instrs() for a in i.args}
+    assert not [i for i in func.instrs() if i.op in ("mul", "shl") and id(i) in live
+                and any(x.op == "add" for x in i.args if isinstance(x, Instr))]
+    expected = interp.wrap_int((a + 7) * 132 + ((a - 3) << 4), i32)
+    assert int(run_scalar(func, i32, a, 0)) == expected
+    assert int(run_scalar(scalar_kernel(i32, body), i32, a, 0)) == expected
+
+
+def test_reassoc_gives_unrolled_tile_accesses_one_base():
+    # s[(k + 1) * 132 + m] and s[k * 132 + m] (shared, f32): one address plus 528 bytes
+    b = Builder()
+    k, m = b.param("k"), b.param("m")
+    base = b("addr_of", i64, symbol="smem_s")
+    b.func.arrays.append(SharedDecl("smem_s", f32, 8 * 132))
+    for row in (0, 1):
+        index = b("add", i32, b("mul", i32, b("add", i32, k, row) if row else k, 132), m)
+        address = b("add", i64, base, b("mul_wide", i64, index, Const(i32, 4)))
+        b("store", None, address, Const(f32, 1.0), space="shared")
+    b.ret()
+    func = run_pass(cse.run, run_pass(reassoc.run, b.func))
+    first, second = [i.args[0] for i in func.instrs() if i.op == "store"]
+    assert second.op == "add" and second.args == [first, Const(i64, 528)]
+
+
+# --- FMA contraction (fast_math) ---------------------------------------------------------------
+def fused_reference(a, b, c):
+    """fma(a, b, c) for f32 arrays: the f64 product is exact, the f64 sum is rounded to odd
+    (two-sum), so the final rounding to f32 is the only one."""
+    a64, b64, c64 = (np.asarray(v, np.float64) for v in (a, b, c))
+    p = a64 * b64
+    s = p + c64
+    bb = s - p
+    err = (p - (s - bb)) + (c64 - bb)
+    odd = (err != 0) & ((s.view(np.int64) & 1) == 0) & np.isfinite(s)
+    s = np.where(odd, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s.astype(np.float32)
+
+
+def contract_kernel(t=f32, flag=True):
+    """out[0] = a*b + c, out[1] = c - b*e, out[2] = a*e - b, out[3] = c*e + c*e + a (the
+    product used twice stays), out[4] = b*b + c with the product in the block before."""
+    b = Builder()
+    b.func.options = {"fast_math": True}
+    a, c, d, e = (b.param(n, t) for n in ("a", "b", "c", "e"))
+    out = b.param("out", ptr=True)
+    kw = {"contract": True} if flag else {}
+    results = [b("add", t, b("mul", t, a, c, **kw), d, **kw)]
+    results.append(b("sub", t, d, b("mul", t, c, e, **kw), **kw))
+    results.append(b("sub", t, b("mul", t, a, e, **kw), c, **kw))
+    shared = b("mul", t, d, e, **kw)
+    results.append(b("add", t, b("add", t, shared, shared, **kw), a, **kw))
+    early = b("mul", t, c, c, **kw)
+    later, done = b.block("later"), b.block("done")
+    for k, value in enumerate(results):
+        b.store(out, Const(i32, k), value)
+    b.cbr(b("cmp", bool_, a, c, pred="ne"), later, done)
+    b.at(later)
+    b.store(out, Const(i32, 4), b("add", t, early, d, **kw))
+    b.br(done)
+    b.at(done)
+    b.ret()
+    return b.func
+
+
+def contract_reference(a, b, c, e):
+    with np.errstate(all="ignore"):
+        return [fused_reference(a, b, c), fused_reference(-b, e, c), fused_reference(a, e, -b),
+                (c * e + c * e) + a, b * b + c if a != b else 0]
+
+
+def test_contract_fuses_single_use_products_of_the_same_block():
+    func = run_pass(contract.run, contract_kernel())
+    stored = [i.args[-1] for i in func.instrs() if i.op == "store"]
+    assert [v.op for v in stored] == ["fma", "fma", "fma", "add", "add"]
+    assert stored[1].args[0].op == "neg" and stored[2].args[2].op == "neg"
+    assert "contract" not in stored[0].attrs
+    # the whole pipeline: the same, with the dead products gone
+    func = optimize(contract_kernel(), verify_each=True)
+    assert ops(func).count("fma") == 3 and ops(func).count("mul") == 2
+
+
+@pytest.mark.parametrize("a, b, c, e", [
+    (1.5, -2.25, 0.1, 7.0),
+    (1 + 2.0 ** -12, 1 + 2.0 ** -12, 2.0 ** -80, 1 - 2.0 ** -12),   # f64 sum then f32: twice
+    (3.0, 1 / 3, -1.0, 3.0), (1e30, 1e10, -np.inf, 1e-30), (0.0, -1.0, 0.0, -0.0)])
+def test_contract_rounds_once(a, b, c, e):
+    a, b, c, e = (np.float32(v) for v in (a, b, c, e))
+    func = optimize(contract_kernel(), verify_each=True)
+    out = np.zeros(5, np.float32)
+    interp.run_function(func, {"a": a, "b": b, "c": c, "e": e, "out": out}, {})
+    assert same_arrays(out, np.array(contract_reference(a, b, c, e), np.float32))
+
+
+def test_contract_needs_fast_math_and_the_contract_flag():
+    func = contract_kernel()
+    func.options = {}
+    assert "fma" not in ops(run_pass(contract.run, func))
+    assert "fma" not in ops(run_pass(contract.run, contract_kernel(flag=False)))
+
+
+@pytest.mark.parametrize("t", [f16, bf16, f64])
+def test_contract_other_float_types(t):
+    func = optimize(contract_kernel(t), verify_each=True)
+    assert ops(func).count("fma") == 3
+    a, b, c, e = (np.array(v, t.numpy)[()] for v in (1.375, -2.5, 0.3125, 0.75))
+    out = np.zeros(5, t.numpy)
+    interp.run_function(func, {"a": a, "b": b, "c": c, "e": e, "out": out}, {})
+    exact = [1.375 * -2.5 + 0.3125, 0.3125 + 2.5 * 0.75, 1.375 * 0.75 + 2.5]   # exact in t
+    assert [float(v) for v in out[:3]] == exact
 
 
 # --- ranges and lower_floor ------------------------------------------------------------------
@@ -989,7 +1110,40 @@ def _numpy_bits(value, t) -> int:
     lambda b: float(np.array(b, np.uint64).view(np.float64)))))
 def test_float_conversions_match_numpy(x):
     for name, t in FLOAT_TYPES.items():
-        assert floatbits.converted_bits(x, name) == _numpy_bits(x, t), name
+        want = _bf16_nearest_bits(x) if name == "bf16" else _numpy_bits(x, t)
+        assert floatbits.converted_bits(x, name) == want, name
+
+
+def _bf16_nearest_bits(x: float) -> int:
+    """x rounded once to bf16, as the GPU's cvt.rn.bf16.f64 does: ml_dtypes rounds float64
+    through float32 (twice), which is at most one step off; pick the nearest of its neighbours
+    exactly (ties to even; past the largest finite value, infinity counts as 2^128)."""
+    from fractions import Fraction
+
+    b = _numpy_bits(x, bf16)
+    if not math.isfinite(x):
+        return b
+    sign, magnitude = b & 0x8000, b & 0x7FFF
+
+    def value(m):
+        return Fraction(2) ** 128 if m == 0x7F80 else Fraction(
+            float(np.array(m, np.uint16).view(bf16.numpy)))
+    target = abs(Fraction(x))
+    candidates = sorted({max(magnitude - 1, 0), magnitude, min(magnitude + 1, 0x7F80)})
+    best = min(candidates, key=lambda m: (abs(value(m) - target), m & 1))
+    return sign | best
+
+
+def test_bf16_conversions_round_once():
+    """1 + 2^-8 + 2^-52 is just above the midpoint of two bf16 values, but rounds to f32 as the
+    midpoint: through f32 (ml_dtypes) it gives 1.0; the GPU's cvt and ptxpy give 1.0078125."""
+    assert floatbits.round_to(1 + 2**-8 + 2**-52, "bf16") == 1.0078125
+    assert floatbits.round_to(-(1 + 2**-8 + 2**-52), "bf16") == -1.0078125
+    assert floatbits.round_to(1 + 2**-8, "bf16") == 1.0                       # a true tie: even
+    assert floatbits.int_to_float(16842753, "bf16") == 16908288.0             # 2^24 + 2^16 + 1
+    assert floatbits.int_to_float((1 << 60) + (1 << 36) + 1, "f32") == float((1 << 60) + (1 << 37))
+    assert interp.evaluate("cvt", bf16, {}, [16842753], [i32]) == 16908288.0
+    assert interp.evaluate("cvt", bf16, {}, [1 + 2**-8 + 2**-52], [f64]) == 1.0078125
 
 
 @pytest.mark.parametrize("name", ["f16", "bf16"])

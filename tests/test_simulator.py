@@ -1009,6 +1009,26 @@ def test_cvt_int_to_float_and_sat():
                                   np.rint(F32_SPECIAL))
 
 
+def test_cvt_64_bit_int_to_bf16_rounds_once():
+    # found by tests/test_differential.py: 2^60 + 2^52 + 1 is just above the midpoint of two
+    # bf16 values, but its float64 (2^60 + 2^52) is the midpoint, which rounds to even (2^60)
+    hand = [(1 << 60) + (1 << 52) + 1, (1 << 60) + (1 << 52), -((1 << 60) + (1 << 52) + 1),
+            2 ** 63 - 1, -2 ** 63, 16842753]
+    want = [2.0 ** 60 + 2.0 ** 53, 2.0 ** 60, -(2.0 ** 60 + 2.0 ** 53), 2.0 ** 63, -2.0 ** 63,
+            16908288.0]
+    out = run_map("cvt.rn.bf16.s64 {d}, {a};", ("s64", _u(hand, "s64")), "bf16")
+    np.testing.assert_array_equal(out.astype(np.float64), want)
+    rng = np.random.default_rng(11)
+    for t in ("s64", "u64"):
+        info = np.iinfo(_np_int(t))
+        ints = rng.integers(info.min, info.max, 300, dtype=_np_int(t), endpoint=True)
+        ints = ints >> rng.integers(0, 50, 300).astype(ints.dtype)
+        ints[:2] = [(1 << 60) + (1 << 52) + 1, (1 << 62) + (1 << 54) + 3]
+        out = run_map(f"cvt.rn.bf16.{t} {{d}}, {{a}};", (t, ints), "bf16")
+        expected = [_round_fraction(Fraction(int(n)), ml_dtypes.bfloat16) for n in ints]
+        np.testing.assert_array_equal(out.astype(np.float64), np.array(expected, np.float64))
+
+
 def test_half_precision_arithmetic():
     rng = np.random.default_rng(6)
     a = rng.standard_normal(400).astype(np.float16)

@@ -26,9 +26,10 @@ def reverse_postorder(func: Function) -> list[Block]:
     return order
 
 
-def dominators(func: Function) -> dict[Block, Block | None]:
-    """Immediate dominators (Cooper, Harvey, Kennedy), for reachable blocks; the entry maps to None."""
-    order = reverse_postorder(func)
+def dominators(func: Function, order: list[Block] | None = None) -> dict[Block, Block | None]:
+    """Immediate dominators (Cooper, Harvey, Kennedy), for reachable blocks; the entry maps to None.
+    `order`: `reverse_postorder(func)` where the caller has it."""
+    order = reverse_postorder(func) if order is None else order
     index = {b: k for k, b in enumerate(order)}
     idom: dict[Block, Block | None] = {func.entry: func.entry}
     changed = True
@@ -59,13 +60,14 @@ def _intersect(a: Block, b: Block, idom, index) -> Block:
 
 class DomTree:
     def __init__(self, func: Function):
-        self.idom = dominators(func)
+        order = reverse_postorder(func)
+        self.idom = dominators(func, order)
         self.children: dict[Block, list[Block]] = {b: [] for b in self.idom}
         for block, parent in self.idom.items():
             if parent is not None:
                 self.children[parent].append(block)
         self.depth = {}
-        for block in reverse_postorder(func):
+        for block in order:
             parent = self.idom[block]
             self.depth[block] = 0 if parent is None else self.depth[parent] + 1
 

@@ -14,10 +14,10 @@ from ptxpy.types import Scalar, TupleType, bool_, f32, i32, i64, promote, u64
 
 from . import typed
 from .errors import CompileError
-from .floatbits import round_to
+from .floatbits import int_to_float, round_to
 from .scope import (COMPARE_OPS, CONST_FUNCS, KERNEL_BUILTINS, PTXPY_NAMES,
-                    NotConstant, code_of, const_eval, fold_binary, fold_unary, qualname_constant,
-                    subscript_items)
+                    NotConstant, code_of, const_eval, fold_binary, fold_unary, number_literal,
+                    qualname_constant, subscript_items)
 
 BINARY_NAMES = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv",
@@ -96,26 +96,35 @@ def wrap_int(value: int, t: Scalar) -> int:
     return value
 
 
-def convert_value(value, t: Scalar, loc):
-    """A Python constant converted to `t` as a cast does (ints wrap, floats truncate and saturate)."""
+def convert_value(value, t: Scalar, loc, weak: bool = True):
+    """A Python constant converted to `t` as a cast does (ints wrap, floats truncate and saturate).
+
+    A weak constant's NaN or infinity cannot become an integer (`int(math.nan)` is an error, as
+    in Python); a typed one converts as at run time (`u8(f16(70000.0))` is 255, NaN gives 0)."""
     if t.is_bool:
         return bool(value)
     if t.is_int:
         if isinstance(value, float):
-            if math.isnan(value):
-                raise CompileError(f"cannot convert nan to {t}", loc)
-            if math.isinf(value):
-                raise CompileError(f"cannot convert {value} to {t}", loc)
             low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else (0, (1 << t.bits) - 1)
+            if math.isnan(value):
+                if weak:
+                    raise CompileError(f"cannot convert nan to {t}", loc)
+                return 0
+            if math.isinf(value):
+                if weak:
+                    raise CompileError(f"cannot convert {value} to {t}", loc)
+                return high if value > 0 else low
             return max(low, min(high, int(value)))
         return wrap_int(int(value), t)
+    if isinstance(value, int):   # rounded once, also beyond 2^53
+        return int_to_float(value, t.name)
     return round_to(float(value), t.name)   # f64: itself; narrower: nearest, too large: +-inf
 
 
 def convert(e: typed.Expr, t: Scalar) -> typed.Expr:
     """`e` as a value of type `t`: a Cast node, or a constant converted at compile time."""
     if isinstance(e, typed.Constant) and (is_weak(e) or e.type != t):
-        return typed.Constant(e.loc, t, convert_value(e.value, t, e.loc))
+        return typed.Constant(e.loc, t, convert_value(e.value, t, e.loc, is_weak(e)))
     if e.type == t:
         return e
     return typed.Cast(e.loc, t, e)
@@ -402,10 +411,10 @@ class ExprChecker:
 
     # literals
     def _e_Integer(self, node: cst.Integer) -> typed.Expr:
-        return weak_constant(node.evaluated_value, self.loc(node))
+        return weak_constant(number_literal(node), self.loc(node))
 
     def _e_Float(self, node: cst.Float) -> typed.Expr:
-        return weak_constant(node.evaluated_value, self.loc(node))
+        return weak_constant(number_literal(node), self.loc(node))
 
     # operators
     def _e_BinaryOperation(self, node: cst.BinaryOperation) -> typed.Expr:
@@ -434,6 +443,10 @@ class ExprChecker:
             raise self.error(f"operator '{OPERATOR_TEXT[name]}' needs integer or bool operands, got "
                              f"{left.type} and {right.type}", node)
         t = join([left, right])
+        if t.is_float:   # u64 with a signed integer promotes to f64 (as in JAX)
+            raise self.error(f"operator '{OPERATOR_TEXT[name]}' needs operands that promote to an "
+                             f"integer type, but {left.type} and {right.type} promote to {t}; "
+                             "cast one of them", node)
         if name in ("shl", "shr"):
             if isinstance(right, typed.Constant) and right.value < 0:
                 raise self.error(f"negative shift count {right.value}", node)
@@ -482,11 +495,25 @@ class ExprChecker:
         return typed.Unary(loc, operand.type, "neg" if isinstance(op, cst.Minus) else "invert", operand)
 
     def _e_BooleanOperation(self, node: cst.BooleanOperation) -> typed.Expr:
+        """`a and b ...` / `a or b ...`; an operand after a compile-time constant that decides
+        the result (False for `and`, True for `or`) is never evaluated, so it is not checked
+        either (like a dead `if` branch); a constant that does not decide it is dropped."""
         op = "and" if isinstance(node.operator, cst.And) else "or"
-        values = [truthy(self.value(n)) for n in _flatten_boolean(node, type(node.operator))]
-        if all(isinstance(v, typed.Constant) for v in values):
-            result = all(v.value for v in values) if op == "and" else any(v.value for v in values)
-            return typed.Constant(self.loc(node), bool_, result)
+        values = []
+        for n in _flatten_boolean(node, type(node.operator)):
+            v = truthy(self.value(n))
+            if isinstance(v, typed.Constant):
+                if v.value == (op == "or"):
+                    if not values:
+                        return typed.Constant(self.loc(node), bool_, v.value)
+                    values.append(v)
+                    break
+                continue
+            values.append(v)
+        if not values:
+            return typed.Constant(self.loc(node), bool_, op == "and")
+        if len(values) == 1:
+            return values[0]
         return typed.BoolOp(self.loc(node), bool_, op, values)
 
     def _e_Comparison(self, node: cst.Comparison) -> typed.Expr:
@@ -502,14 +529,21 @@ class ExprChecker:
             pairs = zip(node.comparisons, operands, operands[1:])
             result = all(COMPARE_OPS[type(t.operator)](a.value, b.value) for t, a, b in pairs)
             return typed.Constant(loc, bool_, result)
+        if all(isinstance(e, typed.Constant) for e in operands):   # typed constants: `i32(K) > 2`
+            pairs = zip(node.comparisons, operands, operands[1:], types)
+            result = all(COMPARE_OPS[type(t.operator)](convert(a, ty).value, convert(b, ty).value)
+                         for t, a, b, ty in pairs)
+            return typed.Constant(loc, bool_, result)
         operands = [_constant_for(e, k, types) for k, e in enumerate(operands)]
         return typed.Compare(loc, bool_, ops, operands, types)
 
     def _e_IfExp(self, node: cst.IfExp) -> typed.Expr:
         cond = truthy(self.value(node.test))
+        if isinstance(cond, typed.Constant):
+            # a compile-time condition: the other arm is not checked, and the value is the
+            # chosen arm's (with its own type), as in Python
+            return self.value(node.body if cond.value else node.orelse)
         then, orelse = self.value(node.body), self.value(node.orelse)
-        if isinstance(cond, typed.Constant) and is_weak(then) and is_weak(orelse):
-            return then if cond.value else orelse
         t = join([then, orelse])
         return typed.IfExp(self.loc(node), t, cond, convert(then, t), convert(orelse, t))
 

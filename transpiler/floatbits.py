@@ -3,7 +3,8 @@
 A value of type f16, bf16 or f32 is held as the Python float (an f64) of the same value, which
 is always exact; `from_bits`/`bits_of` convert a value and its bit pattern both ways, NaN
 payloads included. `round_to(x, t)` converts an f64 to type `t` as NumPy does: nearest, ties to
-even (f32 and f16 directly, bf16 through f32 as ml_dtypes does); a NaN keeps its sign and
+even, rounding once (for bf16 unlike ml_dtypes, which rounds through f32 twice, and like the
+GPU's cvt); `int_to_float` does the same from an integer; a NaN keeps its sign and
 leading payload bits (quieted for f32, canonical for bf16). Arithmetic done in
 f64 and then rounded once is exact for +, -, *, / and sqrt of narrower operands (f64 has more
 than twice their precision), so folding needs no float32 arithmetic of its own.
@@ -99,8 +100,32 @@ def _converted_nan(x: float, name: str) -> int:
 
 
 def _bf16_bits(x: float) -> int:
-    """ml_dtypes' conversion: x to f32, then round to nearest even (a NaN becomes +-0x7FC0)."""
+    """x rounded once to bf16, nearest even (a NaN becomes +-0x7FC0), as the GPU's
+    `cvt.rn.bf16.f64` does: through f32 rounded to odd, which keeps the rounding single
+    (ml_dtypes goes through f32 rounded to nearest, which rounds twice:
+    1 + 2^-8 + 2^-52 gives 1.0 there, 1.0078125 here)."""
     b = converted_bits(x, "f32")
     if (b & 0x7F800000) == 0x7F800000 and b & 0x7FFFFF:
         return 0xFFC0 if b >> 31 else 0x7FC0
+    if math.isfinite(x):
+        nearest = from_bits(b, "f32")
+        if nearest != x:              # inexact: truncate toward zero, make the last bit sticky
+            if abs(nearest) > abs(x):
+                b -= 1
+            b |= 1
     return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def int_to_float(n: int, name: str) -> float:
+    """The integer `n` rounded once to float type `name` (nearest even, too large: +-inf).
+
+    `float(n)` alone would round twice for a narrower type and an `n` beyond 2^53."""
+    precision = LAYOUT[name][0] + 1
+    magnitude, extra = abs(n), abs(n).bit_length() - precision
+    if extra > 0:
+        q, r = divmod(magnitude, 1 << extra)
+        half = 1 << (extra - 1)
+        if r > half or (r == half and q & 1):
+            q += 1
+        magnitude = q << extra          # now exact in float64 (precision + 1 bits at most)
+    return round_to(float(-magnitude if n < 0 else magnitude), name)

@@ -13,7 +13,8 @@ import math
 import re
 
 from ptxpy.types import Scalar, i32
-from .floatbits import DEFAULT_NAN, MAX_FINITE, bits_of, from_bits, next_toward, round_to
+from .floatbits import (DEFAULT_NAN, MAX_FINITE, bits_of, from_bits, int_to_float, next_toward,
+                        round_to)
 from .ir import Const, Function, Instr, Undef, Value
 
 
@@ -40,6 +41,8 @@ def to_value(value, t: Scalar):
         return bool(value)
     if t.is_int:
         return wrap_int(int(value), t)
+    if isinstance(value, int):
+        return int_to_float(value, t.name)
     return round_to(float(value), t.name)
 
 
@@ -300,8 +303,6 @@ def round_exact(exact, t: Scalar, mode: str) -> float:
         x = round_to(float(exact), name)
     except OverflowError:
         x = math.copysign(math.inf, exact)
-    if name == "bf16":  # no nextafter for bfloat16: accept a double rounding
-        return x
     if math.isinf(x):
         largest = math.copysign(MAX_FINITE[name], exact)
         if mode == "rn" or (mode == "rp" and exact > 0) or (mode == "rm" and exact < 0):

@@ -8,12 +8,14 @@ and only that one, is a terminator (`br`, `cbr`, `ret`, `trap`); its successors 
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from ptxpy.types import Scalar, SCALARS, bool_, i32, i64, u32
 
 Loc = tuple  # (line, col), 1-based line, 0-based col, in the Python source
+_INSTR_IDS = itertools.count(1)   # `Instr.id`: printed as `%id`
 
 
 class Value:
@@ -23,21 +25,24 @@ class Value:
 class Const(Value):
     """A compile-time constant: a Python int, float or bool of `type`."""
 
-    __slots__ = ("type", "value")
+    __slots__ = ("type", "value", "_hash")
 
     def __init__(self, type: Scalar, value):
         self.type = type
         self.value = value
+        self._hash = None   # computed when first needed (constants are never changed)
 
     def __repr__(self) -> str:
         return f"{_const_text(self.value)}:{self.type}"
 
     def __eq__(self, other):
-        return (isinstance(other, Const) and other.type == self.type
+        return (isinstance(other, Const) and (other.type is self.type or other.type == self.type)
                 and _const_key(other.value) == _const_key(self.value))
 
     def __hash__(self):
-        return hash((self.type, _const_key(self.value)))
+        if self._hash is None:
+            self._hash = hash((self.type, _const_key(self.value)))
+        return self._hash
 
 
 def _const_key(value):
@@ -67,18 +72,16 @@ class Undef(Value):
 
 class Instr(Value):
     __slots__ = ("op", "type", "args", "attrs", "targets", "loc", "block", "id")
-    _next_id = 0
 
     def __init__(self, op: str, type: Scalar | None, args=(), attrs=None, targets=(), loc=None):
         self.op = op
         self.type = type
         self.args: list[Value] = list(args)
-        self.attrs: dict = dict(attrs or {})
-        self.targets: list[Block] = list(targets)
+        self.attrs: dict = dict(attrs) if attrs else {}
+        self.targets: list[Block] = list(targets) if targets else []
         self.loc: Loc | None = loc
         self.block: Block | None = None
-        Instr._next_id += 1
-        self.id = Instr._next_id
+        self.id = next(_INSTR_IDS)
 
     @property
     def is_terminator(self) -> bool:
@@ -90,7 +93,7 @@ class Instr(Value):
 
     @property
     def has_side_effects(self) -> bool:
-        return OPS[self.op].effects
+        return self.op in EFFECT_OPS
 
     def __repr__(self) -> str:
         return f"%{self.id}"
@@ -108,12 +111,13 @@ class Block:
 
     @property
     def terminator(self) -> Instr | None:
-        return self.instrs[-1] if self.instrs and self.instrs[-1].is_terminator else None
+        instrs = self.instrs
+        return instrs[-1] if instrs and instrs[-1].op in TERMINATORS else None
 
     @property
     def succs(self) -> list[Block]:
-        term = self.terminator
-        return list(term.targets) if term else []
+        instrs = self.instrs
+        return list(instrs[-1].targets) if instrs and instrs[-1].op in TERMINATORS else []
 
     def all_instrs(self) -> Iterator[Instr]:
         yield from self.phis
@@ -235,6 +239,7 @@ def _ops() -> dict[str, OpSpec]:
 
 
 OPS: dict[str, OpSpec] = _ops()
+EFFECT_OPS = frozenset(name for name, spec in OPS.items() if spec.effects)
 TERMINATORS = frozenset({"br", "cbr", "ret", "trap"})
 CMP_PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 SPECIAL_REGISTERS = frozenset(
@@ -305,12 +310,18 @@ def remove_instr(instr: Instr) -> None:
 
 
 def users(func: Function) -> dict[Instr, list[Instr]]:
-    """Map each instruction to the instructions that use it."""
+    """Map each instruction to the instructions that use it (one entry per use)."""
     uses: dict[Instr, list[Instr]] = {}
-    for instr in func.instrs():
-        for arg in instr.args:
-            if isinstance(arg, Instr):
-                uses.setdefault(arg, []).append(instr)
+    for block in func.blocks:
+        for group in (block.phis, block.instrs):
+            for instr in group:
+                for arg in instr.args:
+                    if arg.__class__ is Instr:
+                        found = uses.get(arg)
+                        if found is None:
+                            uses[arg] = [instr]
+                        else:
+                            found.append(instr)
     return uses
 
 
@@ -346,7 +357,7 @@ def scalar(name: str) -> Scalar:
 
 __all__ = [
     "Value", "Const", "Undef", "Instr", "Block", "Function", "SharedDecl", "OpSpec", "OPS",
-    "TERMINATORS", "CMP_PREDICATES", "SPECIAL_REGISTERS", "ADDR_TYPE", "format_function",
+    "EFFECT_OPS", "TERMINATORS", "CMP_PREDICATES", "SPECIAL_REGISTERS", "ADDR_TYPE", "format_function",
     "format_instr", "replace_uses", "remove_instr", "users", "set_targets", "add_pred",
     "bool_", "i32", "u32", "i64",
 ]

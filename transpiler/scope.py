@@ -91,8 +91,10 @@ def fold_unary(op: cst.BaseUnaryOp, v):
 
 def number_literal(node: cst.CSTNode):
     """The value of an Integer/Float literal, or raise NotConstant (imaginary numbers)."""
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return node.evaluated_value
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)      # what node.evaluated_value gives, without ast.literal_eval
+    if isinstance(node, cst.Float):
+        return float(node.value)       # float() reads Python's float literals (and their '_')
     raise NotConstant(node, "complex numbers are not supported")
 
 

@@ -17,6 +17,11 @@ Notes on semantics (see also docs/design.md):
 - `range` loops step a hidden induction variable; the loop variable is assigned from it at the
   top of every iteration, so writes to it in the body do not change the iteration count. The
   induction variable wraps at its width like any integer (Python's unbounded ints are not kept).
+  With a run-time step (`step_sign == 0`) the loop instead counts down a hidden trip count,
+  `len(range(start, stop, step))` computed once in unsigned arithmetic (`trip_count`), exact for
+  every value of the type: one compare per iteration, whatever the step's sign.
+- `static_range` loops are unrolled; a `StaticFor` with `bodies` has one typed body per value
+  (the frontend typed the loop variable as a constant in each).
 - Shift amounts are converted to 32 bits; shifting by the width or more gives what PTX gives
   (0 for `<<` and unsigned `>>`, the sign for signed `>>`), negative amounts are not an error.
 - `shfl` attrs: `mode`, and `clamp` the PTX `c` operand (31 for idx/down/bfly, 0 for up).
@@ -510,10 +515,13 @@ class _Builder:
         start, stop, step = (self.coerce(self.ev(e), ty) for e in (s.start, s.stop, s.step))
         induction = self.hidden(ty)
         self.write(induction, start)
-        zero = _const(ty, 0)
+        counter = None
         if s.step_sign == 0:
-            up = self.emit("cmp", bool_, [step, zero], {"pred": "gt"})
-            down = self.emit("cmp", bool_, [step, zero], {"pred": "lt"})
+            # A run-time step: the trip count, computed once, is counted down (one compare per
+            # iteration instead of testing both directions).
+            count = self.trip_count(start, stop, step)
+            counter = self.hidden(count.type)
+            self.write(counter, count)
         header = self.new_block("for")
         self.br(header)
         self.start(header)
@@ -523,9 +531,8 @@ class _Builder:
         elif s.step_sign < 0:
             cond = self.emit("cmp", bool_, [iv, stop], {"pred": "gt"})
         else:
-            below = self.op("and", up, self.emit("cmp", bool_, [iv, stop], {"pred": "lt"}))
-            above = self.op("and", down, self.emit("cmp", bool_, [iv, stop], {"pred": "gt"}))
-            cond = self.op("or", below, above)
+            left = self.read(counter)
+            cond = self.emit("cmp", bool_, [left, _const(left.type, 0)], {"pred": "ne"})
         body, latch, exit = self.new_block("body"), self.new_block("next"), self.new_block("endfor")
         self.cbr(cond, body, exit)
         self.seal(body)
@@ -538,26 +545,57 @@ class _Builder:
         self.seal(latch)
         self.start(latch)
         self.write(induction, self.op("add", iv, step))
+        if counter is not None:
+            self.write(counter, self.op("sub", left, _const(left.type, 1)))
         self.br(header)
         self.seal(header)
         self.seal(exit)
         self.start(exit)
 
+    def trip_count(self, start, stop, step):
+        """`len(range(start, stop, step))` for a step whose sign is only known at run time (0 for
+        a zero step), as an unsigned integer of at least 32 bits. Exact for every value of the
+        loop's type: the distance between the bounds and the step's magnitude are computed in
+        the unsigned type of the operands' width (narrower types are widened first)."""
+        ty = start.type
+        if ty.bits < 32:
+            wide = i32 if ty.is_signed else u32
+            start, stop, step = (self.emit("cvt", wide, [v]) for v in (start, stop, step))
+            ty = wide
+        unsigned = u32 if ty.bits == 32 else u64
+        zero = _const(ty, 0)
+        up = self.emit("cmp", bool_, [step, zero], {"pred": "gt"})
+        nonempty = self.op("and", up, self.emit("cmp", bool_, [start, stop], {"pred": "lt"}))
+        if ty.is_signed:
+            down = self.emit("cmp", bool_, [step, zero], {"pred": "lt"})
+            below = self.op("and", down, self.emit("cmp", bool_, [start, stop], {"pred": "gt"}))
+            nonempty = self.op("or", nonempty, below)
+            span = self.emit("select", ty, [up, self.op("sub", stop, start), self.op("sub", start, stop)])
+            size = self.op("abs", step)         # abs of the most negative value wraps to it
+        else:
+            span, size = self.op("sub", stop, start), step
+        span, size = self.coerce(span, unsigned), self.coerce(size, unsigned)
+        one = _const(unsigned, 1)
+        size = self.op("max", size, one)              # a zero step: no iterations, no division by 0
+        count = self.op("add", self.op("div", self.op("sub", span, one), size), one)
+        return self.emit("select", unsigned, [nonempty, count, _const(unsigned, 0)])
+
     def s_StaticFor(self, s) -> None:
         ty = self.scope.types.get(s.var, i32)
-        jumps = _has_loop_jump(s.body)
+        bodies = s.bodies if s.bodies is not None else [s.body] * len(s.values)
+        jumps = any(_has_loop_jump(body) for body in (bodies if s.bodies is not None else [s.body]))
         exit = self.new_block("endstatic") if jumps else None
-        for value in s.values:
+        for value, stmts in zip(s.values, bodies):
             if not self.live:
                 break
             self.loc = s.loc
             self.assign(s.var, _const(ty, value))
             if not jumps:
-                self.stmts(s.body)
+                self.stmts(stmts)
                 continue
             nxt = self.new_block("iter")
             self.scope.loops.append((exit, nxt))
-            self.stmts(s.body)
+            self.stmts(stmts)
             self.scope.loops.pop()
             self.br(nxt)
             self.seal(nxt)
@@ -829,6 +867,9 @@ class _Builder:
                 amount = self.coerce_bits(right, u32 if right.type.kind == "uint" else i32)
             return self.emit(op, ty, [self.coerce(left, ty), amount])
         left, right = self.coerce(left, ty), self.coerce(right, ty)
+        if op in ("add", "sub", "mul") and ty.is_float and self.fast_math:
+            # may be fused into fma (passes/contract.py); the math library's code never is
+            return self.emit(op, ty, [left, right], {"contract": True})
         if op in ("add", "sub", "mul", "min", "max", "and", "or", "xor"):
             return self.emit(op, ty, [left, right])
         if op == "truediv":

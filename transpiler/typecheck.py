@@ -56,6 +56,9 @@ class FunctionChecker(ExprChecker, CallChecker):
         self.written: set = set()
         self.loop_depth = 0
         self.local_names, self.annotations = set(), {}
+        self.static_vars: set = set()   # static_range variables bound as constants in self.consts
+        self.array_nodes: dict = {}     # array name -> the shared_array/local_array call declaring it
+        self.temporaries = 0            # hidden locals made so far ($t0, $t1, ...)
 
     # --- the function ---------------------------------------------------------------------
     def check(self) -> typed.FuncDef:
@@ -102,12 +105,17 @@ class FunctionChecker(ExprChecker, CallChecker):
     def block(self, suite) -> list:
         out = []
         for stmt in suite.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    out += self.small_statement(small)
-            else:
-                out += self.compound_statement(stmt)
+            out += self.statement(stmt)
         return out
+
+    def statement(self, stmt) -> list:
+        """One line or compound statement of a block, typed."""
+        if isinstance(stmt, cst.SimpleStatementLine):
+            out = []
+            for small in stmt.body:
+                out += self.small_statement(small)
+            return out
+        return self.compound_statement(stmt)
 
     def small_statement(self, node) -> list:
         method = getattr(self, "_s_" + type(node).__name__, None)
@@ -265,11 +273,20 @@ class FunctionChecker(ExprChecker, CallChecker):
     def check_assignable(self, name: str, node) -> None:
         if name in self.arrays:
             raise self.error(f"cannot assign to array '{name}' (arrays cannot be reassigned)", node)
+        if name in self.static_vars:
+            raise self.error(f"cannot assign to '{name}' inside its ptxpy.static_range loop: it is a "
+                             "compile-time constant in each unrolled iteration (use another name)",
+                             node)
         if name in self.consts:
             raise self.error(f"cannot assign to Const parameter '{name}'", node)
 
     def tuple_assign(self, target, value, node) -> list:
-        names = self.target_names(target)
+        elements = self.target_elements(target)
+        if any(isinstance(e, cst.Subscript) for e in elements):
+            return self.tuple_assign_stores(target, elements, value, node)
+        names = [e.value for e in elements]
+        if len(set(names)) != len(names):
+            raise self.error("a variable is assigned twice in one tuple assignment", target)
         if isinstance(value, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in value.slice):
             return [self.vector_load(names, target, value)]
         if isinstance(value, (cst.Tuple, cst.List)):
@@ -281,19 +298,112 @@ class FunctionChecker(ExprChecker, CallChecker):
             return [typed.Assign(self.loc(target), names, converted)]
         return [self.unpack_call(names, target, value, node)]
 
-    def target_names(self, target) -> list:
+    def target_elements(self, target) -> list:
+        """The targets of `a, x[i] = ...`: variable names and array elements (libcst nodes)."""
         if isinstance(target, cst.List):
             raise self.error("use a tuple, not a list, on the left of an assignment", target)
-        names = []
+        out = []
         for element in target.elements:
             if isinstance(element, cst.StarredElement):
                 raise self.error("starred assignment is not supported in kernels", element)
-            if not isinstance(element.value, cst.Name):
-                raise self.error("tuple assignment targets must be variable names", element)
-            names.append(element.value.value)
+            item = element.value
+            if isinstance(item, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in item.slice):
+                raise self.error("a vector store cannot be part of a tuple assignment; assign it "
+                                 "on its own line", item)
+            if not isinstance(item, (cst.Name, cst.Subscript)):
+                raise self.error("tuple assignment targets must be variable names or array "
+                                 "elements", element)
+            out.append(item)
+        return out
+
+    def target_names(self, target) -> list:
+        names = []
+        for item in self.target_elements(target):
+            if not isinstance(item, cst.Name):
+                raise self.error("tuple assignment targets must be variable names", item)
+            names.append(item.value)
         if len(set(names)) != len(names):
             raise self.error("a variable is assigned twice in one tuple assignment", target)
         return names
+
+    def tuple_assign_stores(self, target, elements: list, value_node, node) -> list:
+        """`x[i], x[j] = x[j], x[i]`, `a, out[i] = f(...)`: as in Python, every value on the right
+        is evaluated before anything is assigned; then the targets are assigned left to right,
+        an element's indices evaluated when it is stored (after the targets before it)."""
+        if isinstance(value_node, cst.Subscript) and any(isinstance(e.slice, cst.Slice)
+                                                         for e in value_node.slice):
+            raise self.error("a vector load assigns variables: v0, v1 = x[i:i + 2]", target)
+        loc = self.loc(target)
+        names = [e.value for e in elements if isinstance(e, cst.Name)]
+        if len(set(names)) != len(names):
+            raise self.error("a variable is assigned twice in one tuple assignment", target)
+        if isinstance(value_node, (cst.Tuple, cst.List)):
+            items = _elements(self, value_node)
+            if len(items) != len(elements):
+                raise self.error(f"cannot unpack {len(items)} values into {len(elements)} targets", node)
+            values = [self.value(item.value) for item in items]
+            value_nodes = [item.value for item in items]
+            unpacked = None
+        else:
+            whole = self.expr(value_node)
+            if whole.type is None:
+                raise self.error(f"'{code_of(value_node)}' returns no value", value_node)
+            if not isinstance(whole.type, TupleType):
+                raise self.error(f"cannot unpack a {whole.type} value into {len(elements)} targets",
+                                 value_node)
+            if len(whole.type.items) != len(elements):
+                raise self.error(f"cannot unpack {len(whole.type.items)} values into {len(elements)} "
+                                 "targets", node)
+            temps = [self.temporary(t) for t in whole.type.items]
+            unpacked = typed.Assign(loc, temps, [whole])
+            values = [typed.Var(loc, t, name) for name, t in zip(temps, whole.type.items)]
+            value_nodes = [value_node] * len(elements)
+        # The values go into temporaries first (constants and a call's items need none); the
+        # targets are typed and assigned left to right after them.
+        first: list = []
+
+        def hold(v: typed.Expr) -> typed.Expr:
+            if unpacked is not None or isinstance(v, typed.Constant):
+                return v
+            name = self.temporary(v.type)
+            first.append((name, v))
+            return typed.Var(loc, v.type, name)
+
+        after = []
+        for element, value, vnode in zip(elements, values, value_nodes):
+            if isinstance(element, cst.Name):
+                if unpacked is not None:
+                    converted = self.unpack_into(element.value, value, element)
+                else:
+                    converted = self.bind(element.value, value, vnode)
+                after.append(typed.Assign(self.loc(element), [element.value], [hold(converted)]))
+            else:
+                array = self.store_array(element)
+                indices = self.indices(array, element)
+                held = hold(convert(value, self.arrays[array].elem))
+                after.append(self.store_value(array, indices, held, element))
+        out = [unpacked] if unpacked is not None else []
+        if first:
+            out.append(typed.Assign(loc, [n for n, _ in first], [v for _, v in first]))
+        return out + after
+
+    def unpack_into(self, name: str, value: typed.Expr, node) -> typed.Expr:
+        """An item of a tuple-valued call for variable `name`, which takes the item's type."""
+        self.check_assignable(name, node)
+        known = self.variable_type(name)
+        if known is not None and known != value.type:
+            raise self.error(f"cannot unpack a {value.type} value into variable '{name}' of type "
+                             f"{known}; unpack into new variables, then convert", node)
+        self.declare_local(name, value.type)
+        return value
+
+    def temporary(self, t: Scalar) -> str:
+        """A fresh hidden local of type `t` (its name cannot clash with a Python name)."""
+        name = f"$t{self.temporaries}"
+        self.temporaries += 1
+        self.locals[name] = t
+        self.vars[name] = t
+        return name
 
     def unpack_call(self, names: list, target, value_node, node) -> typed.Assign:
         value = self.expr(value_node)
@@ -343,17 +453,25 @@ class FunctionChecker(ExprChecker, CallChecker):
 
     # --- arrays ---------------------------------------------------------------------------
     def store(self, target: cst.Subscript, value_node) -> typed.Stmt:
+        array = self.store_array(target)
+        if any(isinstance(e.slice, cst.Slice) for e in target.slice):
+            return self.vector_store(array, target, value_node)
+        indices = self.indices(array, target)
+        return self.store_value(array, indices, self.value(value_node), target)
+
+    def store_array(self, target: cst.Subscript) -> str:
+        """The array an element assignment `a[...] = ...` stores into."""
         base = target.value
         if not (isinstance(base, cst.Name) and base.value in self.arrays):
             if isinstance(base, cst.Name) and base.value in self.vars:
                 raise self.error(f"'{base.value}' is a scalar ({self.vars[base.value]}), not an "
                                  "array", target)
             raise self.assign_target_error(target)
-        array = base.value
-        if any(isinstance(e.slice, cst.Slice) for e in target.slice):
-            return self.vector_store(array, target, value_node)
-        indices = self.indices(array, target)
-        return self.store_value(array, indices, self.value(value_node), target)
+        return base.value
+
+    def store_target(self, target: cst.Subscript, value: typed.Expr) -> typed.Store:
+        array = self.store_array(target)
+        return self.store_value(array, self.indices(array, target), value, target)
 
     def store_value(self, array: str, indices: list, value: typed.Expr, node) -> typed.Store:
         self.mark_written(array)
@@ -460,13 +578,23 @@ class FunctionChecker(ExprChecker, CallChecker):
             raise self.error(f"the dtype of {label} must be a ptxpy scalar type such as f32, got "
                              f"'{code_of(dtype_node)}'", dtype_node)
         if name in self.arrays:
+            if self.array_nodes.get(name) is call:     # again, in another unrolled iteration
+                if self.redeclared_same(name, elem, shape, space):
+                    return []
+                raise self.error(f"array '{name}' changes its shape or dtype between the iterations "
+                                 "of ptxpy.static_range; declare it once, before the loop", call)
             raise self.error(f"array '{name}' is already declared", call)
         if name in self.vars or name in self.annotations or name in self.consts:
             raise self.error(f"'{name}' is a scalar variable; it cannot also name an array", call)
         self.arrays[name] = ArrayType(elem, len(shape))
+        self.array_nodes[name] = call
         self.decls.append(typed.ArrayDecl(name, elem, tuple(shape), space))
         self.check_shared_size(call)
         return []
+
+    def redeclared_same(self, name: str, elem, shape: tuple, space: str) -> bool:
+        decl = next(d for d in self.decls if d.name == name)
+        return (decl.elem, tuple(decl.shape), decl.space) == (elem, tuple(shape), space)
 
     def check_shared_size(self, node) -> None:
         total = 0
@@ -482,6 +610,16 @@ class FunctionChecker(ExprChecker, CallChecker):
     # --- control flow ---------------------------------------------------------------------
     def _s_If(self, node: cst.If) -> list:
         cond = truthy(self.value(node.test))
+        if isinstance(cond, typed.Constant):
+            # a compile-time condition (`if constexpr`): the dead branch is neither typed nor
+            # compiled, so it may hold code that is only valid for other constant values
+            if cond.value:
+                return self.block(node.body)
+            if isinstance(node.orelse, cst.If):
+                return self._s_If(node.orelse)
+            if isinstance(node.orelse, cst.Else):
+                return self.block(node.orelse.body)
+            return []
         body = self.block(node.body)
         orelse = []
         if isinstance(node.orelse, cst.If):
@@ -524,7 +662,10 @@ class FunctionChecker(ExprChecker, CallChecker):
             if v.type.is_float:
                 raise self.error(f"range() arguments must be integers, got {v.type}", n)
             values.append(convert(v, i32) if v.type.is_bool else v)
-        t = self.loop_var_type(node.target, join(values), node)
+        t = join(values)
+        if t.is_float:   # u64 with a signed integer promotes to f64 (as in JAX)
+            raise self.error(f"range() arguments promote to {t}; cast them to one integer type", call)
+        t = self.loop_var_type(node.target, t, node)
         values = [convert(v, t) for v in values]
         if len(values) == 1:
             values.insert(0, typed.Constant(self.loc(call), t, 0))
@@ -570,10 +711,63 @@ class FunctionChecker(ExprChecker, CallChecker):
         if len(values) > MAX_UNROLL:
             raise self.error(f"ptxpy.static_range of {len(values)} iterations is too long to unroll "
                              f"(at most {MAX_UNROLL})", call)
-        fits = all(-2**31 <= v < 2**31 for v in (values[:1], values[-1:]) for v in v)
-        self.loop_var_type(node.target, i32 if fits else i64, node)
-        body = self.loop_body(node.body)
-        return typed.StaticFor(self.loc(node), node.target.value, list(values), body)
+        name = node.target.value
+        self.static_loop_var(node.target, values)
+        if not values:      # no iterations: like a dead branch, the body is not typed
+            return typed.StaticFor(self.loc(node), name, [], [], [])
+        if not _mentions(node.body, name):
+            # the body reads nothing of the variable: one typing serves every iteration
+            body = self.loop_body(node.body)
+            return typed.StaticFor(self.loc(node), name, list(values), body)
+        # In each unrolled iteration the variable is a weak compile-time constant, like a Const
+        # parameter: the body is typed once per value.
+        # A statement of the body that does not mention the variable types the same in every
+        # iteration (variable types only ever get added), so the first iteration's is reused.
+        stmts = list(node.body.body)
+        varying = [_mentions(stmt, name) for stmt in stmts]
+        first: list = []
+        bodies = []
+        self.static_vars.add(name)
+        self.loop_depth += 1
+        try:
+            for k, value in enumerate(values):
+                self.consts[name] = value
+                try:
+                    if k == 0:
+                        first = [self.statement(stmt) for stmt in stmts]
+                        pieces = first
+                    else:
+                        pieces = [self.statement(stmt) if vary else done
+                                  for stmt, vary, done in zip(stmts, varying, first)]
+                    bodies.append([s for piece in pieces for s in piece])
+                except CompileError as err:
+                    if k > 0:
+                        err.message = f"{err.message} (in the unrolled iteration where {name} = {value})"
+                        err.args = (err.message,)
+                    raise
+        finally:
+            self.loop_depth -= 1
+            self.consts.pop(name, None)
+            self.static_vars.discard(name)
+        return typed.StaticFor(self.loc(node), name, list(values), bodies[0] if bodies else [], bodies)
+
+    def static_loop_var(self, target: cst.Name, values: range) -> None:
+        """Give a static_range variable its type for reads after the loop (where it holds the
+        last value): the variable's type if it has one and every value fits it, else i32 (i64
+        where the values do not fit)."""
+        name = target.value
+        self.check_assignable(name, target)
+        ends = [v for part in (values[:1], values[-1:]) for v in part]
+        known = self.variable_type(name)
+        if known is not None:
+            if not known.is_int:
+                raise self.error(f"loop variable '{name}' is {known}, not an integer", target)
+            if not all(fits(v, known) for v in ends):
+                raise self.error(f"loop variable '{name}' is {known}, but ptxpy.static_range gives "
+                                 f"values from {values[0]} to {values[-1]} that do not fit it", target)
+            self.declare_local(name, known)
+            return
+        self.declare_local(name, i32 if all(fits(v, i32) for v in ends) else i64)
 
 
 class _NameCollector:
@@ -623,6 +817,38 @@ class _NameCollector:
                     self.statement(item)
             elif child is not None:
                 self.statement(child)
+
+
+def _mentions(node, name: str) -> bool:
+    """Whether the name `name` occurs anywhere in the libcst tree `node` (a cheap, conservative
+    scan of the node's fields, without libcst's visitor machinery)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            if item.value == name:
+                return True
+            continue
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, cst.CSTNode):
+            for field_name in _NODE_FIELDS.setdefault(type(item), _child_fields(type(item))):
+                stack.append(getattr(item, field_name))
+    return False
+
+
+_NODE_FIELDS: dict = {}     # libcst node kind -> the fields _mentions looks into
+_LAYOUT_FIELDS = frozenset({"leading_lines", "lines_after_decorators", "header", "footer",
+                            "trailing_whitespace", "comma", "semicolon", "colon", "dot", "lpar",
+                            "rpar", "indent"})
+
+
+def _child_fields(kind: type) -> tuple:
+    """The dataclass fields of a libcst node kind that may hold nodes (not whitespace, commas,
+    parentheses ...)."""
+    from dataclasses import fields
+    return tuple(f.name for f in fields(kind)
+                 if not f.name.startswith("whitespace") and f.name not in _LAYOUT_FIELDS)
 
 
 def _elements(checker, node) -> list:

@@ -210,9 +210,10 @@ class While(Stmt):
 class For(Stmt):
     """`for var in range(start, stop, step)`: all three of var's type (an int type).
 
-    `step_sign` is +1 or -1 when the step is a compile-time constant, 0 when it is only known
-    at run time (then the loop tests `var < stop` or `var > stop` by the step's sign).
-    A zero constant step is a frontend error.
+    `step_sign` is +1 or -1 when the step is a compile-time constant (the loop tests
+    `var < stop` or `var > stop`), 0 when it is only known at run time (the builder computes
+    the trip count `len(range(start, stop, step))` once and counts it down; a zero step gives
+    no iterations). A zero constant step is a frontend error.
     """
     var: str
     start: Expr
@@ -224,10 +225,17 @@ class For(Stmt):
 
 @dataclass(eq=False)
 class StaticFor(Stmt):
-    """`for var in ptxpy.static_range(...)`: the body is unrolled once per value."""
+    """`for var in ptxpy.static_range(...)`: the body is unrolled once per value.
+
+    `var` is assigned each value (so it holds the last one after the loop). When `bodies` is
+    given, `bodies[k]` is the body typed for `values[k]`, in which `var` is the weak constant
+    `values[k]` (the frontend types the body once per value when it mentions `var`);
+    otherwise `body` is used for every value.
+    """
     var: str
     values: list             # Python ints
     body: list
+    bodies: list | None = None
 
 
 @dataclass(eq=False)
@@ -375,7 +383,12 @@ def _format_stmt(s: Stmt, ind: str) -> list:
         rng = ", ".join(map(format_expr, (s.start, s.stop, s.step)))
         return [f"{head}for {s.var} in range({rng}):"] + format_body(s.body, ind + "    ")
     if isinstance(s, StaticFor):
-        return [f"{head}for {s.var} in static{s.values}:"] + format_body(s.body, ind + "    ")
+        if s.bodies is None:
+            return [f"{head}for {s.var} in static{s.values}:"] + format_body(s.body, ind + "    ")
+        out = []
+        for value, body in zip(s.values, s.bodies):
+            out += [f"{head}static {s.var} = {value}:"] + format_body(body, ind + "    ")
+        return out
     if isinstance(s, Return):
         return [f"{head}return" + (f" {format_expr(s.value)}" if s.value is not None else "")]
     if isinstance(s, Assert):

@@ -19,13 +19,14 @@ def emit_module(func: ir.Function, mfunc: MFunction, target: Target) -> str:
     labels = {block: f"$BB{n}" for n, block in enumerate(bodies)}
     lines = _header(func, target) + module_declarations(mfunc.strings) + _entry_open(func, mfunc)
     last_line = None
+    source_texts: dict[int, str] = {}   # line -> its text for `// line N:` comments
     for block in bodies:
         if block in labelled:
             lines.append(f"{labels[block]}:")
         for instr in bodies[block]:
             if instr.loc and instr.loc[0] != last_line:
                 last_line = instr.loc[0]
-                lines.extend(_line_info(func, instr.loc))
+                lines.extend(_line_info(func, instr.loc, source_texts))
             lines.append(INDENT + _text(instr, labels))
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -59,18 +60,25 @@ def _reg_decls(mfunc: MFunction) -> list[str]:
     highest: dict[str, int] = {}
     for block in mfunc.blocks:
         for instr in block.instrs:
-            for reg in [*instr.dsts, *instr.uses]:
-                highest[reg.cls] = max(highest.get(reg.cls, 0), reg.number)
+            for regs in (instr.dsts, instr.uses):
+                for reg in regs:
+                    if reg.number > highest.get(reg.cls, 0):
+                        highest[reg.cls] = reg.number
         if block.term and block.term.cond is not None:
             highest["p"] = max(highest.get("p", 0), block.term.cond.number)
     return [f"{INDENT}.reg {decl} %{cls}<{highest[cls] + 1}>;"
             for cls, decl in REG_DECL.items() if cls in highest]
 
 
-def _line_info(func: ir.Function, loc) -> list[str]:
+def _line_info(func: ir.Function, loc, source_texts: dict) -> list[str]:
     line, col = loc[0], loc[1] if len(loc) > 1 and loc[1] is not None else 0
-    text = func.source_lines[line - 1].strip() if 0 < line <= len(func.source_lines) else ""
-    comment = f"// line {line}: {ascii_text(text)}" if text else f"// line {line}"
+    text = source_texts.get(line)
+    if text is None:
+        text = func.source_lines[line - 1].strip() if 0 < line <= len(func.source_lines) else ""
+        if not (text.isascii() and text.isprintable()):   # (printable ASCII is kept as it is)
+            text = ascii_text(text)
+        source_texts[line] = text
+    comment = f"// line {line}: {text}" if text else f"// line {line}"
     return ["", INDENT + comment, f"{INDENT}.loc 1 {line} {col + 1}"]
 
 

@@ -4,6 +4,14 @@ The result keeps SSA form: each IR value gets one virtual register of its type's
 phis stay per block (outssa.py replaces them). Folds done here: a 64-bit `add` of a constant
 into the address of the loads/stores using it (`[%rd1+16]`), `addr_of` into `[smem_s+8]`, and
 an integer `mul`/`mul_wide` used only by an `add` into `mad.lo`/`mad.wide`.
+
+Addresses of `.shared` and `.local` memory are computed in 32 bits, as nvcc and Triton do
+(`mov.u32 %r1, smem_s;` `mad.lo.u32 %r3, %r2, 4, %r1;` `ld.shared.f32 %f1, [%r3+12];`): the IR's
+addresses are i64 in every space, but the i64 values that only ever become `.shared`/`.local`
+addresses (`_plan_narrow`) get a 32-bit register instead. Their arithmetic (`add sub mul shl`,
+`mul_wide` of 32-bit ints, sign/zero extension of 32-bit ints, phis) is done modulo 2^32, which
+gives the low 32 bits of the 64-bit result, and a `.shared`/`.local` address is a 32-bit offset
+in its window (PTX ISA, "Addresses as Operands": 32-bit address registers are zero-extended).
 """
 from __future__ import annotations
 
@@ -21,12 +29,21 @@ MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd":
             "f": "f32", "fd": "f64"}
 FULL_MASK = Imm("0xffffffff")
 _MEMORY_OPS = ("load", "vload", "store", "vstore", "atom")
+#: state spaces whose addresses fit in 32 bits: their address arithmetic is done in 32 bits
+NARROW_SPACES = ("shared", "local")
+_U32_MASK = 0xFFFFFFFF
 _INT_OPCODE = {"add": "add", "sub": "sub", "mul": "mul.lo", "div": "div", "rem": "rem",
                "min": "min", "max": "max", "mul_hi": "mul.hi"}
 _BITWISE = ("and", "or", "xor")
 _ROUNDING = {"floor": "rmi", "ceil": "rpi", "trunc": "rzi", "round": "rni"}
 _APPROX_F32 = ("ex2", "lg2", "sin", "cos", "tanh")
 _UNSIGNED_CMP = {"lt": "lo", "le": "ls", "gt": "hi", "ge": "hs", "eq": "eq", "ne": "ne"}
+
+
+def _extends32(instr: ir.Instr) -> bool:
+    """A `cvt` widening a 32-bit int: its low 32 bits are its operand."""
+    return (instr.op == "cvt" and instr.args[0].type.is_int and instr.args[0].type.bits == 32
+            and instr.type.is_int and not instr.attrs.get("mode"))
 
 
 def select_instructions(func: ir.Function, target: Target) -> MFunction:
@@ -53,6 +70,10 @@ class ISel:
         self.symbols = {decl.name: decl for decl in func.arrays}
         self.skipped: set[ir.Instr] = set()
         self.mad_of: dict[ir.Instr, ir.Instr] = {}   # add -> the mul it absorbs
+        self.narrow: set[ir.Instr] = set()           # i64 values computed in 32 bits only
+        self.narrow_copy: set[ir.Instr] = set()      # i64 values also needed in 32 bits
+        self.narrow_mad: dict[ir.Instr, ir.Instr] = {}   # narrow add -> mul_wide it recomputes
+        self.nregs: dict[ir.Instr, VReg] = {}        # the 32-bit registers of both
         self.block: MBlock | None = None
         self.loc = None
         self.strings = printf.StringTable()
@@ -61,6 +82,7 @@ class ISel:
     # --- driver -------------------------------------------------------------------------
     def run(self) -> MFunction:
         self._plan_folds()
+        self._plan_narrow()
         for block in self.order:
             self._lower_block(block)
         blocks = [self.mblocks[b] for b in self.order]
@@ -72,17 +94,31 @@ class ISel:
         live_preds = [k for k, p in enumerate(block.preds) if p in self.mblocks]
         mblock.preds = [self.mblocks[block.preds[k]] for k in live_preds]
         for phi in block.phis:
+            if phi in self.narrow:
+                args = [None if isinstance(phi.args[k], ir.Undef) else self.nsrc(phi.args[k])
+                        for k in live_preds]
+                mblock.phis.append(Phi(self.nsrc(phi), args, phi.loc))
+                continue
             args = [self._phi_arg(phi.args[k]) for k in live_preds]
             mblock.phis.append(Phi(self.reg(phi), args, phi.loc))
+        for phi in block.phis:
+            if phi in self.narrow_copy:
+                self.loc = phi.loc
+                self._narrow_copy(phi)
         for instr in block.instrs:
             self.loc = instr.loc
             if instr in self.skipped:
+                continue
+            if instr in self.narrow:
+                self._narrow_op(instr)
                 continue
             handler = getattr(self, "op_" + instr.op, None)
             if handler is None:
                 raise BackendError(f"the backend cannot lower `{ir.format_instr(instr)}`"
                                    f" (opcode {instr.op!r})")
             handler(instr)
+            if instr in self.narrow_copy:
+                self._narrow_copy(instr)
 
     def _phi_arg(self, value):
         if isinstance(value, ir.Undef):
@@ -173,7 +209,127 @@ class ISel:
                 return arg
         return None
 
-    def address(self, value: ir.Value) -> Addr:
+    # --- 32-bit addresses for .shared and .local ---------------------------------------------
+    def _plan_narrow(self) -> None:
+        """Find the i64 values to compute in 32 bits: the largest set whose every use is the
+        address of a `.shared`/`.local` access or an operand of another such value where only
+        its low 32 bits matter (add, sub, mul, the shifted value of shl, a phi)."""
+        narrow = {i for i in self.func.instrs() if self._narrowable(i)}
+        changed = True
+        while changed:
+            changed = False
+            for instr in list(narrow):
+                users = self.users.get(instr)
+                if not users or not all(self._narrow_use(instr, u, narrow) for u in users):
+                    narrow.discard(instr)
+                    changed = True
+        self.narrow = narrow
+        for instr in narrow:
+            if instr.op == "add" and instr not in self.mad_of and instr not in self.skipped:
+                for arg in instr.args:   # a shared `mul_wide` is recomputed as a 32-bit mad
+                    if isinstance(arg, ir.Instr) and arg.op == "mul_wide" and arg not in narrow \
+                            and not (instr.args[0] is arg and instr.args[1] is arg):
+                        self.narrow_mad[instr] = arg
+                        break
+            for arg in self._narrow_operands(instr):
+                if (isinstance(arg, ir.Instr) and arg not in narrow
+                        and self.narrow_mad.get(instr) is not arg):
+                    self.narrow_copy.add(arg)
+
+    def _narrowable(self, instr: ir.Instr) -> bool:
+        t, op = instr.type, instr.op
+        if t is None or not t.is_int or t.bits != 64:
+            return False
+        if op in ("add", "sub", "mul", "shl", "phi"):
+            return True
+        if op == "mul_wide":
+            return instr.args[0].type.bits == 32
+        if op == "cvt":
+            return _extends32(instr)
+        if op == "addr_of":
+            decl = self.symbols.get(instr.attrs.get("symbol"))
+            return decl is not None and decl.space in NARROW_SPACES
+        return False
+
+    def _narrow_use(self, value: ir.Instr, user: ir.Instr, narrow: set) -> bool:
+        if user.op in _MEMORY_OPS:
+            return (user.attrs.get("space", "global") in NARROW_SPACES and user.args[0] is value
+                    and value not in user.args[1:])
+        return user in narrow and value in self._narrow_operands(user)
+
+    @staticmethod
+    def _narrow_operands(instr: ir.Instr) -> list:
+        """The operands of a narrow value whose low 32 bits it needs (not a shift amount,
+        nor the 32-bit operands of mul_wide and cvt)."""
+        if instr.op == "shl":
+            return [instr.args[0]] if instr.args[1] is not instr.args[0] else []
+        if instr.op in ("add", "sub", "mul", "phi"):
+            return list(instr.args)
+        return []
+
+    def nsrc(self, value: ir.Value):
+        """The 32-bit operand holding the low half of the i64 `value`."""
+        if isinstance(value, ir.Const):
+            low = int(value.value) & _U32_MASK
+            return Imm(str(low - (1 << 32) if low >> 31 else low))   # -8, not 4294967288
+        if isinstance(value, ir.Undef):
+            return Imm("0")
+        if _extends32(value) and (value in self.narrow or value in self.narrow_copy):
+            return self.src(value.args[0])   # the extended 32-bit value: its own register
+        reg = self.nregs.get(value)
+        if reg is None:
+            reg = self.nregs[value] = VReg("r")
+        return reg
+
+    def _narrow_op(self, instr: ir.Instr) -> None:
+        op = instr.op
+        if op == "cvt":
+            return
+        dst = self.nsrc(instr)
+        if op == "addr_of":
+            self.emit("mov.u32", [dst], [Sym(self._symbol(instr))])
+        elif op == "mul_wide":
+            self._mul32(dst, *self.srcs(instr))
+        elif op == "shl":
+            self.emit("shl.b32", [dst], [self.nsrc(instr.args[0]), self.src(instr.args[1])])
+        elif op == "add" and (instr in self.mad_of or instr in self.narrow_mad):
+            mul = self.mad_of.get(instr) or self.narrow_mad[instr]
+            other = instr.args[1] if instr.args[0] is mul else instr.args[0]
+            a, b = self.srcs(mul) if mul.op == "mul_wide" else [self.nsrc(x) for x in mul.args]
+            self.emit("mad.lo.u32", [dst], self._one_imm([a, b]) + [self.nsrc(other)])
+        else:
+            opcode = {"add": "add.u32", "sub": "sub.u32", "mul": "mul.lo.u32"}[op]
+            self.emit(opcode, [dst], self._one_imm([self.nsrc(a) for a in instr.args]))
+
+    def _narrow_copy(self, instr: ir.Instr) -> None:
+        """The low half of an i64 value that is also used in 64 bits."""
+        if _extends32(instr):
+            return       # nsrc gives the 32-bit source itself
+        if instr.op == "mul_wide" and instr.args[0].type.bits == 32:
+            self._mul32(self.nsrc(instr), *self.srcs(instr))
+        else:
+            self.emit("cvt.u32.u64", [self.nsrc(instr)], [self.reg(instr)])
+
+    def _mul32(self, dst: VReg, a, b) -> None:
+        """dst = low 32 bits of a * b (a shift for a power of two)."""
+        if isinstance(a, Imm) and not isinstance(b, Imm):
+            a, b = b, a
+        if isinstance(b, Imm) and not isinstance(a, Imm):
+            factor = int(b.text, 0) & _U32_MASK
+            if factor and factor & (factor - 1) == 0:
+                self.emit("shl.b32", [dst], [a, Imm(str(factor.bit_length() - 1))])
+                return
+        self.emit("mul.lo.u32", [dst], self._one_imm([a, b]))
+
+    def _one_imm(self, operands: list) -> list:
+        """At most one immediate among the operands (the first is moved to a register)."""
+        if sum(isinstance(x, Imm) for x in operands) > 1:
+            reg = self.new("r")
+            self.emit("mov.u32", [reg], [operands[0]])
+            operands = [reg, *operands[1:]]
+        return operands
+
+    def address(self, value: ir.Value, space: str = "global") -> Addr:
         offset = 0
         while isinstance(value, ir.Instr) and value in self.skipped and value.op == "add":
             const, = (a for a in value.args if isinstance(a, ir.Const))
@@ -183,6 +339,8 @@ class ISel:
             return Addr(Sym(self._symbol(value)), offset)
         if not -(1 << 31) <= offset < (1 << 31):
             raise BackendError(f"address offset {offset} does not fit in 32 bits")
+        if space in NARROW_SPACES and value in self.narrow:
+            return Addr(self.nsrc(value), offset)
         return Addr(self.src(value, imm=False), offset)
 
     def _symbol(self, instr: ir.Instr) -> str:
@@ -582,11 +740,12 @@ class ISel:
         return f"ld.{space}{nc}"
 
     def op_load(self, instr: ir.Instr) -> None:
-        self.load_scalar(self.reg(instr), instr.type, self.address(instr.args[0]), self._ld(instr))
+        self.load_scalar(self.reg(instr), instr.type, self.address(instr.args[0], self._space(instr)),
+                         self._ld(instr))
 
     def op_store(self, instr: ir.Instr) -> None:
-        addr, value = self.address(instr.args[0]), instr.args[1]
         space = self._space(instr)
+        addr, value = self.address(instr.args[0], space), instr.args[1]
         if value.type.is_bool:
             byte = self.new("rs")
             self.emit("selp.u16", [byte], [Imm("1"), Imm("0"), self.src(value, imm=False)])
@@ -603,7 +762,7 @@ class ISel:
             if user.op != "extract":
                 raise BackendError("a vload's value may only be used by extract")
             elems[user.attrs["index"]] = self.reg(user)
-        addr, ld = self.address(instr.args[0]), self._ld(instr)
+        addr, ld = self.address(instr.args[0], self._space(instr)), self._ld(instr)
         if t.bits == 16 and n == 8:
             words = [self.new("r") for _ in range(4)]
             self.emit(f"{ld}.v4.b32", words, [addr], vec_dst=True)
@@ -624,8 +783,8 @@ class ISel:
             raise BackendError("extract takes a vload")
 
     def op_vstore(self, instr: ir.Instr) -> None:
-        addr, values = self.address(instr.args[0]), instr.args[1:]
-        t, n, space = values[0].type, len(values), self._space(instr)
+        values, space = instr.args[1:], self._space(instr)
+        addr, t, n = self.address(instr.args[0], space), values[0].type, len(values)
         regs = [self.src(v, imm=False) for v in values]
         if t.bits == 16 and n == 8:
             words = [self.new("r") for _ in range(4)]
@@ -647,7 +806,7 @@ class ISel:
         if space == "local":
             raise BackendError("atomics on local memory are not supported")
         type_ = self._atom_type(op, t)
-        addr = self.address(instr.args[0])
+        addr = self.address(instr.args[0], space)
         values = [self.src(v, imm=t.bits > 16) for v in instr.args[1:]]
         if not self.users.get(instr) and op not in ("cas", "exch"):
             self.emit(f"red.{space}.{op}.{type_}", [], [addr, *values])

@@ -96,7 +96,12 @@ class MInstr:
 
     @property
     def uses(self) -> list[VReg]:
-        regs = [r for op in self.srcs for r in operand_regs(op)]
+        regs = []
+        for op in self.srcs:
+            if op.__class__ is VReg:
+                regs.append(op)
+            elif op.__class__ is not Imm:
+                regs.extend(operand_regs(op))
         if self.guard:
             regs.append(self.guard[0])
         return regs

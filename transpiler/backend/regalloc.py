@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import heapq
 
-from .liveness import live_out
+from .liveness import live_out, registers_read
 from .machine import MBlock, MFunction, VReg
 
 
 def allocate_registers(mfunc: MFunction) -> None:
-    graph = interference_graph(mfunc)
+    reads = registers_read(mfunc)
+    graph = interference_graph(mfunc, reads)
     alias = coalesce(mfunc, graph)
-    order = _definition_order(mfunc, alias)
+    order = _definition_order(mfunc, alias, reads)
     colours = _number_in_order(colour(graph, order), order)
     for block in mfunc.blocks:
         for instr in block.instrs:
-            for reg in [*instr.dsts, *instr.uses]:
+            for reg in instr.dsts:
+                reg.number = colours[_find(alias, reg)]
+            for reg in reads[instr]:
                 reg.number = colours[_find(alias, reg)]
         if block.term and block.term.cond is not None:
             block.term.cond.number = colours[_find(alias, block.term.cond)]
@@ -29,30 +32,47 @@ def allocate_registers(mfunc: MFunction) -> None:
                         if not (i.is_copy and i.dsts[0].number == i.srcs[0].number)]
 
 
-def interference_graph(mfunc: MFunction) -> dict[VReg, set]:
+def interference_graph(mfunc: MFunction, reads: dict | None = None) -> dict[VReg, set]:
+    """{register: the registers of its class live where it is written, or written with it}
+    (symmetric). `reads` as from `liveness.registers_read`."""
+    reads = registers_read(mfunc) if reads is None else reads
     graph: dict[VReg, set] = {}
-    outs = live_out(mfunc)
+    outs = live_out(mfunc, reads)
     for block in mfunc.blocks:
         live = set(outs[block])
         if block.term:
             live.update(block.term.uses)
+        live_by_class: dict[str, set] = {}
         for reg in live:
+            live_by_class.setdefault(reg.cls, set()).add(reg)
             graph.setdefault(reg, set())
         for instr in reversed(block.instrs):
-            # a copy's destination may share the source's register: they hold one value
-            others = live - {instr.srcs[0]} if instr.is_copy else live
-            for dst in instr.dsts:
-                graph.setdefault(dst, set())
-                for reg in [*others, *instr.dsts]:
-                    if reg is not dst and reg.cls == dst.cls:
-                        graph[dst].add(reg)
-                        graph.setdefault(reg, set()).add(dst)
-            if not instr.guard:
-                live.difference_update(instr.dsts)
-            for reg in instr.uses:
+            dsts = instr.dsts
+            if dsts:
+                _add_interferences(graph, instr, live_by_class)
+                if not instr.guard:
+                    for dst in dsts:
+                        live_by_class[dst.cls].discard(dst)
+            for reg in reads[instr]:
                 graph.setdefault(reg, set())
-                live.add(reg)
+                live_by_class.setdefault(reg.cls, set()).add(reg)
     return graph
+
+
+def _add_interferences(graph: dict, instr, live_by_class: dict) -> None:
+    """Edges between each register `instr` writes and the others of its class live there."""
+    copied = instr.srcs[0] if instr.is_copy else None   # a copy's two registers hold one value
+    for dst in instr.dsts:
+        graph.setdefault(dst, set())
+    for dst in instr.dsts:
+        others = live_by_class.setdefault(dst.cls, set())
+        if copied in others or len(instr.dsts) > 1:
+            others = (others | {d for d in instr.dsts if d.cls == dst.cls}) - {copied}
+        neighbours = graph[dst]
+        neighbours |= others
+        for reg in others:
+            graph[reg].add(dst)
+        neighbours.discard(dst)   # (when `dst` is live after it is written)
 
 
 def coalesce(mfunc: MFunction, graph: dict[VReg, set]) -> dict[VReg, VReg]:
@@ -104,7 +124,7 @@ def _number_in_order(colours: dict, order: list) -> dict[VReg, int]:
 def _greedy(graph, order) -> dict[VReg, int]:
     colours: dict[VReg, int] = {}
     for reg in order:
-        taken = {colours[n] for n in graph[reg] if n in colours}
+        taken = set(map(colours.get, graph[reg]))
         c = 1
         while c in taken:
             c += 1
@@ -119,30 +139,38 @@ def _count(colours: dict) -> int:
     return sum(per_class.values())
 
 
+#: smallest-last keys are `degree << _ID_BITS | reg.id`: ints order like (degree, id) tuples
+_ID_BITS = 48
+
+
 def _smallest_last(graph) -> list:
+    """Registers in reverse order of removal, each removed with the fewest neighbours left
+    (the lowest id among equals)."""
+    by_id = {reg.id: reg for reg in graph}
     degree = {reg: len(ns) for reg, ns in graph.items()}
-    heap = [(d, reg.id, reg) for reg, d in degree.items()]
+    heap = [(d << _ID_BITS) | reg.id for reg, d in degree.items()]
     heapq.heapify(heap)
+    id_mask = (1 << _ID_BITS) - 1
     removed, order = set(), []
     while heap:
-        d, _, reg = heapq.heappop(heap)
-        if reg in removed or d != degree[reg]:
-            continue
+        key = heapq.heappop(heap)
+        reg = by_id[key & id_mask]
+        if reg in removed or key >> _ID_BITS != degree[reg]:
+            continue   # a stale entry: the register was removed or lost neighbours since
         removed.add(reg)
         order.append(reg)
-        for n in graph[reg]:
-            if n not in removed:
-                degree[n] -= 1
-                heapq.heappush(heap, (degree[n], n.id, n))
+        for n in graph[reg] - removed:
+            degree[n] -= 1
+            heapq.heappush(heap, (degree[n] << _ID_BITS) | n.id)
     order.reverse()
     return order
 
 
-def _definition_order(mfunc: MFunction, alias: dict) -> list:
+def _definition_order(mfunc: MFunction, alias: dict, reads: dict) -> list:
     seen, order = set(), []
     for block in mfunc.blocks:
         for instr in block.instrs:
-            for reg in [*instr.uses, *instr.dsts]:
+            for reg in [*reads[instr], *instr.dsts]:
                 rep = _find(alias, reg)
                 if rep not in seen:
                     seen.add(rep)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..ir import Function
 from ..verify import IRError, verify
-from . import copyprop, cse, dce, licm, lower_floor, ranges, reassoc, sccp, simplifycfg, strength
+from . import (contract, copyprop, cse, dce, licm, lower_floor, ranges, reassoc, sccp,
+               simplifycfg, strength)
 
 PIPELINE: list = [
     ("simplifycfg", simplifycfg.run),
@@ -18,13 +19,13 @@ PIPELINE: list = [
     ("lower_floor", lower_floor.run),
     ("sccp", sccp.run),
     ("copyprop", copyprop.run),
-    ("cse", cse.run),
     ("reassoc", reassoc.run),     # constant offsets outermost in addresses, then merged by cse
     ("cse", cse.run),
     ("licm", licm.run),
     ("strength", strength.run),   # after licm: needs preheaders and hoisted bases
     ("sccp", sccp.run),           # folds the start and step offsets strength left in preheaders
     ("cse", cse.run),
+    ("contract", contract.run),   # fast_math only: a*b + c -> fma, after cse counted the uses
     ("dce", dce.run),
     ("simplifycfg", simplifycfg.run),
 ]

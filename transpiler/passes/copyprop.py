@@ -18,8 +18,10 @@ def replace_all_uses(uses: dict, old: Instr, new: Value) -> None:
 
 
 def run(func: Function) -> Function:
-    uses = users(func)
     work = [i for b in func.blocks for i in b.all_instrs() if i.op in ("mov", "phi")]
+    if not work:
+        return func
+    uses = users(func)
     dom = None
     while work:
         instr = work.pop()

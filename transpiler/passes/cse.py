@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from ..cfg import DomTree
 from ..interp import PURE_OPS
-from ..ir import Const, Function, Instr, remove_instr, users
-from .copyprop import replace_all_uses
+from ..ir import Function, Instr
 
 COMMUTATIVE = frozenset({"add", "mul", "min", "max", "and", "or", "xor", "mul_hi", "mul_wide"})
 NUMBERED = PURE_OPS | {"param", "sreg", "addr_of", "extract"}
@@ -18,8 +17,8 @@ NUMBERED = PURE_OPS | {"param", "sreg", "addr_of", "extract"}
 
 def run(func: Function) -> Function:
     dom = DomTree(func)
-    uses = users(func)
-    table: dict = {}
+    table: dict = {}        # value key -> the instruction computing it, in dominating blocks
+    replaced: dict = {}     # removed instruction -> the one computing its value
     block_keys: dict = {}
     todo = [(func.entry, True)]
     while todo:
@@ -30,45 +29,80 @@ def run(func: Function) -> Function:
             continue
         todo.append((block, False))
         todo.extend((child, True) for child in dom.children[block])
-        block_keys[block] = _number_block(block, table, uses)
+        block_keys[block] = _number_block(block, table, replaced)
+    if replaced:
+        _forward_late_uses(func, replaced, dom.idom)
     return func
 
 
+def _number_block(block, table: dict, replaced: dict) -> list:
+    """Replace the instructions of `block` already in `table`, add the others; their keys.
 
-def _number_block(block, table: dict, uses: dict) -> list:
+    An instruction's args are made to use the replacements first: uses other than phi args
+    are dominated by the definition, so the walk has seen it."""
     added = []
-    for instr in list(block.all_instrs()):
-        key = value_key(instr)
-        if key is None:
-            continue
-        known = table.get(key)
-        if known is not None:
-            replace_all_uses(uses, instr, known)
-            remove_instr(instr)
-        else:
-            table[key] = instr
-            added.append(key)
+    for group in (block.phis, block.instrs):
+        removed = False
+        for instr in group:
+            if replaced:
+                for arg in instr.args:
+                    if arg in replaced:
+                        instr.args = [replaced.get(a, a) for a in instr.args]
+                        break
+            key = value_key(instr)
+            if key is None:
+                continue
+            try:
+                known = table.get(key)
+            except TypeError:   # an attribute value that cannot be hashed
+                continue
+            if known is not None:
+                replaced[instr] = known
+                instr.block = None
+                removed = True
+            else:
+                table[key] = instr
+                added.append(key)
+        if removed:
+            group[:] = [instr for instr in group if instr.block is not None]
     return added
 
 
+def _forward_args(instr: Instr, replaced: dict) -> None:
+    for arg in instr.args:
+        if arg in replaced:
+            instr.args = [replaced.get(a, a) for a in instr.args]
+            return
+
+
+def _forward_late_uses(func: Function, replaced: dict, walked: dict) -> None:
+    """The uses the walk saw before the replacement: phi args (along back edges), and those in
+    blocks it does not reach."""
+    for block in func.blocks:
+        for phi in block.phis:
+            _forward_args(phi, replaced)
+        if block not in walked:
+            for instr in block.instrs:
+                _forward_args(instr, replaced)
+
+
 def value_key(instr: Instr):
-    """A hashable key equal for instructions that compute the same value, or None."""
+    """A hashable key equal for instructions that compute the same value, or None.
+
+    Args compare as values do (Consts by value, everything else by identity); the two args of
+    a commutative op as a set (a pair of equal args is a one-element set)."""
     op = instr.op
     if op == "phi":
-        return ("phi", instr.block, tuple(map(_arg_key, instr.args)))
-    if op not in NUMBERED and not (op in ("load", "vload") and instr.attrs.get("nc")):
+        return ("phi", instr.block, tuple(instr.args))
+    if op not in NUMBERED and not (op in _LOADS and instr.attrs.get("nc")):
         return None
-    args = [_arg_key(a) for a in instr.args]
-    if op in COMMUTATIVE:
-        args.sort(key=repr)
-    key = (op, instr.type, tuple(args), tuple(sorted(instr.attrs.items())))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    args = instr.args
+    if op in COMMUTATIVE and len(args) == 2:
+        args = frozenset(args)
+    else:
+        args = tuple(args)
+    attrs = instr.attrs
+    return (op, instr.type.name, args, tuple(sorted(attrs.items())) if attrs else ())
 
 
-def _arg_key(value):
-    # Consts compare by value; every other value by identity
-    return value if isinstance(value, Const) else ("v", id(value))
+_LOADS = frozenset({"load", "vload"})

@@ -2,22 +2,28 @@
 (dead phi cycles included)."""
 from __future__ import annotations
 
-from ..ir import Function, Instr
+from ..ir import EFFECT_OPS, Function, Instr
 
 
 def run(func: Function) -> Function:
     live: set[Instr] = set()
-    work = [i for b in func.blocks for i in b.instrs if i.has_side_effects]
+    work = [i for b in func.blocks for i in b.instrs if i.op in EFFECT_OPS]
     while work:
         instr = work.pop()
         if instr in live:
             continue
         live.add(instr)
-        work.extend(a for a in instr.args if isinstance(a, Instr) and a not in live)
+        work.extend(a for a in instr.args if a.__class__ is Instr and a not in live)
     for block in func.blocks:
-        for instr in block.all_instrs():
-            if instr not in live:
-                instr.block = None
-        block.phis = [p for p in block.phis if p in live]
-        block.instrs = [i for i in block.instrs if i in live]
+        _keep_only(block, live)
     return func
+
+
+def _keep_only(block, live: set) -> None:
+    """Drop the instructions of `block` not in `live` (and detach them)."""
+    for group in (block.phis, block.instrs):
+        if not all(instr in live for instr in group):
+            for instr in group:
+                if instr not in live:
+                    instr.block = None
+            group[:] = [instr for instr in group if instr in live]

@@ -50,7 +50,7 @@ def run(func: Function) -> Function:
                  if i.op in ("floordiv", "floormod", "div", "rem") and i.type.is_int]
     if not divisions:
         return func
-    ranges = Ranges(func)
+    ranges = Ranges(func, needed_by=divisions)
     for instr in divisions:
         a, b = (ranges.at(arg, instr.block) for arg in instr.args)
         if a is not None and b is not None:
@@ -83,15 +83,22 @@ def _is_power_of_two(value: int) -> bool:
 # --- the analysis ------------------------------------------------------------------------------
 class Ranges:
     """Intervals of a function's integer values; `at(value, block)` is the interval of `value`
-    where `block` uses it, or None where no execution reaches that use."""
+    where `block` uses it, or None where no execution reaches that use.
 
-    def __init__(self, func: Function):
+    With `needed_by`, only the values those instructions' args depend on are solved (a value's
+    interval depends only on its inputs, so theirs come out the same as in a whole solve)."""
+
+    def __init__(self, func: Function, needed_by: Optional[list] = None):
         blocks = reverse_postorder(func)
-        self.order = [i for b in blocks for i in b.all_instrs() if _is_int(i.type)]
         self.shapes = _shape_params(func)
         self.facts = _block_facts(blocks, DomTree(func))
         self.edge_facts = {(p, b): _by_value(_branch_facts(p.terminator, b))
                            for b in blocks for p in b.preds if p in self.facts}
+        order = [i for b in blocks for i in b.all_instrs() if _is_int(i.type)]
+        if needed_by is not None:
+            solved = self._inputs_closure(needed_by)
+            order = [i for i in order if i in solved]
+        self.order = order
         self.state: dict[Instr, Interval] = {}
         self.dependents: dict[Value, set] = {}
         for instr in self.order:
@@ -99,6 +106,22 @@ class Ranges:
                 self.dependents.setdefault(value, set()).add(instr)
         self._ascend()
         self._descend()
+
+    def _inputs_closure(self, instrs: list) -> set:
+        """The instructions the intervals of `instrs`' args (where they are used) depend on."""
+        todo = []
+        for instr in instrs:
+            facts = self.facts.get(instr.block, {})
+            for arg in instr.args:
+                todo.append(arg)
+                todo.extend(other for _, other in facts.get(arg, ()))
+        found: set = set()
+        while todo:
+            value = todo.pop()
+            if value.__class__ is Instr and value not in found and _is_int(value.type):
+                found.add(value)   # (other values count as any value: their inputs do not)
+                todo.extend(self._inputs(value))
+        return found
 
     def at(self, value: Value, block: Block) -> Optional[Interval]:
         return self._refined(self.range(value), value, self.facts.get(block, {}))

@@ -5,7 +5,10 @@
 merges them, strength reduction keeps one pointer per loop) and the backend folds each constant
 into the access (`ld.shared.f32 %f1, [%rd3+12]`).
 
-- `(x + C) + y` -> `(x + y) + C` on integers of any width: exact in wrap-around arithmetic.
+- `(x + C) + y` -> `(x + y) + C` and `(x + C) + D` -> `x + (C + D)` on integers of any width:
+  exact in wrap-around arithmetic.
+- `(x + C) * S` -> `x * S + C*S` and `(x + C) << k` -> `(x << k) + (C << k)` for constants S, k:
+  exact too. `s[k + 1, j]` in a tile then shares the base of `s[k, j]` (`[%r4+528]`).
 - `mul_wide(x + C, S)` -> `mul_wide(x, S) + C*S`: equal unless `x + C` wraps in 32 bits, and a
   `mul_wide` only computes array offsets, where such an index is out of bounds (caught by
   `debug=True` on the index before any address is formed).
@@ -14,6 +17,7 @@ Only additions with a single use are rewritten, so no work is duplicated.
 """
 from __future__ import annotations
 
+from ..interp import wrap_int
 from ..ir import Const, Function, Instr, users
 
 
@@ -28,6 +32,8 @@ def run(func: Function) -> Function:
                     changed |= _hoist_constant(instr, uses)
                 elif instr.op == "mul_wide":
                     changed |= _split_wide(instr, uses)
+                elif instr.op in ("mul", "shl") and instr.type.is_int:
+                    changed |= _distribute(instr, uses)
     return func
 
 
@@ -46,9 +52,17 @@ def _split(add: Instr) -> tuple:
 
 
 def _hoist_constant(instr: Instr, uses: dict) -> bool:
-    """(x + C) + y -> (x + y) + C."""
+    """(x + C) + y -> (x + y) + C; (x + C) + D -> x + (C + D)."""
     if any(isinstance(a, Const) for a in instr.args):
-        return False
+        outer = next(a for a in instr.args if isinstance(a, Const))
+        inner = next((a for a in instr.args if not isinstance(a, Const)), None)
+        inner = _offset_add(inner, uses)
+        if inner is None:
+            return False
+        x, const = _split(inner)
+        total = wrap_int(int(const.value) + int(outer.value), instr.type)
+        instr.args = [x, Const(instr.type, total)]
+        return True
     for k, arg in enumerate(instr.args):
         inner = _offset_add(arg, uses)
         if inner is None:
@@ -77,4 +91,30 @@ def _split_wide(instr: Instr, uses: dict) -> bool:
     product.block = instr.block
     instr.op, instr.attrs = "add", {}
     instr.args = [product, Const(instr.type, int(const.value) * int(scale.value))]
+    return True
+
+
+def _distribute(instr: Instr, uses: dict) -> bool:
+    """(x + C) * S -> x * S + C*S; (x + C) << k -> (x << k) + (C << k)."""
+    t = instr.type
+    if instr.op == "shl":
+        inner, amount = _offset_add(instr.args[0], uses), instr.args[1]
+        if inner is None or not isinstance(amount, Const) or not 0 <= int(amount.value) < t.bits:
+            return False
+        x, const = _split(inner)
+        folded = int(const.value) << int(amount.value)
+        scaled = Instr("shl", t, [x, amount], loc=instr.loc)
+    else:
+        k = next((k for k in (0, 1) if isinstance(instr.args[1 - k], Const)
+                  and _offset_add(instr.args[k], uses) is not None), None)
+        if k is None:
+            return False
+        x, const = _split(instr.args[k])
+        factor = instr.args[1 - k]
+        folded = int(const.value) * int(factor.value)
+        scaled = Instr("mul", t, [x, factor], loc=instr.loc)
+    instr.block.instrs.insert(instr.block.instrs.index(instr), scaled)
+    scaled.block = instr.block
+    instr.op, instr.attrs = "add", {}
+    instr.args = [scaled, Const(t, wrap_int(folded, t))]
     return True

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 
-from ..interp import InterpError, evaluate, foldable, to_python, to_value, wrap_int
-from ..ir import Block, Const, Function, Instr, Undef, Value, remove_instr, users
+from ..interp import (APPROX_OPS, PURE_OPS, InterpError, evaluate, foldable, to_python,
+                      to_value, wrap_int)
+from ..ir import Block, Const, Function, Instr, Undef, Value, users
 from .copyprop import replace_all_uses
 from .simplifycfg import make_branch, remove_unreachable
 
@@ -22,26 +23,46 @@ BOTTOM = "bottom"   # not a constant
 def run(func: Function) -> Function:
     solver = _Solver(func)
     solver.solve()
+    _replace_constants(func, solver)
+    remove_unreachable(func)
+    _simplify_all(func, solver.uses)
+    return func
+
+
+def _replace_constants(func: Function, solver: "_Solver") -> None:
+    """Replace what the solver proved constant, and fold the branches on constants."""
     uses = solver.uses
+    folded = {instr for instr, value in solver.lattice.items()
+              if value.__class__ is Const and not instr.has_side_effects}
+    for instr in folded:
+        replace_all_uses(uses, instr, solver.lattice[instr])
+        instr.block = None
     for block in func.blocks:
         if block not in solver.executable:
             continue
-        for instr in list(block.all_instrs()):
-            value = solver.lattice.get(instr, TOP)
-            if isinstance(value, Const) and not instr.has_side_effects:
-                replace_all_uses(uses, instr, value)
-                remove_instr(instr)
-        term = block.terminator
-        if term.op == "cbr" and isinstance(solver.lattice_of(term.args[0]), Const):
-            make_branch(term, term.targets[0 if solver.lattice_of(term.args[0]).value else 1])
-    remove_unreachable(func)
+        if folded:
+            block.phis = [phi for phi in block.phis if phi.block is not None]
+            block.instrs = [instr for instr in block.instrs if instr.block is not None]
+        term = block.instrs[-1]
+        if term.op == "cbr":
+            cond = solver.lattice_of(term.args[0])
+            if cond.__class__ is Const:
+                make_branch(term, term.targets[0 if cond.value else 1])
+
+
+def _simplify_all(func: Function, uses: dict) -> None:
+    """Apply the algebraic identities, in program order (a replacement feeds later ones)."""
     for block in func.blocks:
-        for instr in list(block.instrs):
-            replacement = simplify(instr)
-            if replacement is not None:
-                replace_all_uses(uses, instr, replacement)
-                remove_instr(instr)
-    return func
+        removed = False
+        for instr in block.instrs:
+            if instr.op in _SIMPLIFIED_OPS and _may_simplify(instr.args):
+                replacement = simplify(instr)
+                if replacement is not None:
+                    replace_all_uses(uses, instr, replacement)
+                    instr.block = None
+                    removed = True
+        if removed:
+            block.instrs = [instr for instr in block.instrs if instr.block is not None]
 
 
 class _Solver:
@@ -61,15 +82,19 @@ class _Solver:
             self._drain()
 
     def _drain(self) -> None:
-        while self.block_work or self.instr_work:
-            while self.instr_work:
-                instr = self.instr_work.pop()
-                if instr.block in self.executable:
-                    self._visit(instr)
-            if self.block_work:
-                block = self.block_work.pop()
-                for instr in block.all_instrs():
-                    self._visit(instr)
+        instr_work, block_work, executable = self.instr_work, self.block_work, self.executable
+        lattice, visit = self.lattice, self._visit
+        while block_work or instr_work:
+            while instr_work:
+                instr = instr_work.pop()
+                if instr.block in executable and lattice.get(instr) is not BOTTOM:
+                    visit(instr)
+            if block_work:
+                block = block_work.pop()
+                for instr in block.phis:
+                    visit(instr)
+                for instr in block.instrs:
+                    visit(instr)
 
     def _resolve_undefs(self) -> bool:
         changed = False
@@ -86,18 +111,21 @@ class _Solver:
         return changed
 
     def lattice_of(self, value: Value):
-        if isinstance(value, Instr):
+        cls = value.__class__
+        if cls is Instr:
             return self.lattice.get(value, TOP)
-        if isinstance(value, Const):
+        if cls is Const:
             return value
         return BOTTOM
 
     def _set(self, instr: Instr, value) -> None:
         old = self.lattice.get(instr, TOP)
-        if old is value or (isinstance(old, Const) and old == value):
+        if old is value or (old.__class__ is Const and old == value):
             return
         self.lattice[instr] = value
-        self.instr_work.extend(self.uses.get(instr, ()))
+        users_of = self.uses.get(instr)
+        if users_of:
+            self.instr_work.extend(users_of)
 
     def _mark_edge(self, src: Block, dst: Block) -> None:
         if (src, dst) in self.edges:
@@ -110,28 +138,37 @@ class _Solver:
             self.instr_work.extend(dst.phis)
 
     def _visit(self, instr: Instr) -> None:
-        if self.lattice.get(instr) is BOTTOM:
+        old = self.lattice.get(instr, TOP)
+        if old is BOTTOM:
             return
-        op = instr.op
-        if op == "br":
+        if instr.type is None:
+            if instr.op in ("br", "cbr"):
+                self._visit_branch(instr)
+            return
+        new = self._merge_phi(instr) if instr.op == "phi" else self._evaluate(instr)
+        if new is not old and not (old.__class__ is Const and old == new):
+            self.lattice[instr] = new
+            users_of = self.uses.get(instr)
+            if users_of:
+                self.instr_work.extend(users_of)
+
+    def _visit_branch(self, instr: Instr) -> None:
+        if instr.op == "br":
             self._mark_edge(instr.block, instr.targets[0])
-        elif op == "cbr":
-            cond = self.lattice_of(instr.args[0])
-            if cond is BOTTOM:
-                for target in instr.targets:
-                    self._mark_edge(instr.block, target)
-            elif isinstance(cond, Const):
-                self._mark_edge(instr.block, instr.targets[0 if cond.value else 1])
-        elif op == "phi":
-            self._set(instr, self._merge_phi(instr))
-        elif instr.type is not None:
-            self._set(instr, self._evaluate(instr))
+            return
+        cond = self.lattice_of(instr.args[0])
+        if cond is BOTTOM:
+            for target in instr.targets:
+                self._mark_edge(instr.block, target)
+        elif cond.__class__ is Const:
+            self._mark_edge(instr.block, instr.targets[0 if cond.value else 1])
 
     def _merge_phi(self, phi: Instr):
         result = TOP
         block = phi.block
+        edges = self.edges
         for pred, arg in zip(block.preds, phi.args):
-            if (pred, block) not in self.edges or isinstance(arg, Undef):
+            if (pred, block) not in edges or arg.__class__ is Undef:
                 continue
             value = self.lattice_of(arg)
             if value is TOP:
@@ -142,17 +179,31 @@ class _Solver:
         return result
 
     def _evaluate(self, instr: Instr):
-        if not foldable(instr.op, instr.attrs):
+        op = instr.op
+        if op not in _FOLDABLE_OPS:
             return BOTTOM
-        values = [self.lattice_of(a) for a in instr.args]
-        if instr.op == "select" and isinstance(values[0], Const):
+        lattice = self.lattice
+        values = [lattice.get(a, TOP) if a.__class__ is Instr else a if a.__class__ is Const
+                  else BOTTOM for a in instr.args]
+        if BOTTOM in values and op not in _SELECT_OR_ABSORBING:
+            return BOTTOM
+        if not foldable(op, instr.attrs):
+            return BOTTOM
+        if op == "select" and values[0].__class__ is Const:
             return values[1 if values[0].value else 2]
-        if all(isinstance(v, Const) for v in values):
+        if all(v.__class__ is Const for v in values):
             return fold(instr, values)
-        absorbed = _absorbing(instr, values)
-        if absorbed is not None:
-            return absorbed
-        return BOTTOM if any(v is BOTTOM for v in values) else TOP
+        if op in _ABSORBING_OPS:
+            absorbed = _absorbing(instr, values)
+            if absorbed is not None:
+                return absorbed
+        return BOTTOM if BOTTOM in values else TOP
+
+
+#: ops `interp.foldable` may accept (it has the last word on attributes such as `approx`)
+_FOLDABLE_OPS = PURE_OPS - APPROX_OPS
+_ABSORBING_OPS = frozenset({"mul", "and", "or"})
+_SELECT_OR_ABSORBING = _ABSORBING_OPS | {"select"}
 
 
 def fold(instr: Instr, consts: list[Const]):
@@ -180,6 +231,9 @@ def _absorbing(instr: Instr, values: list):
 
 
 # --- algebraic identities --------------------------------------------------------------------
+#: the ops `simplify` has an identity for
+_SIMPLIFIED_OPS = frozenset({"select", "add", "sub", "mul", "div", "and", "or", "xor", "min",
+                             "max", "shl", "shr", "cmp"})
 _RIGHT_IDENTITY = {"add": 0, "sub": 0, "mul": 1, "div": 1, "or": 0, "xor": 0, "shl": 0, "shr": 0}
 _LEFT_IDENTITY = {"add": 0, "mul": 1, "or": 0, "xor": 0}
 
@@ -232,6 +286,13 @@ def _float_identity(op: str, a: Value, b: Value) -> Value | None:
     if op == "add" and _is_float(a, 0.0, True):
         return b
     return None
+
+
+def _may_simplify(args: list) -> bool:
+    """Whether an identity could apply: every one needs a constant operand or the same operand
+    twice (`select`: the last two)."""
+    a, b = args[-2], args[-1]
+    return a is b or a.__class__ is Const or b.__class__ is Const or args[0].__class__ is Const
 
 
 def _same(a: Value, b: Value) -> bool:

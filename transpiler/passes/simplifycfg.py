@@ -2,7 +2,6 @@
 bypass empty forwarding blocks, and lay the blocks out in reverse postorder."""
 from __future__ import annotations
 
-from ..cfg import reverse_postorder
 from ..ir import Block, Const, Function, Instr, add_pred, set_targets, users
 from .copyprop import replace_all_uses
 
@@ -53,7 +52,7 @@ def fold_constant_branches(func: Function) -> bool:
 
 
 def remove_unreachable(func: Function) -> bool:
-    reachable = set(reverse_postorder(func))
+    reachable = _reachable(func)
     if len(reachable) == len(func.blocks):
         return False
     for block in func.blocks:
@@ -63,9 +62,20 @@ def remove_unreachable(func: Function) -> bool:
     return True
 
 
+def _reachable(func: Function) -> set[Block]:
+    seen, todo = {func.entry}, [func.entry]
+    while todo:
+        block = todo.pop()
+        for succ in block.instrs[-1].targets if block.instrs else ():
+            if succ not in seen:
+                seen.add(succ)
+                todo.append(succ)
+    return seen
+
+
 def merge_straight_line(func: Function) -> bool:
     """Append each block to its predecessor when that is its only one and it has no other."""
-    uses = users(func)
+    uses = _LazyUsers(func)
     merged: set[Block] = set()
     for block in func.blocks:
         if block in merged:
@@ -84,9 +94,21 @@ def merge_straight_line(func: Function) -> bool:
     return bool(merged)
 
 
-def _merge_into(block: Block, succ: Block, uses: dict) -> None:
+class _LazyUsers:
+    """`ir.users(func)`, computed when first needed (most merges have no phis to replace)."""
+
+    def __init__(self, func: Function):
+        self.func, self.map = func, None
+
+    def get(self) -> dict:
+        if self.map is None:
+            self.map = users(self.func)
+        return self.map
+
+
+def _merge_into(block: Block, succ: Block, uses: _LazyUsers) -> None:
     for phi in succ.phis:
-        replace_all_uses(uses, phi, phi.args[0])
+        replace_all_uses(uses.get(), phi, phi.args[0])
         phi.block = None
     block.instrs.pop()
     for instr in succ.instrs:
