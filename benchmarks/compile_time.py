@@ -12,6 +12,12 @@ are compiled from source every time). Cold+pyc: the same with Python's bytecode 
 temporary PYTHONPYCACHEPREFIX, primed by one run), as after `pip install`; Numba's site-packages
 always have theirs. Numba runs when `numba.cuda` imports in this Python, or in `--numba-python`
 (a virtualenv with `numba-cuda` and `cuda-toolkit[nvvm,nvrtc]`).
+
+    python benchmarks/compile_time.py --stages [--repeat 20]
+
+prints instead where a warm compile's time goes: parse (Python's and libcst's, positions), type
+check, SSA construction, each pass of the pipeline (summed per pass name) and the backend, as
+medians in milliseconds.
 """
 from __future__ import annotations
 
@@ -43,6 +49,45 @@ def warm_ptxpy(source: str, name: str, repeat: int, cached: bool = False) -> flo
         driver.transpile(source, "bench.py", kernels=[name])
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
+
+
+def stage_times(source: str, name: str, repeat: int) -> dict:
+    """{stage: median ms} of warm compiles from source, stage by stage."""
+    from ptxpy.transpiler import driver, passes
+    from ptxpy.transpiler.backend import emit_ptx
+    from ptxpy.transpiler.frontend import check_kernel, parse_module
+    from ptxpy.transpiler.ssa_builder import build_function
+
+    options = driver.Options()
+    times: dict = {}
+
+    def timed(stage: str, step):
+        start = time.perf_counter()
+        result = step()
+        times.setdefault(stage, []).append(time.perf_counter() - start)
+        return result
+
+    for _ in range(repeat + 1):    # the first round warms up
+        parsed = timed("parse", lambda: parse_module(source, "bench.py"))
+        typed = timed("check", lambda: check_kernel(parsed, name))
+        func = timed("ssa", lambda: build_function(typed, options.arch, options.as_dict()))
+        per_pass: dict = {}
+        for pass_name, run in passes.PIPELINE:
+            start = time.perf_counter()
+            func = run(func)
+            per_pass[pass_name] = per_pass.get(pass_name, 0.0) + time.perf_counter() - start
+        for pass_name, seconds in per_pass.items():
+            times.setdefault(f"pass {pass_name}", []).append(seconds)
+        timed("backend", lambda: emit_ptx(func))
+    return {stage: statistics.median(t[1:]) * 1e3 for stage, t in times.items()}
+
+
+def print_stages(repeat: int) -> None:
+    rows = {name: stage_times(source, name, repeat) for name, (source, _) in KERNELS.items()}
+    print(f"{'stage (ms)':<22}" + "".join(f"{name:>10}" for name in rows))
+    for stage in next(iter(rows.values())):
+        print(f"{stage:<22}" + "".join(f"{row[stage]:>10.2f}" for row in rows.values()))
+    print(f"{'total':<22}" + "".join(f"{sum(row.values()):>10.2f}" for row in rows.values()))
 
 
 def cold(python: str, code: str, env: dict | None = None, runs: int = 5) -> float:
@@ -105,7 +150,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--numba-python", default=os.environ.get("NUMBA_PYTHON"))
+    parser.add_argument("--stages", action="store_true", help="where the warm time goes")
     args = parser.parse_args()
+    if args.stages:
+        print_stages(args.repeat)
+        return
     numba_python = find_numba_python(args.numba_python)
     print(f"{'kernel':<10} {'lines':>5} {'warm':>8} {'again':>8} {'cold':>8} {'cold+pyc':>9} "
           f"{'numba warm':>11} {'numba cold':>11} {'warm x':>7} {'cold x':>13}")

@@ -17,9 +17,11 @@ What the generator covers:
 * NumPy/JAX promotion between every pair of types (`i8 + u8` is `i16`, `u64 + i64` is `f64`,
   `i32 * f16` is `f16`, `f16 + bf16` is `f32` ...), weak literals (`h * 0.1` stays `f16`;
   `v + 200` with `v: i8` is `i32` because 200 does not fit), implicit conversions on assignment
-  and augmented assignment, casts between every pair of types (`T(x)`, `int(x)`, `float(x)`,
-  `bool(x)`), arguments and results of a `@ptxpy.func` converted as casts, range loops whose
-  variable takes the type of a cast start;
+  and augmented assignment (also of literals), casts between every pair of types (`T(x)`,
+  `int(x)`, `float(x)`, `bool(x)`), typed constants `T(literal)` that the compiler converts and
+  folds at compile time (`u8(-1)`, `bf16(16842753)`, `i8(255.9)`, `f16(70000.0)`), arguments
+  and results of a `@ptxpy.func` converted as casts, range loops whose variable takes the type
+  of a cast start;
 * `//` and `%` of values that look non-negative but may have wrapped (`i * c + d`, masks plus
   offsets, shifts, `abs`) by constants of either sign (also -1: `INT_MIN // -1` wraps), `len(a)`
   or masked values: where a compiler is most tempted to drop the floor correction;

@@ -20,16 +20,17 @@ def allocate_registers(mfunc: MFunction) -> None:
     alias = coalesce(mfunc, graph)
     order = _definition_order(mfunc, alias, reads)
     colours = _number_in_order(colour(graph, order), order)
+    for reg in [*graph, *alias]:   # every register (those merged away are in `alias` only)
+        reg.number = colours[_find(alias, reg)]
+    _drop_coalesced_copies(mfunc)
+
+
+def _drop_coalesced_copies(mfunc: MFunction) -> None:
+    """Remove the copies whose two registers got one number."""
     for block in mfunc.blocks:
-        for instr in block.instrs:
-            for reg in instr.dsts:
-                reg.number = colours[_find(alias, reg)]
-            for reg in reads[instr]:
-                reg.number = colours[_find(alias, reg)]
-        if block.term and block.term.cond is not None:
-            block.term.cond.number = colours[_find(alias, block.term.cond)]
-        block.instrs = [i for i in block.instrs
-                        if not (i.is_copy and i.dsts[0].number == i.srcs[0].number)]
+        if any(i.is_copy and i.dsts[0].number == i.srcs[0].number for i in block.instrs):
+            block.instrs = [i for i in block.instrs
+                            if not (i.is_copy and i.dsts[0].number == i.srcs[0].number)]
 
 
 def interference_graph(mfunc: MFunction, reads: dict | None = None) -> dict[VReg, set]:
