@@ -71,10 +71,6 @@ def _profiled_time(fn, args) -> float:
     PROFILED_CALLS calls, each on its own copy of the first input (so none finds it in the L2),
     of the summed durations of every kernel the call ran. Host dispatch does not count, as with
     CUDA events around a launch."""
-    import glob
-    import gzip
-    import tempfile
-
     import jax
 
     first, rest = args[0], args[1:]
@@ -82,20 +78,33 @@ def _profiled_time(fn, args) -> float:
     run = jax.jit(fn)
     for x in copies[:3]:
         jax.block_until_ready(run(x, *rest))
+
+    def calls():
+        for x in copies:
+            jax.block_until_ready(run(x, *rest))
+            time.sleep(0.002)   # a gap on the timeline between calls
+
+    groups = _split_calls(profiled_kernels(calls), PROFILED_CALLS)
+    return statistics.median(sum(dur for _, dur, _ in call) for call in groups) * 1e-6
+
+
+def profiled_kernels(work) -> list:
+    """(start us, duration us, name) of every GPU kernel that `work()` ran, from a JAX profile."""
+    import glob
+    import gzip
+    import tempfile
+
+    import jax
+
     with tempfile.TemporaryDirectory() as folder:
         jax.profiler.start_trace(folder, create_perfetto_trace=True)
         try:
-            for x in copies:
-                jax.block_until_ready(run(x, *rest))
-                time.sleep(0.002)   # a gap on the timeline between calls
+            work()
         finally:
             jax.profiler.stop_trace()
         [path] = glob.glob(os.path.join(folder, "**", "perfetto_trace.json.gz"), recursive=True)
         with gzip.open(path) as f:
-            trace = json.load(f)
-    kernels = _device_kernels(trace)
-    calls = _split_calls(kernels, PROFILED_CALLS)
-    return statistics.median(sum(dur for _, dur, _ in call) for call in calls) * 1e-6
+            return _device_kernels(json.load(f))
 
 
 def _device_kernels(trace: dict) -> list:
@@ -200,7 +209,6 @@ def _swiglu_ref(a):
 
 
 def measure(kernel, label, ptxpy_fn, inputs, ref_fn, nbytes, flops) -> list:
-    import jax
     import jax.numpy as jnp
     import peers
 

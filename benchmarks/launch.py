@@ -235,14 +235,11 @@ def worker_chain_profile(result: dict, workdir: str) -> None:
     """Where a chained kernel's time goes: from the GPU's own records (CUPTI, JAX's profiler) of
     one replay of each chain, the median kernel duration and the median start-to-start interval
     of consecutive kernels."""
-    import glob
-    import gzip
-
     import jax
     import jax.numpy as jnp
     import numpy as np
 
-    from kernels import _device_kernels
+    from kernels import profiled_kernels
 
     x = jnp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
     ops = {"ptxpy": _ptxpy_add1(), "Pallas": _pallas_add1(),
@@ -252,13 +249,7 @@ def worker_chain_profile(result: dict, workdir: str) -> None:
         f = jax.jit(_chain(op))
         for _ in range(3):
             jax.block_until_ready(f(x))
-        folder = os.path.join(workdir, name.replace(" ", "_").replace("'", ""))
-        jax.profiler.start_trace(folder, create_perfetto_trace=True)
-        jax.block_until_ready(f(x))
-        jax.profiler.stop_trace()
-        [path] = glob.glob(os.path.join(folder, "**", "perfetto_trace.json.gz"), recursive=True)
-        with gzip.open(path) as fh:
-            kernels = _device_kernels(json.load(fh))[-CHAIN:]
+        kernels = profiled_kernels(lambda: jax.block_until_ready(f(x)))[-CHAIN:]
         starts = [k[0] for k in kernels]
         result[f"chain profile/{name}: kernels seen"] = len(kernels)
         result[f"chain profile/{name}: kernel duration (us)"] = statistics.median(k[1] for k in kernels)
