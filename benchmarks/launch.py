@@ -112,6 +112,14 @@ def _ptxpy_add1(grid: int = N // BLOCK, block: int = BLOCK):
     return lambda x: launch(k, [x], [jax.ShapeDtypeStruct(x.shape, jnp.float32)], grid, block)[0]
 
 
+def _ptxpy_jit_add1():
+    """x + 1 written in ptxpy (benchmarks/chain_kernel.py), compiled for this GPU."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from chain_kernel import add1_kernel
+
+    return add1_kernel
+
+
 def _pallas_add1():
     import jax
     import jax.numpy as jnp
@@ -209,7 +217,8 @@ def worker_chain(result: dict, workdir: str) -> None:
 
     x = jnp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
     ops = {"ptxpy (Python handler)": _ptxpy_add1(), "Pallas": _pallas_add1(),
-           "ptxpy, one block of 1024 threads": _ptxpy_add1(1, N)}
+           "ptxpy, one block of 1024 threads": _ptxpy_add1(1, N),
+           "ptxpy @jit kernel (recorded, PDL)": _ptxpy_jit_add1()}
     try:
         ops["C handler"] = _c_add1(workdir)
     except (OSError, subprocess.CalledProcessError) as e:
@@ -219,16 +228,23 @@ def worker_chain(result: dict, workdir: str) -> None:
     for name, op in ops.items():
         chains[name] = f = jax.jit(_chain(op))
         np.testing.assert_allclose(f(x), np.asarray(x) + CHAIN, rtol=1e-5)
-    calls = ffi.calls
+    result["handler registered for the record stage"] = ffi.recording_registered
     # The systems take turns, ROUNDS times, so that drifts of the machine hit all of them alike.
     per_round: dict[str, list] = {name: [] for name in chains}
+    python_calls = {name: [0, 0] for name in chains}     # [execute, record] calls into Python
     for _ in range(ROUNDS):
         for name, f in chains.items():
+            calls, records = ffi.calls, ffi.records
             per_round[name].append(_median_time(lambda: f(x), reps=50) / CHAIN * 1e6)
+            python_calls[name][0] += ffi.calls - calls
+            python_calls[name][1] += ffi.records - records
     for name, times in per_round.items():
         result[f"chain/{name}"] = statistics.median(times)
         result[f"chain/{name}, fastest round"] = min(times)
-    result["handler calls per chain call (timed loop)"] = (ffi.calls - calls) / (53 * ROUNDS)
+    for name, (calls, records) in python_calls.items():
+        if name.startswith("ptxpy"):
+            result[f"{name}: handler calls per chain call"] = calls / (53 * ROUNDS)
+            result[f"{name}: record calls per chain call"] = records / (53 * ROUNDS)
 
 
 def worker_chain_profile(result: dict, workdir: str) -> None:
@@ -244,6 +260,7 @@ def worker_chain_profile(result: dict, workdir: str) -> None:
     x = jnp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
     ops = {"ptxpy": _ptxpy_add1(), "Pallas": _pallas_add1(),
            "ptxpy, one block of 1024 threads": _ptxpy_add1(1, N),
+           "ptxpy @jit kernel (recorded, PDL)": _ptxpy_jit_add1(),
            "XLA's own PTX kernel call": _xla_ptx_add1()}
     for name, op in ops.items():
         f = jax.jit(_chain(op))
@@ -256,6 +273,16 @@ def worker_chain_profile(result: dict, workdir: str) -> None:
         result[f"chain profile/{name}: start to start (us)"] = statistics.median(
             b - a for a, b in zip(starts, starts[1:]))
         result[f"chain profile/{name}: kernel name"] = kernels[0][2][:60]
+        # As the timed loop runs it (each call waited for): how much of a call the GPU is busy.
+        calls = 5
+        kernels = profiled_kernels(lambda: [jax.block_until_ready(f(x)) for _ in range(calls)])
+        kernels = [k for k in kernels if k[2] == kernels[-1][2]][-CHAIN * calls:]
+        firsts = [kernels[i * CHAIN][0] for i in range(calls)]
+        result[f"chain profile/{name}: GPU span of one call (us)"] = statistics.median(
+            kernels[i * CHAIN + CHAIN - 1][0] + kernels[i * CHAIN + CHAIN - 1][1] - firsts[i]
+            for i in range(calls))
+        result[f"chain profile/{name}: call to call, waited (us)"] = statistics.median(
+            b - a for a, b in zip(firsts, firsts[1:]))
 
 
 def worker_eager(result: dict, workdir: str) -> None:

@@ -6,8 +6,12 @@ parameters, which parameter slots take which XLA buffer). The key is a hash of t
 so a persistently cached executable can only ever find the plan it was compiled with.
 
 The handler declares itself command-buffer compatible: it launches exactly one kernel whose
-configuration depends only on the attribute, so XLA may capture it into a CUDA graph and replay
-it without calling back into Python (docs/jax.md has the measurements).
+configuration depends only on the attribute, so XLA may put it into a CUDA graph and replay it
+without calling back into Python (docs/jax.md has the measurements). Where XLA offers the FFI
+record stage (`XLA_FFI_ExecutionStage_RECORD`, xla/ffi/api/record_c_api.h) the handler records
+its kernel as a kernel node of XLA's graph instead of being stream-captured, and a kernel that
+begins with `griddepcontrol.wait` is recorded as a programmatic dependent launch (PDL): it may
+start while the kernel before it drains.
 
 Struct layouts follow xla/ffi/api/c_api.h (jax.ffi.include_dir()).
 """
@@ -28,7 +32,13 @@ TARGET = "ptxpy_launch"
 # --- c_api.h ---------------------------------------------------------------------------------
 
 _EXTENSION_METADATA = 1
+_EXTENSION_RECORD = 128
 _STAGE_EXECUTE = 3
+_STAGE_RECORD = 4
+_RECORD_CREATE = 0
+_SOURCE_CUBIN = 1
+_KERNEL_ARG_HOST_VALUE = 1
+_DEFAULT_SHARED_LIMIT = 48 * 1024
 _TRAIT_COMMAND_BUFFER_COMPATIBLE = 1
 _ERROR_INTERNAL = 13
 _ATTR_SCALAR = 3
@@ -88,14 +98,81 @@ class StreamGetArgs(ctypes.Structure):
                 ("ctx", ctypes.c_void_p), ("stream", ctypes.c_void_p)]
 
 
+class ByteSpan(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_char_p), ("len", ctypes.c_size_t)]
+
+
+# --- record_c_api.h --------------------------------------------------------------------------
+
+class Dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_int32), ("y", ctypes.c_int32), ("z", ctypes.c_int32)]
+
+
+class LaunchDims(ctypes.Structure):
+    _fields_ = [("grid", Dim3), ("block", Dim3), ("cluster", Dim3)]
+
+
+class KernelArg(ctypes.Structure):
+    _fields_ = [("arg_address", ctypes.c_void_p), ("size", ctypes.c_int64), ("type", ctypes.c_int)]
+
+
+class KernelArgs(ctypes.Structure):
+    _fields_ = [("args", ctypes.POINTER(KernelArg)), ("num_args", ctypes.c_int64)]
+
+
+_CreateLaunch = ctypes.CFUNCTYPE(
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
+    LaunchDims, ctypes.c_uint32, ctypes.c_int32, ctypes.POINTER(KernelArgs), ctypes.c_void_p,
+    ctypes.c_uint32, ctypes.POINTER(ctypes.c_void_p))
+_UpdateLaunch = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.POINTER(KernelArgs))
+_RequestCapture = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+
+
+class RecordApi(ctypes.Structure):
+    _fields_ = [("create_launch", _CreateLaunch), ("update_launch", _UpdateLaunch),
+                ("create_memcpy_d2d", ctypes.c_void_p), ("update_memcpy_d2d", ctypes.c_void_p),
+                ("request_stream_capture", _RequestCapture),
+                ("create_empty_command", ctypes.c_void_p)]
+
+
+class RecordFrame(ctypes.Structure):
+    _fields_ = [("record_ctx", ctypes.c_void_p), ("api", ctypes.POINTER(RecordApi)),
+                ("action", ctypes.c_int), ("commands", ctypes.POINTER(ctypes.c_void_p)),
+                ("num_commands", ctypes.POINTER(ctypes.c_int64)), ("max_commands", ctypes.c_int64)]
+
+
+class ExtensionId(ctypes.Structure):
+    _fields_ = [("extension_type", ctypes.c_int64), ("major_version", ctypes.c_int32),
+                ("minor_version", ctypes.c_int32)]
+
+
+class Extension(ctypes.Structure):       # XLA_FFI_Extension, found through the invoke context
+    _fields_ = [("struct_size", ctypes.c_size_t), ("id", ExtensionId), ("next", ctypes.c_void_p)]
+
+
+class RecordExtension(ctypes.Structure):
+    _fields_ = [("extension_base", Extension), ("record_frame", ctypes.POINTER(RecordFrame))]
+
+
+class FindExtensionArgs(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.c_void_p),
+                ("ctx", ctypes.c_void_p), ("extension_type", ctypes.c_int64),
+                ("extension", ctypes.POINTER(RecordExtension))]
+
+
 _ErrorCreate = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(ErrorCreateArgs))
 _StreamGet = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(StreamGetArgs))
+_FindExtension = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(FindExtensionArgs))
 Handler = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(CallFrame))
 
 # XLA_FFI_Api: struct_size, extension_start, api_version (24 bytes), internal_api, then the
 # function pointers in this order.
-_API_FUNCTIONS = ["Error_Create", "Error_GetMessage", "Error_Destroy", "Handler_Register",
-                  "Stream_Get"]
+_API_FUNCTIONS = ["Error_Create", "Error_GetDetails", "Error_Destroy", "Handler_Register",
+                  "Stream_Get", "Type_Register", "InvokeContext_Get", "State_Set", "State_Get",
+                  "DeviceMemory_Allocate", "DeviceMemory_Free", "ThreadPool_Schedule",
+                  "ThreadPool_NumThreads", "Future_Create", "Future_SetAvailable",
+                  "Future_SetError", "RunId_Get", "DeviceOrdinal_Get", "InvokeContext_FindExtension"]
 _API_FIRST_FUNCTION = 8 + 8 + ctypes.sizeof(ApiVersion) + 8
 _BUFFER_DATA_OFFSET = 24  # XLA_FFI_Buffer: struct_size, extension_start, dtype (+pad), data
 
@@ -130,10 +207,12 @@ class LaunchPlan:
     params: bytes
     offsets: list
     pointer_slots: list
+    pdl: bool = False      # the kernel begins with griddepcontrol.wait: may be launched with PDL
     key: int = 0
     _buffer: ctypes.Array = field(init=False, repr=False)
     _param_ptrs: ctypes.Array = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+    _kernel_args: KernelArgs | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self):
         self._buffer = ctypes.create_string_buffer(self.params, max(len(self.params), 8))
@@ -148,6 +227,19 @@ class LaunchPlan:
         for offset, index in self.pointer_slots:
             struct.pack_into("<Q", self._buffer, offset, pointers[index])
         return ctypes.addressof(self._param_ptrs)
+
+    def kernel_args(self) -> KernelArgs:
+        """The parameter block as record-API host values (XLA copies them when called). Made once:
+        the values live in the plan's buffer, which `fill` rewrites in place."""
+        if self._kernel_args is None:
+            base = ctypes.addressof(self._buffer)
+            ends = list(self.offsets[1:]) + [len(self.params)]
+            items = [KernelArg(base + o, max(end - o, 1), _KERNEL_ARG_HOST_VALUE)
+                     for o, end in zip(self.offsets, ends)]
+            array = (KernelArg * max(len(items), 1))(*items)
+            self._kernel_args = KernelArgs(array, len(items))
+            self._kernel_args._keep = array
+        return self._kernel_args
 
     def locked(self):
         return self._lock
@@ -195,9 +287,12 @@ def _buffer_pointers(table: Args) -> list[int]:
 
 
 def _plan_key(attrs: Attrs) -> int:
-    if attrs.size != 1 or attrs.types[0] != _ATTR_SCALAR:
-        raise HandlerError(f"expected one scalar attribute 'plan', got {attrs.size} attributes")
-    scalar = ScalarAttr.from_address(attrs.attrs[0])
+    names = (ctypes.POINTER(ByteSpan) * attrs.size).from_address(attrs.names) if attrs.size else []
+    index = next((i for i, n in enumerate(names)
+                  if ctypes.string_at(n.contents.ptr, n.contents.len) == b"plan"), None)
+    if index is None or attrs.types[index] != _ATTR_SCALAR:
+        raise HandlerError(f"expected a scalar attribute 'plan' among {attrs.size} attributes")
+    scalar = ScalarAttr.from_address(attrs.attrs[index])
     if scalar.dtype != _DTYPE_S64:
         raise HandlerError(f"attribute 'plan' has XLA dtype {scalar.dtype}, expected S64")
     return scalar.value[0]
@@ -217,9 +312,22 @@ def _error(api: int, message: str) -> int:
     return _api_function(api, "Error_Create", _ErrorCreate)(ctypes.byref(args))
 
 
-def make_handler(run: Callable[[LaunchPlan, int, list], None], with_stream: bool = True):
+def _record_frame(frame: CallFrame) -> RecordFrame:
+    """The record frame XLA attaches to the invoke context at the record stage."""
+    args = FindExtensionArgs(ctypes.sizeof(FindExtensionArgs), None, frame.ctx, _EXTENSION_RECORD,
+                             None)
+    err = _api_function(frame.api, "InvokeContext_FindExtension", _FindExtension)(ctypes.byref(args))
+    if err or not args.extension or not args.extension.contents.record_frame:
+        raise HandlerError("XLA called the record stage without the record extension")
+    return args.extension.contents.record_frame.contents
+
+
+def make_handler(run: Callable[[LaunchPlan, int, list], None], with_stream: bool = True,
+                 record: Callable | None = None):
     """A ctypes XLA_FFI_Handler that decodes a call frame and calls `run(plan, stream, pointers)`
-    (stream 0 when `with_stream` is false: XLA's CPU backend has none)."""
+    (stream 0 when `with_stream` is false: XLA's CPU backend has none); at the record stage it
+    calls `record(plan, record_frame, stream_of, pointers)` (`stream_of()` gives the stream), which
+    returns an XLA_FFI_Error* or 0."""
 
     def handler(frame_ptr):
         frame = frame_ptr.contents
@@ -228,7 +336,8 @@ def make_handler(run: Callable[[LaunchPlan, int, list], None], with_stream: bool
             if frame.extension_start and frame.extension_start.contents.type == _EXTENSION_METADATA:
                 _set_metadata(frame)
                 return None
-            if frame.stage != _STAGE_EXECUTE:
+            recording = frame.stage == _STAGE_RECORD and record is not None
+            if frame.stage != _STAGE_EXECUTE and not recording:
                 return None
             key = _plan_key(frame.attrs)
             entry = _plans.get(key)
@@ -236,6 +345,9 @@ def make_handler(run: Callable[[LaunchPlan, int, list], None], with_stream: bool
                 raise HandlerError(f"no ptxpy launch plan {key} in this process (an executable "
                                    "compiled in another process cannot run ptxpy kernels)")
             pointers = _buffer_pointers(frame.args) + _buffer_pointers(frame.rets)
+            if recording:
+                return record(entry, _record_frame(frame), lambda: _stream(frame, api),
+                              pointers) or None
             run(entry, _stream(frame, api) if with_stream else 0, pointers)
             return None
         except BaseException as e:  # never let an exception unwind through XLA
@@ -262,6 +374,50 @@ def run_on_gpu(entry: LaunchPlan, stream: int, pointers: list) -> None:
         _driver.launch_on_stream(entry.image, entry.grid, entry.block, entry.shared, stream, params)
 
 
+#: How many times XLA asked the handler to record (create or update) a kernel node.
+records = 0
+_cubins: dict[tuple, ctypes.Array] = {}   # XLA keys its loaded kernels by this memory's address
+
+
+def _cubin_buffer(image, ordinal: int) -> ctypes.Array:
+    key = (image.name, image.digest, ordinal)
+    buffer = _cubins.get(key)
+    if buffer is None:
+        buffer = _cubins.setdefault(key, ctypes.create_string_buffer(image.cubin(ordinal)))
+    return buffer
+
+
+def record_on_gpu(entry: LaunchPlan, frame: RecordFrame, stream_of: Callable[[], int],
+                  pointers: list) -> int:
+    """The record stage: creates (or updates the buffers of) one kernel node in XLA's graph, with
+    PDL when the kernel waits for its predecessors. Kernels over the default shared-memory limit
+    ask XLA to stream-capture the execute stage instead (XLA loads the kernel itself and would
+    not raise its dynamic shared-memory limit)."""
+    global records
+    records += 1
+    api = frame.api.contents
+    if entry.shared > _DEFAULT_SHARED_LIMIT:
+        return api.request_stream_capture(frame.record_ctx)
+    if frame.action != _RECORD_CREATE:     # the buffers moved: new pointers for the same node
+        with entry.locked():
+            entry.fill(pointers)
+            return api.update_launch(frame.record_ctx, frame.commands[0],
+                                     ctypes.byref(entry.kernel_args()))
+    cubin = _cubin_buffer(entry.image, _driver.ordinal_of_context(_driver.stream_context(stream_of())))
+    with entry.locked():
+        entry.fill(pointers)
+        args = entry.kernel_args()
+        dims = LaunchDims(Dim3(*entry.grid), Dim3(*entry.block), Dim3(0, 0, 0))
+        command = ctypes.c_void_p()
+        err = api.create_launch(frame.record_ctx, entry.kernel.encode(), ctypes.addressof(cubin),
+                                len(cubin) - 1, _SOURCE_CUBIN, dims, entry.shared, int(entry.pdl),
+                                ctypes.byref(args), None, 0, ctypes.byref(command))
+    if not err:
+        frame.commands[frame.num_commands[0]] = command.value
+        frame.num_commands[0] += 1
+    return err
+
+
 # --- registration and the call ---------------------------------------------------------------
 
 _handlers: dict[tuple[str, str], object] = {}   # keeps the ctypes trampolines alive
@@ -275,20 +431,88 @@ def register_target(name: str = TARGET, platform: str = "CUDA",
 
     with _register_lock:
         if (name, platform) not in _handlers:
-            handler = make_handler(run, with_stream=platform.upper() in ("CUDA", "GPU"))
-            address = ctypes.cast(handler, ctypes.c_void_p).value
-            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(address), platform=platform,
-                                        api_version=1)
+            gpu = platform.upper() in ("CUDA", "GPU")
+            handler = make_handler(run, with_stream=gpu,
+                                   record=record_on_gpu if gpu and run is run_on_gpu else None)
+            _register(jax, name, handler, platform, record=gpu and run is run_on_gpu)
             _handlers[(name, platform)] = handler
     return name
 
 
+class HandlerBundle(ctypes.Structure):
+    _fields_ = [("instantiate", ctypes.c_void_p), ("prepare", ctypes.c_void_p),
+                ("initialize", ctypes.c_void_p), ("execute", ctypes.c_void_p),
+                ("record", ctypes.c_void_p)]
+
+
+class HandlerRegisterArgs(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("extension_start", ctypes.c_void_p),
+                ("name", ByteSpan), ("platform", ByteSpan), ("bundle", HandlerBundle),
+                ("traits", ctypes.c_uint32)]
+
+
+_HandlerRegister = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(HandlerRegisterArgs))
+
+#: Whether the handler is registered for XLA's record stage as well as the execute stage.
+recording_registered = False
+
+
+def _register(jax, name: str, handler, platform: str, record: bool) -> None:
+    """Registers `handler` for `name`. With `record`, directly through the XLA FFI API (JAX's own
+    registration passes the execute stage only) for the execute and record stages; where that
+    API has no record stage, through JAX for the execute stage."""
+    global recording_registered
+    address = ctypes.cast(handler, ctypes.c_void_p).value
+    api = _xla_ffi_api(jax, platform) if record else None
+    if api is not None and _api_has(api, "InvokeContext_FindExtension"):
+        name_bytes, platform_bytes = name.encode(), platform.encode()
+        args = HandlerRegisterArgs(HandlerRegisterArgs.traits.offset + 4, None,  # no tail padding
+                                   ByteSpan(name_bytes, len(name_bytes)),
+                                   ByteSpan(platform_bytes, len(platform_bytes)),
+                                   HandlerBundle(None, None, None, address, address),
+                                   _TRAIT_COMMAND_BUFFER_COMPATIBLE)
+        if not _api_function(api, "Handler_Register", _HandlerRegister)(ctypes.byref(args)):
+            recording_registered = True
+            return
+    jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(address), platform=platform,
+                                api_version=1)
+
+
+def _xla_ffi_api(jax, platform: str) -> int | None:
+    """The XLA_FFI_Api of `platform`'s XLA, read from the call frame of the metadata query that
+    registering a probe handler through JAX makes; None if no query came."""
+    seen: list[int] = []
+
+    def probe(frame_ptr):
+        frame = frame_ptr.contents
+        seen.append(frame.api)
+        if frame.extension_start and frame.extension_start.contents.type == _EXTENSION_METADATA:
+            _set_metadata(frame)
+        return None
+
+    handler = _handlers[("ptxpy_api_probe", platform)] = Handler(probe)
+    jax.ffi.register_ffi_target("ptxpy_api_probe",
+                                jax.ffi.pycapsule(ctypes.cast(handler, ctypes.c_void_p).value),
+                                platform=platform, api_version=1)
+    return seen[0] if seen else None
+
+
+def _api_has(api: int, name: str) -> bool:
+    """Whether the XLA_FFI_Api at `api` (by its struct_size) has function `name`."""
+    end = _API_FIRST_FUNCTION + 8 * (_API_FUNCTIONS.index(name) + 1)
+    return ctypes.c_size_t.from_address(api).value >= end
+
+
 def call(key: int, operands: list, out_types: list, input_output_aliases: dict | None = None,
          vmap_method: str = "sequential", target: str = TARGET) -> list:
-    """`jax.ffi.ffi_call` of plan `key` on `operands`; returns the list of outputs."""
+    """`jax.ffi.ffi_call` of plan `key` on `operands`; returns the list of outputs. A plan whose
+    kernel may be launched with PDL carries `uses_pdl=True`, which XLA reads from the call."""
     import jax
     import numpy as np
 
     fn = jax.ffi.ffi_call(target, list(out_types), vmap_method=vmap_method,
                           input_output_aliases=input_output_aliases or None)
+    entry = _plans.get(key)
+    if entry is not None and entry.pdl:
+        return list(fn(*operands, plan=np.int64(key), uses_pdl=True))
     return list(fn(*operands, plan=np.int64(key)))

@@ -120,11 +120,28 @@ def register(kernel: CompiledKernel, values: list, out_types: list, grid, block)
     image = _prepare_devices(kernel, grid, block)
     _, slots, params, offsets = pack(kernel, inputs, values, outputs, out_types)
     plan = ffi.LaunchPlan(kernel.name, image, grid, block, image.dynamic_shared, params, offsets,
-                          slots)
+                          slots, pdl=waits_for_predecessors(kernel.ptx, kernel.name))
     key = ffi.register_plan(plan, (kernel.name, image.digest, grid, block, image.dynamic_shared,
-                                   params, tuple(slots)))
+                                   params, tuple(slots), plan.pdl))
     ffi.register_target()
     return key
+
+
+def waits_for_predecessors(ptx: str, name: str) -> bool:
+    """Whether kernel `name`'s first instruction is `griddepcontrol.wait` (ptxpy's kernels for
+    sm_90 and later begin so): only such a kernel may be launched as a programmatic dependent
+    launch, which lets it start before the kernel it depends on has finished."""
+    entry = ptx.find(f".entry {name}(")
+    if entry < 0:
+        entry = ptx.find(f".entry {name}")
+    body = ptx.find("{", entry) if entry >= 0 else -1
+    if body < 0:
+        return False
+    for line in ptx[body + 1:].splitlines():
+        text = line.strip()
+        if text and not text.startswith(("//", ".")):   # declarations, .loc and comments
+            return text == "griddepcontrol.wait;"
+    return False
 
 
 _eager_calls: dict[tuple, PreparedCall] = {}

@@ -1553,6 +1553,13 @@ def _c_fence(k, ins, m: _Mods) -> _Op:
     return _Op(PLAIN, lambda ctx, mask: None)
 
 
+def _c_griddepcontrol(k, ins, m: _Mods) -> _Op:
+    """griddepcontrol.wait / .launch_dependents: the simulator runs one grid at a time, so the
+    grids before it have always finished."""
+    m.take("wait", "launch_dependents")
+    return _Op(PLAIN, lambda ctx, mask: None)
+
+
 def _c_shfl(k, ins, m: _Mods) -> _Op:
     m.take("sync")
     mode = m.take("up", "down", "bfly", "idx")
@@ -1712,7 +1719,7 @@ _COMPILERS = {
     "cvta": _c_cvta, "ld": _c_ld, "ldu": _c_ld, "st": _c_st, "atom": _c_atom, "red": _c_atom,
     "bra": _c_bra, "ret": _c_exit, "exit": _c_exit, "trap": _c_trap, "bar": _c_bar,
     "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote,
-    "activemask": _c_activemask, "call": _c_call,
+    "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
 }
 
 # ---- execution ---------------------------------------------------------------------------------

@@ -524,6 +524,22 @@ def test_module_layout():
     assert ptx.rstrip().endswith("ret;\n}")
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90", "sm_100"])
+def test_entry_waits_for_dependent_launch_from_sm90(arch):
+    """sm_90+: the first instruction is griddepcontrol.wait, so the runtime may launch the kernel
+    as a programmatic dependent launch; older targets have no such instruction."""
+    func = saxpy()
+    func.arch = arch
+    ptx = emit_ptx(func)
+    body = ptx[ptx.index("{\n") + 2:].splitlines()
+    first = next(line.strip() for line in body if line.strip()
+                 and not line.strip().startswith((".reg", ".local", ".shared", "//", ".loc")))
+    if arch in ("sm_80", "sm_89"):
+        assert "griddepcontrol" not in ptx and first != "griddepcontrol.wait;"
+    else:
+        assert first == "griddepcontrol.wait;" and ptx.count("griddepcontrol") == 1
+
+
 @pytest.mark.parametrize("arch,version", [("sm_80", "7.0"), ("sm_86", "7.1"), ("sm_89", "7.8"),
                                           ("sm_90", "7.8"), ("sm_90a", "8.0"), ("sm_100", "8.6"),
                                           ("sm_120", "8.7")])

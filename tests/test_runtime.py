@@ -17,6 +17,7 @@ import pytest
 import jax
 import jax.numpy as jnp
 
+import ptxpy
 from ptxpy import types as T
 from ptxpy.runtime import cache, driver, ffi
 from ptxpy.runtime import launch as launch_mod
@@ -500,12 +501,13 @@ def cpu_add1():
     on_cpu.__enter__()
     inputs, outputs = launch_mod.split_params(ADD1, 1)
 
-    def call(x, aliases=None):
+    def call(x, aliases=None, pdl=False):
         values = launch_mod.check_args(ADD1, inputs, [x])
         outs = launch_mod.check_out_types(ADD1, outputs, [f32(x.shape)])
         ops, slots, params, offsets = launch_mod.pack(ADD1, inputs, values, outputs, outs)
-        plan = ffi.LaunchPlan("add1", None, (1, 1, 1), (1, 1, 1), 0, params, offsets, slots)
-        key = ffi.register_plan(plan, ("cpu-add1", params, tuple(slots)))
+        plan = ffi.LaunchPlan("add1", None, (1, 1, 1), (1, 1, 1), 0, params, offsets, slots,
+                              pdl=pdl)
+        key = ffi.register_plan(plan, ("cpu-add1", params, tuple(slots), pdl))
         return ffi.call(key, ops, outs, aliases, target=target)[0]
 
     yield call
@@ -525,6 +527,126 @@ def test_ffi_unknown_plan_is_an_error_on_cpu(cpu_add1):
     x = jax.device_put(jnp.ones(3, jnp.float32), jax.devices("cpu")[0])
     with pytest.raises(Exception, match="no ptxpy launch plan 12345"):
         jax.block_until_ready(ffi.call(12345, [x], [f32((3,))], target="ptxpy_test_cpu"))
+
+
+def test_cpu_plan_with_pdl_attribute(cpu_add1):
+    """A PDL plan's call carries a second attribute (uses_pdl); the handler still finds `plan`."""
+    x = jnp.arange(5, dtype=jnp.float32)
+    np.testing.assert_array_equal(jax.jit(lambda v: cpu_add1(v, pdl=True))(x), np.arange(5) + 1)
+
+
+_WAITING = """.version 7.8
+.target sm_90
+.address_size 64
+
+.visible .entry {name}(
+    .param .u64 {name}_x
+)
+{{
+    .reg .b64 %rd<2>;
+    // a comment
+    .loc 1 3 5
+{first}
+    ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("first,waits", [("    griddepcontrol.wait;", True),
+                                         ("    ld.param.u64 %rd1, [k_x];", False),
+                                         ("    griddepcontrol.launch_dependents;", False)])
+def test_waits_for_predecessors(first, waits):
+    ptx = _WAITING.format(name="k", first=first)
+    assert launch_mod.waits_for_predecessors(ptx, "k") is waits
+    assert not launch_mod.waits_for_predecessors(ptx, "other")
+
+
+_ADD1_SOURCE = """import ptxpy
+from ptxpy import Array, f32
+
+@ptxpy.jit
+def add1(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = x[i] + 1.0
+"""
+
+
+@pytest.mark.parametrize("arch,waits", [("sm_80", False), ("sm_90", True)])
+def test_compiled_kernels_wait_from_sm90(arch, waits):
+    ptx = ptxpy.transpile(_ADD1_SOURCE, arch=arch)["add1"]
+    assert launch_mod.waits_for_predecessors(ptx, "add1") is waits
+
+
+def test_kernel_args_are_the_packed_params():
+    """The record stage hands XLA each parameter as a host value: address and size per slot."""
+    params = bytes(range(20))
+    plan = ffi.LaunchPlan("k", None, (1, 1, 1), (1, 1, 1), 0, params, [0, 8, 12], [(0, 0)])
+    args = plan.kernel_args()
+    assert args.num_args == 3
+    base = ctypes.addressof(plan._buffer)
+    got = [(args.args[i].arg_address - base, args.args[i].size, args.args[i].type) for i in range(3)]
+    assert got == [(0, 8, 1), (8, 4, 1), (12, 8, 1)]
+    plan.fill([0x1122334455667788])
+    assert ctypes.string_at(args.args[0].arg_address, 8) == (0x1122334455667788).to_bytes(8, "little")
+
+
+class _FakeRecordApi:
+    """The record half of XLA's FFI, in Python: records what the handler asks of it."""
+
+    def __init__(self):
+        self.calls = []
+        api = self.api = ffi.RecordApi()
+        api.create_launch = ffi._CreateLaunch(self.create_launch)
+        api.update_launch = ffi._UpdateLaunch(self.update_launch)
+        api.request_stream_capture = ffi._RequestCapture(lambda ctx: self.calls.append("capture"))
+        self.storage = (ctypes.c_void_p * 4)()
+        self.count = ctypes.c_int64(0)
+
+    def frame(self, action):
+        return ffi.RecordFrame(None, ctypes.pointer(self.api), action, self.storage,
+                               ctypes.pointer(self.count), 4)
+
+    def _args(self, args):
+        a = args.contents
+        return [ctypes.string_at(a.args[i].arg_address, a.args[i].size) for i in range(a.num_args)]
+
+    def create_launch(self, ctx, name, data, size, fmt, dims, shared, uses_pdl, args, deps, ndeps,
+                      out):
+        self.calls.append(("create", name, ctypes.string_at(data, size), fmt,
+                           (dims.grid.x, dims.grid.y, dims.grid.z), (dims.block.x, dims.block.y),
+                           shared, uses_pdl, self._args(args)))
+        out[0] = 0xC0
+        return None
+
+    def update_launch(self, ctx, command, args):
+        self.calls.append(("update", command, self._args(args)))
+        return None
+
+
+class _Image:
+    name, digest = "k", "d"
+
+    def cubin(self, ordinal):
+        return b"CUBIN" + bytes([ordinal])
+
+
+def test_record_stage_creates_then_updates_one_kernel_node(monkeypatch):
+    monkeypatch.setattr(ffi._driver, "stream_context", lambda stream: "ctx")
+    monkeypatch.setattr(ffi._driver, "ordinal_of_context", lambda ctx: 0)
+    params = bytes(12)
+    plan = ffi.LaunchPlan("k", _Image(), (3, 1, 1), (128, 1, 1), 0, params, [0, 8], [(0, 1)],
+                          pdl=True)
+    fake = _FakeRecordApi()
+    assert not ffi.record_on_gpu(plan, fake.frame(ffi._RECORD_CREATE), lambda: 7, [0xA0, 0xB0])
+    assert fake.count.value == 1 and fake.storage[0] == 0xC0
+    assert fake.calls == [("create", b"k", b"CUBIN\0", ffi._SOURCE_CUBIN, (3, 1, 1), (128, 1),
+                           0, 1, [(0xB0).to_bytes(8, "little"), bytes(4)])]
+    assert not ffi.record_on_gpu(plan, fake.frame(1), lambda: 7, [0xA0, 0xD0])
+    assert fake.calls[1] == ("update", 0xC0, [(0xD0).to_bytes(8, "little"), bytes(4)])
+    big = ffi.LaunchPlan("k", _Image(), (1, 1, 1), (1, 1, 1), 64 * 1024, params, [0, 8], [])
+    ffi.record_on_gpu(big, fake.frame(ffi._RECORD_CREATE), lambda: 7, [])
+    assert fake.calls[2] == "capture" and fake.count.value == 1
 
 
 # --- GPU -------------------------------------------------------------------------------------
@@ -714,3 +836,31 @@ def test_chained_kernels_in_jit_replay():
     for _ in range(3):
         out = f(x)
     np.testing.assert_array_equal(out, 20.0)
+
+
+@gpu
+@needs_gpu
+def test_jit_kernels_are_recorded_as_pdl_graph_nodes():
+    """Where JAX's XLA has the FFI record stage (record_c_api.h), a @ptxpy.jit kernel in a jitted
+    chain becomes a kernel node of XLA's CUDA graph, launched with PDL on sm_90+."""
+    has_record_stage = os.path.exists(os.path.join(jax.ffi.include_dir(), "xla", "ffi", "api",
+                                                   "record_c_api.h"))
+    add1 = _add1_for_recording
+    sm = jax.devices()[0].compute_capability
+    records = ffi.records
+    f = jax.jit(lambda x: add1(add1(add1(add1(add1(add1(x))) * 2.0))))  # XLA graphs >= 5 ops
+    x = jnp.arange(1024, dtype=jnp.float32)
+    for _ in range(3):
+        out = f(x)
+    np.testing.assert_array_equal(out, (np.arange(1024) + 3) * 2 + 3)
+    assert ffi.recording_registered == has_record_stage
+    if has_record_stage:
+        assert ffi.records - records >= 2
+        plans = [p for p in ffi._plans.values() if p.kernel == "_add1_for_recording"]
+        assert plans and all(p.pdl == (float(sm) >= 9.0) for p in plans)
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,), block=128)
+def _add1_for_recording(x: ptxpy.Array[ptxpy.f32], out: ptxpy.Array[ptxpy.f32]):
+    i = ptxpy.global_id(0)
+    out[i] = x[i] + 1.0

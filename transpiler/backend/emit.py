@@ -18,6 +18,7 @@ def emit_module(func: ir.Function, mfunc: MFunction, target: Target) -> str:
     labelled = {t for body in bodies.values() for t in _branch_targets(body)}
     labels = {block: f"$BB{n}" for n, block in enumerate(bodies)}
     lines = _header(func, target) + module_declarations(mfunc.strings) + _entry_open(func, mfunc)
+    lines.extend(_dependent_launch_wait(target))
     last_line = None
     source_texts: dict[int, str] = {}   # line -> its text for `// line N:` comments
     for block in bodies:
@@ -54,6 +55,16 @@ def _entry_open(func: ir.Function, mfunc: MFunction) -> list[str]:
     if mfunc.printf_buffer:
         lines.append(f"{INDENT}.local .align {ARGS_ALIGN} .b8 {ARGS_BUFFER}[{mfunc.printf_buffer}];")
     return lines
+
+
+def _dependent_launch_wait(target: Target) -> list[str]:
+    """sm_90+: wait for the grids this one depends on before anything else, so that the runtime
+    may launch the kernel as a programmatic dependent launch (it then starts while the kernel
+    before it drains); without such a launch the wait returns at once."""
+    if target.sm < 90:
+        return []
+    return ["", f"{INDENT}// wait for the kernels this launch depends on (PDL; no-op otherwise)",
+            f"{INDENT}griddepcontrol.wait;"]
 
 
 def _reg_decls(mfunc: MFunction) -> list[str]:
