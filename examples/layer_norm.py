@@ -2,9 +2,9 @@
 
 One block of 256 threads per row:
 
-1. Each thread loads its float4s of the row, keeping them in registers when the row has at
-   most 8192 floats (up to eight float4s per thread; longer rows are read a second time, from
-   L2, in step 3). How many is a `Const` that the wrapper `layer_norm` picks from the row
+1. Each thread loads its float4s of the row, and of gamma and beta, keeping them in registers
+   when the row has at most 8192 floats (up to eight float4s per thread; longer rows are read a
+   second time, from L2, in step 3). How many is a `Const` that the wrapper `layer_norm` picks from the row
    length, so each row length gets a kernel with only the registers it needs. It sums d = x - K and d * d over them, where K = x[r, 0] is a shift taken from the
    row itself: var = E[d^2] - E[d]^2 then does not lose its digits to cancellation when the
    mean is large compared with the spread (the "shifted data" algorithm), and both sums come
@@ -62,20 +62,36 @@ def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps
     s = 0.0
     ss = 0.0
     if CACHE > 0:
-        # The row stays in registers (CACHE float4s per thread), read from memory once; all
-        # loads are issued before any arithmetic. (A compile-time branch: for CACHE == 0 it is
-        # not compiled at all, so the size 4 * CACHE is never 0.)
+        # The row stays in registers (CACHE float4s per thread), read from memory once. All
+        # loads, gamma and beta included, are issued before any arithmetic: loaded after the
+        # block reduction, gamma and beta (L2 hits) put their latency on every block's critical
+        # path, which at 2048 x 8192 cost 5% (docs/performance.md). (A compile-time branch: for
+        # CACHE == 0 it is not compiled at all, so the size 4 * CACHE is never 0.)
         vals = ptxpy.local_array(4 * CACHE, f32)
+        gs = ptxpy.local_array(4 * CACHE, f32)
+        bs = ptxpy.local_array(4 * CACHE, f32)
         for k in ptxpy.static_range(CACHE):
             j = (k * BLOCK + t) * 4
             if j < cols:
                 a, b, c, d = x[row, j:j + 4]
+                g0, g1, g2, g3 = gamma[j:j + 4]
+                b0, b1, b2, b3 = beta[j:j + 4]
             else:
                 a, b, c, d = shift, shift, shift, shift     # contribute 0 after the shift
+                g0, g1, g2, g3 = 0.0, 0.0, 0.0, 0.0
+                b0, b1, b2, b3 = 0.0, 0.0, 0.0, 0.0
             vals[4 * k] = a
             vals[4 * k + 1] = b
             vals[4 * k + 2] = c
             vals[4 * k + 3] = d
+            gs[4 * k] = g0
+            gs[4 * k + 1] = g1
+            gs[4 * k + 2] = g2
+            gs[4 * k + 3] = g3
+            bs[4 * k] = b0
+            bs[4 * k + 1] = b1
+            bs[4 * k + 2] = b2
+            bs[4 * k + 3] = b3
         for k in ptxpy.static_range(4 * CACHE):
             v = vals[k] - shift
             s += v
@@ -87,12 +103,13 @@ def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps
         for k in ptxpy.static_range(CACHE):
             j = (k * BLOCK + t) * 4
             if j < cols:
-                g0, g1, g2, g3 = gamma[j:j + 4]
-                b0, b1, b2, b3 = beta[j:j + 4]
-                out[row, j:j + 4] = (ptxpy.fma((vals[4 * k] - mean) * rstd, g0, b0),
-                                     ptxpy.fma((vals[4 * k + 1] - mean) * rstd, g1, b1),
-                                     ptxpy.fma((vals[4 * k + 2] - mean) * rstd, g2, b2),
-                                     ptxpy.fma((vals[4 * k + 3] - mean) * rstd, g3, b3))
+                out[row, j:j + 4] = (ptxpy.fma((vals[4 * k] - mean) * rstd, gs[4 * k], bs[4 * k]),
+                                     ptxpy.fma((vals[4 * k + 1] - mean) * rstd, gs[4 * k + 1],
+                                               bs[4 * k + 1]),
+                                     ptxpy.fma((vals[4 * k + 2] - mean) * rstd, gs[4 * k + 2],
+                                               bs[4 * k + 2]),
+                                     ptxpy.fma((vals[4 * k + 3] - mean) * rstd, gs[4 * k + 3],
+                                               bs[4 * k + 3]))
     elif cols % 4 == 0:
         # Long rows: a strided loop of float4s; the row is read again below (from L2).
         for j in range(t * 4, cols, BLOCK * 4):
