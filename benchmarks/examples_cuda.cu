@@ -95,10 +95,10 @@ extern "C" __global__ void saxpy(const float* __restrict__ x, int n, const float
 }
 
 // ---------------------------------------------------------------------------------------------
-// examples/matmul.py: BM = BN = 128, BK = 8, 256 threads, 8 x 8 micro-tile, PAD = 4
+// examples/matmul.py: BM = BN = 128, BK = 16, 256 threads, 8 x 8 micro-tile, PAD = 4
 #define MM_BM 128
 #define MM_BN 128
-#define MM_BK 8
+#define MM_BK 16
 #define MM_HALF_M (MM_BM / 2)
 #define MM_HALF_N (MM_BN / 2)
 #define MM_PAD 4
@@ -133,21 +133,32 @@ extern "C" __global__ void matmul(const float* __restrict__ x, int x_cols,
     int yk = t / 32;
     int yn = (t % 32) * 4;
     int kx = xk;
+    int kx2 = xk + 8;
     int ny = n0 + yn;
 
     float4 p = *reinterpret_cast<const float4*>(x + (m0 + xm) * x_cols + kx);
+    float4 p2 = *reinterpret_cast<const float4*>(x + (m0 + xm) * x_cols + kx2);
     float4 q = *reinterpret_cast<const float4*>(y + yk * y_cols + ny);
+    float4 q2 = *reinterpret_cast<const float4*>(y + (yk + 8) * y_cols + ny);
     for (int k0 = 0; k0 < k_total; k0 += MM_BK) {
         xs[xk][xm] = p.x;
         xs[xk + 1][xm] = p.y;
         xs[xk + 2][xm] = p.z;
         xs[xk + 3][xm] = p.w;
+        xs[xk + 8][xm] = p2.x;
+        xs[xk + 9][xm] = p2.y;
+        xs[xk + 10][xm] = p2.z;
+        xs[xk + 11][xm] = p2.w;
         *reinterpret_cast<float4*>(&ys[yk][yn]) = q;
+        *reinterpret_cast<float4*>(&ys[yk + 8][yn]) = q2;
         __syncthreads();
         if (k0 + MM_BK < k_total) {
             kx = k0 + MM_BK + xk;
+            kx2 = kx + 8;
             p = *reinterpret_cast<const float4*>(x + (m0 + xm) * x_cols + kx);
+            p2 = *reinterpret_cast<const float4*>(x + (m0 + xm) * x_cols + kx2);
             q = *reinterpret_cast<const float4*>(y + (k0 + MM_BK + yk) * y_cols + ny);
+            q2 = *reinterpret_cast<const float4*>(y + (k0 + MM_BK + yk + 8) * y_cols + ny);
         }
         for (int k = 0; k < MM_BK; k++) {
             float4 a03 = *reinterpret_cast<const float4*>(&xs[k][tm]);
@@ -602,6 +613,8 @@ __device__ __forceinline__ void layer_norm_body(const float* __restrict__ x, int
     float ss = 0.0f;
     if constexpr (CACHE > 0) {
         float vals[4 * CACHE];
+        float4 gs[CACHE];
+        float4 bs[CACHE];
 #pragma unroll
         for (int k = 0; k < CACHE; k++) {
             int j = (k * NORM_BLOCK + t) * 4;
@@ -612,11 +625,15 @@ __device__ __forceinline__ void layer_norm_body(const float* __restrict__ x, int
                 b = v.y;
                 c = v.z;
                 d = v.w;
+                gs[k] = *reinterpret_cast<const float4*>(gamma + j);
+                bs[k] = *reinterpret_cast<const float4*>(beta + j);
             } else {
                 a = shift;
                 b = shift;
                 c = shift;
                 d = shift;
+                gs[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                bs[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
             vals[4 * k] = a;
             vals[4 * k + 1] = b;
@@ -637,8 +654,8 @@ __device__ __forceinline__ void layer_norm_body(const float* __restrict__ x, int
         for (int k = 0; k < CACHE; k++) {
             int j = (k * NORM_BLOCK + t) * 4;
             if (j < cols) {
-                float4 g = *reinterpret_cast<const float4*>(gamma + j);
-                float4 bb = *reinterpret_cast<const float4*>(beta + j);
+                float4 g = gs[k];
+                float4 bb = bs[k];
                 *reinterpret_cast<float4*>(out + row * out_cols + j) =
                     make_float4(fmaf((vals[4 * k] - mean) * rstd, g.x, bb.x),
                                 fmaf((vals[4 * k + 1] - mean) * rstd, g.y, bb.y),

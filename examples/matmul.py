@@ -3,9 +3,9 @@
 The classic SIMT SGEMM structure (as in CUTLASS's SIMT kernels and most "how to write a fast
 matmul" walk-throughs):
 
-- each block of 256 threads computes a 128 x 128 tile of z and loops over K in steps of 8;
-- each step stages a 128 x 8 tile of x and an 8 x 128 tile of y in shared memory (one 128-bit
-  global load per thread for each), x transposed so that its columns become rows;
+- each block of 256 threads computes a 128 x 128 tile of z and loops over K in steps of 16;
+- each step stages a 128 x 16 tile of x and a 16 x 128 tile of y in shared memory (two 128-bit
+  global loads per thread for each), x transposed so that its columns become rows;
 - each thread accumulates an 8 x 8 micro-tile of z in 64 registers: per k it reads 8 values of
   x and 8 of y from shared memory (four 128-bit loads) and does 64 FMAs, so the inner loop does
   16 FMAs per shared-memory load;
@@ -14,9 +14,12 @@ matmul" walk-throughs):
 - the next step's global loads are issued before the current step's FMAs (register
   prefetching), so their latency hides behind the arithmetic.
 
-Shared memory: 8.3 KB per block. The grid has one block per output tile: (N/128, M/128).
+Steps of 16 rather than 8 halve the barriers per FMA: 43.9 against 43.2-43.3 TFLOP/s at 4096^3
+on an H100 (BENCHMARKS.md, session 10); two shared buffers with one barrier per step measured
+slower (42.5-42.7). Shared memory: 16.6 KB per block. The grid has one block per output tile:
+(N/128, M/128).
 
-`python examples/matmul.py [--size N]` checks z against jax.numpy (N a multiple of 128).
+`python examples/matmul.py [--size N]` checks z against jax.numpy (N a multiple of 128, K of 16).
 """
 import argparse
 import time
@@ -30,7 +33,7 @@ from ptxpy import Array, f32
 
 BM = 128          # block tile rows
 BN = 128          # block tile columns
-BK = 8            # K step
+BK = 16           # K step
 THREADS = 256     # a 16 x 16 layout of threads, each owning an 8 x 8 micro-tile
 HALF_M = BM // 2  # a thread's rows are tm..tm+3 and tm+64..tm+67
 HALF_N = BN // 2
@@ -58,34 +61,43 @@ def matmul(x: Array[f32, 2], y: Array[f32, 2], z: Array[f32, 2]):
     tn = (t % 16) * 4              # micro-tile columns tn..tn+3 and tn+64..tn+67
     tm2 = tm + HALF_M
     tn2 = tn + HALF_N
-    # The four consecutive elements each thread copies per step.
-    xm = t // 2                    # x tile: row xm, columns xk..xk+3
+    # The eight elements each thread copies per step, as two float4s of each tile.
+    xm = t // 2                    # x tile: row xm, columns xk..xk+3 and xk+8..xk+11
     xk = (t % 2) * 4
-    yk = t // 32                   # y tile: row yk, columns yn..yn+3
+    yk = t // 32                   # y tile: rows yk and yk+8, columns yn..yn+3
     yn = (t % 32) * 4
     # (Slice starts are named variables: ptxpy rejects x[r, k0 + xk:k0 + xk + 4] today.)
     kx = xk
+    kx2 = xk + 8
     ny = n0 + yn
 
     # Step 0's tiles, loaded into registers.
     p0, p1, p2, p3 = x[m0 + xm, kx:kx + 4]
+    p4, p5, p6, p7 = x[m0 + xm, kx2:kx2 + 4]
     q0, q1, q2, q3 = y[yk, ny:ny + 4]
+    q4, q5, q6, q7 = y[yk + 8, ny:ny + 4]
     for k0 in range(0, k_total, BK):
         # Registers -> shared memory (x transposed).
         xs[xk, xm] = p0
         xs[xk + 1, xm] = p1
         xs[xk + 2, xm] = p2
         xs[xk + 3, xm] = p3
+        xs[xk + 8, xm] = p4
+        xs[xk + 9, xm] = p5
+        xs[xk + 10, xm] = p6
+        xs[xk + 11, xm] = p7
         ys[yk, yn:yn + 4] = (q0, q1, q2, q3)
+        ys[yk + 8, yn:yn + 4] = (q4, q5, q6, q7)
         ptxpy.syncthreads()
         # Prefetch the next step's tiles while this one is computed.
         if k0 + BK < k_total:
             kx = k0 + BK + xk
+            kx2 = kx + 8
             p0, p1, p2, p3 = x[m0 + xm, kx:kx + 4]
+            p4, p5, p6, p7 = x[m0 + xm, kx2:kx2 + 4]
             q0, q1, q2, q3 = y[k0 + BK + yk, ny:ny + 4]
-        # A run-time loop: ptxas unrolls it itself (108 registers on sm_90). static_range
-        # works too (ptxpy then addresses the 32 shared loads from four pointers with
-        # immediate offsets) but ptxas keeps more loads in flight: 129 registers.
+            q4, q5, q6, q7 = y[k0 + BK + yk + 8, ny:ny + 4]
+        # A run-time loop: ptxas unrolls it itself (113 registers on sm_90).
         for k in range(BK):
             a0, a1, a2, a3 = xs[k, tm:tm + 4]
             a4, a5, a6, a7 = xs[k, tm2:tm2 + 4]
