@@ -17,7 +17,8 @@ always have theirs. Numba runs when `numba.cuda` imports in this Python, or in `
 
 prints instead where a warm compile's time goes: parse (Python's and libcst's, positions), type
 check, SSA construction, each pass of the pipeline (summed per pass name) and the backend, as
-medians in milliseconds.
+medians in milliseconds (with Python's cyclic garbage collector paused, as the driver has it
+during a compile).
 """
 from __future__ import annotations
 
@@ -68,17 +69,18 @@ def stage_times(source: str, name: str, repeat: int) -> dict:
         return result
 
     for _ in range(repeat + 1):    # the first round warms up
-        parsed = timed("parse", lambda: parse_module(source, "bench.py"))
-        typed = timed("check", lambda: check_kernel(parsed, name))
-        func = timed("ssa", lambda: build_function(typed, options.arch, options.as_dict()))
-        per_pass: dict = {}
-        for pass_name, run in passes.PIPELINE:
-            start = time.perf_counter()
-            func = run(func)
-            per_pass[pass_name] = per_pass.get(pass_name, 0.0) + time.perf_counter() - start
-        for pass_name, seconds in per_pass.items():
-            times.setdefault(f"pass {pass_name}", []).append(seconds)
-        timed("backend", lambda: emit_ptx(func))
+        with driver._GcPaused():   # as `driver.transpile` runs a compile
+            parsed = timed("parse", lambda: parse_module(source, "bench.py"))
+            typed = timed("check", lambda: check_kernel(parsed, name))
+            func = timed("ssa", lambda: build_function(typed, options.arch, options.as_dict()))
+            per_pass: dict = {}
+            for pass_name, run in passes.PIPELINE:
+                start = time.perf_counter()
+                func = run(func)
+                per_pass[pass_name] = per_pass.get(pass_name, 0.0) + time.perf_counter() - start
+            for pass_name, seconds in per_pass.items():
+                times.setdefault(f"pass {pass_name}", []).append(seconds)
+            timed("backend", lambda: emit_ptx(func))
     return {stage: statistics.median(t[1:]) * 1e3 for stage, t in times.items()}
 
 

@@ -20,6 +20,15 @@ class Scalar:
 
     __str__ = __repr__
 
+    def __eq__(self, other):
+        # the dataclass's comparison, with a shortcut for the usual case: one of the scalars
+        # below compared with itself
+        if self is other:
+            return True
+        if other.__class__ is self.__class__:
+            return (self.name, self.kind, self.bits) == (other.name, other.kind, other.bits)
+        return NotImplemented
+
     @property
     def is_float(self) -> bool:
         return self.kind == "float"

@@ -6,6 +6,7 @@ prints it. Registers belong to the PTX register classes of docs/ptx-dialect.md.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -21,30 +22,45 @@ def ascii_text(text: str) -> str:
     return re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", escaped)
 
 
+#: `VReg.id`s, counting up over the process (a module-level counter, not a class attribute:
+#: writing one of VReg's at every new register would undo the interpreter's attribute caches)
+_VREG_IDS = itertools.count(1)
+
+
 class VReg:
     __slots__ = ("cls", "id", "number")
-    _next = 0
 
     def __init__(self, cls: str):
         assert cls in REG_DECL, cls
         self.cls = cls
-        VReg._next += 1
-        self.id = VReg._next
+        self.id = next(_VREG_IDS)
         self.number: int | None = None   # set by the register allocator
 
     def __repr__(self) -> str:
         return f"%{self.cls}{self.number}" if self.number is not None else f"%{self.cls}v{self.id}"
 
 
-@dataclass(frozen=True)
 class Imm:
-    text: str
+    """An immediate operand, as printed (compares and hashes by its text; never changed)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __eq__(self, other):
+        if other.__class__ is not Imm:
+            return NotImplemented
+        return self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash((self.text,))
 
     def __repr__(self) -> str:
         return self.text
 
 
-@dataclass
+@dataclass(slots=True)
 class Addr:
     """`[base+offset]`: base a 64-bit register or a variable's name."""
     base: object
@@ -56,7 +72,7 @@ class Addr:
         return f"[{self.base!r}]"
 
 
-@dataclass
+@dataclass(slots=True)
 class Vec:
     items: list
 
@@ -64,10 +80,22 @@ class Vec:
         return "{" + ", ".join(repr(x) for x in self.items) + "}"
 
 
-@dataclass(frozen=True)
 class Sym:
-    """A name used as an operand: a special register (`%tid.x`) or a variable (`smem_s`)."""
-    name: str
+    """A name used as an operand: a special register (`%tid.x`) or a variable (`smem_s`);
+    compares and hashes by its name, never changed."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, other):
+        if other.__class__ is not Sym:
+            return NotImplemented
+        return self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash((self.name,))
 
     def __repr__(self) -> str:
         return self.name
@@ -83,7 +111,7 @@ def operand_regs(op) -> list[VReg]:
     return []
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class MInstr:
     opcode: str                      # e.g. 'add.s32', 'ld.global.nc.f32'
     dsts: list                       # VRegs written
@@ -124,14 +152,14 @@ class MInstr:
         return f"{guard}{self.opcode}" + (f" {ops};" if ops else ";")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Phi:
     dst: VReg
     args: list        # one operand per pred (VReg | Imm | None for undef)
     loc: tuple | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Terminator:
     kind: str                         # 'br' | 'cbr' | 'ret' | 'trap'
     targets: list = field(default_factory=list)   # MBlocks: [dest] or [then, else]
@@ -143,7 +171,7 @@ class Terminator:
         return [self.cond] if self.cond is not None else []
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class MBlock:
     name: str
     instrs: list = field(default_factory=list)

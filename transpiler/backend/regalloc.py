@@ -151,18 +151,22 @@ def _smallest_last(graph) -> list:
     degree = {reg: len(ns) for reg, ns in graph.items()}
     heap = [(d << _ID_BITS) | reg.id for reg, d in degree.items()]
     heapq.heapify(heap)
+    heappop, heappush = heapq.heappop, heapq.heappush
     id_mask = (1 << _ID_BITS) - 1
-    removed, order = set(), []
+    order = []
     while heap:
-        key = heapq.heappop(heap)
+        key = heappop(heap)
         reg = by_id[key & id_mask]
-        if reg in removed or key >> _ID_BITS != degree[reg]:
+        d = degree.get(reg)
+        if d is None or key >> _ID_BITS != d:
             continue   # a stale entry: the register was removed or lost neighbours since
-        removed.add(reg)
+        del degree[reg]   # removed: its neighbours still in `degree` lose one
         order.append(reg)
-        for n in graph[reg] - removed:
-            degree[n] -= 1
-            heapq.heappush(heap, (degree[n] << _ID_BITS) | n.id)
+        for n in graph[reg]:
+            d = degree.get(n)
+            if d is not None:
+                degree[n] = d - 1
+                heappush(heap, ((d - 1) << _ID_BITS) | n.id)
     order.reverse()
     return order
 
