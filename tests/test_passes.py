@@ -344,6 +344,50 @@ def test_cse_does_not_share_between_sibling_branches():
     assert left.block is then and right.block is other
 
 
+@pytest.mark.parametrize("narrow", [f16, bf16, f32])
+def test_sccp_narrowing_keeps_the_sign_of_zero(narrow):
+    """Found by the differential generator: f16(-0.0 computed in f64) folded to +0.0."""
+    b = Builder()
+    out = b.param("out", ptr=True)
+    wide = b("div", f64, b("cvt", f64, Const(i32, 0)), Const(f64, -0.5))    # -0.0
+    narrowed = b("cvt", narrow, wide)
+    b.store(out, Const(i32, 0), b("mul", narrow, Const(narrow, 0.0), narrowed))
+    b.ret()
+    func = run_pass(sccp.run, b.func)
+    [stored] = [i.args[1] for i in func.instrs() if i.op == "store"]
+    assert isinstance(stored, Const) and stored.value == 0 and math.copysign(1, stored.value) < 0
+
+
+def test_cse_recomputes_cheap_integers_after_a_barrier():
+    """Index arithmetic and its bound test are computed again after `barrier` instead of being
+    kept live through it (in this block and in the blocks it dominates); float values, loads
+    and everything before the barrier are still shared."""
+    b = Builder()
+    out, x, n = b.param("out", ptr=True), b.param("x", ptr=True), b.param("n")
+    tid = b.sreg()
+    j1 = b("mul", i32, tid, 4)
+    in1 = b("cmp", bool_, j1, n, pred="lt")
+    v1 = b.load(x, j1, f32, nc=True)
+    s1 = b("mul", f32, v1, v1)
+    j_same = b("mul", i32, tid, 4)               # before the barrier: shared
+    b.store(out, j_same, s1)
+    b("barrier", None)
+    after = b.block("after")
+    b.br(after)
+    j2 = b.at(after)("mul", i32, tid, 4)
+    in2 = b("cmp", bool_, j2, n, pred="lt")
+    v2 = b.load(x, j2, f32, nc=True)
+    s2 = b("mul", f32, v2, v2)
+    j3 = b("mul", i32, tid, 4)                   # after it, shared with j2
+    b.store(out, j3, b("add", f32, s2, b("select", f32, in1, s1, Const(f32, 0.0))))
+    b.store(out, Const(i32, 0), b("select", f32, in2, s2, Const(f32, 0.0)))
+    b.ret()
+    run_pass(cse.run, b.func)
+    assert j_same.block is None and j3.block is None
+    assert j2.block is after and in2.block is after
+    assert v2.block is None and s2.block is None          # a read-only load and a float: shared
+
+
 def test_dce_removes_dead_code_and_dead_phi_cycles():
     b = Builder()
     out, n = b.param("out", ptr=True), b.param("n")

@@ -347,7 +347,7 @@ def _convert(x, src: Scalar, dst: Scalar, mode: str | None):
             return x
         if x != x and dst.bits > src.bits:   # NumPy widens f16 and bf16 NaNs as they are
             return x + 0.0 if dst.name == "f64" and src.name != "f16" else x
-        if not math.isfinite(x) or dst.bits > src.bits:
+        if not math.isfinite(x) or dst.bits > src.bits or x == 0:   # (a Fraction has no -0)
             return round_to(x, dst.name)
         return round_exact(_fraction(x), dst, _float_mode(mode))
     value = int(x)
