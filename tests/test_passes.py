@@ -475,20 +475,58 @@ def counted_loop(step=1, index_type=i32, widen="mul_wide"):
 
 @pytest.mark.parametrize("step, widen", [(1, "mul_wide"), (3, "mul_wide"), (2, "cvt"),
                                          (1, "row")])
-def test_strength_reduction_introduces_address_phis(step, widen):
+def test_strength_reduction_keeps_an_index_that_stays_live(step, widen):
+    """`i` is the loop test's and a value's operand: pointers beside it would only add
+    registers, so the addresses stay computed from it."""
     func = run_pass(licm.run, counted_loop(step, widen=widen))
+    func = run_pass(strength.run, func)
+    (loop,) = natural_loops(func)
+    assert not [p for p in loop.header.phis if p.type == i64]
+    xs = np.linspace(-3, 3, 40).astype(np.float32)
+    inputs = [({"x": xs, "out": np.zeros(40, np.float32), "n": n, "s": s}, {})
+              for n in (0, 5, 12) for s in (0, 2)]
+    assert_equivalent(func, inputs)
+
+
+def pointer_loop(step=1, widen="mul_wide"):
+    """for c in range(n): out[s + c * step] = x[s + c * step] * 2, with the index `i` its own
+    induction variable that only addresses use."""
+    b = Builder()
+    out, x, n, start = b.param("out", ptr=True), b.param("x", ptr=True), b.param("n"), b.param("s")
+    head, body, done = b.block("head"), b.block("body"), b.block("done")
+    b.br(head)
+    c, i = b.at(head).phi(i32), b.phi(i32)
+    b.cbr(b("cmp", bool_, c, n, pred="lt"), body, done)
+    b.at(body)
+    if widen == "mul_wide":
+        offset = b("mul_wide", i64, i, Const(i32, 4))
+    else:
+        offset = b("mul", i64, b("cvt", i64, i), Const(i64, 4))
+    value = b("load", f32, b("add", i64, x, offset), space="global", nc=True)
+    b("store", None, b("add", i64, offset, out), b("mul", f32, value, 2.0), space="global")
+    c_next, i_next = b("add", i32, c, 1), b("add", i32, i, step)
+    b.br(head)
+    b.fill(c, {b.func.entry: Const(i32, 0), body: c_next})
+    b.fill(i, {b.func.entry: start, body: i_next})
+    b.at(done).ret()
+    return b.func
+
+
+@pytest.mark.parametrize("step, widen", [(1, "mul_wide"), (3, "mul_wide"), (2, "cvt")])
+def test_strength_reduction_replaces_an_index_only_addresses_use(step, widen):
+    func = run_pass(licm.run, pointer_loop(step, widen))
     func = run_pass(strength.run, func)
     func = run_pass(sccp.run, func)
     func = run_pass(dce.run, func)
     (loop,) = natural_loops(func)
-    address_phis = [p for p in loop.header.phis if p.type == i64]
-    assert len(address_phis) == 2
+    assert len([p for p in loop.header.phis if p.type == i64]) == 2
+    assert [p.type for p in loop.header.phis if p.type != i64] == [i32]     # the counter only
     int_ops = [i.op for b in loop.blocks for i in b.instrs if i.type is not None and i.type.is_int]
     assert "mul_wide" not in int_ops and "mul" not in int_ops
     xs = np.linspace(-3, 3, 40).astype(np.float32)
     inputs = [({"x": xs, "out": np.zeros(40, np.float32), "n": n, "s": s}, {})
               for n in (0, 5, 12) for s in (0, 2)]
-    assert_equivalent(counted_loop(step, widen=widen), inputs)
+    assert_equivalent(pointer_loop(step, widen), inputs)
 
 
 def test_strength_turns_mul_by_power_of_two_into_shift():

@@ -4,8 +4,11 @@ For an induction variable `i = phi(start, i + step)` of a loop with a preheader 
 (`step` a constant or loop-invariant), an address that memory ops use and that is affine in
 `i` (a chain of invariant adds, constant scalings `mul`/`mul_wide`/`shl` and widening `cvt`s,
 e.g. `x + mul_wide(row * n + i, 4)`) becomes its own phi, advanced by the scaled `step` each
-iteration. Like nvcc, this assumes the index arithmetic does not wrap around. Integer `mul`
-by 2^k becomes `shl`.
+iteration, when the pointers then replace `i` altogether (nothing else uses it: not the loop
+test, not a value computed from it), or when the address is a `.shared`/`.local` one (32 bits
+wide in the backend, like `i`). Where `i` stays live, a 64-bit global pointer beside it would
+only add registers (ptxas computes such addresses in one instruction per access itself). Like nvcc, this assumes
+the index arithmetic does not wrap around. Integer `mul` by 2^k becomes `shl`.
 """
 from __future__ import annotations
 
@@ -49,7 +52,11 @@ def _reduce_loop(loop: Loop, uses: dict) -> None:
         if step is None:
             continue
         start = phi.args[header.preds.index(preheader)]
-        for chain in [c for c in _derived(phi, loop, uses) if _is_reducible_address(c, uses)]:
+        chains = [c for c in _derived(phi, loop, uses) if _is_reducible_address(c, uses)]
+        if chains and not _dies_when_reduced(phi, phi.args[header.preds.index(latch)], chains,
+                                             uses):
+            chains = [c for c in chains if _narrow_address(c[-1][0], uses)]
+        for chain in chains:
             address = chain[-1][0]
             if address.block is None:  # already replaced through another chain
                 continue
@@ -63,6 +70,31 @@ def _reduce_loop(loop: Loop, uses: dict) -> None:
             uses[pointer] = [advanced]
             replace_all_uses(uses, address, pointer)
             remove_instr(address)
+
+
+def _dies_when_reduced(iv: Instr, following: Instr, chains: list, uses: dict) -> bool:
+    """Whether nothing but the address chains (and its own increment) uses `iv`, so that the
+    pointers replace it. Where it stays live (a loop test, a value computed from it), a 64-bit
+    pointer beside it costs two more registers for every global address, while ptxas computes
+    `base + i * 4` in one IMAD.WIDE or LEA per access: BENCHMARKS.md, session 10."""
+    in_chains = {id(instr) for chain in chains for instr, _ in chain}
+    addresses = {id(chain[-1][0]) for chain in chains}
+    allowed = in_chains | {id(following)}
+    if any(id(user) not in allowed for user in uses.get(iv, ())):
+        return False
+    if any(user is not iv for user in uses.get(following, ())):
+        return False
+    return all(id(user) in in_chains for chain in chains for instr, _ in chain
+               if id(instr) not in addresses for user in uses.get(instr, ()))
+
+
+def _narrow_address(address: Instr, uses: dict) -> bool:
+    """Only `.shared`/`.local` accesses use it: the backend addresses those with 32-bit
+    registers, so its pointer costs no more registers than the index."""
+    users_of = [u for u in uses.get(address, ()) if u.op in MEMORY_OPS]
+    users_of += [v for u in uses.get(address, ()) if u.op not in MEMORY_OPS
+                 for v in uses.get(u, ()) if v.op in MEMORY_OPS]
+    return bool(users_of) and all(u.attrs.get("space") in ("shared", "local") for u in users_of)
 
 
 def _invariant(value: Value, loop: Loop) -> bool:
