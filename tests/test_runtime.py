@@ -631,6 +631,17 @@ class _Image:
         return b"CUBIN" + bytes([ordinal])
 
 
+def test_record_stage_needs_an_api_with_find_extension():
+    """ptxpy registers for the record stage only with an XLA FFI API long enough to hold
+    XLA_FFI_InvokeContext_FindExtension (by its struct_size); older ones get the execute stage."""
+    last = ffi._API_FIRST_FUNCTION + 8 * (ffi._API_FUNCTIONS.index("InvokeContext_FindExtension") + 1)
+    for size, expected in ((last, True), (last - 8, False), (ffi._API_FIRST_FUNCTION + 40, False)):
+        api = ctypes.create_string_buffer(last + 64)
+        ctypes.c_size_t.from_buffer(api).value = size
+        assert ffi._api_has(ctypes.addressof(api), "InvokeContext_FindExtension") is expected
+    assert ffi._api_has(ctypes.addressof(api), "Stream_Get")
+
+
 def test_record_stage_creates_then_updates_one_kernel_node(monkeypatch):
     monkeypatch.setattr(ffi._driver, "stream_context", lambda stream: "ctx")
     monkeypatch.setattr(ffi._driver, "ordinal_of_context", lambda ctx: 0)
