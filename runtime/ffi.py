@@ -399,6 +399,8 @@ def record_on_gpu(entry: LaunchPlan, frame: RecordFrame, stream_of: Callable[[],
     if entry.shared > _DEFAULT_SHARED_LIMIT:
         return api.request_stream_capture(frame.record_ctx)
     if frame.action != _RECORD_CREATE:     # the buffers moved: new pointers for the same node
+        if not frame.commands or frame.num_commands[0] < 1:
+            raise HandlerError("XLA asked to update a kernel node it did not pass back")
         with entry.locked():
             entry.fill(pointers)
             return api.update_launch(frame.record_ctx, frame.commands[0],
@@ -412,7 +414,9 @@ def record_on_gpu(entry: LaunchPlan, frame: RecordFrame, stream_of: Callable[[],
         err = api.create_launch(frame.record_ctx, entry.kernel.encode(), ctypes.addressof(cubin),
                                 len(cubin) - 1, _SOURCE_CUBIN, dims, entry.shared, int(entry.pdl),
                                 ctypes.byref(args), None, 0, ctypes.byref(command))
-    if not err:
+    if not err and frame.commands:
+        if frame.num_commands[0] >= frame.max_commands:
+            raise HandlerError("no room in XLA's command list for the kernel node")
         frame.commands[frame.num_commands[0]] = command.value
         frame.num_commands[0] += 1
     return err

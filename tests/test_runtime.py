@@ -655,6 +655,8 @@ def test_record_stage_creates_then_updates_one_kernel_node(monkeypatch):
                            0, 1, [(0xB0).to_bytes(8, "little"), bytes(4)])]
     assert not ffi.record_on_gpu(plan, fake.frame(1), lambda: 7, [0xA0, 0xD0])
     assert fake.calls[1] == ("update", 0xC0, [(0xD0).to_bytes(8, "little"), bytes(4)])
+    with pytest.raises(ffi.HandlerError, match="did not pass back"):
+        ffi.record_on_gpu(plan, _FakeRecordApi().frame(1), lambda: 7, [0xA0, 0xD0])
     big = ffi.LaunchPlan("k", _Image(), (1, 1, 1), (1, 1, 1), 64 * 1024, params, [0, 8], [])
     ffi.record_on_gpu(big, fake.frame(ffi._RECORD_CREATE), lambda: 7, [])
     assert fake.calls[2] == "capture" and fake.count.value == 1
