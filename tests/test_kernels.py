@@ -1153,3 +1153,36 @@ def jumps(start: i32, stop: i32, step: i32, out: Array[i32]):
             acc = (acc * 3 + v + 2**31) % 2**32 - 2**31
         expected.append(acc)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_guarded_chunks_share_one_address_with_immediate_offsets():
+    """The chunks of a row kept in registers (`if j < n: x[row, j:j + 4]`, unrolled) load from
+    one base address plus 4096 * k, computed once before the first guard (passes/hoist.py),
+    and a short row still reads nothing past its end."""
+    import re
+
+    from kernel_harness import compile_source
+
+    source = src("""
+@ptxpy.jit
+def row_scale(x: Array[f32, 2], out: Array[f32, 2]):
+    row = ptxpy.block_idx.x
+    t = ptxpy.thread_idx.x
+    cols = x.shape[1]
+    for k in ptxpy.static_range(3):
+        j = (k * 32 + t) * 4
+        if j < cols:
+            a, b, c, d = x[row, j:j + 4]
+            out[row, j:j + 4] = (a * 2.0, b * 3.0, c * 4.0, d * 5.0)
+""")
+    x = rng.standard_normal((3, 328)).astype(np.float32)        # the last chunk partly empty
+    (out,) = run(source, "row_scale", [x, Out((3, 328), np.float32)], grid=3, block=32)
+    np.testing.assert_array_equal(out, x * np.tile(np.float32([2, 3, 4, 5]), 82))
+    ptx = compile_source(source, "row_scale").ptx
+    loads = re.findall(r"ld\.global\.nc\.v4\.f32 \{[^}]*\}, \[(%rd\d+)(?:\+(\d+))?\]", ptx)
+    assert len(loads) == 3 and len({base for base, _ in loads}) == 1, ptx
+    assert sorted(int(off or 0) for _, off in loads) == [0, 512, 1024]
+    # the two addresses (x's and out's) are formed once, before the first guard
+    first_guard = ptx.index("bra")
+    assert ptx.count("mad.wide") + ptx.count("mul.wide") == 2
+    assert ptx.rindex("mad.wide") < first_guard

@@ -16,8 +16,9 @@ from ptxpy.transpiler import floatbits, interp
 from ptxpy.transpiler.abi import ParamSpec
 from ptxpy.transpiler.cfg import natural_loops
 from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
-from ptxpy.transpiler.passes import (PIPELINE, contract, copyprop, cse, dce, licm, lower_floor,
-                                     optimize, ranges, reassoc, sccp, simplifycfg, strength)
+from ptxpy.transpiler.passes import (PIPELINE, contract, copyprop, cse, dce, hoist, licm,
+                                     lower_floor, optimize, ranges, reassoc, sccp, simplifycfg,
+                                     strength)
 from ptxpy.transpiler.verify import verify
 from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32
 
@@ -386,6 +387,55 @@ def test_cse_recomputes_cheap_integers_after_a_barrier():
     assert j_same.block is None and j3.block is None
     assert j2.block is after and in2.block is after
     assert v2.block is None and s2.block is None          # a read-only load and a float: shared
+
+
+def _guarded_chunks(chunks=3):
+    """for k in static_range(chunks): if t*4 + 64k < n: out[t*4 + 64k] = x[row*n + t*4 + 64k]"""
+    b = Builder()
+    out, x, n, row = b.param("out", ptr=True), b.param("x", ptr=True), b.param("n"), b.param("r")
+    t4 = b("shl", i32, b.sreg(), Const(u32, 2))
+    base = b("mul", i32, row, n)
+    for k in range(chunks):
+        j = b("add", i32, t4, 64 * k)
+        arm, join = b.block("arm"), b.block("join")
+        b.cbr(b("cmp", bool_, j, n, pred="lt"), arm, join)
+        b.at(arm)
+        offset = b("mul_wide", i64, b("add", i32, base, j), Const(i32, 4))
+        value = b("load", f32, b("add", i64, x, offset), space="global", nc=True)
+        b("store", None, b("add", i64, out, b("mul_wide", i64, j, Const(i32, 4))), value,
+          space="global")
+        b.br(join)
+        b.at(join)
+    b.ret()
+    return b.func
+
+
+def test_hoist_merges_the_address_arithmetic_of_guarded_chunks():
+    """After reassoc, every chunk's load address is `x + mul_wide(row * n + t * 4, 4)` plus a
+    constant: hoist moves it out of the arms and cse keeps one."""
+    func = _guarded_chunks()
+    for run in (reassoc.run, hoist.run, cse.run, dce.run):
+        func = run_pass(run, func)
+    arms = [blk for blk in func.blocks if blk.name.startswith("arm")]
+    assert len(arms) == 3
+    for blk in arms:       # left in each arm: the store's own `mul_wide(j, 4)`, and adds
+        ops_here = [i.op for i in blk.instrs if i.type is not None and i.type.is_int]
+        assert ops_here.count("mul_wide") == 1 and "mul" not in ops_here
+    loads = [i.args[0] for i in func.instrs() if i.op == "load"]
+    bases = {a.args[0] for a in loads}             # each load: base + constant offset
+    assert len(bases) == 1 and sorted(a.args[1].value for a in loads) == [0, 256, 512]
+    xs = np.linspace(-3, 3, 400).astype(np.float32)
+    inputs = [({"x": xs, "out": np.zeros(400, np.float32), "n": n, "r": r}, {"tid.x": t})
+              for n in (5, 70, 130) for r in (0, 2) for t in (0, 3, 31)]
+    assert_equivalent(_guarded_chunks(), inputs)
+
+
+def test_hoist_leaves_what_only_one_arm_computes():
+    func = _guarded_chunks(chunks=1)
+    arm = next(blk for blk in func.blocks if blk.name.startswith("arm"))
+    before = list(arm.instrs)
+    run_pass(hoist.run, func)
+    assert arm.instrs == before
 
 
 def test_dce_removes_dead_code_and_dead_phi_cycles():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir import Function
 from ..verify import IRError, verify
-from . import (contract, copyprop, cse, dce, licm, lower_floor, ranges, reassoc, sccp,
+from . import (contract, copyprop, cse, dce, hoist, licm, lower_floor, ranges, reassoc, sccp,
                simplifycfg, strength)
 
 PIPELINE: list = [
@@ -20,6 +20,7 @@ PIPELINE: list = [
     ("sccp", sccp.run),
     ("copyprop", copyprop.run),
     ("reassoc", reassoc.run),     # constant offsets outermost in addresses, then merged by cse
+    ("hoist", hoist.run),         # address arithmetic out of guarded arms, so cse can merge it
     ("cse", cse.run),
     ("licm", licm.run),
     ("strength", strength.run),   # after licm: needs preheaders and hoisted bases

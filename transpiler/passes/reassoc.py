@@ -13,7 +13,10 @@ into the access (`ld.shared.f32 %f1, [%rd3+12]`).
   `mul_wide` only computes array offsets, where such an index is out of bounds (caught by
   `debug=True` on the index before any address is formed).
 
-Only additions with a single use are rewritten, so no work is duplicated.
+Only additions with a single use are rewritten, so no work is duplicated, except for an index in
+a branch arm (`(x + C) + y` feeding a `mul_wide`), where `x + C` often has another use (the bound
+test of `if j < n: x[row, j]`): there the one extra `x + y` is shared by every such access once
+`hoist` and `cse` have run, and the constant becomes an immediate offset of the access.
 """
 from __future__ import annotations
 
@@ -37,9 +40,11 @@ def run(func: Function) -> Function:
     return func
 
 
-def _offset_add(value, uses: dict):
-    """`value` if it is a single-use `x + C` (C a constant, x not), else None."""
-    if not (isinstance(value, Instr) and value.op == "add" and len(uses.get(value, ())) == 1):
+def _offset_add(value, uses: dict, shared: bool = False):
+    """`value` if it is a single-use `x + C` (C a constant, x not), else None; with `shared`,
+    other uses are allowed too."""
+    if not (isinstance(value, Instr) and value.op == "add"
+            and (shared or len(uses.get(value, ())) == 1)):
         return None
     consts = [a for a in value.args if isinstance(a, Const)]
     return value if len(consts) == 1 else None
@@ -63,8 +68,9 @@ def _hoist_constant(instr: Instr, uses: dict) -> bool:
         total = wrap_int(int(const.value) + int(outer.value), instr.type)
         instr.args = [x, Const(instr.type, total)]
         return True
+    indexes = _in_arm(instr.block) and any(user.op == "mul_wide" for user in uses.get(instr, ()))
     for k, arg in enumerate(instr.args):
-        inner = _offset_add(arg, uses)
+        inner = _offset_add(arg, uses, shared=indexes)
         if inner is None:
             continue
         x, const = _split(inner)
@@ -75,6 +81,11 @@ def _hoist_constant(instr: Instr, uses: dict) -> bool:
         instr.args = [joined, const]
         return True
     return False
+
+
+def _in_arm(block) -> bool:
+    """Whether `block` is one arm of a branch (its only predecessor ends in a `cbr`)."""
+    return len(block.preds) == 1 and block.preds[0].instrs[-1].op == "cbr"
 
 
 def _split_wide(instr: Instr, uses: dict) -> bool:

@@ -1,0 +1,95 @@
+"""Hoisting of repeated integer arithmetic out of the arms of branches.
+
+`if j < cols: v = x[row, j:j + 4]`, unrolled, puts each chunk's address arithmetic inside its
+own branch arm. Arms are siblings, so `cse` cannot merge what they have in common (after
+`reassoc`, `x + mul_wide(row * cols + t * 4, 4)` in every chunk), and ptxas then computes each
+address on its own (a parameter reload and a 64-bit multiply-add per chunk). Moved into the
+block that branches (which dominates the next chunk's), the copies become one for `cse`, and
+each access keeps only its constant offset (`[%rd4+4096]`).
+
+Only what at least two arms compute alike is moved (elsewhere, moving it would only lengthen
+live ranges), and only non-trapping integer arithmetic whose operands are available in the
+branching block: executing it where the arm would not have run changes no result.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..cfg import DomTree
+from ..ir import Const, Function, Instr
+from .cse import COMMUTATIVE
+
+HOISTED_OPS = frozenset({"add", "sub", "mul", "mul_wide", "shl", "and", "or", "xor", "min",
+                         "max", "cvt"})
+
+
+def run(func: Function) -> Function:
+    arms = _arms(func)
+    if len(arms) < 2:
+        return func
+    keys: dict[int, tuple] = {}
+    counts = Counter()
+    for arm in arms:
+        for key in {_key(i, keys) for i in arm.instrs if _candidate(i)}:
+            counts[key] += 1
+    repeated = {key for key, n in counts.items() if n > 1}
+    if repeated:
+        dom = DomTree(func)
+        for arm, head in arms.items():
+            _hoist_from(arm, head, dom, lambda i: keys.get(id(i)) in repeated)
+    return func
+
+
+def _arms(func: Function) -> dict:
+    """{arm: the block branching to it}: successors of a `cbr` that have no other predecessor."""
+    arms = {}
+    for head in func.blocks:
+        term = head.instrs[-1] if head.instrs else None
+        if term is not None and term.op == "cbr":
+            for arm in dict.fromkeys(term.targets):
+                if arm is not head and arm.preds == [head]:
+                    arms[arm] = head
+    return arms
+
+
+def _candidate(instr: Instr) -> bool:
+    if instr.op not in HOISTED_OPS or instr.type is None or not instr.type.is_int:
+        return False
+    return instr.op != "cvt" or (not instr.attrs.get("mode") and instr.args[0].type.is_int)
+
+
+def _key(instr: Instr, keys: dict) -> tuple:
+    """Equal for instructions that compute the same value from the same operands, where an
+    operand computed by such an instruction in an arm counts by its own key."""
+    key = keys.get(id(instr))
+    if key is None:
+        args = []
+        for a in instr.args:
+            if isinstance(a, Const):
+                args.append(("const", a))
+            elif isinstance(a, Instr) and _candidate(a):
+                args.append(_key(a, keys))
+            else:
+                args.append(("value", id(a)))
+        attrs = tuple(sorted(instr.attrs.items())) if instr.attrs else ()
+        operands = frozenset(args) if instr.op in COMMUTATIVE and len(args) == 2 else tuple(args)
+        key = keys[id(instr)] = (instr.op, instr.type.name, attrs, operands)
+    return key
+
+
+def _hoist_from(arm, head, dom: DomTree, wanted) -> None:
+    moved: list = []
+    moved_ids: set = set()
+    for instr in arm.instrs:
+        if _candidate(instr) and wanted(instr) and all(
+                not isinstance(a, Instr) or id(a) in moved_ids
+                or (a.block is not None and dom.dominates(a.block, head)) for a in instr.args):
+            moved.append(instr)
+            moved_ids.add(id(instr))
+    if not moved:
+        return
+    arm.instrs = [i for i in arm.instrs if id(i) not in moved_ids]
+    at = len(head.instrs) - 1
+    head.instrs[at:at] = moved
+    for instr in moved:
+        instr.block = head
