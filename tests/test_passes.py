@@ -438,6 +438,28 @@ def test_hoist_leaves_what_only_one_arm_computes():
     assert arm.instrs == before
 
 
+def test_hoist_numbers_a_long_chain_without_recursing():
+    """A 5,000-long unrolled integer chain used in two arms: numbering it must not recurse
+    per link (it once ended in 'nested too deeply')."""
+    b = Builder()
+    out, n = b.param("out", ptr=True), b.param("n")
+    s = b.sreg()
+    for k in range(5000):
+        s = b("add", i32, b("mul", i32, s, 3), k)
+    join = None
+    for k in range(2):
+        arm, join = b.block("arm"), b.block("join")
+        b.cbr(b("cmp", bool_, Const(i32, k), n, pred="lt"), arm, join)
+        b.at(arm)
+        b.store(out, Const(i32, k), b("add", i32, s, 1))
+        b.br(join)
+        b.at(join)
+    b.ret()
+    func = run_pass(hoist.run, b.func)
+    adds = [i for i in func.instrs() if i.op == "add" and i.args == [s, Const(i32, 1)]]
+    assert len(adds) == 2 and all(not a.block.name.startswith("arm") for a in adds)
+
+
 def test_dce_removes_dead_code_and_dead_phi_cycles():
     b = Builder()
     out, n = b.param("out", ptr=True), b.param("n")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..cfg import DomTree
+from ..cfg import DomTree, reverse_postorder
 from ..ir import Const, Function, Instr
 from .cse import COMMUTATIVE
 
@@ -27,10 +27,11 @@ def run(func: Function) -> Function:
     arms = _arms(func)
     if len(arms) < 2:
         return func
-    keys: dict[int, tuple] = {}
+    keys: dict[int, int] = {}
+    numbers: dict[tuple, int] = {}
     counts = Counter()
     for arm in arms:
-        for key in {_key(i, keys) for i in arm.instrs if _candidate(i)}:
+        for key in {_key(i, keys, numbers) for i in arm.instrs if _candidate(i)}:
             counts[key] += 1
     repeated = {key for key, n in counts.items() if n > 1}
     if repeated:
@@ -43,7 +44,7 @@ def run(func: Function) -> Function:
 def _arms(func: Function) -> dict:
     """{arm: the block branching to it}: successors of a `cbr` that have no other predecessor."""
     arms = {}
-    for head in func.blocks:
+    for head in reverse_postorder(func):
         term = head.instrs[-1] if head.instrs else None
         if term is not None and term.op == "cbr":
             for arm in dict.fromkeys(term.targets):
@@ -58,23 +59,30 @@ def _candidate(instr: Instr) -> bool:
     return instr.op != "cvt" or (not instr.attrs.get("mode") and instr.args[0].type.is_int)
 
 
-def _key(instr: Instr, keys: dict) -> tuple:
-    """Equal for instructions that compute the same value from the same operands, where an
-    operand computed by such an instruction in an arm counts by its own key."""
-    key = keys.get(id(instr))
-    if key is None:
-        args = []
-        for a in instr.args:
-            if isinstance(a, Const):
-                args.append(("const", a))
-            elif isinstance(a, Instr) and _candidate(a):
-                args.append(_key(a, keys))
-            else:
-                args.append(("value", id(a)))
+def _key(root: Instr, keys: dict, numbers: dict) -> int:
+    """A value number, equal for instructions that compute the same value from the same
+    operands, where an operand computed by such an instruction counts by its own number.
+    Numbered operands first, with a stack: an unrolled chain can be thousands long."""
+    stack = [root]
+    while stack:
+        instr = stack[-1]
+        if id(instr) in keys:
+            stack.pop()
+            continue
+        pending = [a for a in instr.args
+                   if isinstance(a, Instr) and _candidate(a) and id(a) not in keys]
+        if pending:
+            stack.extend(pending)
+            continue
+        args = [("const", a) if isinstance(a, Const)
+                else keys[id(a)] if isinstance(a, Instr) and _candidate(a)
+                else ("value", id(a)) for a in instr.args]
         attrs = tuple(sorted(instr.attrs.items())) if instr.attrs else ()
         operands = frozenset(args) if instr.op in COMMUTATIVE and len(args) == 2 else tuple(args)
-        key = keys[id(instr)] = (instr.op, instr.type.name, attrs, operands)
-    return key
+        structure = (instr.op, instr.type.name, attrs, operands)
+        keys[id(instr)] = numbers.setdefault(structure, len(numbers))
+        stack.pop()
+    return keys[id(root)]
 
 
 def _hoist_from(arm, head, dom: DomTree, wanted) -> None:
