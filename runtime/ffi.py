@@ -436,9 +436,9 @@ def register_target(name: str = TARGET, platform: str = "CUDA",
     with _register_lock:
         if (name, platform) not in _handlers:
             gpu = platform.upper() in ("CUDA", "GPU")
-            handler = make_handler(run, with_stream=gpu,
-                                   record=record_on_gpu if gpu and run is run_on_gpu else None)
-            _register(jax, name, handler, platform, record=gpu and run is run_on_gpu)
+            recorded = gpu and run is run_on_gpu
+            handler = make_handler(run, with_stream=gpu, record=record_on_gpu if recorded else None)
+            _register(jax, name, handler, platform, record=recorded)
             _handlers[(name, platform)] = handler
     return name
 

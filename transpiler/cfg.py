@@ -6,6 +6,16 @@ from dataclasses import dataclass, field
 from .ir import Block, Function
 
 
+def branch_head(block: Block) -> Block | None:
+    """The block whose `cbr` leads to `block`, when that is `block`'s only predecessor (an arm
+    of a branch), else None."""
+    if len(block.preds) != 1:
+        return None
+    head = block.preds[0]
+    term = head.instrs[-1] if head.instrs else None
+    return head if head is not block and term is not None and term.op == "cbr" else None
+
+
 def reverse_postorder(func: Function) -> list[Block]:
     """Blocks reachable from the entry, each before its successors except along back edges."""
     seen: set[Block] = set()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..cfg import DomTree, reverse_postorder
+from ..cfg import DomTree, branch_head, reverse_postorder
 from ..ir import Const, Function, Instr
 from .cse import COMMUTATIVE
 
@@ -42,14 +42,12 @@ def run(func: Function) -> Function:
 
 
 def _arms(func: Function) -> dict:
-    """{arm: the block branching to it}: successors of a `cbr` that have no other predecessor."""
+    """{arm: the block branching to it}, in reverse postorder."""
     arms = {}
-    for head in reverse_postorder(func):
-        term = head.instrs[-1] if head.instrs else None
-        if term is not None and term.op == "cbr":
-            for arm in dict.fromkeys(term.targets):
-                if arm is not head and arm.preds == [head]:
-                    arms[arm] = head
+    for block in reverse_postorder(func):
+        head = branch_head(block)
+        if head is not None:
+            arms[block] = head
     return arms
 
 

@@ -20,6 +20,7 @@ test of `if j < n: x[row, j]`): there the one extra `x + y` is shared by every s
 """
 from __future__ import annotations
 
+from ..cfg import branch_head
 from ..interp import wrap_int
 from ..ir import Const, Function, Instr, users
 
@@ -68,7 +69,8 @@ def _hoist_constant(instr: Instr, uses: dict) -> bool:
         total = wrap_int(int(const.value) + int(outer.value), instr.type)
         instr.args = [x, Const(instr.type, total)]
         return True
-    indexes = _in_arm(instr.block) and any(user.op == "mul_wide" for user in uses.get(instr, ()))
+    indexes = (branch_head(instr.block) is not None
+               and any(user.op == "mul_wide" for user in uses.get(instr, ())))
     for k, arg in enumerate(instr.args):
         inner = _offset_add(arg, uses, shared=indexes)
         if inner is None:
@@ -81,11 +83,6 @@ def _hoist_constant(instr: Instr, uses: dict) -> bool:
         instr.args = [joined, const]
         return True
     return False
-
-
-def _in_arm(block) -> bool:
-    """Whether `block` is one arm of a branch (its only predecessor ends in a `cbr`)."""
-    return len(block.preds) == 1 and block.preds[0].instrs[-1].op == "cbr"
 
 
 def _split_wide(instr: Instr, uses: dict) -> bool:

@@ -7,8 +7,9 @@ e.g. `x + mul_wide(row * n + i, 4)`) becomes its own phi, advanced by the scaled
 iteration, when the pointers then replace `i` altogether (nothing else uses it: not the loop
 test, not a value computed from it), or when the address is a `.shared`/`.local` one (32 bits
 wide in the backend, like `i`). Where `i` stays live, a 64-bit global pointer beside it would
-only add registers (ptxas computes such addresses in one instruction per access itself). Like nvcc, this assumes
-the index arithmetic does not wrap around. Integer `mul` by 2^k becomes `shl`.
+only add registers (ptxas computes such addresses in one instruction per access itself). Like
+nvcc, this assumes the index arithmetic does not wrap around. Integer `mul` by 2^k becomes
+`shl`.
 """
 from __future__ import annotations
 
