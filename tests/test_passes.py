@@ -18,7 +18,7 @@ from ptxpy.transpiler.cfg import natural_loops
 from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
 from ptxpy.transpiler.passes import (PIPELINE, contract, copyprop, cse, dce, hoist, licm,
                                      lower_floor, optimize, ranges, reassoc, sccp, simplifycfg,
-                                     strength)
+                                     speculate, strength)
 from ptxpy.transpiler.verify import verify
 from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32
 
@@ -67,6 +67,18 @@ class Builder:
 
     def phi(self, t, block: Block | None = None) -> Instr:
         return (block or self.cur).append(Instr("phi", t))
+
+    def diamond(self, cond, then_value, else_value, t) -> tuple:
+        """if cond: v = then_value(self) else: v = else_value(self); returns (phi, then, else)."""
+        then, other, join = self.block("then"), self.block("else"), self.block("join")
+        self.cbr(cond, then, other)
+        left = then_value(self.at(then))
+        self.br(join)
+        right = else_value(self.at(other))
+        self.br(join)
+        merged = self.at(join).phi(t)
+        self.fill(merged, {then: left, other: right})
+        return merged, left, right
 
     @staticmethod
     def fill(phi: Instr, incoming: dict) -> None:
@@ -331,14 +343,9 @@ def test_cse_merges_commuted_adds_and_readonly_loads_only():
 def test_cse_does_not_share_between_sibling_branches():
     b = Builder()
     out, p = b.param("out", ptr=True), b.param("p")
-    then, other, join = b.block("then"), b.block("else"), b.block("join")
-    b.cbr(b("cmp", bool_, p, 0, pred="gt"), then, other)
-    left = b.at(then)("mul", i32, p, p)
-    b.br(join)
-    right = b.at(other)("mul", i32, p, p)
-    b.br(join)
-    merged = b.at(join).phi(i32)
-    b.fill(merged, {then: left, other: right})
+    square = lambda b: b("mul", i32, p, p)                     # noqa: E731
+    merged, left, right = b.diamond(b("cmp", bool_, p, 0, pred="gt"), square, square, i32)
+    then, other = left.block, right.block
     b.store(out, Const(i32, 0), merged)
     b.ret()
     run_pass(cse.run, b.func)
@@ -669,6 +676,208 @@ def test_reassoc_gives_unrolled_tile_accesses_one_base():
     func = run_pass(cse.run, run_pass(reassoc.run, b.func))
     first, second = [i.args[0] for i in func.instrs() if i.op == "store"]
     assert second.op == "add" and second.args == [first, Const(i64, 528)]
+
+
+def test_reassoc_splits_a_guarded_index_when_its_product_exists():
+    """`x[i] ...; x[i + 1] if i + 1 < n`: `i + 1` stays for the test, and the arm's address
+    becomes the product of `x[i]` plus 4 (an immediate offset, `[%rd4+4]`)."""
+    def kernel(with_product):
+        b = Builder()
+        x, i, n, out = b.param("x", ptr=True), b.param("i"), b.param("n"), b.param("out", ptr=True)
+        if with_product:
+            b.store(out, Const(i32, 0), b.load(x, i, f32, nc=True))
+        j = b("add", i32, i, 1)
+        arm, join = b.block("arm"), b.block("join")
+        b.cbr(b("cmp", bool_, j, n, pred="lt"), arm, join)
+        b.at(arm).store(out, Const(i32, 1), b.load(x, j, f32, nc=True))
+        b.br(join)
+        b.at(join).ret()
+        return b.func, arm
+    func, arm = kernel(True)
+    run_pass(reassoc.run, func)
+    (wide,) = [v for v in arm.instrs if v.op == "mul_wide" and v.args[0].type == i32
+               and v.args[1] == Const(i32, 4) and not isinstance(v.args[0], Const)]
+    assert wide.args[0].op == "param"                    # mul_wide(i, 4), no longer of i + 1
+    xs = np.arange(8, dtype=np.float32) + 0.5
+    for i, n in ((2, 4), (3, 4), (6, 8)):
+        for variant in (kernel(True)[0], func):
+            got = execute(variant, {"x": xs, "i": i, "n": n, "out": np.zeros(2, np.float32)})
+            assert list(got["out"]) == [xs[i], xs[i + 1] if i + 1 < n else 0.0]
+    func, arm = kernel(False)                            # no product of i to share: left alone
+    run_pass(reassoc.run, func)
+    assert any(v.op == "mul_wide" and v.args[0].op == "add" for v in arm.instrs)
+
+
+# --- speculate -------------------------------------------------------------------------------
+def _guarded_shared_sum(offsets=range(7), space="shared", extra=()):
+    """smem[k] = 3k + 1 for k < 8; s = t; for w: if w < t: s += smem[w]; out[0] = s"""
+    b = Builder()
+    out = b.param("out", ptr=True)
+    b.func.arrays.append(SharedDecl("smem", i32, 8))
+    base = b("addr_of", i64, symbol="smem")
+    t = b.sreg()
+    for k in range(8):
+        b("store", None, b("add", i64, base, Const(i64, 4 * k)), Const(i32, 3 * k + 1),
+          space="shared")
+    s = t
+    for w in offsets:
+        arm, join = b.block("arm"), b.block("join")
+        b.cbr(b("cmp", bool_, Const(i32, w), t, pred="lt"), arm, join)
+        b.at(arm)
+        if space == "global":
+            value = b.load(out, Const(i32, w), i32)
+        else:
+            value = b("load", i32, b("add", i64, base, Const(i64, 4 * w)), space="shared")
+        for op in extra:
+            value = b(op, i32, value, 1)
+        total = b("add", i32, s, value)
+        b.br(join)
+        phi = b.at(join).phi(i32)
+        Builder.fill(phi, {arm: total, phi.block.preds[0] if phi.block.preds[0] is not arm
+                           else phi.block.preds[1]: s})
+        s = phi
+    b.store(out, Const(i32, 0), s)
+    b.ret()
+    return b.func
+
+
+def _sum_reference(t, offsets=range(7), extra_ops=0):
+    return t + sum(3 * w + 1 + extra_ops for w in offsets if w < t)
+
+
+def test_speculate_turns_guarded_shared_loads_into_selects():
+    """`if w < t: s += smem[w]` with w constant: the loads run unconditionally and the sum adds
+    `select(w < t, smem[w], 0)`; no branch is left."""
+    func = run_pass(speculate.run, _guarded_shared_sum())
+    assert "cbr" not in ops(func)
+    selects = [i for i in func.instrs() if i.op == "select"]
+    assert len(selects) == 7 and all(i.args[2] == Const(i32, 0) for i in selects)
+    adds = [i for i in func.instrs() if i.op == "add" and i.type == i32]
+    assert all(any(a in selects for a in add.args) for add in adds)
+    for t in (0, 1, 4, 7, 30):
+        got = execute(func, {"out": np.zeros(8, np.int32)}, {"tid.x": t})
+        assert got["out"][0] == _sum_reference(t)
+    inputs = [({"out": np.zeros(8, np.int32)}, {"tid.x": t}) for t in (0, 3, 8)]
+    assert_equivalent(_guarded_shared_sum(), inputs)
+
+
+@pytest.mark.parametrize("case", ["global", "out_of_bounds", "too_long", "negative"])
+def test_speculate_leaves_arms_that_could_fault_or_cost(case):
+    """A global load (maybe out of bounds exactly when the guard is false), a shared load past
+    the array's end or before its start, and an arm of more than MAX_ARM instructions stay
+    behind their branch."""
+    func = {"global": lambda: _guarded_shared_sum(range(2), space="global"),
+            "out_of_bounds": lambda: _guarded_shared_sum([8]),
+            "negative": lambda: _guarded_shared_sum([-1]),
+            "too_long": lambda: _guarded_shared_sum(range(2), extra=("add", "xor", "or"))}[case]()
+    before = ops(func)
+    run_pass(speculate.run, func)
+    assert ops(func) == before
+
+
+def test_speculate_keeps_shuffles_and_stores_in_their_arm():
+    b = Builder()
+    out, n = b.param("out", ptr=True), b.param("n")
+    t = b.sreg()
+    up = b("shfl", i32, t, Const(i32, 1), mode="up", clamp=0)
+    for effect in ("shfl", "store"):
+        arm, join = b.block("arm"), b.block("join")
+        b.cbr(b("cmp", bool_, t, n, pred="lt"), arm, join)
+        b.at(arm)
+        if effect == "shfl":
+            b("shfl", i32, up, Const(i32, 2), mode="up", clamp=0)
+        else:
+            b.store(out, t, up)
+        b.br(join)
+        b.at(join)
+    b.ret()
+    before = ops(b.func)
+    run_pass(speculate.run, b.func)
+    assert ops(b.func) == before
+
+
+@pytest.mark.parametrize("t", [f32, i32])
+def test_speculate_diamond_and_the_sign_of_zero(t):
+    """`r = a + v if c else a * v` (both arms cheap) becomes a select; `c ? a + v : a` becomes
+    `a + (c ? v : -0.0)`, which keeps a exactly, -0.0 included (0.0 would not)."""
+    b = Builder()
+    out = b.param("out", ptr=True)
+    a, v, c = b.param("a", t), b.param("v", t), b.param("c")
+    cond = b("cmp", bool_, c, Const(i32, 0), pred="gt")
+    both, _, _ = b.diamond(cond, lambda b: b("add", t, a, v), lambda b: b("mul", t, a, v), t)
+    join = both.block
+    arm, end = b.block("arm"), b.block("end")
+    b.cbr(cond, arm, end)
+    added = b.at(arm)("add", t, a, v)
+    b.br(end)
+    kept = b.at(end).phi(t)
+    Builder.fill(kept, {arm: added, join: a})
+    b.store(out, Const(i32, 0), both)
+    b.store(out, Const(i32, 1), kept)
+    b.ret()
+    reference = copy.deepcopy(b.func)
+    func = run_pass(speculate.run, b.func)
+    assert "cbr" not in ops(func) and ops(func).count("select") == 2
+    values = [(-0.0, 0.0), (-0.0, -0.0), (1.5, -2.0), (3.0, 0.25)] if t is f32 else \
+             [(0, 0), (-7, 3), (INT_MAX, 1)]
+    for x, y in values:
+        for flag in (0, 1):
+            args = {"out": np.zeros(2, t.numpy), "a": x, "v": y, "c": flag}
+            assert same_arrays(execute(reference, args)["out"], execute(func, args)["out"])
+
+
+def test_speculate_rewrites_a_sum_only_where_the_phi_is_its_one_use():
+    """The arm's `s + v` also feeds a second phi: it must stay `s + v` (plain selects)."""
+    b = Builder()
+    out = b.param("out", ptr=True)
+    s, v, c = b.param("a"), b.param("v"), b.param("c")
+    arm, join = b.block("arm"), b.block("join")
+    b.cbr(b("cmp", bool_, c, Const(i32, 0), pred="gt"), arm, join)
+    total = b.at(arm)("add", i32, s, v)
+    b.br(join)
+    first, second = b.at(join).phi(i32), b.phi(i32)
+    Builder.fill(first, {arm: total, b.func.entry: s})
+    Builder.fill(second, {arm: total, b.func.entry: Const(i32, 0)})
+    b.store(out, Const(i32, 0), first)
+    b.store(out, Const(i32, 1), second)
+    b.ret()
+    func = run_pass(speculate.run, b.func)
+    assert total.args == [s, v] and "cbr" not in ops(func)
+    for flag in (0, 1):
+        got = execute(func, {"out": np.zeros(2, np.int32), "a": 5, "v": 3, "c": flag})["out"]
+        assert list(got) == ([8, 8] if flag else [5, 0])
+
+
+# --- comparisons of shifted values --------------------------------------------------------------
+@pytest.mark.parametrize("t", [i32, u32])
+@pytest.mark.parametrize("k", [0, 1, 5, 31])
+def test_sccp_compares_a_shifted_value_before_the_shift(t, k):
+    """`(x >> k) < C` -> `x < C << k` (and <=, >, >=, constant on either side): exact for
+    every x where the new bound fits the type, and left alone where it does not."""
+    top = INT_MAX if t is i32 else (1 << 32) - 1
+    low = INT_MIN if t is i32 else 0
+    constants = sorted({0, 1, 7, 2, top >> k, (top >> k) - 1, low >> k, (low >> k) + 1,
+                        -1 if t is i32 else 100})
+    xs = sorted({low, low + 1, -33 if t is i32 else 33, -32 if t is i32 else 32, -1 if t is i32 else 1,
+                 0, 31, 32, 33, 255, top - 1, top} | {(c << k) + d for c in constants
+                                                      for d in (-1, 0, 1) if low <= (c << k) + d <= top})
+    for pred in ("lt", "le", "gt", "ge"):
+        for constant in constants:
+            for swapped in (False, True):
+                def body(b, x, _):
+                    shifted = b("shr", t, x, Const(u32, k))
+                    pair = (Const(t, constant), shifted) if swapped else (shifted, Const(t, constant))
+                    test = b("cmp", bool_, *pair, pred=pred)
+                    return b("select", t, test, Const(t, 1), Const(t, 0))
+                func = run_pass(sccp.run, scalar_kernel(t, body))
+                reference = scalar_kernel(t, body)
+                (cmp,) = [i for i in func.instrs() if i.op == "cmp"]
+                moved = any(isinstance(a, Instr) and a.op == "param" for a in cmp.args)
+                bound = constant << k if (pred in ("lt", "ge")) != swapped else ((constant + 1) << k) - 1
+                assert moved == (low <= bound <= top), (pred, constant, swapped)
+                for x in xs:
+                    assert run_scalar(func, t, x, 0) == run_scalar(reference, t, x, 0), \
+                        (pred, constant, swapped, x)
 
 
 # --- FMA contraction (fast_math) ---------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..ir import Function
 from ..verify import IRError, verify
 from . import (contract, copyprop, cse, dce, hoist, licm, lower_floor, ranges, reassoc, sccp,
-               simplifycfg, strength)
+               simplifycfg, speculate, strength)
 
 PIPELINE: list = [
     ("simplifycfg", simplifycfg.run),
@@ -22,6 +22,7 @@ PIPELINE: list = [
     ("reassoc", reassoc.run),     # constant offsets outermost in addresses, then merged by cse
     ("hoist", hoist.run),         # address arithmetic out of guarded arms, so cse can merge it
     ("cse", cse.run),
+    ("speculate", speculate.run), # short safe arms -> selects (shared loads at constant offsets)
     ("licm", licm.run),
     ("strength", strength.run),   # after licm: needs preheaders and hoisted bases
     ("sccp", sccp.run),           # folds the start and step offsets strength left in preheaders

@@ -89,6 +89,10 @@ def _split_wide(instr: Instr, uses: dict) -> bool:
     """mul_wide(x + C, S) -> mul_wide(x, S) + C*S, for a constant S."""
     index, scale = instr.args
     inner = _offset_add(index, uses)
+    if inner is None and branch_head(instr.block) is not None:
+        inner = _offset_add(index, uses, shared=True)
+        if inner is not None and not _has_product(inner, scale, uses):
+            return False
     if inner is None or not isinstance(scale, Const):
         return False
     x, const = _split(inner)
@@ -100,6 +104,14 @@ def _split_wide(instr: Instr, uses: dict) -> bool:
     instr.op, instr.attrs = "add", {}
     instr.args = [product, Const(instr.type, int(const.value) * int(scale.value))]
     return True
+
+
+def _has_product(add: Instr, scale: Const, uses: dict) -> bool:
+    """Whether `mul_wide(x, scale)` exists already for `add` = x + C: `x[i + 1] if i + 1 < n`
+    then addresses from the product of `x[i]` (`[%rd4+4]`) while `i + 1` stays for the test."""
+    x, _ = _split(add)
+    return any(user.op == "mul_wide" and user.args[0] is x and user.args[1] == scale
+               for user in uses.get(x, ()))
 
 
 def _distribute(instr: Instr, uses: dict) -> bool:

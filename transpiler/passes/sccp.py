@@ -56,6 +56,8 @@ def _simplify_all(func: Function, uses: dict) -> None:
         removed = False
         for instr in block.instrs:
             if instr.op in _SIMPLIFIED_OPS and _may_simplify(instr.args):
+                if instr.op == "cmp":
+                    _compare_unshifted(instr, uses)
                 replacement = simplify(instr)
                 if replacement is not None:
                     replace_all_uses(uses, instr, replacement)
@@ -271,6 +273,36 @@ def simplify(instr: Instr) -> Value | None:
     if op == "cmp" and a.type.is_int and _same(a, b):
         return Const(t, instr.attrs["pred"] in ("eq", "le", "ge"))
     return None
+
+
+_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _compare_unshifted(cmp: Instr, uses: dict) -> None:
+    """`(x >> k) < C` -> `x < C << k`, and so for <=, >, >=: a shift right is a floor division
+    by 2**k in both signednesses, so the bound moves exactly (when it fits the type). `w < warp`
+    with `warp = t // 32` becomes `t > 32 * w + 31`, and `warp` need not stay live (nvcc does
+    the same)."""
+    pred = cmp.attrs["pred"]
+    a, b = cmp.args
+    if isinstance(a, Const) and pred in _SWAPPED:
+        a, b, pred = b, a, _SWAPPED[pred]
+    if not (pred in _SWAPPED and isinstance(a, Instr) and a.op == "shr"
+            and isinstance(b, Const) and isinstance(a.args[1], Const)):
+        return
+    t, k = a.type, int(a.args[1].value)
+    if not (t.is_int and 0 <= k < t.bits):
+        return
+    c = int(b.value)
+    bound = c << k if pred in ("lt", "ge") else ((c + 1) << k) - 1
+    low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else (0, (1 << t.bits) - 1)
+    if low <= bound <= high:
+        x = a.args[0]
+        cmp.args = [x, Const(t, bound)]
+        cmp.attrs = dict(cmp.attrs, pred=pred)
+        uses[a].remove(cmp)
+        if isinstance(x, Instr):
+            uses.setdefault(x, []).append(cmp)
 
 
 def _float_identity(op: str, a: Value, b: Value) -> Value | None:
