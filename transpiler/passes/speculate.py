@@ -20,7 +20,7 @@ Runs after `reassoc`/`hoist`/`cse` (so an access is `array + C`) and before `lic
 """
 from __future__ import annotations
 
-from ..ir import Const, Function, Instr, users
+from ..ir import Const, Function, Instr, set_targets, users
 
 MAX_ARM = 3     # instructions per arm, the terminator not counted
 
@@ -115,17 +115,16 @@ def _convert(func, head, join, then_arm, else_arm, uses) -> None:
                            or _select_operand(head, cond, b, a, theirs, negated=True)
                            or head.insert_before_terminator(
                                Instr("select", phi.type, [cond, a, b], loc=phi.loc)))
-    first, second = sorted((i_then, i_else))
-    for phi in join.phis:
-        phi.args[first] = merged[phi]
-        del phi.args[second]
-    join.preds[first] = head
-    del join.preds[second]
-    term.op, term.args, term.targets = "br", [], [join]
+    set_targets(term, [join])             # head -> join (a diamond's join gains head as a pred)
+    term.op, term.args = "br", []
     for arm in (then_arm, else_arm):
         if arm is not None:
+            set_targets(arm.instrs[-1], [])   # the arm leaves join's preds and phis
             arm.instrs, arm.preds = [], []
             func.blocks.remove(arm)
+    k = join.preds.index(head)
+    for phi in join.phis:
+        phi.args[k] = merged[phi]
 
 
 def _select_operand(head, cond, taken, kept, rewritable, negated=False):

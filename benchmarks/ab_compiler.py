@@ -1,0 +1,111 @@
+"""A/B of compiler variants on the GPU: kernel time of the examples, each variant compiled in its
+own process with its own kernel cache (device only).
+
+    python benchmarks/ab_compiler.py [--variants base no-speculate ...] [--rounds 2] [--only TEXT ...]
+
+A variant switches one compiler decision off, in the child process only: a pass taken out of
+`passes.PIPELINE`, or a backend choice patched. Variants run alternately (base, A, base, A ...)
+`--rounds` times, so a drift of the card's clock shows as a difference between rounds of the
+same variant. Times are CUPTI kernel durations (`kernels._profiled_time`: the median over calls,
+each on a fresh copy of the input); printed as TB/s (or TFLOP/s for matmul) per case, and
+written as JSON to `$OUT/ab-compiler.json` (or the working directory).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: variant -> Python run in the child before anything is compiled
+VARIANTS = {
+    "base": "",
+    "no-speculate": "_drop_pass('speculate')",
+    "no-hoist": "_drop_pass('hoist')",
+    "no-strength": "_drop_pass('strength')",
+    # every mul_wide + add as mul.wide + add.s64 (SASS -16 on matmul; more registers elsewhere)
+    "no-mad-wide": "_no_mad_wide()",
+}
+
+CHILD = r'''
+import json, os, sys
+sys.path.insert(0, {here!r}); sys.path.insert(0, os.path.join({here!r}, "..", "examples"))
+from ptxpy.transpiler import passes
+from ptxpy.transpiler.backend import isel
+
+
+def _drop_pass(name):
+    passes.PIPELINE[:] = [(n, run) for n, run in passes.PIPELINE if n != name]
+
+
+def _no_mad_wide():
+    plain = isel.ISel._mad_candidate
+
+    def candidate(self, add):
+        mul = plain(self, add)
+        return None if mul is not None and mul.op == "mul_wide" else mul
+    isel.ISel._mad_candidate = candidate
+
+
+{patch}
+import jax.numpy as jnp
+import numpy as np
+import kernels
+import matmul_blocks
+import prefix_scan
+
+only = {only!r}
+rng = np.random.default_rng(1)
+extra = [
+    ("prefix_scan", "2^26", prefix_scan.cumsum, (rng.integers(-9, 9, 1 << 26, dtype=np.int32),),
+     None, 16 << 26, None),
+    ("matmul_blocks", "4096^3", matmul_blocks.matmul,
+     tuple(rng.standard_normal((4096, 4096), np.float32) for _ in range(2)), None, None,
+     2 * 4096 ** 3),
+]
+result = {{}}
+for kernel, label, fn, inputs, _, nbytes, flops in list(kernels.cases(False)) + extra:
+    name = f"{{kernel}} {{label}}"
+    if only and not any(text in name for text in only):
+        continue
+    seconds = kernels._profiled_time(fn, [jnp.asarray(a) for a in inputs])
+    result[name] = round(nbytes / seconds / 1e12, 4) if nbytes else round(flops / seconds / 1e12, 3)
+print(json.dumps(result))
+'''
+
+
+def run_variant(variant: str, only: list) -> dict:
+    code = CHILD.format(here=HERE, patch=VARIANTS[variant], only=only)
+    env = dict(os.environ, PTXPY_CACHE_DIR=tempfile.mkdtemp(prefix=f"ab-{variant}-"))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or not lines:
+        return {"error": done.stderr[-3000:]}
+    return json.loads(lines[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variants", nargs="+", default=[v for v in VARIANTS if v != "base"],
+                        choices=sorted(VARIANTS))
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", nargs="+", default=[], help="cases whose name contains one of these")
+    args = parser.parse_args()
+    runs = []
+    for round_ in range(args.rounds):
+        for variant in ["base"] + [v for v in args.variants if v != "base"]:
+            result = run_variant(variant, args.only)
+            runs.append({"round": round_, "variant": variant, "result": result})
+            print(round_, variant, json.dumps(result), flush=True)
+    path = os.path.join(os.environ.get("OUT", "."), "ab-compiler.json")
+    with open(path, "w") as f:
+        json.dump(runs, f, indent=1)
+    print("written", path)
+
+
+if __name__ == "__main__":
+    main()
