@@ -24,12 +24,6 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-try:
-    from libcst._nodes.base import CSTNode
-    _POST_INIT = CSTNode.__dict__.get("__post_init__")
-except ImportError:          # another libcst layout: parse with validation
-    CSTNode, _POST_INIT = None, None
-
 from .errors import CompileError
 from .positions import module_starts
 
@@ -65,7 +59,7 @@ class Definition:
 
     def _parse(self) -> cst.FunctionDef:
         try:
-            module = parse_unvalidated(self.text)
+            module = cst.parse_module(self.text)
         except Exception:
             module = None
         if module is None or len(module.body) != 1 or not isinstance(module.body[0], cst.FunctionDef):
@@ -83,30 +77,10 @@ class Definition:
         raise CompileError("cannot parse this file: a function was not found again")
 
 
-def parse_unvalidated(source: str) -> cst.Module:
-    """`cst.parse_module(source)` without libcst's per-node validation.
-
-    Every libcst node runs `_validate` as it is built (`CSTNode.__post_init__`), which for a
-    tree from libcst's own parser re-checks what the parser guarantees (libcst's comment there
-    says as much); it is 15-20% of the parse. Switched off for the parse only, and only where
-    libcst has it where this expects it."""
-    if _POST_INIT is None or CSTNode.__dict__.get("__post_init__") is not _POST_INIT:
-        return cst.parse_module(source)
-    CSTNode.__post_init__ = _no_validation
-    try:
-        return cst.parse_module(source)
-    finally:
-        CSTNode.__post_init__ = _POST_INIT
-
-
-def _no_validation(node) -> None:
-    pass
-
-
 def parse_with_libcst(source: str) -> cst.Module:
     """libcst's parse of `source`; its errors as CompileErrors."""
     try:
-        return parse_unvalidated(source)
+        return cst.parse_module(source)
     except cst.ParserSyntaxError as err:
         raise CompileError(f"invalid syntax: {err.message}", (err.raw_line, err.raw_column)) from None
     except Exception as err:  # libcst rejects a few inputs that Python accepts
@@ -118,7 +92,7 @@ def parse_top_level(source: str, tree: ast.Module) -> TopLevel:
     lines = _LINE.findall(source)
     bodies_on_demand = len(lines) > BODIES_ON_DEMAND_ABOVE
     try:
-        module = parse_unvalidated(_skeleton(tree.body, lines, bodies_on_demand))
+        module = cst.parse_module(_skeleton(tree.body, lines, bodies_on_demand))
     except Exception:
         module = None
     if module is None or not _same_statements(module.body, tree.body):
