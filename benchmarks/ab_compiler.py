@@ -29,6 +29,10 @@ VARIANTS = {
     "no-strength": "_drop_pass('strength')",
     # every mul_wide + add as mul.wide + add.s64 (SASS -16 on matmul; more registers elsewhere)
     "no-mad-wide": "_no_mad_wide()",
+    # examples/matmul.py with its `for k in range(BK)` unrolled by 2 or 16 (ptxas keeps it a
+    # loop of 64 FFMAs; nvcc unrolls its twin by 2): 123 / 127 registers on sm_90
+    "matmul-unroll-2": "_unroll_matmul_k(2)",
+    "matmul-unroll-16": "_unroll_matmul_k(16)",
 }
 
 CHILD = r'''
@@ -49,6 +53,25 @@ def _no_mad_wide():
         mul = plain(self, add)
         return None if mul is not None and mul.op == "mul_wide" else mul
     isel.ISel._mad_candidate = candidate
+
+
+def _unroll_matmul_k(times):
+    """A copy of examples/matmul.py whose K-step loop runs `times` steps per iteration,
+    unrolled with static_range, first on sys.path."""
+    import tempfile
+    source = open(os.path.join({here!r}, "..", "examples", "matmul.py")).read()
+    head = "        for k in range(BK):\n"
+    start = source.index(head)
+    end = source.index("        ptxpy.syncthreads()          # everyone is done reading")
+    body = "".join("    " + line if line.strip() else line
+                   for line in source[start + len(head):end].splitlines(keepends=True))
+    unrolled = (f"        for kk in range(0, BK, {{times}}):\n"
+                f"            for u in ptxpy.static_range({{times}}):\n"
+                f"                k = kk + u\n")
+    folder = tempfile.mkdtemp()
+    with open(os.path.join(folder, "matmul.py"), "w") as f:
+        f.write(source[:start] + unrolled + body + source[end:])
+    sys.path.insert(0, folder)
 
 
 {patch}
