@@ -708,6 +708,37 @@ def test_reassoc_splits_a_guarded_index_when_its_product_exists():
     assert any(v.op == "mul_wide" and v.args[0].op == "add" for v in arm.instrs)
 
 
+def test_reassoc_join_existing_gives_row_chunks_one_base(monkeypatch):
+    """With `JOIN_EXISTING` (off by default, a GPU experiment): `row * n + (t * 4 + 128 k)`,
+    whose column also indexes `w`, becomes `(row * n + t * 4) + 128 k`, so the chunks of
+    `x[row, j:j + 4]` load from one address plus 512 k bytes; results unchanged."""
+    def kernel():
+        b = Builder()
+        x, w, out = b.param("x", ptr=True), b.param("w", ptr=True), b.param("out", ptr=True)
+        row, n, m = b.param("r"), b.param("n"), b.param("m")
+        t4 = b("shl", i32, b.sreg(), Const(u32, 2))
+        x_row, out_row = b("mul", i32, row, n), b("mul", i32, row, m)
+        for k in range(3):
+            j = b("add", i32, t4, 128 * k) if k else t4
+            v = b.load(x, b("add", i32, x_row, j), f32, nc=True)
+            b.store(out, b("add", i32, out_row, j), b("mul", f32, v, b.load(w, j, f32, nc=True)))
+        b.ret()
+        return b.func
+    monkeypatch.setattr(reassoc, "JOIN_EXISTING", True)
+    func = kernel()
+    for run in (cse.run, reassoc.run, cse.run, dce.run):
+        func = run_pass(run, func)
+    offset = [i.args[0] for i in func.instrs() if i.op in ("load", "store")
+              and i.args[0].op == "add" and isinstance(i.args[0].args[1], Const)]
+    assert len({a.args[0] for a in offset}) == 3         # x's, w's and out's: one base each
+    assert sorted(a.args[1].value for a in offset) == [512] * 3 + [1024] * 3
+    xs, ws = np.linspace(-2, 2, 2048).astype(np.float32), np.linspace(1, 3, 512).astype(np.float32)
+    for r, n, m, t in ((0, 512, 512, 0), (2, 600, 500, 31), (1, 700, 800, 5)):
+        args = {"x": xs, "w": ws, "out": np.zeros(2048, np.float32), "r": r, "n": n, "m": m}
+        assert same_arrays(execute(kernel(), args, {"tid.x": t})["out"],
+                           execute(func, args, {"tid.x": t})["out"])
+
+
 # --- speculate -------------------------------------------------------------------------------
 def _guarded_shared_sum(offsets=range(7), space="shared", extra=()):
     """smem[k] = 3k + 1 for k < 8; s = t; for w: if w < t: s += smem[w]; out[0] = s"""
