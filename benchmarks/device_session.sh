@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Everything a GPU session checks, in one command, most important first; each step's output
+# goes to $OUT/<step>.txt (and JSON where the tool writes one), so a step cut short by the time
+# limit still leaves the earlier ones. Run from the repository root on the device:
+#
+#     OUT=/some/dir bash benchmarks/device_session.sh [STEP ...]
+#
+# Steps: gpu-tests kernel-tests sanitizer kernels ab launch registers (default: all, in order).
+set -u
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+steps=${*:-"gpu-tests kernel-tests sanitizer kernels ab launch registers"}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv > "$OUT/card.txt" 2>&1
+git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null || true
+
+run() {   # run STEP COMMAND...: time it, keep its output, go on whatever it returns
+    local step=$1; shift
+    local start=$SECONDS
+    echo "== $step: $*" | tee -a "$OUT/steps.txt"
+    "$@" > "$OUT/$step.txt" 2>&1
+    echo "== $step: exit $? after $((SECONDS - start)) s" | tee -a "$OUT/steps.txt"
+}
+
+for step in $steps; do
+    case $step in
+        gpu-tests)    run gpu-tests python3 -m pytest -q -m gpu tests ;;
+        kernel-tests) run kernel-tests env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q \
+                          tests/test_kernels.py tests/test_gpu_language.py ;;
+        sanitizer)    run sanitizer-memcheck compute-sanitizer --tool memcheck \
+                          python3 examples/prefix_scan.py --size 100000
+                      run sanitizer-racecheck compute-sanitizer --tool racecheck \
+                          python3 examples/prefix_scan.py --size 100000 ;;
+        kernels)      run kernels python3 benchmarks/kernels.py --out "$OUT" ;;
+        ab)           run ab-compiler env OUT="$OUT" python3 benchmarks/ab_compiler.py --rounds 2 ;;
+        launch)       run launch python3 benchmarks/launch.py --json "$OUT/launch.json" --only chain ;;
+        registers)    run registers python3 benchmarks/registers.py --json "$OUT/registers.json" ;;
+        *)            echo "unknown step $step" | tee -a "$OUT/steps.txt" ;;
+    esac
+done
