@@ -879,6 +879,27 @@ def test_speculate_rewrites_a_sum_only_where_the_phi_is_its_one_use():
         assert list(got) == ([8, 8] if flag else [5, 0])
 
 
+def test_speculate_bool_arm_becomes_a_plain_select():
+    """`if c: flag = flag or other` on bools: a select of the two values (no identity operand)."""
+    b = Builder()
+    out, p, q = b.param("out", ptr=True), b.param("p"), b.param("q")
+    flag, other = b("cmp", bool_, p, Const(i32, 0), pred="gt"), b("cmp", bool_, q, Const(i32, 0), pred="gt")
+    arm, join = b.block("arm"), b.block("join")
+    b.cbr(b("cmp", bool_, p, q, pred="lt"), arm, join)
+    either = b.at(arm)("or", bool_, flag, other)
+    b.br(join)
+    result = b.at(join).phi(bool_)
+    Builder.fill(result, {arm: either, b.func.entry: flag})
+    b.store(out, Const(i32, 0), b("select", i32, result, Const(i32, 1), Const(i32, 0)))
+    b.ret()
+    reference = copy.deepcopy(b.func)
+    func = run_pass(speculate.run, b.func)
+    assert "cbr" not in ops(func) and either.args == [flag, other]
+    for p_, q_ in ((-1, 1), (1, -1), (-2, -1), (1, 2), (0, 0)):
+        args = {"out": np.zeros(1, np.int32), "p": p_, "q": q_}
+        assert execute(func, args)["out"][0] == execute(reference, args)["out"][0]
+
+
 # --- comparisons of shifted values --------------------------------------------------------------
 @pytest.mark.parametrize("t", [i32, u32])
 @pytest.mark.parametrize("k", [0, 1, 5, 31])

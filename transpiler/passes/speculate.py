@@ -71,11 +71,9 @@ def _arm_join(arm, head, sizes):
 
 
 def _speculable(instr: Instr, sizes: dict) -> bool:
-    if instr.op in CHEAP_OPS:
-        return instr.op != "cvt" or not instr.attrs.get("mode") or instr.type.is_float
-    if instr.op == "load":
-        return _safe_load(instr, sizes)
-    return False
+    if instr.op in CHEAP_OPS:     # none of them traps on the GPU, whatever its operands
+        return True
+    return instr.op == "load" and _safe_load(instr, sizes)
 
 
 def _safe_load(load: Instr, sizes: dict) -> bool:
@@ -132,7 +130,8 @@ def _select_operand(head, cond, taken, kept, rewritable, negated=False):
     loads it adds stay independent (ptxas then merges neighbouring ones). `taken` is the value
     on the arm's path, `kept` the one on the other path; `rewritable`, what the arm computed for
     this phi alone. Returns the new phi value, or None."""
-    if not (taken in rewritable and taken.op in _IDENTITY and kept in taken.args):
+    if not (taken in rewritable and taken.op in _IDENTITY and not taken.type.is_bool
+            and kept in taken.args):
         return None
     k = taken.args.index(kept)
     if taken.op == "sub" and k != 0:
