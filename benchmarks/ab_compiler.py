@@ -6,7 +6,8 @@ own process with its own kernel cache (device only).
 A variant switches one compiler decision off, in the child process only: a pass taken out of
 `passes.PIPELINE`, or a backend choice patched. Variants run alternately (base, A, base, A ...)
 `--rounds` times, so a drift of the card's clock shows as a difference between rounds of the
-same variant. Times are CUPTI kernel durations (`kernels._profiled_time`: the median over calls,
+same variant. Each variant's child process runs every case: choose them with `--only` (kernel
+names) and `--variants` so that a run fits the device's time. Times are CUPTI kernel durations (`kernels._profiled_time`: the median over calls,
 each on a fresh copy of the input); printed as TB/s (or TFLOP/s for matmul) per case, and
 written as JSON to `$OUT/ab-compiler.json` (or the working directory).
 """
@@ -83,23 +84,30 @@ import numpy as np
 import kernels
 import matmul_blocks
 import prefix_scan
+import rms_norm
 
 only = {only!r}
+wanted = lambda kernel: not only or any(text in kernel for text in only)
 rng = np.random.default_rng(1)
-extra = [
-    ("prefix_scan", "2^26", prefix_scan.cumsum, (rng.integers(-9, 9, 1 << 26, dtype=np.int32),),
-     None, 16 << 26, None),
-    ("matmul_blocks", "4096^3", matmul_blocks.matmul,
-     tuple(rng.standard_normal((4096, 4096), np.float32) for _ in range(2)), None, None,
-     2 * 4096 ** 3),
-]
+
+
+def extra_cases():
+    if wanted("prefix_scan"):
+        x = rng.integers(-9, 9, 1 << 26, dtype=np.int32)
+        yield ("prefix_scan", "2^26", prefix_scan.cumsum, (x,), None, 16 << 26, None)
+    if wanted("matmul_blocks"):
+        a, b = (rng.standard_normal((4096, 4096), np.float32) for _ in range(2))
+        yield ("matmul_blocks", "4096^3", matmul_blocks.matmul, (a, b), None, None, 2 * 4096 ** 3)
+    if wanted("rms_norm_warp"):       # pyptx's shape: one warp per row, launch-bound
+        x, w = rng.standard_normal((16, 512), np.float32), rng.standard_normal(512, np.float32)
+        yield ("rms_norm_warp", "16x512", rms_norm.rms_norm_small, (x, w), None, 8 * x.size, None)
+
+
 result = {{}}
-for kernel, label, fn, inputs, _, nbytes, flops in list(kernels.cases(False)) + extra:
-    name = f"{{kernel}} {{label}}"
-    if only and not any(text in name for text in only):
-        continue
+for kernel, label, fn, inputs, _, nbytes, flops in [*kernels.cases(False, wanted), *extra_cases()]:
     seconds = kernels._profiled_time(fn, [jnp.asarray(a) for a in inputs])
-    result[name] = round(nbytes / seconds / 1e12, 4) if nbytes else round(flops / seconds / 1e12, 3)
+    result[f"{{kernel}} {{label}}"] = (round(nbytes / seconds / 1e12, 4) if nbytes
+                                       else round(flops / seconds / 1e12, 3))
 print(json.dumps(result))
 '''
 
@@ -119,7 +127,8 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=[v for v in VARIANTS if v != "base"],
                         choices=sorted(VARIANTS))
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--only", nargs="+", default=[], help="cases whose name contains one of these")
+    parser.add_argument("--only", nargs="+", default=[],
+                        help="kernels whose name contains one of these (matmul, rms_norm, ...)")
     args = parser.parse_args()
     runs = []
     for round_ in range(args.rounds):

@@ -6,10 +6,12 @@
 #     OUT=/some/dir bash benchmarks/device_session.sh [STEP ...]
 #
 # Steps: gpu-tests kernel-tests sanitizer kernels ab launch registers (default: all, in order).
+# All of them take longer than one device call may (10 minutes): name a few steps per call.
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
 steps=${*:-"gpu-tests kernel-tests sanitizer kernels ab launch registers"}
+mkdir -p "$OUT/ab-matmul" "$OUT/ab-passes"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv > "$OUT/card.txt" 2>&1
 git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null || true
 
@@ -31,7 +33,13 @@ for step in $steps; do
                       run sanitizer-racecheck compute-sanitizer --tool racecheck \
                           python3 examples/prefix_scan.py --size 100000 ;;
         kernels)      run kernels python3 benchmarks/kernels.py --out "$OUT" ;;
-        ab)           run ab-compiler env OUT="$OUT" python3 benchmarks/ab_compiler.py --rounds 2 ;;
+        ab)           # two groups that each fit a call: the matmul and row variants, then the passes
+                      run ab-matmul env OUT="$OUT/ab-matmul" python3 benchmarks/ab_compiler.py \
+                          --variants no-mad-wide join-existing matmul-unroll-2 matmul-unroll-16 \
+                          --only matmul rms_norm_warp
+                      run ab-passes env OUT="$OUT/ab-passes" python3 benchmarks/ab_compiler.py \
+                          --variants no-speculate no-hoist no-strength \
+                          --only prefix_scan rms_norm softmax layer_norm sum transpose ;;
         launch)       run launch python3 benchmarks/launch.py --json "$OUT/launch.json" --only chain ;;
         registers)    run registers python3 benchmarks/registers.py --json "$OUT/registers.json" ;;
         *)            echo "unknown step $step" | tee -a "$OUT/steps.txt" ;;

@@ -161,8 +161,9 @@ def copy_bandwidth(nbytes: int) -> float:
     return 2 * x.numel() * 4 / seconds
 
 
-def cases(quick: bool):
-    """(kernel, size label, ptxpy fn, inputs (numpy), reference fn, bytes, flops)."""
+def cases(quick: bool, wanted=lambda kernel: True):
+    """(kernel, size label, ptxpy fn, inputs (numpy), reference fn, bytes, flops); the inputs
+    of a kernel `wanted` rejects are never made."""
     import add_vectors
     import layer_norm
     import matmul
@@ -173,30 +174,42 @@ def cases(quick: bool):
     import transpose
 
     rng = np.random.default_rng(0)
-    n = 1 << (26 if quick else 28)
-    x, y = rng.standard_normal(n, np.float32), rng.standard_normal(n, np.float32)
-    yield ("add", f"2^{n.bit_length() - 1}", add_vectors.add_vectors, (x, y), lambda a, b: a + b,
-           12 * n, None)
+    if wanted("add"):
+        n = 1 << (26 if quick else 28)
+        x, y = rng.standard_normal(n, np.float32), rng.standard_normal(n, np.float32)
+        yield ("add", f"2^{n.bit_length() - 1}", add_vectors.add_vectors, (x, y),
+               lambda a, b: a + b, 12 * n, None)
+    rows_wanted = [k for k in ("rms_norm", "softmax", "layer_norm") if wanted(k)]
     for rows, cols in ((2048, 8192),) if quick else ((2048, 8192), (8192, 8192)):
+        if not rows_wanted:
+            break
         x = rng.standard_normal((rows, cols), np.float32)
         w = rng.standard_normal(cols, np.float32)
         b = rng.standard_normal(cols, np.float32)
         label, nbytes = f"{rows}x{cols}", 8 * rows * cols
-        yield ("rms_norm", label, lambda a, g: rms_norm.rms_norm(a, g, 1e-6), (x, w),
-               lambda a, g: a / np.sqrt(np.mean(a * a, axis=-1, keepdims=True) + 1e-6) * g, nbytes, None)
-        yield ("softmax", label, softmax.softmax, (x,), _softmax_ref, nbytes, None)
-        yield ("layer_norm", label, lambda a, g, h: layer_norm.layer_norm(a, g, h, 1e-6), (x, w, b),
-               _layer_norm_ref, nbytes, None)
-    x = rng.standard_normal((4096, 2 * 4096), np.float32)
-    yield ("swiglu", "4096x2x4096", swiglu.swiglu, (x,), _swiglu_ref, 12 * 4096 * 4096, None)
-    x = rng.standard_normal(1 << 26, np.float32)
-    yield ("sum", "2^26", reduction.total, (x,), lambda a: np.sum(a), 4 << 26,
-           None)
-    x = rng.standard_normal((8192, 8192), np.float32)
-    yield ("transpose", "8192^2", transpose.transpose, (x,), lambda a: a.T, 8 * x.size, None)
-    s = 2048 if quick else 4096
-    a, b = rng.standard_normal((s, s), np.float32), rng.standard_normal((s, s), np.float32)
-    yield ("matmul", f"{s}^3", matmul.matmul, (a, b), lambda p, q: p @ q, None, 2 * s ** 3)
+        row_cases = {
+            "rms_norm": (lambda a, g: rms_norm.rms_norm(a, g, 1e-6), (x, w),
+                         lambda a, g: a / np.sqrt(np.mean(a * a, axis=-1, keepdims=True) + 1e-6) * g),
+            "softmax": (softmax.softmax, (x,), _softmax_ref),
+            "layer_norm": (lambda a, g, h: layer_norm.layer_norm(a, g, h, 1e-6), (x, w, b),
+                           _layer_norm_ref),
+        }
+        for kernel in rows_wanted:
+            fn, inputs, ref = row_cases[kernel]
+            yield (kernel, label, fn, inputs, ref, nbytes, None)
+    if wanted("swiglu"):
+        x = rng.standard_normal((4096, 2 * 4096), np.float32)
+        yield ("swiglu", "4096x2x4096", swiglu.swiglu, (x,), _swiglu_ref, 12 * 4096 * 4096, None)
+    if wanted("sum"):
+        x = rng.standard_normal(1 << 26, np.float32)
+        yield ("sum", "2^26", reduction.total, (x,), lambda a: np.sum(a), 4 << 26, None)
+    if wanted("transpose"):
+        x = rng.standard_normal((8192, 8192), np.float32)
+        yield ("transpose", "8192^2", transpose.transpose, (x,), lambda a: a.T, 8 * x.size, None)
+    if wanted("matmul"):
+        s = 2048 if quick else 4096
+        a, b = rng.standard_normal((s, s), np.float32), rng.standard_normal((s, s), np.float32)
+        yield ("matmul", f"{s}^3", matmul.matmul, (a, b), lambda p, q: p @ q, None, 2 * s ** 3)
 
 
 def _softmax_ref(a):
