@@ -50,10 +50,12 @@ def _shape(head, sizes):
     then, other = head.terminator.targets
     then_join = _arm_join(then, head, sizes)
     else_join = _arm_join(other, head, sizes)
-    if then_join is not None and (then_join is other or then_join is else_join):
-        return then_join, then, (other if else_join is not None else None)
-    if else_join is not None and else_join is then:
-        return else_join, None, other
+    if then_join is other:                      # if c: arm
+        return other, then, None
+    if else_join is then:                       # if not c: arm
+        return then, None, other
+    if then_join is not None and then_join is else_join:    # if c: arm else: arm
+        return then_join, then, other
     return None
 
 
