@@ -555,6 +555,21 @@ def test_version_raised_by_instruction():
     assert ".version 7.1" in emit_ptx(func)       # cvt.f32.bf16 needs PTX 7.1
 
 
+def test_constant_bool_store_is_one_byte_store():
+    """Storing a constant bool writes its byte (`st.global.u8 [...], 1`), no predicate round trip."""
+    b = Builder("flags", [array("o", bool_, written=True)])
+    b.at(b.new_block("entry"))
+    o = b.param("o", i64, ptr=True)
+    address = b.index_addr(o, global_id(b), bool_)
+    b("store", None, address, ir.Const(bool_, True), space="global")
+    b("store", None, b("add", i64, address, ir.Const(i64, 1)), ir.Const(bool_, False), space="global")
+    b.ret()
+    ptx = compile_all(b.finish())["sm_90"]
+    stores = [l for l in instructions(ptx) if l.startswith("st.")]
+    assert stores == ["st.global.u8 [%rd1], 1;", "st.global.u8 [%rd1+1], 0;"], ptx
+    assert "selp" not in ptx and "setp" not in ptx
+
+
 def test_saxpy_readable():
     ptx = compile_all(saxpy(), ("sm_90",))["sm_90"]
     assert "    // line 2: i = ptxpy.global_id(0)\n    .loc 1 2 5\n" in ptx

@@ -761,7 +761,9 @@ class ISel:
     def op_store(self, instr: ir.Instr) -> None:
         space = self._space(instr)
         addr, value = self.address(instr.args[0], space), instr.args[1]
-        if value.type.is_bool:
+        if value.type.is_bool and isinstance(value, ir.Const):   # a constant: its byte directly
+            self.emit(f"st.{space}.u8", [], [addr, Imm("1" if value.value else "0")])
+        elif value.type.is_bool:
             byte = self.new("rs")
             self.emit("selp.u16", [byte], [Imm("1"), Imm("0"), self.src(value, imm=False)])
             self.emit(f"st.{space}.u8", [], [addr, byte])
