@@ -116,3 +116,32 @@ def test_version_and_console_script(kernels_file):
 
     done = subprocess.run([sys.executable, "-m", "ptxpy", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == f"ptxpy {ptxpy.__version__}"
+
+
+_FREEZE_PROBE = """
+import gc, sys
+from ptxpy.cli import main
+sys.argv = ["ptxpy", "transpile", sys.argv[1], "-o", sys.argv[2]] + sys.argv[3:]
+print(main(), gc.get_freeze_count() > 0)
+"""
+
+
+@pytest.mark.parametrize("extra, frozen", [([], True), (["--kernel", "copy"], False)])
+def test_the_command_exempts_the_loaded_compiler_from_the_collector(kernels_file, tmp_path,
+                                                                    extra, frozen):
+    """As the `ptxpy` command with several kernels, the process freezes what is alive after the
+    first compile (Python's collector then leaves the compiler's objects alone); with one kernel
+    it does not, nor does `main([...])` called from Python (the in-process tests here)."""
+    proc = subprocess.run([sys.executable, "-c", _FREEZE_PROBE, str(kernels_file), str(tmp_path),
+                           *extra], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-2:] == ["0", str(frozen)]
+    written = ["copy.ptx"] if extra else ["copy.ptx", "scale.ptx"]
+    assert sorted(os.listdir(tmp_path)) == sorted(written + ["kernels.py"])
+
+
+def test_main_called_from_python_never_freezes(kernels_file, tmp_path):
+    import gc
+    before = gc.get_freeze_count()
+    assert main(["transpile", str(kernels_file), "-o", str(tmp_path)]) == 0
+    assert gc.get_freeze_count() == before
