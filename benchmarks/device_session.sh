@@ -38,7 +38,7 @@ for step in $steps; do
                           --variants no-mad-wide join-existing matmul-unroll-2 matmul-unroll-16 \
                           --only matmul rms_norm_warp
                       run ab-passes env OUT="$OUT/ab-passes" python3 benchmarks/ab_compiler.py \
-                          --variants no-speculate no-hoist no-strength \
+                          --variants no-speculate speculate-wide no-hoist no-strength \
                           --only prefix_scan rms_norm softmax layer_norm sum transpose ;;
         launch)       run launch python3 benchmarks/launch.py --json "$OUT/launch.json" --only chain ;;
         registers)    run registers python3 benchmarks/registers.py --json "$OUT/registers.json" ;;
