@@ -281,3 +281,23 @@ def test_simulated_f64_fma_is_exact_for_tiny_products():
     (out,) = run(source, "kernel", [np.concatenate([a, c]), b, Out(512, np.float64)], grid=2, block=256)
     exact = [float(Fraction(p) * Fraction(q) + Fraction(r)) for p, q, r in zip(a, b, c)]
     np.testing.assert_array_equal(out[:256], exact)
+
+
+def test_each_library_function_is_read_alone_as_from_the_whole_file():
+    """`mathlib` reads, for one function, only the names it reaches (imports, functions,
+    constants). For every function of ptxpy/libm.py that parse finds everything (no fall back
+    to the whole file) and types exactly as the whole file's parse does."""
+    import ast
+
+    from ptxpy.transpiler import mathlib, typed
+
+    source = mathlib.library_source()
+    tree = ast.parse(source)
+    names = [s.name for s in tree.body if isinstance(s, ast.FunctionDef)]
+    assert len(names) > 30
+    for name in names:
+        alone = mathlib._typed(source, name, mathlib._needed_names(tree, name))
+        whole = mathlib._typed(source, name, None)
+        assert sorted(alone[1]) == sorted(whole[1]), name
+        for callee in whole[1]:
+            assert typed.format_func(alone[1][callee]) == typed.format_func(whole[1][callee]), callee

@@ -90,11 +90,14 @@ class ParsedModule:
         return self.positions.get(node)
 
 
-def parse_module(source: str, filename: str = "<string>") -> ParsedModule:
-    """Parse `source` (never importing or running it) and find its kernels and device functions."""
+def parse_module(source: str, filename: str = "<string>", keep: set | None = None,
+                 tree: ast.Module | None = None) -> ParsedModule:
+    """Parse `source` (never importing or running it) and find its kernels and device functions
+    (with `keep`, only those of its top-level names: `toplevel.parse_top_level`; `tree`: Python's
+    ast of `source`, when the caller has it already)."""
     lines = source.splitlines()
     try:
-        return _parse(source, filename, lines)
+        return _parse(source, filename, lines, keep, tree)
     except CompileError as err:
         raise err.located(filename, lines) from None
     except RecursionError:
@@ -128,8 +131,9 @@ def _internal_error(err: Exception, filename: str) -> CompileError:
 
 
 # --- parsing ---------------------------------------------------------------------------------
-def _parse(source: str, filename: str, lines: list) -> ParsedModule:
-    top = parse_top_level(source, _python_syntax_check(source, lines))
+def _parse(source: str, filename: str, lines: list, keep: set | None = None,
+           tree: ast.Module | None = None) -> ParsedModule:
+    top = parse_top_level(source, tree or _python_syntax_check(source, lines), keep)
     parsed = ParsedModule(filename, lines, ModuleScope(top.statements), top)
     for stmt in top.statements:
         if isinstance(stmt, cst.FunctionDef):

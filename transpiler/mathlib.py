@@ -10,6 +10,7 @@ library carries the location of the kernel's call (its `.loc` line and any error
 """
 from __future__ import annotations
 
+import ast
 import os
 import threading
 from dataclasses import fields, is_dataclass
@@ -20,7 +21,7 @@ from .errors import CompileError
 LIBRARY_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ptxpy", "libm.py")
 
 _lock = threading.Lock()
-_parsed = None
+_tree = None              # Python's ast of the library, read once
 _functions: dict = {}     # name -> (typed.FuncDef, {name: typed.FuncDef} of it and its callees)
 
 
@@ -46,26 +47,57 @@ def _library_path() -> str:
 
 
 def _check(name: str) -> tuple:
+    """Type-check `name` from a parse of only what it needs (the imports, the functions it
+    calls and the constants they read, found by name in Python's ast of the file): libcst reads
+    a few functions instead of the whole library's top level (27 ms of a new process's first
+    compile of `math.exp`, before). Anything the names miss falls back to the whole file."""
+    global _tree
+    source = library_source()
+    if _tree is None:
+        _tree = ast.parse(source)
+    try:
+        try:
+            return _typed(source, name, _needed_names(_tree, name))
+        except CompileError:
+            return _typed(source, name, None)
+    except CompileError as err:
+        err.located("ptxpy/libm.py", source.splitlines())
+        raise CompileError(f"internal error in the math library: {err}") from None
+
+
+def _typed(source: str, name: str, keep: set | None) -> tuple:
     from .frontend import ProgramChecker, parse_module
 
-    global _parsed
-    source = library_source()
-    lines = source.splitlines()
-    try:
-        if _parsed is None:
-            _parsed = parse_module(source, "ptxpy/libm.py")
-            _parsed.is_library = True      # unlocks the private helpers (calls.LIBRARY_PRIVATE)
-        if name not in _parsed.funcs:
-            raise CompileError(f"the math library has no function '{name}'")
-        program = ProgramChecker(_parsed)
-        fdef = program.func(name, None)
-    except CompileError as err:
-        err.located("ptxpy/libm.py", lines)
-        raise CompileError(f"internal error in the math library: {err}") from None
+    parsed = parse_module(source, "ptxpy/libm.py", keep=keep, tree=_tree)
+    parsed.is_library = True      # unlocks the private helpers (calls.LIBRARY_PRIVATE)
+    if name not in parsed.funcs:
+        raise CompileError(f"the math library has no function '{name}'")
+    program = ProgramChecker(parsed)
+    fdef = program.func(name, None)
     funcs = dict(program.typed_funcs)
     for func in funcs.values():
         _forget_locations(func)
     return fdef, funcs
+
+
+def _needed_names(tree: ast.Module, name: str) -> set:
+    """`name` and the top-level functions and constants it reaches through the names it reads."""
+    defined = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            defined[stmt.name] = stmt
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                if isinstance(target, ast.Name):
+                    defined[target.id] = stmt
+    needed, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in needed or current not in defined:
+            continue
+        needed.add(current)
+        todo.extend(node.id for node in ast.walk(defined[current]) if isinstance(node, ast.Name))
+    return needed
 
 
 def _forget_locations(node) -> None:

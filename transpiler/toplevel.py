@@ -87,23 +87,37 @@ def parse_with_libcst(source: str) -> cst.Module:
         raise CompileError(f"cannot parse this file: {err}") from None
 
 
-def parse_top_level(source: str, tree: ast.Module) -> TopLevel:
-    """The file's top level as libcst statements, from its skeleton where that parses."""
+def parse_top_level(source: str, tree: ast.Module, keep: set | None = None) -> TopLevel:
+    """The file's top level as libcst statements, from its skeleton where that parses. With
+    `keep` (top-level names), only the imports and the functions, classes and assignments of
+    those names are read, the functions whole (the math library: what one function needs)."""
     lines = _LINE.findall(source)
-    bodies_on_demand = len(lines) > BODIES_ON_DEMAND_ABOVE
+    body = tree.body if keep is None else [stmt for stmt in tree.body if _is_kept(stmt, keep)]
+    bodies_on_demand = keep is None and len(lines) > BODIES_ON_DEMAND_ABOVE
     try:
-        module = cst.parse_module(_skeleton(tree.body, lines, bodies_on_demand))
+        module = cst.parse_module(_skeleton(body, lines, bodies_on_demand))
     except Exception:
         module = None
-    if module is None or not _same_statements(module.body, tree.body):
+    if module is None or not _same_statements(module.body, body):
         return _whole_file(source)
     top = TopLevel(list(module.body), module_starts(module))
-    defs = [stmt for stmt in tree.body if isinstance(stmt, _DEFS)]
+    defs = [stmt for stmt in body if isinstance(stmt, _DEFS)]
     parsed = [stmt for stmt in module.body if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))]
     for stmt, node in zip(defs, parsed):
         if isinstance(node, cst.FunctionDef):
             top.definitions[node] = _definition(top, source, lines, stmt, node, bodies_on_demand)
     return top
+
+
+def _is_kept(stmt: ast.stmt, keep: set) -> bool:
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(stmt, _DEFS):
+        return stmt.name in keep
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return any(isinstance(t, ast.Name) and t.id in keep for t in targets)
+    return False
 
 
 def _definition(top: TopLevel, source: str, lines: list, stmt: ast.stmt, node: cst.FunctionDef,
