@@ -82,14 +82,9 @@ def _typed(source: str, name: str, keep: set | None) -> tuple:
 
 def _needed_names(tree: ast.Module, name: str) -> set:
     """`name` and the top-level functions and constants it reaches through the names it reads."""
-    defined = {}
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-            defined[stmt.name] = stmt
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
-                if isinstance(target, ast.Name):
-                    defined[target.id] = stmt
+    from .toplevel import defined_names
+
+    defined = {name: stmt for stmt in tree.body for name in defined_names(stmt)}
     needed, todo = set(), [name]
     while todo:
         current = todo.pop()

@@ -110,14 +110,17 @@ def parse_top_level(source: str, tree: ast.Module, keep: set | None = None) -> T
 
 
 def _is_kept(stmt: ast.stmt, keep: set) -> bool:
-    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        return True
+    return isinstance(stmt, (ast.Import, ast.ImportFrom)) or not keep.isdisjoint(defined_names(stmt))
+
+
+def defined_names(stmt: ast.stmt) -> list:
+    """The names a top-level function, class or plain assignment defines (others: none)."""
     if isinstance(stmt, _DEFS):
-        return stmt.name in keep
+        return [stmt.name]
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        return any(isinstance(t, ast.Name) and t.id in keep for t in targets)
-    return False
+        return [t.id for t in targets if isinstance(t, ast.Name)]
+    return []
 
 
 def _definition(top: TopLevel, source: str, lines: list, stmt: ast.stmt, node: cst.FunctionDef,
