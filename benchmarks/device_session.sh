@@ -5,7 +5,9 @@
 #
 #     OUT=/some/dir bash benchmarks/device_session.sh [STEP ...]
 #
-# Steps: gpu-tests kernel-tests sanitizer kernels ab launch registers (default: all, in order).
+# Steps: gpu-tests kernel-tests sanitizer kernels ab launch registers (default: all, in order),
+# and on demand: variants (benchmarks/variants.py), launch-host (where a chain call's host time
+# goes), ncu-matmul (stall reasons of ptxpy's and Triton's matmul).
 # All of them take longer than one device call may (10 minutes): name a few steps per call.
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -41,6 +43,19 @@ for step in $steps; do
                           --variants no-speculate speculate-wide no-hoist no-strength \
                           --only prefix_scan rms_norm softmax layer_norm sum transpose ;;
         launch)       run launch python3 benchmarks/launch.py --json "$OUT/launch.json" --only chain ;;
+        variants)     run variants env OUT="$OUT" python3 benchmarks/variants.py --rounds 2 ;;
+        launch-host)  run launch-host python3 benchmarks/launch.py --json "$OUT/launch-host.json" \
+                          --only "host side" ;;
+        ncu-matmul)   metrics="launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active"
+                      metrics+=",smsp__inst_executed.sum,smsp__inst_executed_pipe_fma.sum"
+                      metrics+=",smsp__issue_active.avg.pct_of_peak_sustained_active"
+                      metrics+=",l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+                      metrics+=",l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
+                      metrics+=",regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
+                      run ncu-matmul-ptxpy ncu -k regex:matmul -c 1 --metrics "$metrics" \
+                          python3 examples/matmul.py --size 4096
+                      run ncu-matmul-triton ncu --profile-from-start off -c 1 --metrics "$metrics" \
+                          python3 benchmarks/triton_matmul_once.py ;;
         registers)    run registers python3 benchmarks/registers.py --json "$OUT/registers.json" ;;
         *)            echo "unknown step $step" | tee -a "$OUT/steps.txt" ;;
     esac

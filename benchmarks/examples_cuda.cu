@@ -160,6 +160,7 @@ extern "C" __global__ void matmul(const float* __restrict__ x, int x_cols,
             q = *reinterpret_cast<const float4*>(y + (k0 + MM_BK + yk) * y_cols + ny);
             q2 = *reinterpret_cast<const float4*>(y + (k0 + MM_BK + yk + 8) * y_cols + ny);
         }
+#pragma unroll
         for (int k = 0; k < MM_BK; k++) {
             float4 a03 = *reinterpret_cast<const float4*>(&xs[k][tm]);
             float4 a47 = *reinterpret_cast<const float4*>(&xs[k][tm2]);
@@ -765,6 +766,23 @@ __device__ __forceinline__ void reduce_body(const float* __restrict__ x, int n,
     int stride = gridDim.x * RED_BLOCK;
     float acc = IS_MAX ? -CUDART_INF_F : 0.0f;
     int i = tid * 4;
+    int step = stride * 4;
+    while (i + 4 <= n - 3 * step) {
+        float4 a = *reinterpret_cast<const float4*>(x + i);
+        float4 b = *reinterpret_cast<const float4*>(x + i + step);
+        float4 c = *reinterpret_cast<const float4*>(x + i + 2 * step);
+        float4 d = *reinterpret_cast<const float4*>(x + i + 3 * step);
+        if (IS_MAX) {
+            acc = fmaxf(fmaxf(fmaxf(fmaxf(acc, fmaxf(fmaxf(fmaxf(a.x, a.y), a.z), a.w)),
+                                    fmaxf(fmaxf(fmaxf(b.x, b.y), b.z), b.w)),
+                              fmaxf(fmaxf(fmaxf(c.x, c.y), c.z), c.w)),
+                        fmaxf(fmaxf(fmaxf(d.x, d.y), d.z), d.w));
+        } else {
+            acc += (((a.x + a.y) + (a.z + a.w)) + ((b.x + b.y) + (b.z + b.w))) +
+                   (((c.x + c.y) + (c.z + c.w)) + ((d.x + d.y) + (d.z + d.w)));
+        }
+        i += 4 * step;
+    }
     while (i + 4 <= n) {
         float4 v = *reinterpret_cast<const float4*>(x + i);
         if (IS_MAX) {
@@ -772,7 +790,7 @@ __device__ __forceinline__ void reduce_body(const float* __restrict__ x, int n,
         } else {
             acc += (v.x + v.y) + (v.z + v.w);
         }
-        i += stride * 4;
+        i += step;
     }
     int tail = n - n % 4 + tid;
     if (tail < n) {
@@ -887,8 +905,8 @@ extern "C" __global__ void add_offsets(const int* __restrict__ y, int n,
 }
 
 // ---------------------------------------------------------------------------------------------
-// examples/transpose.py: TILE = 32, ROWS = 8, block (32, 8)
-#define TR_TILE 32
+// examples/transpose.py: TILE = 64, ROWS = 8, block (64, 8)
+#define TR_TILE 64
 #define TR_ROWS 8
 
 extern "C" __global__ void transpose(const float* __restrict__ x, int x_rows, int x_cols,

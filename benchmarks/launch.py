@@ -285,6 +285,52 @@ def worker_chain_profile(result: dict, workdir: str) -> None:
             b - a for a, b in zip(firsts, firsts[1:]))
 
 
+def worker_chain_host(result: dict, workdir: str) -> None:
+    """Where a chain call's host time goes: from one JAX profile of CALLS calls of each chain,
+    every host-side event (XLA's thunks, CUDA API calls) summed per name and divided by the
+    calls, the largest first; and the host time of a call that is not waited for."""
+    import glob
+    import gzip
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    calls = 20
+    x = jnp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
+    ops = {"ptxpy @jit kernel (recorded, PDL)": _ptxpy_jit_add1(), "Pallas": _pallas_add1(),
+           "XLA's own PTX kernel call": _xla_ptx_add1()}
+    for name, op in ops.items():
+        f = jax.jit(_chain(op))
+        for _ in range(5):
+            jax.block_until_ready(f(x))
+        dispatch = []
+        for _ in range(50):
+            t0 = time.perf_counter()
+            y = f(x)
+            dispatch.append(time.perf_counter() - t0)
+            jax.block_until_ready(y)
+        result[f"chain host/{name}: dispatch, not waited (us)"] = statistics.median(dispatch) * 1e6
+        folder = os.path.join(workdir, name.split()[0])
+        jax.profiler.start_trace(folder, create_perfetto_trace=True)
+        for _ in range(calls):
+            jax.block_until_ready(f(x))
+        jax.profiler.stop_trace()
+        [path] = glob.glob(os.path.join(folder, "**", "perfetto_trace.json.gz"), recursive=True)
+        with gzip.open(path) as fh:
+            events = json.load(fh)["traceEvents"]
+        procs = {e["pid"]: e.get("args", {}).get("name", "") for e in events
+                 if e.get("ph") == "M" and e.get("name") == "process_name"}
+        per_name: dict = {}
+        for e in events:
+            if e.get("ph") == "X" and "dur" in e and "GPU" not in procs.get(e.get("pid"), "GPU"):
+                total, count = per_name.get(e["name"], (0.0, 0))
+                per_name[e["name"]] = (total + e["dur"], count + 1)
+        top = sorted(per_name.items(), key=lambda kv: -kv[1][0])[:25]
+        result[f"chain host/{name}: events per call (us, count)"] = [
+            [event[:70], round(total / calls, 2), round(count / calls, 2)] for event, (total, count) in top]
+
+
 def worker_eager(result: dict, workdir: str) -> None:
     import jax.numpy as jnp
     import numpy as np
@@ -434,7 +480,7 @@ def worker_first_call(result: dict, workdir: str) -> None:
                    "compiler imported": "ptxpy.transpiler.frontend" in sys.modules})
 
 
-WORKERS = {"chain": worker_chain, "chain_profile": worker_chain_profile, "eager": worker_eager, "cold": worker_cold, "micro": worker_micro,
+WORKERS = {"chain": worker_chain, "chain_profile": worker_chain_profile, "chain_host": worker_chain_host, "eager": worker_eager, "cold": worker_cold, "micro": worker_micro,
            "first_call": worker_first_call}
 
 
@@ -469,6 +515,7 @@ def main() -> None:
     plan = [
         ("chain, CUDA graphs on (default)", "chain", {"PTXPY_CACHE_DIR": cache_dir}),
         ("chain, profiled", "chain_profile", {"PTXPY_CACHE_DIR": cache_dir}),
+        ("chain, host side", "chain_host", {"PTXPY_CACHE_DIR": cache_dir}),
         ("chain, CUDA graphs off", "chain", {"PTXPY_CACHE_DIR": cache_dir, "XLA_FLAGS": no_graphs}),
         ("eager", "eager", {"PTXPY_CACHE_DIR": cache_dir}),
         ("cold start (empty cache)", "cold", {"PTXPY_CACHE_DIR": tempfile.mkdtemp()}),

@@ -12,12 +12,16 @@ matmul" walk-throughs):
 - a thread's 8 rows (and 8 columns) are two groups of 4, 64 apart, so that the 16 threads that
   share a row of the block read 16 different float4s of a shared tile row: no bank conflicts;
 - the next step's global loads are issued before the current step's FMAs (register
-  prefetching), so their latency hides behind the arithmetic.
+  prefetching), so their latency hides behind the arithmetic;
+- the 16 k of a step are unrolled with `static_range`: each shared load then has a constant
+  offset, and ptxas issues the next k's loads while this k's FMAs run.
 
-Steps of 16 rather than 8 halve the barriers per FMA: 43.9 against 43.2-43.3 TFLOP/s at 4096^3
-on an H100 (BENCHMARKS.md, session 10); two shared buffers with one barrier per step measured
-slower (42.5-42.7). Shared memory: 16.6 KB per block. The grid has one block per output tile:
-(N/128, M/128).
+On an H100 at 4096^3 (BENCHMARKS.md): the unrolled step 47.2 TFLOP/s against 43.6 for a run-time
+`for k in range(BK)` (session 12; the rolled loop waited on its shared loads); steps of 16
+rather than 8 halve the barriers per FMA (43.9 against 43.2-43.3, session 10, rolled); two
+shared buffers with one barrier per step measured slower (42.5-42.7). Shared memory: 16.6 KB per
+block; 127 registers (two blocks of 256 threads per SM). The grid has one block per output
+tile: (N/128, M/128).
 
 `python examples/matmul.py [--size N]` checks z against jax.numpy (N a multiple of 128, K of 16).
 """
@@ -97,9 +101,10 @@ def matmul(x: Array[f32, 2], y: Array[f32, 2], z: Array[f32, 2]):
             p4, p5, p6, p7 = x[m0 + xm, kx2:kx2 + 4]
             q0, q1, q2, q3 = y[k0 + BK + yk, ny:ny + 4]
             q4, q5, q6, q7 = y[k0 + BK + yk + 8, ny:ny + 4]
-        # A run-time loop, which ptxas keeps (per k: four 128-bit shared loads, 64 FMAs; 113
-        # registers on sm_90).
-        for k in range(BK):
+        # Unrolled: with k a constant, every shared load has a constant offset and ptxas can
+        # issue the next k's loads during this k's FMAs (127 registers on sm_90). A run-time
+        # `range(BK)` here measured 7% slower (BENCHMARKS.md, session 12).
+        for k in ptxpy.static_range(BK):
             a0, a1, a2, a3 = xs[k, tm:tm + 4]
             a4, a5, a6, a7 = xs[k, tm2:tm2 + 4]
             b0, b1, b2, b3 = ys[k, tn:tn + 4]

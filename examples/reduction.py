@@ -3,7 +3,9 @@
 `reduce` is one kernel used twice:
 
 1. over x with a grid sized for the machine (at most 1024 blocks of 256 threads): each thread
-   walks the array in a grid-stride loop of 128-bit loads, keeping its own partial result; the
+   walks the array in a grid-stride loop of 128-bit loads, four in flight per iteration (on an
+   H100 at 2^26: 3.05 TB/s against 3.01 with one; BENCHMARKS.md, session 12), keeping its own
+   partial result; the
    block combines its threads' results with warp shuffles (`warp_sum`/`warp_max`) and one
    shared-memory slot per warp, and writes one partial result per block;
 2. over those (at most 1024) partial results with a single block, giving the answer.
@@ -41,15 +43,30 @@ def reduce(x: Array[f32], partial: Array[f32], IS_MAX: Const[bool] = False):
     tid = ptxpy.block_idx.x * BLOCK + t
     stride = ptxpy.grid_dim.x * BLOCK
     acc = -math.inf if IS_MAX else 0.0
-    # Grid-stride loop over float4s (the array's start is 16-byte aligned) ...
+    # Grid-stride loop over float4s (the array's start is 16-byte aligned), four of them per
+    # iteration so that each thread has four loads in flight ...
     i = tid * 4
+    step = stride * 4
+    while i + 4 <= n - 3 * step:           # i + 3 * step + 4 <= n, without overflowing
+        a0, a1, a2, a3 = x[i:i + 4]
+        b0, b1, b2, b3 = x[i + step:i + step + 4]
+        c0, c1, c2, c3 = x[i + 2 * step:i + 2 * step + 4]
+        d0, d1, d2, d3 = x[i + 3 * step:i + 3 * step + 4]
+        if IS_MAX:
+            acc = max(acc, max(a0, a1, a2, a3), max(b0, b1, b2, b3), max(c0, c1, c2, c3),
+                      max(d0, d1, d2, d3))
+        else:
+            acc += (((a0 + a1) + (a2 + a3)) + ((b0 + b1) + (b2 + b3))) + (
+                ((c0 + c1) + (c2 + c3)) + ((d0 + d1) + (d2 + d3)))
+        i += 4 * step
+    # ... then one float4 at a time ...
     while i + 4 <= n:
         a, b, c, d = x[i:i + 4]
         if IS_MAX:
             acc = max(acc, a, b, c, d)
         else:
             acc += (a + b) + (c + d)
-        i += stride * 4
+        i += step
     # ... and the last n % 4 elements, one per thread.
     tail = n - n % 4 + tid
     if tail < n:

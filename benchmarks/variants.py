@@ -1,0 +1,176 @@
+"""Variants of the examples timed side by side on the GPU: is a rewrite of an example faster?
+
+    python benchmarks/variants.py [--only sum transpose matmul] [--rounds 2]
+
+Each variant is a copy of an example with a few lines replaced (written to a temporary folder
+and imported from there), so a variant is as long as its change. Times are CUPTI kernel
+durations of the whole call (`kernels._profiled_time`), variants taking turns `--rounds` times.
+For the sum it also lists the kernels of one call of ptxpy and of XLA, with their durations.
+Output: a table on stdout and `$OUT/variants.json`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "examples"), os.path.join(ROOT, "benchmarks")]
+FOLDER = tempfile.mkdtemp(prefix="ptxpy-variants-")
+sys.path.insert(0, FOLDER)
+
+# The example's loop of four loads per iteration, which a variant replaces (its one-load loop
+# after it stays).
+SUM_LOOP_START = "    step = stride * 4\n"
+SUM_LOOP_END = "    # ... then one float4 at a time"
+
+
+def sum_loop_unrolled(loads: int) -> str:
+    """A grid-stride loop with `loads` float4 loads in flight per thread (nothing for 1); the
+    sum only: the max variants are not timed."""
+    lines = [SUM_LOOP_START]
+    if loads > 1:
+        names = [[f"v{j}_{e}" for e in range(4)] for j in range(loads)]
+        lines.append(f"    while i + 4 <= n - {loads - 1} * step:\n")
+        for j, four in enumerate(names):
+            lines.append(f"        {', '.join(four)} = x[i + {j} * step:i + {j} * step + 4]\n")
+        sums = [f"(({a} + {b}) + ({c} + {d}))" for a, b, c, d in names]
+        while len(sums) > 1:
+            sums = [f"({sums[k]} + {sums[k + 1]})" for k in range(0, len(sums), 2)]
+        lines += [f"        acc += {sums[0]}\n", f"        i += {loads} * step\n"]
+    return "".join(lines)
+
+
+MATMUL_LAYOUT = """    tm = (t // 16) * 4             # micro-tile rows tm..tm+3 and tm+64..tm+67
+    tn = (t % 16) * 4              # micro-tile columns tn..tn+3 and tn+64..tn+67
+    tm2 = tm + HALF_M
+    tn2 = tn + HALF_N
+"""
+# Warp tiles of 32 x 64: a warp's lanes as 4 rows x 8 columns of micro-tiles, so that one
+# 128-bit shared load of a warp reads 4 (x) or 8 (y) distinct float4s: one wavefront each.
+MATMUL_WARP_LAYOUT = """    warp = t // 32
+    lane = t % 32
+    tm = (warp // 2) * 32 + (lane // 8) * 4
+    tn = (warp % 2) * 64 + (lane % 8) * 4
+    tm2 = tm + 16
+    tn2 = tn + 32
+"""
+
+
+def variant_module(example: str, name: str, edits: list) -> object:
+    """examples/EXAMPLE.py with each (old, new) of `edits` replaced once, imported as NAME; an
+    `old` of the form (START, END) replaces the text from START up to END."""
+    source = open(os.path.join(ROOT, "examples", example + ".py")).read()
+    for old, new in edits:
+        if isinstance(old, tuple):
+            start, end = source.find(old[0]), source.find(old[1])
+            if start < 0 or end < start:
+                raise ValueError(f"{example}: no text between {old[0][:40]!r} and {old[1][:40]!r}")
+            old = source[start:end]
+        if old not in source:
+            raise ValueError(f"{example}: the text to replace is not there: {old[:60]!r}")
+        source = source.replace(old, new, 1)
+    with open(os.path.join(FOLDER, name + ".py"), "w") as f:
+        f.write(source)
+    return importlib.import_module(name)
+
+
+def sum_variants():
+    import reduction
+    yield "sum 2^26", "base (4 loads per iteration, 1024 blocks)", reduction.total
+    for loads in (1, 8):
+        module = variant_module("reduction", f"reduction_{loads}", [
+            ((SUM_LOOP_START, SUM_LOOP_END), sum_loop_unrolled(loads))])
+        yield "sum 2^26", f"{loads} loads per iteration, 1024 blocks", module.total
+
+
+def transpose_variants():
+    import transpose
+    yield "transpose 8192^2", "base (64 x 64 tile, 64 x 8 threads)", transpose.transpose
+    for tile, rows in ((32, 8), (64, 4), (64, 16)):
+        module = variant_module("transpose", f"transpose_{tile}_{rows}", [
+            ("TILE = 64\n", f"TILE = {tile}\n"), ("ROWS = 8 ", f"ROWS = {rows} ")])
+        yield "transpose 8192^2", f"{tile} x {tile} tile, {tile} x {rows} threads", module.transpose
+
+
+def matmul_variants():
+    import matmul
+    warp = variant_module("matmul", "matmul_warp", [
+        (MATMUL_LAYOUT, MATMUL_WARP_LAYOUT),
+        ("row = m0 + tm + r % 4 + (r // 4) * HALF_M", "row = m0 + tm + r % 4 + (r // 4) * 16"),
+        ("col2 = col + HALF_N", "col2 = col + 32")])
+    rolled = variant_module("matmul", "matmul_rolled", [
+        ("for k in ptxpy.static_range(BK):", "for k in range(BK):")])
+    yield "matmul 4096^3", "base", matmul.matmul
+    yield "matmul 4096^3", "warp tiles 32 x 64", warp.matmul
+    yield "matmul 4096^3", "K step a run-time loop", rolled.matmul
+
+
+INPUTS = {
+    "sum 2^26": lambda rng: (rng.standard_normal(1 << 26, np.float32),),
+    "transpose 8192^2": lambda rng: (rng.standard_normal((8192, 8192), np.float32),),
+    "matmul 4096^3": lambda rng: tuple(rng.standard_normal((4096, 4096), np.float32) for _ in range(2)),
+}
+REFERENCE = {"sum 2^26": lambda x: np.sum(x.astype(np.float64)), "transpose 8192^2": lambda x: x.T,
+             "matmul 4096^3": lambda a, b: a.astype(np.float64) @ b}
+AMOUNT = {"sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
+          "matmul 4096^3": (2 * 4096 ** 3, "TFLOP/s")}
+GROUPS = {"sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
+
+
+def kernels_of_one_call(fn, inputs) -> list:
+    """[name, duration us] of each GPU kernel of one warm call."""
+    import jax
+
+    import kernels
+    run = jax.jit(fn)
+    jax.block_until_ready(run(*inputs))
+    return [[name[:60], dur] for _, dur, name in
+            kernels.profiled_kernels(lambda: jax.block_until_ready(run(*inputs)))]
+
+
+def main() -> None:
+    import jax.numpy as jnp
+
+    import kernels
+    import peers
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", default=list(GROUPS), choices=list(GROUPS))
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    result: dict = {}
+    for group in args.only:
+        variants = list(GROUPS[group]())
+        case = variants[0][0]
+        inputs = INPUTS[case](rng)
+        ref = REFERENCE[case](*inputs)
+        jax_inputs = [jnp.asarray(a) for a in inputs]
+        for _, label, fn in variants:
+            out = np.asarray(fn(*jax_inputs), np.float64)
+            err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+            if not err < 1e-4:
+                raise AssertionError(f"{case} {label}: relative error {err:.2e}")
+        if group == "sum":
+            result["sum: kernels of one call, ptxpy"] = kernels_of_one_call(variants[0][2], jax_inputs)
+            result["sum: kernels of one call, XLA"] = kernels_of_one_call(peers.xla("sum"), jax_inputs)
+        amount, unit = AMOUNT[case]
+        for round_ in range(args.rounds):
+            for _, label, fn in variants:
+                seconds = kernels._profiled_time(fn, jax_inputs)
+                rate = round(amount / seconds / 1e12, 3)
+                result.setdefault(f"{case}: {label} ({unit})", []).append(rate)
+                print(f"round {round_} {case:18} {label:45} {rate:8.3f} {unit}", flush=True)
+    for key, value in result.items():
+        print(f"{key}: {value}")
+    with open(os.path.join(os.environ.get("OUT", "."), "variants.json"), "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
