@@ -16,7 +16,8 @@ always have theirs. Numba runs when `numba.cuda` imports in this Python, or in `
     python benchmarks/compile_time.py --stages [--repeat 20]
 
 prints instead where a warm compile's time goes: parse (Python's and libcst's, positions), type
-check, SSA construction, each pass of the pipeline (summed per pass name) and the backend, as
+check, SSA construction, each pass of the pipeline (summed per pass name; a pass that
+`passes.optimize` skips counts nothing) and the backend, as
 medians in milliseconds (with Python's cyclic garbage collector paused, as the driver has it
 during a compile).
 """
@@ -73,15 +74,23 @@ def stage_times(source: str, name: str, repeat: int) -> dict:
             parsed = timed("parse", lambda: parse_module(source, "bench.py"))
             typed = timed("check", lambda: check_kernel(parsed, name))
             func = timed("ssa", lambda: build_function(typed, options.arch, options.as_dict()))
-            per_pass: dict = {}
-            for pass_name, run in passes.PIPELINE:
-                start = time.perf_counter()
-                func = run(func)
-                per_pass[pass_name] = per_pass.get(pass_name, 0.0) + time.perf_counter() - start
+            per_pass = {pass_name: 0.0 for pass_name, _ in passes.PIPELINE}
+            func = passes.optimize(func, pipeline=[(pass_name, _timed(run, pass_name, per_pass))
+                                                   for pass_name, run in passes.PIPELINE])
             for pass_name, seconds in per_pass.items():
                 times.setdefault(f"pass {pass_name}", []).append(seconds)
             timed("backend", lambda: emit_ptx(func))
     return {stage: statistics.median(t[1:]) * 1e3 for stage, t in times.items()}
+
+
+def _timed(run, pass_name: str, per_pass: dict):
+    """`run`, adding the seconds it takes to `per_pass[pass_name]`."""
+    def timed_run(func):
+        start = time.perf_counter()
+        func = run(func)
+        per_pass[pass_name] += time.perf_counter() - start
+        return func
+    return timed_run
 
 
 def print_stages(repeat: int) -> None:

@@ -1253,6 +1253,34 @@ def test_pipeline_names_and_verify_each():
     optimize(func, verify_each=True)
 
 
+def test_optimize_skips_a_pass_with_nothing_new_to_do():
+    """A pass that changed nothing runs again only once another pass has changed the function."""
+    calls = []
+
+    def counted(name, run):
+        return name, lambda func: (calls.append(name), run(func))[1]
+
+    func, *_ = two_entry_loop()
+    pipeline = [counted("dce", dce.run), counted("dce", dce.run), counted("licm", licm.run),
+                counted("dce", dce.run), counted("dce", dce.run)]
+    optimize(func, verify_each=True, pipeline=pipeline)
+    assert calls == ["dce", "licm", "dce"]   # licm made a preheader: dce runs again, once
+
+
+def test_verify_each_catches_a_change_not_counted():
+    def silent_dce(func):
+        edits = func.edits
+        func = dce.run(func)
+        func.edits = edits
+        return func
+
+    func, *_ = two_entry_loop()
+    func.entry.instrs.insert(0, Instr("add", i32, [Const(i32, 1), Const(i32, 2)]))
+    func.entry.instrs[0].block = func.entry
+    with pytest.raises(Exception, match="without counting it"):
+        optimize(func, verify_each=True, pipeline=[("dce", silent_dce)])
+
+
 def hundred_instruction_kernel():
     b = Builder()
     out, n = b.param("out", ptr=True), b.param("n")

@@ -162,6 +162,9 @@ class Function:
     source_lines: list[str] = field(default_factory=list)
     arch: str = "sm_90"
     options: dict = field(default_factory=dict)
+    #: passes that changed the function so far: a pass adds one when it changes anything
+    #: (`passes.optimize` skips a pass that changed nothing when the function is still the same)
+    edits: int = field(default=0, compare=False, repr=False)
 
     @property
     def entry(self) -> Block:

@@ -1,10 +1,12 @@
 """The optimisation pipeline over the SSA IR (docs/design.md, "The IR").
 
 Every pass is `run(func) -> func`: it may edit `func` in place and keeps `verify.verify` passing.
+A pass that changes anything adds one to `func.edits` (once per run is enough); `optimize`
+relies on that to skip a pass that would find nothing to do.
 """
 from __future__ import annotations
 
-from ..ir import Function
+from ..ir import Function, format_function
 from ..verify import IRError, verify
 from . import (contract, copyprop, cse, dce, hoist, licm, lower_floor, ranges, reassoc, sccp,
                simplifycfg, speculate, strength)
@@ -33,13 +35,31 @@ PIPELINE: list = [
 ]
 
 
-def optimize(func: Function, verify_each: bool = False) -> Function:
-    """Run `PIPELINE` over `func`; with `verify_each`, check the IR after every pass."""
-    for name, run in PIPELINE:
+def optimize(func: Function, verify_each: bool = False, pipeline: list | None = None) -> Function:
+    """Run `pipeline` (by default `PIPELINE`) over `func`; with `verify_each`, check the IR after
+    every pass, and that a pass which reported no change (`Function.edits`) left it as it was.
+
+    A pass is skipped where it changed nothing the last time it ran and no pass has changed the
+    function since: on the same IR it would change nothing again."""
+    idle_at: dict = {}   # pass name -> `func.edits` when it last ran without changing anything
+    for name, run in PIPELINE if pipeline is None else pipeline:
+        edits = func.edits
+        if idle_at.get(name) == edits:
+            continue
+        text = format_function(func) if verify_each else None
         func = run(func)
+        if func.edits == edits:
+            idle_at[name] = edits
         if verify_each:
-            try:
-                verify(func)
-            except IRError as error:
-                raise IRError(f"after pass {name}: {error}") from error
+            _check(func, name, None if func.edits != edits else text)
     return func
+
+
+def _check(func: Function, name: str, unchanged_text: str | None) -> None:
+    """`verify`, and with `unchanged_text`, that the function still prints as that."""
+    try:
+        verify(func)
+    except IRError as error:
+        raise IRError(f"after pass {name}: {error}") from error
+    if unchanged_text is not None and format_function(func) != unchanged_text:
+        raise IRError(f"pass {name} changed the function without counting it in `edits`")

@@ -29,10 +29,12 @@ def run(func: Function) -> Function:
     if not func.options.get("fast_math"):
         return func
     uses = users(func)
+    changed = False
     for block in func.blocks:
         for instr in list(block.instrs):
             if instr.op in ("add", "sub") and _contractible(instr):
-                _contract(instr, uses)
+                changed |= _contract(instr, uses)
+    func.edits += changed
     return func
 
 
@@ -50,7 +52,8 @@ def _product(value, add: Instr, uses: dict) -> Instr | None:
     return None
 
 
-def _contract(instr: Instr, uses: dict) -> None:
+def _contract(instr: Instr, uses: dict) -> bool:
+    """`instr` made an `fma` of the product it adds, where it may be; whether it was."""
     x, y = instr.args
     if _product(x, instr, uses) is not None:          # a*b + y, a*b - y
         mul, other = x, y
@@ -64,10 +67,11 @@ def _contract(instr: Instr, uses: dict) -> None:
                 a, b = b, a
             a = _negate(a, instr)
     else:
-        return
+        return False
     instr.op, instr.attrs = "fma", {}
     instr.args = [a, b, addend]
     remove_instr(mul)   # (`uses` is only asked about products, whose single user is unchanged)
+    return True
 
 
 def _negate(value, before: Instr):

@@ -22,7 +22,7 @@ def run(func: Function) -> Function:
     if not work:
         return func
     uses = users(func)
-    dom = None
+    dom, changed = None, False
     while work:
         instr = work.pop()
         if instr.block is None:
@@ -38,6 +38,8 @@ def run(func: Function) -> Function:
         work.extend(u for u in uses.get(instr, ()) if u.is_phi and u is not instr)
         replace_all_uses(uses, instr, new)
         remove_instr(instr)
+        changed = True
+    func.edits += changed
     return func
 
 

@@ -45,6 +45,7 @@ def run(func: Function) -> Function:
         todo.extend((child, end_epoch) for child in dom.children[block])
     if replaced:
         _forward_late_uses(func, replaced, dom.idom)
+        func.edits += 1
     return func
 
 
@@ -90,6 +91,8 @@ def _number_block(block, table: dict, replaced: dict, same: dict, epoch: int) ->
 def _rematerialised(instr: Instr) -> bool:
     """Cheap integer or predicate arithmetic, recomputed rather than kept across a barrier."""
     return instr.op in REMAT_OPS and instr.type.kind != "float"
+
+
 def _forward_args(instr: Instr, replaced: dict) -> None:
     for arg in instr.args:
         if arg in replaced:

@@ -14,16 +14,21 @@ def run(func: Function) -> Function:
             continue
         live.add(instr)
         work.extend(a for a in instr.args if a.__class__ is Instr and a not in live)
+    changed = False
     for block in func.blocks:
-        _keep_only(block, live)
+        changed |= _keep_only(block, live)
+    func.edits += changed
     return func
 
 
-def _keep_only(block, live: set) -> None:
-    """Drop the instructions of `block` not in `live` (and detach them)."""
+def _keep_only(block, live: set) -> bool:
+    """Drop the instructions of `block` not in `live` (and detach them); whether there were any."""
+    dropped = False
     for group in (block.phis, block.instrs):
         if not all(instr in live for instr in group):
             for instr in group:
                 if instr not in live:
                     instr.block = None
             group[:] = [instr for instr in group if instr in live]
+            dropped = True
+    return dropped

@@ -36,8 +36,9 @@ def run(func: Function) -> Function:
     repeated = {key for key, n in counts.items() if n > 1}
     if repeated:
         dom = DomTree(func)
-        for arm, head in arms.items():
-            _hoist_from(arm, head, dom, lambda i: keys.get(id(i)) in repeated)
+        moved = [_hoist_from(arm, head, dom, lambda i: keys.get(id(i)) in repeated)
+                 for arm, head in arms.items()]
+        func.edits += any(moved)
     return func
 
 
@@ -83,7 +84,8 @@ def _key(root: Instr, keys: dict, numbers: dict) -> int:
     return keys[id(root)]
 
 
-def _hoist_from(arm, head, dom: DomTree, wanted) -> None:
+def _hoist_from(arm, head, dom: DomTree, wanted) -> bool:
+    """Move what `wanted` picks of `arm`'s instructions into `head`; whether there was any."""
     moved: list = []
     moved_ids: set = set()
     for instr in arm.instrs:
@@ -93,9 +95,10 @@ def _hoist_from(arm, head, dom: DomTree, wanted) -> None:
             moved.append(instr)
             moved_ids.add(id(instr))
     if not moved:
-        return
+        return False
     arm.instrs = [i for i in arm.instrs if id(i) not in moved_ids]
     at = len(head.instrs) - 1
     head.instrs[at:at] = moved
     for instr in moved:
         instr.block = head
+    return True

@@ -20,13 +20,16 @@ def run(func: Function) -> Function:
     if not loops:
         return func
     order = reverse_postorder(func)
+    changed = False
     for loop in loops:
         preheader = ensure_preheader(func, loop)
         if preheader is None:
             continue
         if preheader not in order:
             order.insert(order.index(loop.header), preheader)
-        _hoist(loop, preheader, order)
+            changed = True
+        changed |= _hoist(loop, preheader, order)
+    func.edits += changed
     return func
 
 
@@ -39,8 +42,9 @@ def can_hoist(instr: Instr) -> bool:
     return True
 
 
-def _hoist(loop: Loop, preheader: Block, order: list[Block]) -> None:
-    body = loop.blocks
+def _hoist(loop: Loop, preheader: Block, order: list[Block]) -> bool:
+    """Move the loop's invariant instructions to `preheader`; whether there were any."""
+    body, moved = loop.blocks, False
     for block in order:
         if block not in body:
             continue
@@ -49,9 +53,11 @@ def _hoist(loop: Loop, preheader: Block, order: list[Block]) -> None:
             if can_hoist(instr) and all(
                     not isinstance(a, Instr) or a.block not in body for a in instr.args):
                 preheader.insert_before_terminator(instr)
+                moved = True
             else:
                 kept.append(instr)
         block.instrs = kept
+    return moved
 
 
 def ensure_preheader(func: Function, loop: Loop) -> Block | None:

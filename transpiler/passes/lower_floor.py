@@ -29,6 +29,7 @@ def run(func: Function) -> Function:
             else:
                 rewritten.append(instr)
         block.instrs = rewritten
+    func.edits += uses is not None
     return func
 
 

@@ -51,20 +51,26 @@ def run(func: Function) -> Function:
     if not divisions:
         return func
     ranges = Ranges(func, needed_by=divisions)
+    changed = False
     for instr in divisions:
         a, b = (ranges.at(arg, instr.block) for arg in instr.args)
         if a is not None and b is not None:
-            _rewrite_division(instr, a, b)
+            changed |= _rewrite_division(instr, a, b)
+    func.edits += changed
     return func
 
 
-def _rewrite_division(instr: Instr, a: Interval, b: Interval) -> None:
+def _rewrite_division(instr: Instr, a: Interval, b: Interval) -> bool:
+    """What the intervals of its operands allow of `instr`; whether that changed it."""
     nonnegative = a[0] >= 0 and b[0] >= 0
     if not (nonnegative or (a[1] <= 0 and b[1] < 0)):
         if (instr.op in ("floordiv", "floormod") and not isinstance(instr.args[1], Const)
                 and (b[0] >= 0 or b[1] < 0)):
-            instr.attrs["divisor_sign"] = 1 if b[0] >= 0 else -1   # a cheaper fix-up
-        return
+            sign = 1 if b[0] >= 0 else -1   # a cheaper fix-up
+            if instr.attrs.get("divisor_sign") != sign:
+                instr.attrs["divisor_sign"] = sign
+                return True
+        return False
     divisor = instr.args[1]
     is_div = instr.op in ("div", "floordiv")
     if nonnegative and isinstance(divisor, Const) and _is_power_of_two(divisor.value):
@@ -72,8 +78,11 @@ def _rewrite_division(instr: Instr, a: Interval, b: Interval) -> None:
         instr.op = "shr" if is_div else "and"
         mask = Const(divisor.type, divisor.value - 1)
         instr.args = [instr.args[0], Const(u32, k) if is_div else mask]
-    elif instr.op in ("floordiv", "floormod"):
+        return True
+    if instr.op in ("floordiv", "floormod"):
         instr.op = "div" if is_div else "rem"
+        return True
+    return False
 
 
 def _is_power_of_two(value: int) -> bool:

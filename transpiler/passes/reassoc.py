@@ -33,19 +33,24 @@ JOIN_EXISTING = False
 
 
 def run(func: Function) -> Function:
-    changed = True
-    while changed:
-        changed = False
-        uses = users(func)
-        for block in func.blocks:
-            for instr in list(block.instrs):
-                if instr.op == "add" and instr.type.is_int:
-                    changed |= _hoist_constant(instr, uses)
-                elif instr.op == "mul_wide":
-                    changed |= _split_wide(instr, uses)
-                elif instr.op in ("mul", "shl") and instr.type.is_int:
-                    changed |= _distribute(instr, uses)
+    while _rewrite_all(func):
+        func.edits += 1
     return func
+
+
+def _rewrite_all(func: Function) -> bool:
+    """One sweep of the rewrites over the function; whether any applied."""
+    changed = False
+    uses = users(func)
+    for block in func.blocks:
+        for instr in list(block.instrs):
+            if instr.op == "add" and instr.type.is_int:
+                changed |= _hoist_constant(instr, uses)
+            elif instr.op == "mul_wide":
+                changed |= _split_wide(instr, uses)
+            elif instr.op in ("mul", "shl") and instr.type.is_int:
+                changed |= _distribute(instr, uses)
+    return changed
 
 
 def _offset_add(value, uses: dict, shared: bool = False):

@@ -23,20 +23,23 @@ BOTTOM = "bottom"   # not a constant
 def run(func: Function) -> Function:
     solver = _Solver(func)
     solver.solve()
-    _replace_constants(func, solver)
-    remove_unreachable(func)
-    _simplify_all(func, solver.uses)
+    changed = _replace_constants(func, solver)
+    changed |= remove_unreachable(func)
+    changed |= _simplify_all(func, solver.uses)
+    func.edits += changed
     return func
 
 
-def _replace_constants(func: Function, solver: "_Solver") -> None:
-    """Replace what the solver proved constant, and fold the branches on constants."""
+def _replace_constants(func: Function, solver: "_Solver") -> bool:
+    """Replace what the solver proved constant, and fold the branches on constants; whether
+    there was any."""
     uses = solver.uses
     folded = {instr for instr, value in solver.lattice.items()
               if value.__class__ is Const and not instr.has_side_effects}
     for instr in folded:
         replace_all_uses(uses, instr, solver.lattice[instr])
         instr.block = None
+    changed = bool(folded)
     for block in func.blocks:
         if block not in solver.executable:
             continue
@@ -48,16 +51,20 @@ def _replace_constants(func: Function, solver: "_Solver") -> None:
             cond = solver.lattice_of(term.args[0])
             if cond.__class__ is Const:
                 make_branch(term, term.targets[0 if cond.value else 1])
+                changed = True
+    return changed
 
 
-def _simplify_all(func: Function, uses: dict) -> None:
-    """Apply the algebraic identities, in program order (a replacement feeds later ones)."""
+def _simplify_all(func: Function, uses: dict) -> bool:
+    """Apply the algebraic identities, in program order (a replacement feeds later ones);
+    whether any applied."""
+    changed = False
     for block in func.blocks:
         removed = False
         for instr in block.instrs:
             if instr.op in _SIMPLIFIED_OPS and _may_simplify(instr.args):
                 if instr.op == "cmp":
-                    _compare_unshifted(instr, uses)
+                    changed |= _compare_unshifted(instr, uses)
                 replacement = simplify(instr)
                 if replacement is not None:
                     replace_all_uses(uses, instr, replacement)
@@ -65,6 +72,8 @@ def _simplify_all(func: Function, uses: dict) -> None:
                     removed = True
         if removed:
             block.instrs = [instr for instr in block.instrs if instr.block is not None]
+            changed = True
+    return changed
 
 
 class _Solver:
@@ -278,31 +287,33 @@ def simplify(instr: Instr) -> Value | None:
 _SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
-def _compare_unshifted(cmp: Instr, uses: dict) -> None:
+def _compare_unshifted(cmp: Instr, uses: dict) -> bool:
     """`(x >> k) < C` -> `x < C << k`, and so for <=, >, >=: a shift right is a floor division
     by 2**k in both signednesses, so the bound moves exactly (when it fits the type). `w < warp`
     with `warp = t // 32` becomes `t > 32 * w + 31`, and `warp` need not stay live (nvcc does
-    the same)."""
+    the same). Whether it did."""
     pred = cmp.attrs["pred"]
     a, b = cmp.args
     if isinstance(a, Const) and pred in _SWAPPED:
         a, b, pred = b, a, _SWAPPED[pred]
     if not (pred in _SWAPPED and isinstance(a, Instr) and a.op == "shr"
             and isinstance(b, Const) and isinstance(a.args[1], Const)):
-        return
+        return False
     t, k = a.type, int(a.args[1].value)
     if not (t.is_int and 0 <= k < t.bits):
-        return
+        return False
     c = int(b.value)
     bound = c << k if pred in ("lt", "ge") else ((c + 1) << k) - 1
     low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else (0, (1 << t.bits) - 1)
-    if low <= bound <= high:
-        x = a.args[0]
-        cmp.args = [x, Const(t, bound)]
-        cmp.attrs = dict(cmp.attrs, pred=pred)
-        uses[a].remove(cmp)
-        if isinstance(x, Instr):
-            uses.setdefault(x, []).append(cmp)
+    if not low <= bound <= high:
+        return False
+    x = a.args[0]
+    cmp.args = [x, Const(t, bound)]
+    cmp.attrs = dict(cmp.attrs, pred=pred)
+    uses[a].remove(cmp)
+    if isinstance(x, Instr):
+        uses.setdefault(x, []).append(cmp)
+    return True
 
 
 def _float_identity(op: str, a: Value, b: Value) -> Value | None:

@@ -7,14 +7,22 @@ from .copyprop import replace_all_uses
 
 
 def run(func: Function) -> Function:
-    changed = True
-    while changed:
-        changed = fold_constant_branches(func)
-        changed |= remove_unreachable(func)
-        changed |= merge_straight_line(func)
-        changed |= bypass_forwarding_blocks(func)
-    func.blocks = layout(func)
+    edited = False
+    while _clean_up(func):
+        edited = True
+    order = layout(func)
+    func.edits += edited or order != func.blocks
+    func.blocks = order
     return func
+
+
+def _clean_up(func: Function) -> bool:
+    """One round of the clean-ups; whether any changed the function."""
+    changed = fold_constant_branches(func)
+    changed |= remove_unreachable(func)
+    changed |= merge_straight_line(func)
+    changed |= bypass_forwarding_blocks(func)
+    return changed
 
 
 def layout(func: Function) -> list[Block]:
@@ -138,6 +146,7 @@ def bypass_forwarding_blocks(func: Function) -> bool:
         if not block.preds:
             set_targets(term, [])
             func.blocks.remove(block)
+            changed = True
     return changed
 
 

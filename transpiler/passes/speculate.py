@@ -41,6 +41,7 @@ def run(func: Function) -> Function:
         if shape is not None:
             uses = uses if uses is not None else users(func)   # arms' values keep their uses
             _convert(func, head, *shape, uses)
+    func.edits += uses is not None
     return func
 
 

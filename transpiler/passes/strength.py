@@ -18,21 +18,24 @@ from ..ir import ADDR_TYPE, Const, Function, Instr, Value, remove_instr, u32, us
 from ..interp import wrap_int
 from .copyprop import replace_all_uses
 
+
 def run(func: Function) -> Function:
     loops = natural_loops(func, DomTree(func))
+    changed = False
     if loops:
         uses = users(func)
         for loop in loops:
-            _reduce_loop(loop, uses)
+            changed |= _reduce_loop(loop, uses)
     for block in func.blocks:
         for instr in block.instrs:
-            _mul_to_shift(instr)
+            changed |= _mul_to_shift(instr)
+    func.edits += changed
     return func
 
 
-def _mul_to_shift(instr: Instr) -> None:
+def _mul_to_shift(instr: Instr) -> bool:
     if instr.op != "mul" or not instr.type.is_int:
-        return
+        return False
     for k in (1, 0):
         factor = instr.args[k]
         if isinstance(factor, Const):
@@ -40,13 +43,16 @@ def _mul_to_shift(instr: Instr) -> None:
             if magnitude > 1 and magnitude & (magnitude - 1) == 0:
                 instr.op = "shl"
                 instr.args = [instr.args[1 - k], Const(u32, magnitude.bit_length() - 1)]
-                return
+                return True
+    return False
 
 
-def _reduce_loop(loop: Loop, uses: dict) -> None:
+def _reduce_loop(loop: Loop, uses: dict) -> bool:
+    """Give the loop's reducible addresses their own pointers; whether there were any."""
     preheader, header = loop.preheader(), loop.header
     if preheader is None or len(header.preds) != 2:
-        return
+        return False
+    reduced = False
     latch = header.preds[1 - header.preds.index(preheader)]
     for phi in list(header.phis):
         step = _induction_step(phi, header.preds.index(latch), loop)
@@ -71,6 +77,8 @@ def _reduce_loop(loop: Loop, uses: dict) -> None:
             uses[pointer] = [advanced]
             replace_all_uses(uses, address, pointer)
             remove_instr(address)
+            reduced = True
+    return reduced
 
 
 def _dies_when_reduced(iv: Instr, following: Instr, chains: list, uses: dict) -> bool:
