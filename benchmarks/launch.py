@@ -5,7 +5,8 @@
 Measures, each in a fresh process so that XLA flags and caches are what each row says:
   * chain: 100 chained tiny kernels (x + 1 on 1024 f32) in one jax.jit, time per kernel, for the
     ptxpy Python (ctypes) FFI handler, a C FFI handler (built here with gcc, for comparison),
-    and Pallas (Triton); with XLA's CUDA-graph command buffers on (default) and off;
+    and Pallas (Triton); with XLA's CUDA-graph command buffers on (default) and off; also with
+    the last outputs kept alive, so that every call moves the graph's buffers;
   * eager: one call plus block_until_ready, against an eager XLA op (x + 1);
   * cold / warm start: first call in a new process with an empty cache, and with the cache warm;
   * first call of `@ptxpy.jit` saxpy in a new process: with empty caches, and with ptxpy's disk
@@ -208,6 +209,18 @@ def _chain(op):
     return f
 
 
+def _keeping_outputs(f, x):
+    """`f(x)` that keeps the last two outputs alive, as a loop `y = step(y)` does: each call's
+    buffers land elsewhere, so XLA updates every node of its CUDA graph that touches them."""
+    held: list = []
+
+    def call():
+        held.append(f(x))
+        del held[:-2]
+        return held[-1]
+    return call
+
+
 def worker_chain(result: dict, workdir: str) -> None:
     import jax
     import jax.numpy as jnp
@@ -216,7 +229,7 @@ def worker_chain(result: dict, workdir: str) -> None:
     from ptxpy.runtime import ffi
 
     x = jnp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
-    ops = {"ptxpy (Python handler)": _ptxpy_add1(), "Pallas": _pallas_add1(),
+    ops = {"ptxpy launch()": _ptxpy_add1(), "Pallas": _pallas_add1(),
            "ptxpy, one block of 1024 threads": _ptxpy_add1(1, N),
            "ptxpy @jit kernel (recorded, PDL)": _ptxpy_jit_add1()}
     try:
@@ -229,18 +242,23 @@ def worker_chain(result: dict, workdir: str) -> None:
         chains[name] = f = jax.jit(_chain(op))
         np.testing.assert_allclose(f(x), np.asarray(x) + CHAIN, rtol=1e-5)
     result["handler registered for the record stage"] = ffi.recording_registered
+    result["C handler registered"] = ffi._native_handler_registered
     # The systems take turns, ROUNDS times, so that drifts of the machine hit all of them alike.
     per_round: dict[str, list] = {name: [] for name in chains}
     python_calls = {name: [0, 0] for name in chains}     # [execute, record] calls into Python
+    kept: dict[str, list] = {name: [] for name in chains}
     for _ in range(ROUNDS):
         for name, f in chains.items():
             calls, records = ffi.calls, ffi.records
             per_round[name].append(_median_time(lambda: f(x), reps=50) / CHAIN * 1e6)
             python_calls[name][0] += ffi.calls - calls
             python_calls[name][1] += ffi.records - records
+            kept[name].append(_median_time(_keeping_outputs(f, x), reps=20) / CHAIN * 1e6)
+    result["C handler (launches, node updates, calls passed to Python)"] = list(ffi._native.counters())
     for name, times in per_round.items():
         result[f"chain/{name}"] = statistics.median(times)
         result[f"chain/{name}, fastest round"] = min(times)
+        result[f"chain/{name}, outputs kept"] = statistics.median(kept[name])
     for name, (calls, records) in python_calls.items():
         if name.startswith("ptxpy"):
             result[f"{name}: handler calls per chain call"] = calls / (53 * ROUNDS)
@@ -344,6 +362,8 @@ def worker_eager(result: dict, workdir: str) -> None:
     for name, op in ops.items():
         np.testing.assert_allclose(op(x), np.asarray(x) + 1, rtol=1e-6)
         result[f"eager/{name}"] = _median_time(lambda: op(x), reps=300, warmup=20) * 1e6
+    from ptxpy.runtime import native
+    result["C handler (launches, node updates, calls passed to Python)"] = list(native.counters())
     result.update(_python_side_cost(x))
 
 
@@ -516,8 +536,12 @@ def main() -> None:
         ("chain, CUDA graphs on (default)", "chain", {"PTXPY_CACHE_DIR": cache_dir}),
         ("chain, profiled", "chain_profile", {"PTXPY_CACHE_DIR": cache_dir}),
         ("chain, host side", "chain_host", {"PTXPY_CACHE_DIR": cache_dir}),
+        ("chain, Python handler only", "chain", {"PTXPY_CACHE_DIR": cache_dir,
+                                                 "PTXPY_NATIVE_HANDLER": "0"}),
         ("chain, CUDA graphs off", "chain", {"PTXPY_CACHE_DIR": cache_dir, "XLA_FLAGS": no_graphs}),
         ("eager", "eager", {"PTXPY_CACHE_DIR": cache_dir}),
+        ("eager, Python handler only", "eager", {"PTXPY_CACHE_DIR": cache_dir,
+                                                 "PTXPY_NATIVE_HANDLER": "0"}),
         ("cold start (empty cache)", "cold", {"PTXPY_CACHE_DIR": tempfile.mkdtemp()}),
         ("warm start (cubin cached)", "cold", {"PTXPY_CACHE_DIR": cache_dir}),
         ("driver calls", "micro", {"PTXPY_CACHE_DIR": cache_dir}),

@@ -13,6 +13,10 @@ its kernel as a kernel node of XLA's graph instead of being stream-captured, and
 begins with `griddepcontrol.wait` is recorded as a programmatic dependent launch (PDL): it may
 start while the kernel before it drains.
 
+On a GPU the handler XLA calls is the C one of runtime/native.py where it can be built: it
+launches and updates graph nodes natively and passes every other call to the Python handler
+here (`make_handler`), which can do everything.
+
 Struct layouts follow xla/ffi/api/c_api.h (jax.ffi.include_dir()).
 """
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ptxpy.runtime import driver as _driver
+from ptxpy.runtime import native as _native
 
 TARGET = "ptxpy_launch"
 
@@ -213,6 +218,8 @@ class LaunchPlan:
     _param_ptrs: ctypes.Array = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _kernel_args: KernelArgs | None = field(init=False, repr=False, default=None)
+    native: _native.NativePlan | None = field(init=False, repr=False, default=None)
+    _native_functions: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self):
         self._buffer = ctypes.create_string_buffer(self.params, max(len(self.params), 8))
@@ -244,6 +251,27 @@ class LaunchPlan:
     def locked(self):
         return self._lock
 
+    def make_native(self) -> None:
+        """Hands the plan to the C handler (once): its packed parameters, without pointers."""
+        if self.native is None:
+            template = ctypes.create_string_buffer(self.params, max(len(self.params), 8))
+            self.native = _native.make_plan(
+                self.key, self.grid, self.block, self.shared, self.shared > _DEFAULT_SHARED_LIMIT,
+                ctypes.addressof(template), len(self.params), self.offsets, self.pointer_slots)
+            self.native._template = template
+            _native.add_plan(self.native)
+
+    def tell_native(self, stream: int) -> None:
+        """Tells the C handler this plan's CUfunction in `stream`'s context (when it is new),
+        after a launch there succeeded."""
+        if self.native is None:
+            return
+        ctx = _driver.stream_context(stream)
+        function = int(self.image.function_in(ctx))
+        if self._native_functions.get(ctx) != function:
+            self._native_functions[ctx] = function
+            _native.set_function(self.native, ctx, function)
+
 
 _plans: dict[int, LaunchPlan] = {}
 _plans_lock = threading.Lock()
@@ -258,6 +286,8 @@ def register_plan(plan: LaunchPlan, content_key: tuple) -> int:
         if key not in _plans:
             plan.key = key
             _plans[key] = plan
+            if _native_handler_registered:
+                plan.make_native()
     return key
 
 
@@ -361,21 +391,28 @@ def _message(e: BaseException) -> str:
     return f"ptxpy: {type(e).__name__}: {e}{detail}"
 
 
-#: How many times the CUDA handler ran (a CUDA graph replay does not call it).
-calls = 0
+_python_counts = [0, 0]     # launches, record-stage calls made by the Python handler
+
+
+def __getattr__(name: str) -> int:
+    """`calls`: how many times a handler launched a kernel at XLA's execute stage (a CUDA graph
+    replay calls no handler); `records`: how many times XLA asked a handler to record (create or
+    update) a kernel node. Both count the C handler's calls and the Python handler's."""
+    if name in ("calls", "records"):
+        index = ("calls", "records").index(name)
+        return _python_counts[index] + _native.counters()[index]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_on_gpu(entry: LaunchPlan, stream: int, pointers: list) -> None:
     """The CUDA launch: the CUfunction of the stream's context, the filled parameters, XLA's stream."""
-    global calls
-    calls += 1
+    _python_counts[0] += 1
     with entry.locked():
         params = entry.fill(pointers)
         _driver.launch_on_stream(entry.image, entry.grid, entry.block, entry.shared, stream, params)
+    entry.tell_native(stream)
 
 
-#: How many times XLA asked the handler to record (create or update) a kernel node.
-records = 0
 _cubins: dict[tuple, ctypes.Array] = {}   # XLA keys its loaded kernels by this memory's address
 
 
@@ -393,8 +430,7 @@ def record_on_gpu(entry: LaunchPlan, frame: RecordFrame, stream_of: Callable[[],
     PDL when the kernel waits for its predecessors. Kernels over the default shared-memory limit
     ask XLA to stream-capture the execute stage instead (XLA loads the kernel itself and would
     not raise its dynamic shared-memory limit)."""
-    global records
-    records += 1
+    _python_counts[1] += 1
     api = frame.api.contents
     if entry.shared > _DEFAULT_SHARED_LIMIT:
         return api.request_stream_capture(frame.record_ctx)
@@ -438,9 +474,36 @@ def register_target(name: str = TARGET, platform: str = "CUDA",
             gpu = platform.upper() in ("CUDA", "GPU")
             recorded = gpu and run is run_on_gpu
             handler = make_handler(run, with_stream=gpu, record=record_on_gpu if recorded else None)
-            _register(jax, name, handler, platform, record=recorded)
             _handlers[(name, platform)] = handler
+            address = _native_address(handler) if recorded else None
+            _register(jax, name, address or ctypes.cast(handler, ctypes.c_void_p).value, platform,
+                      record=recorded)
+            if address:
+                _use_native_plans()
     return name
+
+
+#: Whether XLA calls the C handler (runtime/native.py) for the GPU.
+_native_handler_registered = False
+
+
+def _native_address(python_handler) -> int | None:
+    """The C handler's address, with `python_handler` behind it; None where it cannot be had."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    launch, get_ctx = (ctypes.cast(getattr(cuda, f), ctypes.c_void_p).value
+                       for f in ("cuLaunchKernel", "cuStreamGetCtx"))
+    return _native.handler_address(python_handler, launch, get_ctx)
+
+
+def _use_native_plans() -> None:
+    global _native_handler_registered
+    with _plans_lock:
+        _native_handler_registered = True
+        for plan in _plans.values():
+            plan.make_native()
 
 
 class HandlerBundle(ctypes.Structure):
@@ -461,12 +524,11 @@ _HandlerRegister = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.POINTER(HandlerRegis
 recording_registered = False
 
 
-def _register(jax, name: str, handler, platform: str, record: bool) -> None:
-    """Registers `handler` for `name`. With `record`, directly through the XLA FFI API (JAX's own
-    registration passes the execute stage only) for the execute and record stages; where that
-    API has no record stage, through JAX for the execute stage."""
+def _register(jax, name: str, address: int, platform: str, record: bool) -> None:
+    """Registers the handler at `address` for `name`. With `record`, directly through the XLA
+    FFI API (JAX's own registration passes the execute stage only) for the execute and record
+    stages; where that API has no record stage, through JAX for the execute stage."""
     global recording_registered
-    address = ctypes.cast(handler, ctypes.c_void_p).value
     api = _xla_ffi_api(jax, platform) if record else None
     if api is not None and _api_has(api, "InvokeContext_FindExtension"):
         name_bytes, platform_bytes = name.encode(), platform.encode()
