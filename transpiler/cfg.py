@@ -37,49 +37,59 @@ def reverse_postorder(func: Function) -> list[Block]:
 
 
 def dominators(func: Function, order: list[Block] | None = None) -> dict[Block, Block | None]:
-    """Immediate dominators (Cooper, Harvey, Kennedy), for reachable blocks; the entry maps to None.
-    `order`: `reverse_postorder(func)` where the caller has it."""
+    """Immediate dominators (Cooper, Harvey, Kennedy), for reachable blocks in reverse
+    postorder; the entry maps to None. `order`: `reverse_postorder(func)` where the caller has it."""
     order = reverse_postorder(func) if order is None else order
-    index = {b: k for k, b in enumerate(order)}
-    idom: dict[Block, Block | None] = {func.entry: func.entry}
-    changed = True
-    while changed:
-        changed = False
-        for block in order[1:]:
-            preds = [p for p in block.preds if p in idom]
-            if not preds:
-                continue
-            new = preds[0]
-            for pred in preds[1:]:
-                new = _intersect(pred, new, idom, index)
-            if idom.get(block) is not new:
-                idom[block] = new
-                changed = True
-    idom[func.entry] = None
+    parents = _idom_indexes(order)
+    idom: dict[Block, Block | None] = {order[0]: None}
+    for k in range(1, len(order)):
+        idom[order[k]] = order[parents[k]]
     return idom
 
 
-def _intersect(a: Block, b: Block, idom, index) -> Block:
-    while a is not b:
-        while index[a] > index[b]:
-            a = idom[a]
-        while index[b] > index[a]:
-            b = idom[b]
-    return a
+def _idom_indexes(order: list[Block]) -> list[int]:
+    """The immediate dominator of each block of `order` (reverse postorder) as its index there,
+    in integers throughout: blocks are compared by their position."""
+    index = {b: k for k, b in enumerate(order)}
+    preds = [[index[p] for p in b.preds if p in index] for b in order]
+    idom = [-1] * len(order)
+    idom[0] = 0
+    changed = True
+    while changed:
+        changed = False
+        for k in range(1, len(order)):
+            new = -1
+            for p in preds[k]:
+                if idom[p] < 0:
+                    continue
+                if new < 0:
+                    new = p
+                    continue
+                while p != new:
+                    while p > new:
+                        p = idom[p]
+                    while new > p:
+                        new = idom[new]
+            if idom[k] != new:
+                idom[k] = new
+                changed = True
+    return idom
 
 
 class DomTree:
     def __init__(self, func: Function):
         order = reverse_postorder(func)
-        self.idom = dominators(func, order)
-        self.children: dict[Block, list[Block]] = {b: [] for b in self.idom}
-        for block, parent in self.idom.items():
-            if parent is not None:
-                self.children[parent].append(block)
-        self.depth = {}
-        for block in order:
-            parent = self.idom[block]
-            self.depth[block] = 0 if parent is None else self.depth[parent] + 1
+        parents = _idom_indexes(order)
+        self.idom: dict[Block, Block | None] = {order[0]: None}
+        self.children: dict[Block, list[Block]] = {b: [] for b in order}
+        self.depth = {order[0]: 0}
+        depths = [0] * len(order)
+        for k in range(1, len(order)):
+            block, parent = order[k], order[parents[k]]
+            self.idom[block] = parent
+            self.children[parent].append(block)
+            depths[k] = depths[parents[k]] + 1
+            self.depth[block] = depths[k]
 
     def dominates(self, a: Block, b: Block) -> bool:
         """Whether every path from the entry to `b` passes through `a` (a block dominates itself)."""
