@@ -64,8 +64,9 @@ def _number_block(block, table: dict, replaced: dict, same: dict, epoch: int) ->
                 continue
             if replaced:
                 for arg in instr.args:
-                    if arg in replaced:
-                        instr.args = [replaced.get(a, a) for a in instr.args]
+                    if arg.__class__ is Instr and arg in replaced:   # (a Const hashes in Python)
+                        instr.args = [replaced.get(a, a) if a.__class__ is Instr else a
+                                      for a in instr.args]
                         break
             key = value_key(instr, same)
             if key is None:
@@ -95,8 +96,8 @@ def _rematerialised(instr: Instr) -> bool:
 
 def _forward_args(instr: Instr, replaced: dict) -> None:
     for arg in instr.args:
-        if arg in replaced:
-            instr.args = [replaced.get(a, a) for a in instr.args]
+        if arg.__class__ is Instr and arg in replaced:   # (a Const would hash in Python)
+            instr.args = [replaced.get(a, a) if a.__class__ is Instr else a for a in instr.args]
             return
 
 
@@ -124,7 +125,7 @@ def value_key(instr: Instr, same: dict | None = None):
         return None
     args = instr.args
     if same:
-        args = [same.get(a, a) for a in args]
+        args = [same.get(a, a) if a.__class__ is Instr else a for a in args]
     if op in COMMUTATIVE and len(args) == 2:
         args = frozenset(args)
     else:

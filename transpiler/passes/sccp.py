@@ -193,12 +193,8 @@ class _Solver:
         op = instr.op
         if op not in _FOLDABLE_OPS:
             return BOTTOM
-        lattice = self.lattice
-        values = [lattice.get(a, TOP) if a.__class__ is Instr else a if a.__class__ is Const
-                  else BOTTOM for a in instr.args]
-        if BOTTOM in values and op not in _SELECT_OR_ABSORBING:
-            return BOTTOM
-        if not foldable(op, instr.attrs):
+        values = self._arg_values(instr.args, op not in _SELECT_OR_ABSORBING)
+        if values is None or not foldable(op, instr.attrs):
             return BOTTOM
         if op == "select" and values[0].__class__ is Const:
             return values[1 if values[0].value else 2]
@@ -208,7 +204,19 @@ class _Solver:
             absorbed = _absorbing(instr, values)
             if absorbed is not None:
                 return absorbed
-        return BOTTOM if BOTTOM in values else TOP
+        return BOTTOM if any(v is BOTTOM for v in values) else TOP
+
+    def _arg_values(self, args: list, bottom_decides: bool) -> list | None:
+        """The lattice values of `args`; None at the first BOTTOM when `bottom_decides` (values
+        are compared by identity: `BOTTOM in values` would call `Const.__eq__` for each)."""
+        lattice, values = self.lattice, []
+        for arg in args:
+            cls = arg.__class__
+            value = lattice.get(arg, TOP) if cls is Instr else arg if cls is Const else BOTTOM
+            if value is BOTTOM and bottom_decides:
+                return None
+            values.append(value)
+        return values
 
 
 #: ops `interp.foldable` may accept (it has the last word on attributes such as `approx`)
