@@ -8,8 +8,6 @@ the better one.
 """
 from __future__ import annotations
 
-import heapq
-
 from .liveness import live_out, registers_read
 from .machine import MBlock, MFunction, VReg
 
@@ -28,9 +26,10 @@ def allocate_registers(mfunc: MFunction) -> None:
 def _drop_coalesced_copies(mfunc: MFunction) -> None:
     """Remove the copies whose two registers got one number."""
     for block in mfunc.blocks:
-        if any(i.is_copy and i.dsts[0].number == i.srcs[0].number for i in block.instrs):
-            block.instrs = [i for i in block.instrs
-                            if not (i.is_copy and i.dsts[0].number == i.srcs[0].number)]
+        kept = [i for i in block.instrs
+                if not (i.is_copy and i.dsts[0].number == i.srcs[0].number)]
+        if len(kept) != len(block.instrs):
+            block.instrs = kept
 
 
 def interference_graph(mfunc: MFunction, reads: dict | None = None) -> dict[VReg, set]:
@@ -140,33 +139,33 @@ def _count(colours: dict) -> int:
     return sum(per_class.values())
 
 
-#: smallest-last keys are `degree << _ID_BITS | reg.id`: ints order like (degree, id) tuples
-_ID_BITS = 48
-
-
 def _smallest_last(graph) -> list:
     """Registers in reverse order of removal, each removed with the fewest neighbours left
-    (the lowest id among equals)."""
+    (the lowest id among equals). The registers left are kept by degree, as ids (compared in C
+    by `min`); the lowest degree can fall by one per removal, so its search restarts there."""
     by_id = {reg.id: reg for reg in graph}
     degree = {reg: len(ns) for reg, ns in graph.items()}
-    heap = [(d << _ID_BITS) | reg.id for reg, d in degree.items()]
-    heapq.heapify(heap)
-    heappop, heappush = heapq.heappop, heapq.heappush
-    id_mask = (1 << _ID_BITS) - 1
-    order = []
-    while heap:
-        key = heappop(heap)
-        reg = by_id[key & id_mask]
-        d = degree.get(reg)
-        if d is None or key >> _ID_BITS != d:
-            continue   # a stale entry: the register was removed or lost neighbours since
+    buckets: dict[int, set] = {}
+    for reg, d in degree.items():
+        buckets.setdefault(d, set()).add(reg.id)
+    order, low, empty = [], 0, set()
+    for _ in range(len(degree)):
+        bucket = buckets.get(low, empty)
+        while not bucket:
+            low += 1
+            bucket = buckets.get(low, empty)
+        reg_id = min(bucket)
+        bucket.discard(reg_id)
+        reg = by_id[reg_id]
         del degree[reg]   # removed: its neighbours still in `degree` lose one
         order.append(reg)
         for n in graph[reg]:
             d = degree.get(n)
             if d is not None:
                 degree[n] = d - 1
-                heappush(heap, ((d - 1) << _ID_BITS) | n.id)
+                buckets[d].discard(n.id)
+                buckets.setdefault(d - 1, set()).add(n.id)
+        low = max(low - 1, 0)
     order.reverse()
     return order
 
