@@ -125,7 +125,7 @@ class Block:
 
     def append(self, instr: Instr) -> Instr:
         instr.block = self
-        (self.phis if instr.is_phi else self.instrs).append(instr)
+        (self.phis if instr.op == "phi" else self.instrs).append(instr)
         return instr
 
     def insert_before_terminator(self, instr: Instr) -> Instr:

@@ -107,6 +107,10 @@ class _Scope:
         self.ret_types: list = []
 
 
+#: typed expression class -> its `_Builder` method (looked up by name once)
+_EXPR_HANDLERS: dict = {}
+
+
 class _Builder:
     def __init__(self, module, arch, options, in_memory):
         kernel = module.kernel
@@ -252,8 +256,9 @@ class _Builder:
         return self.block in self.placed
 
     def resolve(self, value):
-        while isinstance(value, ir.Instr) and value in self.forward:
-            value = self.forward[value]
+        forward = self.forward
+        while value.__class__ is ir.Instr and value in forward:
+            value = forward[value]
         return value
 
     def track(self, instr: ir.Instr) -> None:
@@ -802,12 +807,18 @@ class _Builder:
         saved = self.loc
         self.loc = getattr(e, "loc", None) or saved
         try:
-            handler = getattr(self, "x_" + type(e).__name__, None)
-            if handler is None:
-                raise CompileError(f"cannot compile a {type(e).__name__} expression", self.loc)
-            return handler(e)
+            handler = _EXPR_HANDLERS.get(e.__class__) or self._expr_handler(e.__class__)
+            return handler(self, e)
         finally:
             self.loc = saved
+
+    def _expr_handler(self, cls):
+        """`_Builder.x_NAME` for expressions of class NAME, kept in `_EXPR_HANDLERS`."""
+        handler = getattr(_Builder, "x_" + cls.__name__, None)
+        if handler is None:
+            raise CompileError(f"cannot compile a {cls.__name__} expression", self.loc)
+        _EXPR_HANDLERS[cls] = handler
+        return handler
 
     def ev_tuple(self, e) -> list:
         """The values of a tuple-valued expression: a call returning a tuple, or `return a, b`."""

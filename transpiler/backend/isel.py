@@ -46,6 +46,19 @@ def _extends32(instr: ir.Instr) -> bool:
             and instr.type.is_int and not instr.attrs.get("mode"))
 
 
+#: IR opcode -> the `ISel` method lowering it (looked up by name once)
+_OP_HANDLERS: dict = {}
+
+
+def _op_handler(instr: ir.Instr):
+    handler = getattr(ISel, "op_" + instr.op, None)
+    if handler is None:
+        raise BackendError(f"the backend cannot lower `{ir.format_instr(instr)}`"
+                           f" (opcode {instr.op!r})")
+    _OP_HANDLERS[instr.op] = handler
+    return handler
+
+
 def select_instructions(func: ir.Function, target: Target) -> MFunction:
     return ISel(func, target).run()
 
@@ -112,11 +125,8 @@ class ISel:
             if instr in self.narrow:
                 self._narrow_op(instr)
                 continue
-            handler = getattr(self, "op_" + instr.op, None)
-            if handler is None:
-                raise BackendError(f"the backend cannot lower `{ir.format_instr(instr)}`"
-                                   f" (opcode {instr.op!r})")
-            handler(instr)
+            handler = _OP_HANDLERS.get(instr.op) or _op_handler(instr)
+            handler(self, instr)
             if instr in self.narrow_copy:
                 self._narrow_copy(instr)
 
