@@ -179,6 +179,10 @@ def truthy(e: typed.Expr) -> typed.Expr:
 
 
 # --- the expression checker ------------------------------------------------------------------
+#: (checker class, libcst node class) -> the checker's `_e_NAME` method (looked up by name once)
+_EXPR_METHODS: dict = {}
+
+
 class ExprChecker:
     """Mixin of FunctionChecker: `self.expr(node)` types an expression node.
 
@@ -193,11 +197,14 @@ class ExprChecker:
         return CompileError(message, self.loc(node))
 
     def expr(self, node: cst.BaseExpression) -> typed.Expr:
-        method = getattr(self, "_e_" + type(node).__name__, None)
+        method = _EXPR_METHODS.get((self.__class__, node.__class__))
         if method is None:
-            message = UNSUPPORTED_EXPRESSIONS.get(type(node).__name__)
-            raise self.error(message or f"unsupported expression '{code_of(node)}'", node)
-        return method(node)
+            method = getattr(self.__class__, "_e_" + type(node).__name__, None)
+            if method is None:
+                message = UNSUPPORTED_EXPRESSIONS.get(type(node).__name__)
+                raise self.error(message or f"unsupported expression '{code_of(node)}'", node)
+            _EXPR_METHODS[self.__class__, node.__class__] = method
+        return method(self, node)
 
     def value(self, node: cst.BaseExpression) -> typed.Expr:
         """A scalar value (not a tuple, not a call returning nothing)."""
