@@ -148,8 +148,9 @@ def set_function(plan: NativePlan, ctx: int, function: int) -> bool:
 
 
 def counters() -> tuple[int, int, int]:
-    """(launches, node updates, calls passed to Python) the C handler has made."""
-    lib = library()
+    """(launches, node updates, calls passed to Python) the C handler has made; never builds
+    the library (a process without a GPU reads zeros)."""
+    lib = _library
     if lib is None:
         return (0, 0, 0)
     out = (ctypes.c_int64 * 3)()

@@ -199,3 +199,11 @@ def test_build_is_cached_and_needs_a_compiler(tmp_path, monkeypatch):
     assert native.build(tmp_path) == first and first.stat().st_mtime_ns == stamp
     monkeypatch.setenv("CC", "no-such-compiler-ptxpy")
     assert native.build(tmp_path / "other") is None
+
+
+def test_reading_the_counters_never_builds_the_library(monkeypatch):
+    monkeypatch.setattr(native, "_library", None)
+    monkeypatch.setattr(native, "_tried", False)
+    monkeypatch.setattr(native, "build", lambda folder: pytest.fail("built the C handler"))
+    assert native.counters() == (0, 0, 0)
+    assert ffi.calls >= 0 and ffi.records >= 0
