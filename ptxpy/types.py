@@ -29,26 +29,15 @@ class Scalar:
             return (self.name, self.kind, self.bits) == (other.name, other.kind, other.bits)
         return NotImplemented
 
-    @property
-    def is_float(self) -> bool:
-        return self.kind == "float"
-
-    @property
-    def is_int(self) -> bool:
-        return self.kind in ("int", "uint")
-
-    @property
-    def is_signed(self) -> bool:
-        return self.kind == "int"
-
-    @property
-    def is_bool(self) -> bool:
-        return self.kind == "bool"
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of one element in memory (bool is one byte, as in NumPy)."""
-        return max(1, self.bits // 8)
+    # is_float, is_int, is_signed, is_bool and nbytes are plain attributes, set once per type
+    # (the compiler reads them constantly): whether it is a float, an integer, a signed
+    # integer, bool; the bytes of one element in memory (bool is one byte, as in NumPy)
+    def __post_init__(self) -> None:
+        kind = self.kind
+        for attr, value in (("is_float", kind == "float"), ("is_int", kind in ("int", "uint")),
+                            ("is_signed", kind == "int"), ("is_bool", kind == "bool"),
+                            ("nbytes", max(1, self.bits // 8))):
+            object.__setattr__(self, attr, value)
 
     @property
     def numpy(self):
@@ -186,7 +175,7 @@ def _ancestors(name: str) -> set[str]:
 _UPPER = {name: _ancestors(name) for name in _LATTICE}
 
 
-def _join(a: str, b: str) -> str:
+def _least_upper_bound(a: str, b: str) -> str:
     common = _UPPER[a] & _UPPER[b]
     # the least upper bound: the common bound whose own upper set contains all the others
     for c in common:
@@ -195,10 +184,19 @@ def _join(a: str, b: str) -> str:
     raise AssertionError(f"no join for {a}, {b}")
 
 
+#: (a, b) -> their least upper bound, for every two names of the lattice
+_JOINS: dict = {(a, b): _least_upper_bound(a, b) for a in _LATTICE for b in _LATTICE}
+
+
+def _join(a: str, b: str) -> str:
+    return _JOINS[(a, b)]
+
+
+_WEAK_NAMES = {"bool": "bool", "int": "i*", "uint": "i*", "float": "f*"}
+
+
 def _lattice_name(t: Scalar, weak: bool) -> str:
-    if weak:
-        return {"bool": "bool", "int": "i*", "uint": "i*", "float": "f*"}[t.kind]
-    return t.name
+    return _WEAK_NAMES[t.kind] if weak else t.name
 
 
 def promote(a: Scalar, b: Scalar, a_weak: bool = False, b_weak: bool = False) -> tuple[Scalar, bool]:
