@@ -262,13 +262,19 @@ class _Builder:
         return value
 
     def track(self, instr: ir.Instr) -> None:
+        uses = self.uses
         for arg in instr.args:
-            if isinstance(arg, ir.Instr):
-                self.uses.setdefault(arg, []).append(instr)
+            if arg.__class__ is ir.Instr:
+                found = uses.get(arg)
+                if found is None:
+                    uses[arg] = [instr]
+                else:
+                    found.append(instr)
 
     def emit(self, op: str, type, args=(), attrs=None):
-        args = [self.resolve(a) for a in args]
-        folded = _fold(op, type, args, attrs or {})
+        forward = self.forward
+        args = [self.resolve(a) if a.__class__ is ir.Instr and a in forward else a for a in args]
+        folded = _fold(op, type, args, attrs or _NO_ATTRS)
         if folded is not None:
             return folded
         instr = ir.Instr(op, type, args, attrs, loc=self.loc)
@@ -1130,6 +1136,9 @@ _INT_FOLD = {
 }
 
 
+_NO_ATTRS: dict = {}   # (never changed)
+
+
 def _fold(op: str, ty, args: list, attrs: dict):
     """The constant result of a pure integer/boolean op on constants, else None."""
     if op == "select" and isinstance(args[0], ir.Const):
@@ -1141,8 +1150,11 @@ def _fold(op: str, ty, args: list, attrs: dict):
                 if a.value == (op == "and"):
                     return other
                 return a
-    if not args or not all(isinstance(a, ir.Const) for a in args):
+    if not args:
         return None
+    for a in args:
+        if a.__class__ is not ir.Const:
+            return None
     values = [a.value for a in args]
     if op == "cmp":
         return ir.Const(bool_, bool(_CMP[attrs["pred"]](values[0], values[1])))

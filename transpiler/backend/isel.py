@@ -165,8 +165,10 @@ class ISel:
         if isinstance(value, ir.Instr):
             return self.reg(value)
         const = value.value if isinstance(value, ir.Const) else 0   # undef: any value will do
-        if imm and immediate(value.type, const) is not None:
-            return Imm(immediate(value.type, const))
+        if imm:
+            text = immediate(value.type, const)
+            if text is not None:
+                return Imm(text)
         return self.materialise(value.type, const)
 
     def materialise(self, t: Scalar, value) -> VReg:

@@ -44,8 +44,9 @@ def interference_graph(mfunc: MFunction, reads: dict | None = None) -> dict[VReg
             live.update(block.term.uses)
         live_by_class: dict[str, set] = {}
         for reg in live:
-            live_by_class.setdefault(reg.cls, set()).add(reg)
-            graph.setdefault(reg, set())
+            _live_in_class(live_by_class, reg)
+            if reg not in graph:
+                graph[reg] = set()
         for instr in reversed(block.instrs):
             dsts = instr.dsts
             if dsts:
@@ -54,20 +55,33 @@ def interference_graph(mfunc: MFunction, reads: dict | None = None) -> dict[VReg
                     for dst in dsts:
                         live_by_class[dst.cls].discard(dst)
             for reg in reads[instr]:
-                graph.setdefault(reg, set())
-                live_by_class.setdefault(reg.cls, set()).add(reg)
+                if reg not in graph:
+                    graph[reg] = set()
+                _live_in_class(live_by_class, reg)
     return graph
+
+
+def _live_in_class(live_by_class: dict, reg: VReg) -> None:
+    found = live_by_class.get(reg.cls)
+    if found is None:
+        live_by_class[reg.cls] = {reg}
+    else:
+        found.add(reg)
 
 
 def _add_interferences(graph: dict, instr, live_by_class: dict) -> None:
     """Edges between each register `instr` writes and the others of its class live there."""
     copied = instr.srcs[0] if instr.is_copy else None   # a copy's two registers hold one value
-    for dst in instr.dsts:
-        graph.setdefault(dst, set())
-    for dst in instr.dsts:
-        others = live_by_class.setdefault(dst.cls, set())
-        if copied in others or len(instr.dsts) > 1:
-            others = (others | {d for d in instr.dsts if d.cls == dst.cls}) - {copied}
+    dsts = instr.dsts
+    for dst in dsts:
+        if dst not in graph:
+            graph[dst] = set()
+    for dst in dsts:
+        others = live_by_class.get(dst.cls)
+        if others is None:
+            others = live_by_class[dst.cls] = set()
+        if copied in others or len(dsts) > 1:
+            others = (others | {d for d in dsts if d.cls == dst.cls}) - {copied}
         neighbours = graph[dst]
         neighbours |= others
         for reg in others:
@@ -135,7 +149,8 @@ def _greedy(graph, order) -> dict[VReg, int]:
 def _count(colours: dict) -> int:
     per_class: dict[str, int] = {}
     for reg, c in colours.items():
-        per_class[reg.cls] = max(per_class.get(reg.cls, 0), c)
+        if c > per_class.get(reg.cls, 0):
+            per_class[reg.cls] = c
     return sum(per_class.values())
 
 
@@ -145,15 +160,15 @@ def _smallest_last(graph) -> list:
     by `min`); the lowest degree can fall by one per removal, so its search restarts there."""
     by_id = {reg.id: reg for reg in graph}
     degree = {reg: len(ns) for reg, ns in graph.items()}
-    buckets: dict[int, set] = {}
+    buckets = [set() for _ in range(max(degree.values(), default=0) + 1)]   # by degree
     for reg, d in degree.items():
-        buckets.setdefault(d, set()).add(reg.id)
-    order, low, empty = [], 0, set()
+        buckets[d].add(reg.id)
+    order, low = [], 0
     for _ in range(len(degree)):
-        bucket = buckets.get(low, empty)
+        bucket = buckets[low]
         while not bucket:
             low += 1
-            bucket = buckets.get(low, empty)
+            bucket = buckets[low]
         reg_id = min(bucket)
         bucket.discard(reg_id)
         reg = by_id[reg_id]
@@ -163,9 +178,11 @@ def _smallest_last(graph) -> list:
             d = degree.get(n)
             if d is not None:
                 degree[n] = d - 1
-                buckets[d].discard(n.id)
-                buckets.setdefault(d - 1, set()).add(n.id)
-        low = max(low - 1, 0)
+                n_id = n.id
+                buckets[d].discard(n_id)
+                buckets[d - 1].add(n_id)
+        if low:
+            low -= 1
     order.reverse()
     return order
 
@@ -175,10 +192,11 @@ def _definition_order(mfunc: MFunction, alias: dict, reads: dict) -> list:
     for block in mfunc.blocks:
         for instr in block.instrs:
             for reg in [*reads[instr], *instr.dsts]:
-                rep = _find(alias, reg)
-                if rep not in seen:
-                    seen.add(rep)
-                    order.append(rep)
+                while reg in alias:   # (`_find`, inline)
+                    reg = alias[reg]
+                if reg not in seen:
+                    seen.add(reg)
+                    order.append(reg)
         if block.term and block.term.cond is not None:
             rep = _find(alias, block.term.cond)
             if rep not in seen:

@@ -193,30 +193,41 @@ class _Solver:
         op = instr.op
         if op not in _FOLDABLE_OPS:
             return BOTTOM
-        values = self._arg_values(instr.args, op not in _SELECT_OR_ABSORBING)
-        if values is None or not foldable(op, instr.attrs):
+        # the lattice values of the args; a BOTTOM one decides but for `select` and the
+        # absorbing ops (values are compared by identity: `BOTTOM in values` would call
+        # `Const.__eq__` for each)
+        lattice, values = self.lattice, []
+        bottom_decides = op not in _SELECT_OR_ABSORBING
+        constant = True
+        for arg in instr.args:
+            cls = arg.__class__
+            if cls is Instr:
+                value = lattice.get(arg, TOP)
+                if value.__class__ is not Const:
+                    if value is BOTTOM and bottom_decides:
+                        return BOTTOM
+                    constant = False
+            elif cls is Const:
+                value = arg
+            else:
+                if bottom_decides:
+                    return BOTTOM
+                value, constant = BOTTOM, False
+            values.append(value)
+        if not foldable(op, instr.attrs):
             return BOTTOM
         if op == "select" and values[0].__class__ is Const:
             return values[1 if values[0].value else 2]
-        if all(v.__class__ is Const for v in values):
+        if constant:
             return fold(instr, values)
         if op in _ABSORBING_OPS:
             absorbed = _absorbing(instr, values)
             if absorbed is not None:
                 return absorbed
-        return BOTTOM if any(v is BOTTOM for v in values) else TOP
-
-    def _arg_values(self, args: list, bottom_decides: bool) -> list | None:
-        """The lattice values of `args`; None at the first BOTTOM when `bottom_decides` (values
-        are compared by identity: `BOTTOM in values` would call `Const.__eq__` for each)."""
-        lattice, values = self.lattice, []
-        for arg in args:
-            cls = arg.__class__
-            value = lattice.get(arg, TOP) if cls is Instr else arg if cls is Const else BOTTOM
-            if value is BOTTOM and bottom_decides:
-                return None
-            values.append(value)
-        return values
+        for value in values:
+            if value is BOTTOM:
+                return BOTTOM
+        return TOP
 
 
 #: ops `interp.foldable` may accept (it has the last word on attributes such as `approx`)
