@@ -77,8 +77,10 @@ def _idom_indexes(order: list[Block]) -> list[int]:
 
 
 class DomTree:
-    def __init__(self, func: Function):
-        order = reverse_postorder(func)
+    def __init__(self, func: Function, order: list[Block] | None = None):
+        """`order`: `reverse_postorder(func)` where the caller has it (kept as `self.order`)."""
+        order = reverse_postorder(func) if order is None else order
+        self.order = order
         parents = _idom_indexes(order)
         self.idom: dict[Block, Block | None] = {order[0]: None}
         self.children: dict[Block, list[Block]] = {b: [] for b in order}
@@ -108,6 +110,41 @@ class DomTree:
         return out
 
 
+def dom_tree(func: Function) -> DomTree:
+    """`DomTree(func)`, computed once while `passes.optimize` runs and no pass has changed the
+    function since (`Function.analyses`). For a pass to call before it changes the control
+    flow: a pass counts its changes only when it ends."""
+    cache = func.analyses
+    if cache is None:
+        return DomTree(func)
+    found = cache.get("dom")
+    if found is not None and found[0] == func.edits:
+        return found[1]
+    dom = DomTree(func, _cached_order(func, cache))
+    cache["dom"] = (func.edits, dom)
+    return dom
+
+
+def block_order(func: Function) -> list[Block]:
+    """`reverse_postorder(func)` (a new list), from the cache as `dom_tree` has it."""
+    cache = func.analyses
+    if cache is None:
+        return reverse_postorder(func)
+    return list(_cached_order(func, cache))
+
+
+def _cached_order(func: Function, cache: dict) -> list[Block]:
+    found = cache.get("dom")
+    if found is not None and found[0] == func.edits:
+        return found[1].order
+    found = cache.get("order")
+    if found is not None and found[0] == func.edits:
+        return found[1]
+    order = reverse_postorder(func)
+    cache["order"] = (func.edits, order)
+    return order
+
+
 @dataclass(eq=False)
 class Loop:
     header: Block
@@ -132,7 +169,7 @@ def natural_loops(func: Function, dom: DomTree | None = None) -> list[Loop]:
     """Natural loops, one per header (back edges to one header merged), innermost first."""
     dom = dom or DomTree(func)
     loops: dict[Block, Loop] = {}
-    for block in reverse_postorder(func):
+    for block in dom.order:   # (reverse postorder)
         for succ in block.succs:
             if dom.dominates(succ, block):
                 loop = loops.setdefault(succ, Loop(succ, {succ}))

@@ -191,7 +191,7 @@ class ExprChecker:
     """
 
     def loc(self, node: cst.CSTNode):
-        return self.parsed.loc(node)
+        return self.parsed.top.positions.get(node)   # (`self.parsed.loc(node)`, inline)
 
     def error(self, message: str, node: cst.CSTNode) -> CompileError:
         return CompileError(message, self.loc(node))

@@ -87,7 +87,7 @@ class ParsedModule:
         return self.top.positions
 
     def loc(self, node: cst.CSTNode) -> tuple | None:
-        return self.positions.get(node)
+        return self.top.positions.get(node)
 
 
 def parse_module(source: str, filename: str = "<string>", keep: set | None = None,

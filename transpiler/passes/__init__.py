@@ -42,16 +42,20 @@ def optimize(func: Function, verify_each: bool = False, pipeline: list | None = 
     A pass is skipped where it changed nothing the last time it ran and no pass has changed the
     function since: on the same IR it would change nothing again."""
     idle_at: dict = {}   # pass name -> `func.edits` when it last ran without changing anything
-    for name, run in PIPELINE if pipeline is None else pipeline:
-        edits = func.edits
-        if idle_at.get(name) == edits:
-            continue
-        text = format_function(func) if verify_each else None
-        func = run(func)
-        if func.edits == edits:
-            idle_at[name] = edits
-        if verify_each:
-            _check(func, name, None if func.edits != edits else text)
+    func.analyses = {}   # (`cfg.dom_tree`: while only the passes change the function)
+    try:
+        for name, run in PIPELINE if pipeline is None else pipeline:
+            edits = func.edits
+            if idle_at.get(name) == edits:
+                continue
+            text = format_function(func) if verify_each else None
+            func = run(func)
+            if func.edits == edits:
+                idle_at[name] = edits
+            if verify_each:
+                _check(func, name, None if func.edits != edits else text)
+    finally:
+        func.analyses = None
     return func
 
 

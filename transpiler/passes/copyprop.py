@@ -5,7 +5,7 @@ available at the phi (a constant, or defined in a block dominating the phi's own
 """
 from __future__ import annotations
 
-from ..cfg import DomTree
+from ..cfg import DomTree, dom_tree
 from ..ir import Function, Instr, Undef, Value, remove_instr, users
 
 
@@ -31,7 +31,7 @@ def run(func: Function) -> Function:
             new = instr.args[0]
         else:
             if dom is None and any(isinstance(a, Undef) for a in instr.args):
-                dom = DomTree(func)
+                dom = dom_tree(func)   # (only instructions have changed so far)
             new = _trivial_phi_value(instr, dom)
             if new is None:
                 continue

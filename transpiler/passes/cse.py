@@ -14,7 +14,7 @@ load or a float computed from it is shared as before.
 """
 from __future__ import annotations
 
-from ..cfg import DomTree
+from ..cfg import dom_tree
 from ..interp import PURE_OPS
 from ..ir import Function, Instr
 
@@ -25,7 +25,7 @@ REMAT_OPS = frozenset({"add", "sub", "mul", "shl", "shr", "and", "or", "xor", "n
 
 
 def run(func: Function) -> Function:
-    dom = DomTree(func)
+    dom = dom_tree(func)
     table: dict = {}        # value key -> (the instruction computing it, its barrier epoch)
     replaced: dict = {}     # removed instruction -> the one computing its value
     undo: dict = {}         # block -> [(key, entry it hid or None)], to restore on leaving
@@ -131,7 +131,10 @@ def value_key(instr: Instr, same: dict | None = None):
     else:
         args = tuple(args)
     attrs = instr.attrs
-    return (op, instr.type.name, args, tuple(sorted(attrs.items())) if attrs else ())
+    if not attrs:
+        return (op, instr.type.name, args, ())
+    return (op, instr.type.name, args,
+            tuple(attrs.items()) if len(attrs) == 1 else tuple(sorted(attrs.items())))
 
 
 _LOADS = frozenset({"load", "vload"})

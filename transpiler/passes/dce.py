@@ -13,7 +13,9 @@ def run(func: Function) -> Function:
         if instr in live:
             continue
         live.add(instr)
-        work.extend(a for a in instr.args if a.__class__ is Instr and a not in live)
+        for arg in instr.args:
+            if arg.__class__ is Instr and arg not in live:
+                work.append(arg)
     changed = False
     for block in func.blocks:
         changed |= _keep_only(block, live)
@@ -25,7 +27,7 @@ def _keep_only(block, live: set) -> bool:
     """Drop the instructions of `block` not in `live` (and detach them); whether there were any."""
     dropped = False
     for group in (block.phis, block.instrs):
-        if not all(instr in live for instr in group):
+        if not live.issuperset(group):
             for instr in group:
                 if instr not in live:
                     instr.block = None

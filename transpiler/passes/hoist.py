@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..cfg import DomTree, branch_head, reverse_postorder
+from ..cfg import DomTree, block_order, branch_head, dom_tree
 from ..ir import Const, Function, Instr
 from .cse import COMMUTATIVE
 
@@ -35,7 +35,7 @@ def run(func: Function) -> Function:
             counts[key] += 1
     repeated = {key for key, n in counts.items() if n > 1}
     if repeated:
-        dom = DomTree(func)
+        dom = dom_tree(func)   # (nothing has changed yet)
         moved = [_hoist_from(arm, head, dom, lambda i: keys.get(id(i)) in repeated)
                  for arm, head in arms.items()]
         func.edits += any(moved)
@@ -45,7 +45,7 @@ def run(func: Function) -> Function:
 def _arms(func: Function) -> dict:
     """{arm: the block branching to it}, in reverse postorder."""
     arms = {}
-    for block in reverse_postorder(func):
+    for block in block_order(func):
         head = branch_head(block)
         if head is not None:
             arms[block] = head

@@ -7,7 +7,7 @@ Instructions of conditionally executed blocks are hoisted too: none of them can 
 """
 from __future__ import annotations
 
-from ..cfg import DomTree, Loop, natural_loops, reverse_postorder
+from ..cfg import Loop, block_order, dom_tree, natural_loops
 from ..interp import PURE_OPS
 from ..ir import Block, Const, Function, Instr, add_pred
 
@@ -16,10 +16,10 @@ DIVISIONS = frozenset({"div", "rem", "floordiv", "floormod"})
 
 
 def run(func: Function) -> Function:
-    loops = natural_loops(func, DomTree(func))
+    loops = natural_loops(func, dom_tree(func))
     if not loops:
         return func
-    order = reverse_postorder(func)
+    order = block_order(func)
     changed = False
     for loop in loops:
         preheader = ensure_preheader(func, loop)

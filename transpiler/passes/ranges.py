@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterator, Optional
 
-from ..cfg import DomTree, reverse_postorder
+from ..cfg import DomTree, dom_tree
 from ..ir import Block, Const, Function, Instr, Undef, Value, u32
 from ptxpy.types import Scalar
 
@@ -98,9 +98,10 @@ class Ranges:
     interval depends only on its inputs, so theirs come out the same as in a whole solve)."""
 
     def __init__(self, func: Function, needed_by: Optional[list] = None):
-        blocks = reverse_postorder(func)
+        dom = dom_tree(func)
+        blocks = dom.order   # (reverse postorder; only read)
         self.shapes = _shape_params(func)
-        self.facts = _block_facts(blocks, DomTree(func))
+        self.facts = _block_facts(blocks, dom)
         self.edge_facts = {(p, b): _by_value(_branch_facts(p.terminator, b))
                            for b in blocks for p in b.preds if p in self.facts}
         order = [i for b in blocks for i in b.all_instrs() if _is_int(i.type)]

@@ -13,14 +13,14 @@ nvcc, this assumes the index arithmetic does not wrap around. Integer `mul` by 2
 """
 from __future__ import annotations
 
-from ..cfg import DomTree, Loop, natural_loops
+from ..cfg import Loop, dom_tree, natural_loops
 from ..ir import ADDR_TYPE, Const, Function, Instr, Value, remove_instr, u32, users
 from ..interp import wrap_int
 from .copyprop import replace_all_uses
 
 
 def run(func: Function) -> Function:
-    loops = natural_loops(func, DomTree(func))
+    loops = natural_loops(func, dom_tree(func))
     changed = False
     if loops:
         uses = users(func)
