@@ -331,6 +331,21 @@ def users(func: Function) -> dict[Instr, list[Instr]]:
     return uses
 
 
+def pass_users(func: Function) -> dict[Instr, list[Instr]]:
+    """`users(func)` for a pass to take before it changes anything: while `passes.optimize`
+    runs, the map an earlier pass took at the same `edits` count is handed on (that pass
+    changed nothing, so the map is still exact; a pass keeps the map it edits up to date)."""
+    cache = func.analyses
+    if cache is None:
+        return users(func)
+    found = cache.get("users")
+    if found is not None and found[0] == func.edits:
+        return found[1]
+    uses = users(func)
+    cache["users"] = (func.edits, uses)
+    return uses
+
+
 def set_targets(term: Instr, targets: list[Block]) -> None:
     """Point `term` at new targets, keeping pred lists (and so phi arity) consistent."""
     src = term.block
@@ -364,6 +379,6 @@ def scalar(name: str) -> Scalar:
 __all__ = [
     "Value", "Const", "Undef", "Instr", "Block", "Function", "SharedDecl", "OpSpec", "OPS",
     "EFFECT_OPS", "TERMINATORS", "CMP_PREDICATES", "SPECIAL_REGISTERS", "ADDR_TYPE", "format_function",
-    "format_instr", "replace_uses", "remove_instr", "users", "set_targets", "add_pred",
+    "format_instr", "replace_uses", "remove_instr", "users", "pass_users", "set_targets", "add_pred",
     "bool_", "i32", "u32", "i64",
 ]

@@ -6,7 +6,7 @@ relies on that to skip a pass that would find nothing to do.
 """
 from __future__ import annotations
 
-from ..ir import Function, format_function
+from ..ir import Function, format_function, users
 from ..verify import IRError, verify
 from . import (contract, copyprop, cse, dce, hoist, licm, lower_floor, ranges, reassoc, sccp,
                simplifycfg, speculate, strength)
@@ -54,9 +54,19 @@ def optimize(func: Function, verify_each: bool = False, pipeline: list | None = 
                 idle_at[name] = edits
             if verify_each:
                 _check(func, name, None if func.edits != edits else text)
+                _check_users(func, name)
     finally:
         func.analyses = None
     return func
+
+
+def _check_users(func: Function, name: str) -> None:
+    """That the use map `ir.pass_users` would hand to the next pass is `ir.users(func)`."""
+    found = func.analyses.get("users")
+    if found is not None and found[0] == func.edits:
+        kept = {instr: list(found_users) for instr, found_users in found[1].items() if found_users}
+        if kept != users(func):
+            raise IRError(f"pass {name} left a use map that differs from the function's")
 
 
 def _check(func: Function, name: str, unchanged_text: str | None) -> None:

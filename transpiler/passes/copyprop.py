@@ -6,7 +6,7 @@ available at the phi (a constant, or defined in a block dominating the phi's own
 from __future__ import annotations
 
 from ..cfg import DomTree, dom_tree
-from ..ir import Function, Instr, Undef, Value, remove_instr, users
+from ..ir import Function, Instr, Undef, Value, pass_users, remove_instr
 
 
 def replace_all_uses(uses: dict, old: Instr, new: Value) -> None:
@@ -21,7 +21,7 @@ def run(func: Function) -> Function:
     work = [i for b in func.blocks for i in b.all_instrs() if i.op in ("mov", "phi")]
     if not work:
         return func
-    uses = users(func)
+    uses = pass_users(func)
     dom, changed = None, False
     while work:
         instr = work.pop()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..cfg import branch_head
 from ..interp import wrap_int
-from ..ir import Const, Function, Instr, users
+from ..ir import Const, Function, Instr, pass_users
 
 
 #: Also rewrite a shared `(x + C) + y` where `x + y` exists already (`_joined_exists`). Off: it
@@ -41,7 +41,7 @@ def run(func: Function) -> Function:
 def _rewrite_all(func: Function) -> bool:
     """One sweep of the rewrites over the function; whether any applied."""
     changed = False
-    uses = users(func)
+    uses = pass_users(func)   # (`func.edits` counts every sweep that changed something)
     for block in func.blocks:
         for instr in list(block.instrs):
             if instr.op == "add" and instr.type.is_int:

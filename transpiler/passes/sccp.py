@@ -12,7 +12,7 @@ import math
 
 from ..interp import (APPROX_OPS, PURE_OPS, InterpError, evaluate, foldable, to_python,
                       to_value, wrap_int)
-from ..ir import Block, Const, Function, Instr, Undef, Value, users
+from ..ir import Block, Const, Function, Instr, Undef, Value, pass_users
 from .copyprop import replace_all_uses
 from .simplifycfg import make_branch, remove_unreachable
 
@@ -79,7 +79,7 @@ def _simplify_all(func: Function, uses: dict) -> bool:
 class _Solver:
     def __init__(self, func: Function):
         self.func = func
-        self.uses = users(func)
+        self.uses = pass_users(func)
         self.lattice: dict[Instr, object] = {}
         self.executable: set[Block] = {func.entry}
         self.edges: set[tuple[Block, Block]] = set()

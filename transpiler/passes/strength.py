@@ -14,7 +14,7 @@ nvcc, this assumes the index arithmetic does not wrap around. Integer `mul` by 2
 from __future__ import annotations
 
 from ..cfg import Loop, dom_tree, natural_loops
-from ..ir import ADDR_TYPE, Const, Function, Instr, Value, remove_instr, u32, users
+from ..ir import ADDR_TYPE, Const, Function, Instr, Value, pass_users, remove_instr, u32
 from ..interp import wrap_int
 from .copyprop import replace_all_uses
 
@@ -23,7 +23,7 @@ def run(func: Function) -> Function:
     loops = natural_loops(func, dom_tree(func))
     changed = False
     if loops:
-        uses = users(func)
+        uses = pass_users(func)
         for loop in loops:
             changed |= _reduce_loop(loop, uses)
     for block in func.blocks:
