@@ -6,7 +6,7 @@ from __future__ import annotations
 import ptxpy
 
 from .. import ir
-from .machine import REG_DECL, MBlock, MFunction, MInstr, Sym, ascii_text
+from .machine import REG_DECL, Imm, MBlock, MFunction, MInstr, Sym, VReg, ascii_text, operand_regs
 from .printf import ARGS_ALIGN, ARGS_BUFFER, module_declarations
 from .target import Target
 
@@ -71,14 +71,26 @@ def _reg_decls(mfunc: MFunction) -> list[str]:
     highest: dict[str, int] = {}
     for block in mfunc.blocks:
         for instr in block.instrs:
-            for regs in (instr.dsts, instr.uses):
-                for reg in regs:
-                    if reg.number > highest.get(reg.cls, 0):
-                        highest[reg.cls] = reg.number
+            for regs in (instr.dsts, instr.srcs):
+                for op in regs:   # (the registers of `instr.dsts` and `instr.uses`)
+                    if op.__class__ is not VReg:
+                        if op.__class__ is Imm:
+                            continue
+                        _count_regs(highest, operand_regs(op))
+                    elif op.number > highest.get(op.cls, 0):
+                        highest[op.cls] = op.number
+            if instr.guard:
+                _count_regs(highest, [instr.guard[0]])
         if block.term and block.term.cond is not None:
             highest["p"] = max(highest.get("p", 0), block.term.cond.number)
     return [f"{INDENT}.reg {decl} %{cls}<{highest[cls] + 1}>;"
             for cls, decl in REG_DECL.items() if cls in highest]
+
+
+def _count_regs(highest: dict, regs: list) -> None:
+    for reg in regs:
+        if reg.number > highest.get(reg.cls, 0):
+            highest[reg.cls] = reg.number
 
 
 def _line_info(func: ir.Function, loc, source_texts: dict) -> list[str]:

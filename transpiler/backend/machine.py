@@ -145,7 +145,7 @@ class MInstr:
         if self.raw:
             return self.opcode
         dsts = [Vec(self.dsts)] if self.vec_dst else self.dsts
-        ops = ", ".join(repr(x) for x in [*dsts, *self.srcs])
+        ops = ", ".join(map(repr, [*dsts, *self.srcs]))
         guard = ""
         if self.guard:
             guard = ("@!" if self.guard[1] else "@") + repr(self.guard[0]) + " "
