@@ -7,7 +7,8 @@
 #
 # Steps: gpu-tests kernel-tests sanitizer kernels ab launch registers (default: all, in order),
 # and on demand: variants (benchmarks/variants.py), launch-host (where a chain call's host time
-# goes), ncu-matmul (stall reasons of ptxpy's and Triton's matmul).
+# goes), graph-probe (the CUDA graphs XLA builds for a chain, and their launch cost),
+# ncu-matmul (stall reasons of ptxpy's and Triton's matmul).
 # All of them take longer than one device call may (10 minutes): name a few steps per call.
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -44,6 +45,7 @@ for step in $steps; do
                           --only prefix_scan rms_norm softmax layer_norm sum transpose ;;
         launch)       run launch python3 benchmarks/launch.py --json "$OUT/launch.json" --only chain ;;
         variants)     run variants env OUT="$OUT" python3 benchmarks/variants.py --rounds 2 ;;
+        graph-probe)  run graph-probe python3 benchmarks/graph_probe.py --out "$OUT/graph-probe" ;;
         launch-host)  run launch-host python3 benchmarks/launch.py --json "$OUT/launch-host.json" \
                           --only "host side" ;;
         ncu-matmul)   metrics="launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active"

@@ -754,8 +754,8 @@ extern "C" __global__ void swiglu(const float* __restrict__ x, int x_rows, int x
 }
 
 // ---------------------------------------------------------------------------------------------
-// examples/reduction.py: BLOCK = 256, IS_MAX = false (sum) and true (max)
-#define RED_BLOCK 256
+// examples/reduction.py: BLOCK = 512, IS_MAX = false (sum) and true (max)
+#define RED_BLOCK 512
 #define RED_WARPS (RED_BLOCK / 32)
 
 template <bool IS_MAX>

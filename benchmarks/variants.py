@@ -1,6 +1,6 @@
 """Variants of the examples timed side by side on the GPU: is a rewrite of an example faster?
 
-    python benchmarks/variants.py [--only sum transpose matmul] [--rounds 2]
+    python benchmarks/variants.py [--only add sum transpose matmul] [--rounds 2]
 
 Each variant is a copy of an example with a few lines replaced (written to a temporary folder
 and imported from there), so a variant is as long as its change. Times are CUPTI kernel
@@ -23,28 +23,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "examples"), os.path.join(ROOT, "benchmarks")]
 FOLDER = tempfile.mkdtemp(prefix="ptxpy-variants-")
 sys.path.insert(0, FOLDER)
-
-# The example's loop of four loads per iteration, which a variant replaces (its one-load loop
-# after it stays).
-SUM_LOOP_START = "    step = stride * 4\n"
-SUM_LOOP_END = "    # ... then one float4 at a time"
-
-
-def sum_loop_unrolled(loads: int) -> str:
-    """A grid-stride loop with `loads` float4 loads in flight per thread (nothing for 1); the
-    sum only: the max variants are not timed."""
-    lines = [SUM_LOOP_START]
-    if loads > 1:
-        names = [[f"v{j}_{e}" for e in range(4)] for j in range(loads)]
-        lines.append(f"    while i + 4 <= n - {loads - 1} * step:\n")
-        for j, four in enumerate(names):
-            lines.append(f"        {', '.join(four)} = x[i + {j} * step:i + {j} * step + 4]\n")
-        sums = [f"(({a} + {b}) + ({c} + {d}))" for a, b, c, d in names]
-        while len(sums) > 1:
-            sums = [f"({sums[k]} + {sums[k + 1]})" for k in range(0, len(sums), 2)]
-        lines += [f"        acc += {sums[0]}\n", f"        i += {loads} * step\n"]
-    return "".join(lines)
-
 
 MATMUL_LAYOUT = """    tm = (t // 16) * 4             # micro-tile rows tm..tm+3 and tm+64..tm+67
     tn = (t % 16) * 4              # micro-tile columns tn..tn+3 and tn+64..tn+67
@@ -81,12 +59,59 @@ def variant_module(example: str, name: str, edits: list) -> object:
 
 
 def sum_variants():
+    import peers
     import reduction
-    yield "sum 2^26", "base (4 loads per iteration, 1024 blocks)", reduction.total
-    for loads in (1, 8):
-        module = variant_module("reduction", f"reduction_{loads}", [
-            ((SUM_LOOP_START, SUM_LOOP_END), sum_loop_unrolled(loads))])
-        yield "sum 2^26", f"{loads} loads per iteration, 1024 blocks", module.total
+    yield "sum 2^26", "XLA (jnp.sum)", peers.xla("sum")
+    yield "sum 2^26", "base (512 threads, up to 8192 blocks: one pass of the loop)", reduction.total
+    # session 12's example (1024 blocks of 256 threads, 16 passes) and neighbours of the base
+    for block, blocks in ((256, 1024), (256, 16384), (512, 4096)):
+        module = variant_module("reduction", f"reduction_{block}_{blocks}", [
+            ("BLOCK = 512\n", f"BLOCK = {block}\n"),
+            ("MAX_BLOCKS = 8192\n", f"MAX_BLOCKS = {blocks}\n")])
+        yield "sum 2^26", f"{block} threads, up to {blocks} blocks", module.total
+
+
+ADD_BODY_START = "    i = ptxpy.global_id(0) * VEC"
+ADD_BODY_END = "\n\ndef main("
+
+
+def add_body(per_thread: int) -> str:
+    """The kernel body with `per_thread` float4s per input per thread, BLOCK * VEC elements
+    apart within the block's chunk, all loaded before any is stored."""
+    fours = [[f"{v}{u}_{e}" for e in range(4)] for u in range(per_thread) for v in "xy"]
+    lines = [f"    base = ptxpy.program_id(0) * (BLOCK * VEC * {per_thread}) + ptxpy.thread_idx.x * VEC\n",
+             f"    if base + {per_thread - 1} * BLOCK * VEC + VEC <= n:\n"]
+    for u in range(per_thread):
+        for k, v in enumerate("xy"):
+            names = fours[2 * u + k]
+            lines.append(f"        {', '.join(names)} = {v}[base + {u} * BLOCK * VEC:"
+                         f"base + {u} * BLOCK * VEC + VEC]\n")
+    for u in range(per_thread):
+        xs, ys = fours[2 * u], fours[2 * u + 1]
+        sums = ", ".join(f"{a} + {b}" for a, b in zip(xs, ys))
+        lines.append(f"        out[base + {u} * BLOCK * VEC:base + {u} * BLOCK * VEC + VEC] = ({sums})\n")
+    lines += ["    else:\n",
+              f"        for u in ptxpy.static_range({per_thread}):\n",
+              "            i = base + u * BLOCK * VEC\n",
+              "            for j in range(i, min(i + VEC, n)):\n",
+              "                out[j] = x[j] + y[j]\n"]
+    return "".join(lines)
+
+
+def add_variants():
+    import add_vectors
+    import peers
+    yield "add 2^28", "XLA (x + y)", peers.xla("add")
+    yield "add 2^28", "base (256 threads, one float4 per thread)", add_vectors.add_vectors
+    for block in (128, 512):
+        module = variant_module("add_vectors", f"add_vectors_b{block}", [
+            ("BLOCK = 256 ", f"BLOCK = {block} ")])
+        yield "add 2^28", f"{block} threads, one float4 per thread", module.add_vectors
+    for per_thread in (2, 4):
+        module = variant_module("add_vectors", f"add_vectors_u{per_thread}", [
+            ((ADD_BODY_START, ADD_BODY_END), add_body(per_thread)),
+            ("BLOCK * VEC),)", f"BLOCK * VEC * {per_thread}),)")])
+        yield "add 2^28", f"256 threads, {per_thread} float4s per thread", module.add_vectors
 
 
 def transpose_variants():
@@ -112,15 +137,17 @@ def matmul_variants():
 
 
 INPUTS = {
+    "add 2^28": lambda rng: tuple(rng.standard_normal(1 << 28, np.float32) for _ in range(2)),
     "sum 2^26": lambda rng: (rng.standard_normal(1 << 26, np.float32),),
     "transpose 8192^2": lambda rng: (rng.standard_normal((8192, 8192), np.float32),),
     "matmul 4096^3": lambda rng: tuple(rng.standard_normal((4096, 4096), np.float32) for _ in range(2)),
 }
-REFERENCE = {"sum 2^26": lambda x: np.sum(x.astype(np.float64)), "transpose 8192^2": lambda x: x.T,
+REFERENCE = {"add 2^28": lambda x, y: x.astype(np.float64) + y,
+             "sum 2^26": lambda x: np.sum(x.astype(np.float64)), "transpose 8192^2": lambda x: x.T,
              "matmul 4096^3": lambda a, b: a.astype(np.float64) @ b}
-AMOUNT = {"sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
+AMOUNT = {"add 2^28": (12 << 28, "TB/s"), "sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
           "matmul 4096^3": (2 * 4096 ** 3, "TFLOP/s")}
-GROUPS = {"sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
+GROUPS = {"add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
 
 
 def kernels_of_one_call(fn, inputs) -> list:
@@ -157,7 +184,7 @@ def main() -> None:
             if not err < 1e-4:
                 raise AssertionError(f"{case} {label}: relative error {err:.2e}")
         if group == "sum":
-            result["sum: kernels of one call, ptxpy"] = kernels_of_one_call(variants[0][2], jax_inputs)
+            result["sum: kernels of one call, ptxpy"] = kernels_of_one_call(variants[1][2], jax_inputs)
             result["sum: kernels of one call, XLA"] = kernels_of_one_call(peers.xla("sum"), jax_inputs)
         amount, unit = AMOUNT[case]
         for round_ in range(args.rounds):

@@ -2,13 +2,14 @@
 
 `reduce` is one kernel used twice:
 
-1. over x with a grid sized for the machine (at most 1024 blocks of 256 threads): each thread
-   walks the array in a grid-stride loop of 128-bit loads, four in flight per iteration (on an
-   H100 at 2^26: 3.05 TB/s against 3.01 with one; BENCHMARKS.md, session 12), keeping its own
-   partial result; the
-   block combines its threads' results with warp shuffles (`warp_sum`/`warp_max`) and one
-   shared-memory slot per warp, and writes one partial result per block;
-2. over those (at most 1024) partial results with a single block, giving the answer.
+1. over x with blocks of 512 threads, enough of them (up to 8192) that each thread reads 16
+   elements: four 128-bit loads in flight at once, in a grid-stride loop that larger arrays go
+   round more than once. Each thread keeps its own partial result; the block combines its
+   threads' results with warp shuffles (`warp_sum`/`warp_max`) and one shared-memory slot per
+   warp, and writes one partial result per block. This is the shape XLA gives the same
+   reduction; on an H100 at 2^26 it reads 3.07 TB/s, against 3.04 with 1024 blocks of 256
+   threads going round the loop 16 times (BENCHMARKS.md, session 13);
+2. over those (at most 8192) partial results with a single block, giving the answer.
 
 The order of the additions is fixed by the launch shape, so the sum is the same on every run
 (a single-stage version with `atomic_add` would not be). `IS_MAX` is a `Const[bool]`: the sum
@@ -26,9 +27,9 @@ import numpy as np
 import ptxpy
 from ptxpy import Array, Const, f32
 
-BLOCK = 256
+BLOCK = 512
 WARPS = BLOCK // 32
-MAX_BLOCKS = 1024
+MAX_BLOCKS = 8192
 
 
 def _blocks(x, *_, **__):
@@ -86,9 +87,10 @@ def reduce(x: Array[f32], partial: Array[f32], IS_MAX: Const[bool] = False):
 
 
 def total(x, is_max: bool = False):
-    """Stage 1 over x, stage 2 over its partial results; works under jax.jit."""
+    """Stage 1 over x, stage 2 over its partial results (and more stages should one block not
+    cover them); works under jax.jit."""
     partial = reduce(x, IS_MAX=is_max)
-    if partial.shape[0] > 1:
+    while partial.shape[0] > 1:
         partial = reduce(partial, IS_MAX=is_max)
     return partial[0]
 

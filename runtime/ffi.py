@@ -465,14 +465,16 @@ _register_lock = threading.Lock()
 
 
 def register_target(name: str = TARGET, platform: str = "CUDA",
-                    run: Callable[[LaunchPlan, int, list], None] = run_on_gpu) -> str:
-    """Registers (once) the handler `name` for `platform`; returns `name`."""
+                    run: Callable[[LaunchPlan, int, list], None] = run_on_gpu,
+                    record: bool = True) -> str:
+    """Registers (once) the handler `name` for `platform`; returns `name`. With `record` false
+    the handler serves XLA's execute stage only (XLA stream-captures it into its graphs)."""
     import jax
 
     with _register_lock:
         if (name, platform) not in _handlers:
             gpu = platform.upper() in ("CUDA", "GPU")
-            recorded = gpu and run is run_on_gpu
+            recorded = gpu and run is run_on_gpu and record
             handler = make_handler(run, with_stream=gpu, record=record_on_gpu if recorded else None)
             _handlers[(name, platform)] = handler
             address = _native_address(handler) if recorded else None

@@ -873,6 +873,27 @@ def test_jit_kernels_are_recorded_as_pdl_graph_nodes():
         assert plans and all(p.pdl == (float(sm) >= 9.0) for p in plans)
 
 
+@gpu
+@needs_gpu
+def test_target_without_the_record_stage_is_stream_captured():
+    """A target registered with record=False serves XLA's execute stage only: in a jitted chain
+    XLA captures its launches into the graph and never asks it to record a node."""
+    target = ffi.register_target("ptxpy_test_captured", record=False)
+    prepared = launch_mod.prepare(ADD1, [jnp.zeros(1024, jnp.float32)], [f32((1024,))], 8, 128)
+
+    def chain(x):
+        for _ in range(6):      # XLA makes CUDA graphs of 5 ops or more
+            x = ffi.call(prepared.key, [x], prepared.out_types, target=target)[0]
+        return x
+
+    records = ffi.records
+    f = jax.jit(chain)
+    for _ in range(3):
+        out = f(jnp.zeros(1024, jnp.float32))
+    np.testing.assert_array_equal(out, 6.0)
+    assert ffi.records == records
+
+
 @ptxpy.jit(out_shape=lambda x: x, grid=lambda x: (x.shape[0] // 128,), block=128)
 def _add1_for_recording(x: ptxpy.Array[ptxpy.f32], out: ptxpy.Array[ptxpy.f32]):
     i = ptxpy.global_id(0)
