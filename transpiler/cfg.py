@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import Block, Function
+from .ir import Block, Function, cached_analysis
 
 
 def branch_head(block: Block) -> Block | None:
@@ -114,35 +114,20 @@ def dom_tree(func: Function) -> DomTree:
     """`DomTree(func)`, computed once while `passes.optimize` runs and no pass has changed the
     function since (`Function.analyses`). For a pass to call before it changes the control
     flow: a pass counts its changes only when it ends."""
-    cache = func.analyses
-    if cache is None:
-        return DomTree(func)
-    found = cache.get("dom")
-    if found is not None and found[0] == func.edits:
-        return found[1]
-    dom = DomTree(func, _cached_order(func, cache))
-    cache["dom"] = (func.edits, dom)
-    return dom
+    return cached_analysis(func, "dom", lambda f: DomTree(f, _cached_order(f)))
 
 
 def block_order(func: Function) -> list[Block]:
     """`reverse_postorder(func)` (a new list), from the cache as `dom_tree` has it."""
-    cache = func.analyses
-    if cache is None:
-        return reverse_postorder(func)
-    return list(_cached_order(func, cache))
+    return list(_cached_order(func))
 
 
-def _cached_order(func: Function, cache: dict) -> list[Block]:
-    found = cache.get("dom")
-    if found is not None and found[0] == func.edits:
+def _cached_order(func: Function) -> list[Block]:
+    """Reverse postorder, the dominator tree's where it is cached (callers only read it)."""
+    found = func.analyses and func.analyses.get("dom")
+    if found and found[0] == func.edits:
         return found[1].order
-    found = cache.get("order")
-    if found is not None and found[0] == func.edits:
-        return found[1]
-    order = reverse_postorder(func)
-    cache["order"] = (func.edits, order)
-    return order
+    return cached_analysis(func, "order", reverse_postorder)
 
 
 @dataclass(eq=False)

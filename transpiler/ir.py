@@ -335,15 +335,21 @@ def pass_users(func: Function) -> dict[Instr, list[Instr]]:
     """`users(func)` for a pass to take before it changes anything: while `passes.optimize`
     runs, the map an earlier pass took at the same `edits` count is handed on (that pass
     changed nothing, so the map is still exact; a pass keeps the map it edits up to date)."""
+    return cached_analysis(func, "users", users)
+
+
+def cached_analysis(func: Function, name: str, compute):
+    """`compute(func)`; while `passes.optimize` runs, the value an earlier call computed at the
+    same `func.edits` count (`Function.analyses[name]`), as no pass has changed `func` since."""
     cache = func.analyses
     if cache is None:
-        return users(func)
-    found = cache.get("users")
+        return compute(func)
+    found = cache.get(name)
     if found is not None and found[0] == func.edits:
         return found[1]
-    uses = users(func)
-    cache["users"] = (func.edits, uses)
-    return uses
+    value = compute(func)
+    cache[name] = (func.edits, value)
+    return value
 
 
 def set_targets(term: Instr, targets: list[Block]) -> None:
