@@ -1,6 +1,6 @@
 """Variants of the examples timed side by side on the GPU: is a rewrite of an example faster?
 
-    python benchmarks/variants.py [--only add sum transpose matmul] [--rounds 2]
+    python benchmarks/variants.py [--only rms softmax add sum transpose matmul] [--rounds 2]
 
 Each variant is a copy of an example with a few lines replaced (written to a temporary folder
 and imported from there), so a variant is as long as its change. Times are CUPTI kernel
@@ -136,18 +136,49 @@ def matmul_variants():
     yield "matmul 4096^3", "K step a run-time loop", rolled.matmul
 
 
+def row_variants(example: str, fn_name: str, peer: str):
+    """One row per block at 2048 x 8192 with 128, 512 or 1024 threads instead of 256 (the row
+    still in registers: 16, 4 or 2 float4s per thread)."""
+    import peers
+    case = f"{example} 2048x8192"
+    module = importlib.import_module(example)
+    wrap = (lambda f: (lambda x, w: f(x, w, 1e-6))) if example == "rms_norm" else (lambda f: f)
+    yield case, "XLA", peers.xla(example)
+    if peer == "pallas" and peers.pallas(example) is not None:
+        yield case, "Pallas", peers.pallas(example)
+    yield case, "base (256 threads, 8 float4s each)", wrap(getattr(module, fn_name))
+    for block, cache in ((128, 16), (512, 4), (1024, 2)):
+        variant = variant_module(example, f"{example}_{block}", [
+            ("BLOCK = 256\n", f"BLOCK = {block}\n"),
+            ("MAX_CACHE = 8 ", f"MAX_CACHE = {max(cache, 8)} ")])
+        yield case, f"{block} threads, {cache} float4s each", wrap(getattr(variant, fn_name))
+
+
+def rms_variants():
+    return row_variants("rms_norm", "rms_norm", "pallas")
+
+
+def softmax_variants():
+    return row_variants("softmax", "softmax", "pallas")
+
+
 INPUTS = {
+    "rms_norm 2048x8192": lambda rng: (rng.standard_normal((2048, 8192), np.float32),
+                                       rng.standard_normal(8192, np.float32)),
+    "softmax 2048x8192": lambda rng: (rng.standard_normal((2048, 8192), np.float32),),
     "add 2^28": lambda rng: tuple(rng.standard_normal(1 << 28, np.float32) for _ in range(2)),
     "sum 2^26": lambda rng: (rng.standard_normal(1 << 26, np.float32),),
     "transpose 8192^2": lambda rng: (rng.standard_normal((8192, 8192), np.float32),),
     "matmul 4096^3": lambda rng: tuple(rng.standard_normal((4096, 4096), np.float32) for _ in range(2)),
 }
-REFERENCE = {"add 2^28": lambda x, y: x.astype(np.float64) + y,
+REFERENCE = {"rms_norm 2048x8192": lambda x, w: x / np.sqrt(np.mean(x.astype(np.float64) ** 2, -1, keepdims=True) + 1e-6) * w,
+             "softmax 2048x8192": lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).astype(np.float64).sum(-1, keepdims=True),
+             "add 2^28": lambda x, y: x.astype(np.float64) + y,
              "sum 2^26": lambda x: np.sum(x.astype(np.float64)), "transpose 8192^2": lambda x: x.T,
              "matmul 4096^3": lambda a, b: a.astype(np.float64) @ b}
-AMOUNT = {"add 2^28": (12 << 28, "TB/s"), "sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
+AMOUNT = {"rms_norm 2048x8192": (8 * 2048 * 8192, "TB/s"), "softmax 2048x8192": (8 * 2048 * 8192, "TB/s"), "add 2^28": (12 << 28, "TB/s"), "sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
           "matmul 4096^3": (2 * 4096 ** 3, "TFLOP/s")}
-GROUPS = {"add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
+GROUPS = {"rms": rms_variants, "softmax": softmax_variants, "add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
 
 
 def kernels_of_one_call(fn, inputs) -> list:
