@@ -1,16 +1,13 @@
-"""What CUDA graph XLA builds for a chain of tiny kernels, and what launching it costs the host,
-for ptxpy's kernels, Pallas's and XLA's own PTX thunk (needs a CUDA GPU and a C compiler).
+"""What CUDA graph XLA builds for a chain of tiny kernels, and where a call's host time goes,
+for ptxpy's kernels, Pallas's, XLA's own PTX thunk and a minimal C FFI handler (needs a CUDA GPU
+and a C compiler).
 
-    python benchmarks/graph_probe.py [--out DIR] [--rounds 2] [--no-logs]
+    python benchmarks/graph_probe.py [--out DIR] [--processes 1]
 
-Each system runs in its own process with benchmarks/graph_probe.c preloaded, which writes every
-graph XLA instantiates as Graphviz (DIR/<system>-graphNNN.dot; a chain of 4 kernels is
-instantiated first, so its graph is the small one) and times every `cuGraphLaunch` on the host.
-For the chain of 100 kernels (benchmarks/launch.py's `x + 1` chain) it reports, in microseconds:
-the host time of `f(x)` alone, of `f(x)` waited for, per call of calls issued back to back, and
-the median `cuGraphLaunch` inside each. One more process runs every system's chain of 100, taking turns (the
-medians of f(x), waited, and of cuGraphLaunch per system). A last kind of process, with XLA's command-buffer
-logging on, runs only the chain of 4 (DIR/<system>-log.txt). Results: DIR/graph_probe.json.
+Each process preloads benchmarks/graph_probe.c, which writes every graph XLA instantiates as
+Graphviz (DIR/graphNNN.dot) and times every `cuGraphLaunch` on the host, and runs every system's
+chain of 100 `x + 1` kernels (benchmarks/launch.py's), taking turns (`worker`). Results, per
+process: DIR/graph_probe.json.
 """
 from __future__ import annotations
 
@@ -27,7 +24,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SYSTEMS = ["ptxpy @jit (recorded, PDL)", "ptxpy @jit 1 x 128 (recorded, PDL)",
            "ptxpy launch() (recorded)", "ptxpy launch() (captured)",
            "Pallas", "XLA PTX thunk", "minimal C FFI handler (captured)"]
-CALLS = 200
 
 
 def _op(system: str):
@@ -86,55 +82,7 @@ def _launches(probe, path: str) -> list:
     return [(int(start), int(ns)) for e, start, ns in rows if e == main_exec]
 
 
-def _launch_times(probe, path: str) -> list:
-    return [ns for _, ns in _launches(probe, path)]
-
-
-def worker(system: str, logs_only: bool) -> dict:
-    import ctypes
-
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    probe = ctypes.CDLL(os.environ["GRAPH_PROBE_LIB"])
-    x = jnp.asarray(np.random.default_rng(0).standard_normal(1024).astype(np.float32))
-    op = _op(system)
-    small = jax.jit(_chain(op, 4))
-    for _ in range(3):
-        np.testing.assert_allclose(small(x), np.asarray(x) + 4, rtol=1e-5)
-    if logs_only:
-        return {}
-    f = jax.jit(_chain(op, 100))
-    np.testing.assert_allclose(f(x), np.asarray(x) + 100, rtol=1e-5)
-    for _ in range(5):
-        jax.block_until_ready(f(x))
-    scratch = os.environ["GRAPH_PROBE_PREFIX"] + "launches.txt"
-    _launch_times(probe, scratch)
-    dispatch, waited = [], []
-    for _ in range(CALLS):
-        t0 = time.perf_counter()
-        y = f(x)
-        t1 = time.perf_counter()
-        jax.block_until_ready(y)
-        t2 = time.perf_counter()
-        dispatch.append(t1 - t0)
-        waited.append(t2 - t0)
-    launch_waited = _launch_times(probe, scratch)
-    t0 = time.perf_counter()
-    ys = [f(x) for _ in range(CALLS)]
-    jax.block_until_ready(ys)
-    back_to_back = (time.perf_counter() - t0) / CALLS
-    launch_b2b = _launch_times(probe, scratch)
-    us = lambda v: round(statistics.median(v) * 1e6, 2)
-    return {"f(x) dispatch": us(dispatch), "f(x) waited": us(waited),
-            "back to back, per call": round(back_to_back * 1e6, 2),
-            "cuGraphLaunch, waited calls": round(statistics.median(launch_waited) / 1e3, 2) if launch_waited else None,
-            "cuGraphLaunch, back to back": round(statistics.median(launch_b2b) / 1e3, 2) if launch_b2b else None,
-            "cuGraphLaunch calls seen": len(launch_waited) + len(launch_b2b)}
-
-
-def worker_together(rounds: int = 10, calls: int = 30) -> dict:
+def worker(rounds: int = 10, calls: int = 30) -> dict:
     """All systems' chains of 100 in one process, taking turns `rounds` times: medians over every
     call of each system of the host time of `f(x)`, of `f(x)` waited for, and of its parts:
     before the cuGraphLaunch inside it (JAX and XLA up to the launch), the launch, and after it
@@ -208,20 +156,12 @@ def build_probe(folder: str) -> str:
     return lib
 
 
-def run(system: str, lib: str, out: str, logs_only: bool = False) -> dict:
-    slug = "".join(c if c.isalnum() else "_" for c in system).strip("_")
-    prefix = os.path.join(out, slug + ("-log-" if logs_only else "-"))
-    env = dict(os.environ, LD_PRELOAD=lib, GRAPH_PROBE_LIB=lib, GRAPH_PROBE_PREFIX=prefix)
-    if logs_only:
-        env.update(TF_CPP_MIN_LOG_LEVEL="0",
-                   TF_CPP_VMODULE="cuda_command_buffer=3,command_buffer_cmd=3,command_buffer_thunk=3")
+def run(lib: str, out: str) -> dict:
+    env = dict(os.environ, LD_PRELOAD=lib, GRAPH_PROBE_LIB=lib,
+               GRAPH_PROBE_PREFIX=os.path.join(out, ""))
     with tempfile.NamedTemporaryFile("r", suffix=".json") as result:
-        proc = subprocess.run([sys.executable, __file__, "--worker", system, "--result", result.name]
-                              + (["--logs-only"] if logs_only else []),
+        proc = subprocess.run([sys.executable, __file__, "--worker", "--result", result.name],
                               env=env, capture_output=True, text=True, timeout=300)
-        if logs_only:
-            with open(prefix + "stderr.txt", "w") as f:
-                f.write(proc.stderr[:400_000])
         if proc.returncode != 0:
             return {"error": proc.stderr[-3000:]}
         return json.load(open(result.name))
@@ -230,31 +170,22 @@ def run(system: str, lib: str, out: str, logs_only: bool = False) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "graph-probe"))
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--worker")
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--worker", action="store_true")
     parser.add_argument("--result")
-    parser.add_argument("--logs-only", action="store_true")
-    parser.add_argument("--no-logs", action="store_true", help="skip the logging processes")
     args = parser.parse_args()
     if args.worker:
-        result = worker_together() if args.worker == "together" else worker(args.worker, args.logs_only)
-        json.dump(result, open(args.result, "w"))
+        json.dump(worker(), open(args.result, "w"))
         return
     os.makedirs(args.out, exist_ok=True)
     lib = build_probe(tempfile.mkdtemp(prefix="graph-probe-"))
-    results: dict = {}
-    for round_ in range(args.rounds):
-        for system in SYSTEMS:
-            row = run(system, lib, args.out)
-            results.setdefault(system, []).append(row)
-            print(f"round {round_} {system:28} {row}", flush=True)
-    results["all in one process"] = together = run("together", lib, args.out)
-    for name, row in together.items():
-        print(f"all in one process: {name:52} {row}", flush=True)
-    for system in SYSTEMS if not args.no_logs else ():
-        run(system, lib, args.out, logs_only=True)
+    results = []
+    for process in range(args.processes):
+        results.append(run(lib, args.out))
+        for name, row in results[-1].items():
+            print(f"process {process} {name:52} {row}", flush=True)
     with open(os.path.join(args.out, "graph_probe.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump({"all in one process": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ def matmul_variants():
     yield "matmul 4096^3", "K step a run-time loop", rolled.matmul
 
 
-def row_variants(example: str, fn_name: str, peer: str):
+def row_variants(example: str, fn_name: str):
     """One row per block at 2048 x 8192 with 128, 512 or 1024 threads instead of 256 (the row
     still in registers: 16, 4 or 2 float4s per thread)."""
     import peers
@@ -144,7 +144,7 @@ def row_variants(example: str, fn_name: str, peer: str):
     module = importlib.import_module(example)
     wrap = (lambda f: (lambda x, w: f(x, w, 1e-6))) if example == "rms_norm" else (lambda f: f)
     yield case, "XLA", peers.xla(example)
-    if peer == "pallas" and peers.pallas(example) is not None:
+    if peers.pallas(example) is not None:
         yield case, "Pallas", peers.pallas(example)
     yield case, "base (256 threads, 8 float4s each)", wrap(getattr(module, fn_name))
     for block, cache in ((128, 16), (512, 4), (1024, 2)):
@@ -155,11 +155,11 @@ def row_variants(example: str, fn_name: str, peer: str):
 
 
 def rms_variants():
-    return row_variants("rms_norm", "rms_norm", "pallas")
+    return row_variants("rms_norm", "rms_norm")
 
 
 def softmax_variants():
-    return row_variants("softmax", "softmax", "pallas")
+    return row_variants("softmax", "softmax")
 
 
 INPUTS = {
