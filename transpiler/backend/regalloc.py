@@ -8,17 +8,17 @@ the better one.
 """
 from __future__ import annotations
 
-from .liveness import live_out, registers_read
+from .liveness import Registers, live_out
 from .machine import MBlock, MFunction, VReg
 
 
 def allocate_registers(mfunc: MFunction) -> None:
-    reads = registers_read(mfunc)
-    graph = interference_graph(mfunc, reads)
-    alias = coalesce(mfunc, graph)
-    order = _definition_order(mfunc, alias, reads)
-    colours = _number_in_order(colour(graph, order), order)
-    for reg in [*graph, *alias]:   # every register (those merged away are in `alias` only)
+    registers = Registers(mfunc)
+    graph = interference_graph(mfunc, registers)
+    alias = coalesce(mfunc, registers, graph)
+    order = _definition_order(mfunc, alias, registers.reads)
+    colours = _number_in_order(colour(registers, graph, alias, order), order)
+    for reg in registers.regs:   # every register (those merged away are in `alias`)
         reg.number = colours[_find(alias, reg)]
     _drop_coalesced_copies(mfunc)
 
@@ -32,77 +32,67 @@ def _drop_coalesced_copies(mfunc: MFunction) -> None:
             block.instrs = kept
 
 
-def interference_graph(mfunc: MFunction, reads: dict | None = None) -> dict[VReg, set]:
-    """{register: the registers of its class live where it is written, or written with it}
-    (symmetric). `reads` as from `liveness.registers_read`."""
-    reads = registers_read(mfunc) if reads is None else reads
-    graph: dict[VReg, set] = {}
-    outs = live_out(mfunc, reads)
+def interference_graph(mfunc: MFunction, registers: Registers) -> list[int]:
+    """The neighbours of each register (by its number in `registers`, as a bitset): the
+    registers of its class live where it is written, or written with it (symmetric)."""
+    graph = [0] * len(registers.regs)
+    outs = live_out(mfunc, registers)
+    reads, writes = registers.reads_mask, registers.writes
     for block in mfunc.blocks:
-        live = set(outs[block])
+        live = outs[block]
         if block.term:
-            live.update(block.term.uses)
-        live_by_class: dict[str, set] = {}
-        for reg in live:
-            _live_in_class(live_by_class, reg)
-            if reg not in graph:
-                graph[reg] = set()
+            live |= registers.mask(block.term.uses)
         for instr in reversed(block.instrs):
-            dsts = instr.dsts
-            if dsts:
-                _add_interferences(graph, instr, live_by_class)
+            if instr.dsts:
+                _add_interferences(graph, instr, live, registers)
                 if not instr.guard:
-                    for dst in dsts:
-                        live_by_class[dst.cls].discard(dst)
-            for reg in reads[instr]:
-                if reg not in graph:
-                    graph[reg] = set()
-                _live_in_class(live_by_class, reg)
+                    live &= ~writes[instr]
+            live |= reads[instr]
     return graph
 
 
-def _live_in_class(live_by_class: dict, reg: VReg) -> None:
-    found = live_by_class.get(reg.cls)
-    if found is None:
-        live_by_class[reg.cls] = {reg}
-    else:
-        found.add(reg)
+def _add_interferences(graph: list, instr, live: int, registers: Registers) -> None:
+    """Edges between each register `instr` writes and the others of its class live there
+    (`live`: the registers live after it)."""
+    bit_of, class_mask = registers.bit, registers.class_mask
+    copied = bit_of[instr.srcs[0]] if instr.is_copy else 0   # a copy's two registers hold one value
+    several = len(instr.dsts) > 1
+    for dst in instr.dsts:
+        bit = bit_of[dst]
+        same_class = class_mask[dst.cls]
+        others = live & same_class
+        if several:
+            others |= registers.writes[instr] & same_class
+        others &= ~(copied | bit)
+        graph[bit.bit_length() - 1] |= others
+        while others:   # the symmetric edges
+            low = others & -others
+            graph[low.bit_length() - 1] |= bit
+            others ^= low
 
 
-def _add_interferences(graph: dict, instr, live_by_class: dict) -> None:
-    """Edges between each register `instr` writes and the others of its class live there."""
-    copied = instr.srcs[0] if instr.is_copy else None   # a copy's two registers hold one value
-    dsts = instr.dsts
-    for dst in dsts:
-        if dst not in graph:
-            graph[dst] = set()
-    for dst in dsts:
-        others = live_by_class.get(dst.cls)
-        if others is None:
-            others = live_by_class[dst.cls] = set()
-        if copied in others or len(dsts) > 1:
-            others = (others | {d for d in dsts if d.cls == dst.cls}) - {copied}
-        neighbours = graph[dst]
-        neighbours |= others
-        for reg in others:
-            graph[reg].add(dst)
-        neighbours.discard(dst)   # (when `dst` is live after it is written)
-
-
-def coalesce(mfunc: MFunction, graph: dict[VReg, set]) -> dict[VReg, VReg]:
-    """Merge the two registers of each copy that do not interfere; returns the alias map."""
+def coalesce(mfunc: MFunction, registers: Registers, graph: list) -> dict[VReg, VReg]:
+    """Merge the two registers of each copy that do not interfere (in `graph`, whose entry of a
+    register merged away becomes 0); returns the alias map."""
     alias: dict[VReg, VReg] = {}
     depth = loop_depths(mfunc)
     copies = [(not instr.phi_copy, -depth[block], n, instr)
               for block in mfunc.blocks for n, instr in enumerate(block.instrs) if instr.is_copy]
+    bit_of = registers.bit
     for *_, instr in sorted(copies, key=lambda c: c[:3]):
         keep, gone = _find(alias, instr.dsts[0]), _find(alias, instr.srcs[0])
-        if keep is gone or gone in graph[keep]:
+        keep_bit, gone_bit = bit_of[keep], bit_of[gone]
+        keep_n, gone_n = keep_bit.bit_length() - 1, gone_bit.bit_length() - 1
+        if keep is gone or graph[keep_n] & gone_bit:
             continue
-        for reg in graph.pop(gone):
-            graph[reg].discard(gone)
-            graph[reg].add(keep)
-            graph[keep].add(reg)
+        neighbours = graph[gone_n]
+        graph[gone_n] = 0
+        graph[keep_n] |= neighbours
+        while neighbours:   # each neighbour of `gone` is one of `keep` instead
+            low = neighbours & -neighbours
+            n = low.bit_length() - 1
+            graph[n] = graph[n] & ~gone_bit | keep_bit
+            neighbours ^= low
         alias[gone] = keep
     return alias
 
@@ -113,11 +103,13 @@ def _find(alias: dict, reg: VReg) -> VReg:
     return reg
 
 
-def colour(graph: dict[VReg, set], def_order: list) -> dict[VReg, int]:
-    """Numbers from 1 per class; neighbours differ. The better of two greedy orders."""
+def colour(registers: Registers, graph: list, alias: dict, def_order: list) -> dict[VReg, int]:
+    """Numbers from 1 per class for the registers not merged away; neighbours differ. The
+    better of two greedy orders."""
     best = None
-    for order in (_smallest_last(graph), def_order):
-        colours = _greedy(graph, order)
+    present = [reg for reg in registers.regs if reg not in alias]
+    for order in (_smallest_last(registers, graph, present), def_order):
+        colours = _greedy(registers, graph, order)
         used = _count(colours)
         if best is None or used < best[0]:
             best = (used, colours)
@@ -135,13 +127,20 @@ def _number_in_order(colours: dict, order: list) -> dict[VReg, int]:
     return {reg: renumber[(reg.cls, c)] for reg, c in colours.items()}
 
 
-def _greedy(graph, order) -> dict[VReg, int]:
+def _greedy(registers: Registers, graph: list, order: list) -> dict[VReg, int]:
+    """Each register in `order` gets the lowest colour none of its neighbours has yet."""
     colours: dict[VReg, int] = {}
+    coloured = [0, 0]   # colour -> bitset of the registers that have it (colours from 1)
+    bit_of = registers.bit
     for reg in order:
-        taken = set(map(colours.get, graph[reg]))
+        bit = bit_of[reg]
+        neighbours = graph[bit.bit_length() - 1]
         c = 1
-        while c in taken:
+        while neighbours & coloured[c]:
             c += 1
+            if c == len(coloured):
+                coloured.append(0)
+        coloured[c] |= bit
         colours[reg] = c
     return colours
 
@@ -154,33 +153,38 @@ def _count(colours: dict) -> int:
     return sum(per_class.values())
 
 
-def _smallest_last(graph) -> list:
-    """Registers in reverse order of removal, each removed with the fewest neighbours left
-    (the lowest id among equals). The registers left are kept by degree, as ids (compared in C
-    by `min`); the lowest degree can fall by one per removal, so its search restarts there."""
-    by_id = {reg.id: reg for reg in graph}
-    degree = {reg: len(ns) for reg, ns in graph.items()}
-    buckets = [set() for _ in range(max(degree.values(), default=0) + 1)]   # by degree
-    for reg, d in degree.items():
-        buckets[d].add(reg.id)
+def _smallest_last(registers: Registers, graph: list, present: list) -> list:
+    """The registers `present` in reverse order of removal, each removed with the fewest
+    neighbours left (the lowest id among equals). The registers left are kept in bitsets by
+    degree: as numbers follow ids, the lowest bit of one is the lowest id. The lowest degree
+    can fall by one per removal, so its search restarts there."""
+    regs, bit_of = registers.regs, registers.bit
+    degree = [graph[n].bit_count() for n in range(len(regs))]
+    buckets = [0] * (max(degree, default=0) + 1)   # degree -> bitset of the registers left
+    left = 0   # bitset of the registers not removed yet
+    for reg in present:
+        bit = bit_of[reg]
+        buckets[degree[bit.bit_length() - 1]] |= bit
+        left |= bit
     order, low = [], 0
-    for _ in range(len(degree)):
-        bucket = buckets[low]
-        while not bucket:
+    for _ in range(len(present)):
+        while not buckets[low]:
             low += 1
-            bucket = buckets[low]
-        reg_id = min(bucket)
-        bucket.discard(reg_id)
-        reg = by_id[reg_id]
-        del degree[reg]   # removed: its neighbours still in `degree` lose one
-        order.append(reg)
-        for n in graph[reg]:
-            d = degree.get(n)
-            if d is not None:
-                degree[n] = d - 1
-                n_id = n.id
-                buckets[d].discard(n_id)
-                buckets[d - 1].add(n_id)
+        bucket = buckets[low]
+        bit = bucket & -bucket
+        buckets[low] = bucket ^ bit
+        left ^= bit   # removed: its neighbours still left lose one
+        n = bit.bit_length() - 1
+        order.append(regs[n])
+        neighbours = graph[n] & left
+        while neighbours:
+            low_bit = neighbours & -neighbours
+            m = low_bit.bit_length() - 1
+            d = degree[m]
+            degree[m] = d - 1
+            buckets[d] ^= low_bit
+            buckets[d - 1] |= low_bit
+            neighbours ^= low_bit
         if low:
             low -= 1
     order.reverse()
@@ -188,6 +192,7 @@ def _smallest_last(graph) -> list:
 
 
 def _definition_order(mfunc: MFunction, alias: dict, reads: dict) -> list:
+    """The registers not merged away, in the order the code first names them."""
     seen, order = set(), []
     for block in mfunc.blocks:
         for instr in block.instrs:
