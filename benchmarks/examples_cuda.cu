@@ -291,7 +291,7 @@ extern "C" __global__ void matmul_blocks(const float* __restrict__ x, int x_rows
 
 // ---------------------------------------------------------------------------------------------
 // examples/rms_norm.py: rms_norm_warp (one warp per row, N = 512, eps by value) and
-// rms_norm_kernel (BLOCK = 256, CACHE = 8 for the 2048 x 8192 run and CACHE = 0 for the
+// rms_norm_kernel (BLOCK = 128, CACHE = 16 for the 2048 x 8192 run and CACHE = 0 for the
 // others; eps by reference: the example passes it through jax.jit)
 template <int N>
 __device__ __forceinline__ void rms_norm_warp_body(const float* __restrict__ x, int x_cols,
@@ -335,8 +335,9 @@ extern "C" __global__ void rms_norm_warp(const float* __restrict__ x, int x_cols
 #define NORM_BLOCK 256
 #define NORM_WARPS (NORM_BLOCK / 32)
 
-__device__ __forceinline__ float block_sum(float v) {
-    __shared__ float partial[NORM_WARPS];
+template <int WARPS>
+__device__ __forceinline__ float block_sum_of(float v) {
+    __shared__ float partial[WARPS];
     int t = threadIdx.x;
     v = warp_sum(v);
     if (t % 32 == 0) {
@@ -344,9 +345,13 @@ __device__ __forceinline__ float block_sum(float v) {
     }
     __syncthreads();
     int lane = t % 32;
-    v = lane < NORM_WARPS ? partial[lane] : 0.0f;
+    v = lane < WARPS ? partial[lane] : 0.0f;
     return warp_sum(v);
 }
+
+__device__ __forceinline__ float block_sum(float v) { return block_sum_of<NORM_WARPS>(v); }
+
+#define RMS_BLOCK 128
 
 template <int CACHE>
 __device__ __forceinline__ void rms_norm_body(const float* __restrict__ x, int x_cols,
@@ -362,7 +367,7 @@ __device__ __forceinline__ void rms_norm_body(const float* __restrict__ x, int x
         float vals[4 * CACHE];
 #pragma unroll
         for (int k = 0; k < CACHE; k++) {
-            int j = (k * NORM_BLOCK + t) * 4;
+            int j = (k * RMS_BLOCK + t) * 4;
             float a, b, c, d;
             if (j < cols) {
                 float4 v = *reinterpret_cast<const float4*>(x + row * x_cols + j);
@@ -385,10 +390,10 @@ __device__ __forceinline__ void rms_norm_body(const float* __restrict__ x, int x
         for (int k = 0; k < 4 * CACHE; k++) {
             ss = fmaf(vals[k], vals[k], ss);
         }
-        float scale = rsqrtf(block_sum(ss) / (float)cols + eps);
+        float scale = rsqrtf(block_sum_of<RMS_BLOCK / 32>(ss) / (float)cols + eps);
 #pragma unroll
         for (int k = 0; k < CACHE; k++) {
-            int j = (k * NORM_BLOCK + t) * 4;
+            int j = (k * RMS_BLOCK + t) * 4;
             if (j < cols) {
                 float4 wv = *reinterpret_cast<const float4*>(w + j);
                 *reinterpret_cast<float4*>(out + row * out_cols + j) =
@@ -397,12 +402,12 @@ __device__ __forceinline__ void rms_norm_body(const float* __restrict__ x, int x
             }
         }
     } else if (cols % 4 == 0) {
-        for (int j = t * 4; j < cols; j += NORM_BLOCK * 4) {
+        for (int j = t * 4; j < cols; j += RMS_BLOCK * 4) {
             float4 v = *reinterpret_cast<const float4*>(x + row * x_cols + j);
             ss = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, ss))));
         }
-        float scale = rsqrtf(block_sum(ss) / (float)cols + eps);
-        for (int j = t * 4; j < cols; j += NORM_BLOCK * 4) {
+        float scale = rsqrtf(block_sum_of<RMS_BLOCK / 32>(ss) / (float)cols + eps);
+        for (int j = t * 4; j < cols; j += RMS_BLOCK * 4) {
             float4 v = *reinterpret_cast<const float4*>(x + row * x_cols + j);
             float4 wv = *reinterpret_cast<const float4*>(w + j);
             *reinterpret_cast<float4*>(out + row * out_cols + j) =
@@ -410,22 +415,22 @@ __device__ __forceinline__ void rms_norm_body(const float* __restrict__ x, int x
                             v.w * scale * wv.w);
         }
     } else {
-        for (int j = t; j < cols; j += NORM_BLOCK) {
+        for (int j = t; j < cols; j += RMS_BLOCK) {
             float v = x[row * x_cols + j];
             ss = fmaf(v, v, ss);
         }
-        float scale = rsqrtf(block_sum(ss) / (float)cols + eps);
-        for (int j = t; j < cols; j += NORM_BLOCK) {
+        float scale = rsqrtf(block_sum_of<RMS_BLOCK / 32>(ss) / (float)cols + eps);
+        for (int j = t; j < cols; j += RMS_BLOCK) {
             out[row * out_cols + j] = x[row * x_cols + j] * scale * w[j];
         }
     }
 }
 
-extern "C" __global__ void rms_norm_kernel_cache8(const float* __restrict__ x, int x_cols,
-                                                  const float* __restrict__ w,
-                                                  const float* __restrict__ eps,
-                                                  float* __restrict__ out, int out_cols) {
-    rms_norm_body<8>(x, x_cols, w, eps, out, out_cols);
+extern "C" __global__ void rms_norm_kernel_cache16(const float* __restrict__ x, int x_cols,
+                                                   const float* __restrict__ w,
+                                                   const float* __restrict__ eps,
+                                                   float* __restrict__ out, int out_cols) {
+    rms_norm_body<16>(x, x_cols, w, eps, out, out_cols);
 }
 
 extern "C" __global__ void rms_norm_kernel_cache0(const float* __restrict__ x, int x_cols,

@@ -161,6 +161,14 @@ def copy_bandwidth(nbytes: int) -> float:
     return 2 * x.numel() * 4 / seconds
 
 
+def elementwise_bandwidth(rows: int, cols: int) -> float:
+    """Bytes per second of XLA's `-x` on a rows x cols f32 array, timed as the kernels are
+    (CUPTI durations; an event-timed copy of a 46 us kernel also counts its launch gap)."""
+    import jax.numpy as jnp
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((rows, cols), np.float32))
+    return 2 * x.size * 4 / _profiled_time(lambda a: -a, [x])
+
+
 def cases(quick: bool, wanted=lambda kernel: True):
     """(kernel, size label, ptxpy fn, inputs (numpy), reference fn, bytes, flops); the inputs
     of a kernel `wanted` rejects are never made."""
@@ -311,10 +319,10 @@ def main() -> None:
     print(f"device-to-device copy: {ceiling / 1e12:.3f} TB/s", flush=True)
     # The ceiling at the row kernels' sizes: a 46 us kernel (2048 x 8192) pays its ramp-up and
     # tail on a shorter run than the 1 GiB copy does.
-    sized = {label: copy_bandwidth(nbytes) for label, nbytes in
-             (("2048x8192", 2 * 2048 * 8192 * 4), ("8192x8192", 2 * 8192 * 8192 * 4))}
+    sized = {f"{rows}x{cols}": elementwise_bandwidth(rows, cols)
+             for rows, cols in ((2048, 8192), (8192, 8192))}
     for label, bandwidth in sized.items():
-        print(f"device-to-device copy moving what a {label} row kernel moves: "
+        print(f"XLA's -x on {label} (what a row kernel moves, no arithmetic): "
               f"{bandwidth / 1e12:.3f} TB/s", flush=True)
     rows = []
     for case in cases(args.quick):
@@ -322,7 +330,7 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "kernels.json"), "w") as f:
         json.dump({"copy_TB/s": round(ceiling / 1e12, 3),
-                   "copy_TB/s_at": {k: round(v / 1e12, 3) for k, v in sized.items()},
+                   "negate_TB/s_at": {k: round(v / 1e12, 3) for k, v in sized.items()},
                    "rows": rows, "profile": _TRACE_NOTES}, f, indent=1)
     chart(rows, ceiling, os.path.join(args.out, "kernels.png"))
     print(f"\n{'kernel':10} {'size':12} {'system':7} {'us':>9} {'TB/s':>6} {'TFLOP/s':>8}")

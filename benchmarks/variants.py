@@ -137,8 +137,8 @@ def matmul_variants():
 
 
 def row_variants(example: str, fn_name: str):
-    """One row per block at 2048 x 8192 with 128, 512 or 1024 threads instead of 256 (the row
-    still in registers: 16, 4 or 2 float4s per thread)."""
+    """One row per block at 2048 x 8192 with the example's block size and with 128, 256, 512 or
+    1024 threads instead (the row still in registers: 8192 / 4 / threads float4s per thread)."""
     import peers
     case = f"{example} 2048x8192"
     module = importlib.import_module(example)
@@ -146,16 +146,35 @@ def row_variants(example: str, fn_name: str):
     yield case, "XLA", peers.xla(example)
     if peers.pallas(example) is not None:
         yield case, "Pallas", peers.pallas(example)
-    yield case, "base (256 threads, 8 float4s each)", wrap(getattr(module, fn_name))
-    for block, cache in ((128, 16), (512, 4), (1024, 2)):
+    base = module.BLOCK
+    yield case, f"base ({base} threads, {2048 // base} float4s each)", wrap(getattr(module, fn_name))
+    for block in (128, 256, 512, 1024):
+        if block == base:
+            continue
+        cache = 2048 // block
         variant = variant_module(example, f"{example}_{block}", [
-            ("BLOCK = 256\n", f"BLOCK = {block}\n"),
-            ("MAX_CACHE = 8 ", f"MAX_CACHE = {max(cache, 8)} ")])
+            (f"BLOCK = {base}\n", f"BLOCK = {block}\n"),
+            (f"MAX_CACHE = {module.MAX_CACHE} ", f"MAX_CACHE = {max(cache, module.MAX_CACHE)} ")])
         yield case, f"{block} threads, {cache} float4s each", wrap(getattr(variant, fn_name))
 
 
 def rms_variants():
-    return row_variants("rms_norm", "rms_norm")
+    """The block sizes of row_variants, then one block looping over several rows
+    (benchmarks/row_ceiling.py): 256 programs (8 rows each) or as many as fit at once, with or
+    without the next row's loads issued before this row's sum."""
+    import row_ceiling
+    yield from row_variants("rms_norm", "rms_norm")
+    for programs, prefetch in ((256, False), (396, False), (256, True), (264, True)):
+        label = f"persistent, {programs} blocks" + (", next row prefetched" if prefetch else "")
+        yield "rms_norm 2048x8192", label, row_ceiling.rms_norm_persistent(programs, prefetch)
+
+
+def ceiling_variants():
+    """The bytes of a 2048 x 8192 row kernel with no arithmetic: what any of them can reach."""
+    import row_ceiling
+    yield "negate 2048x8192", "XLA (-x)", lambda x: -x
+    yield "negate 2048x8192", "one row per block, the row in registers", row_ceiling.row_negate
+    yield "negate 2048x8192", "flat, one float4 per thread", row_ceiling.flat_negate
 
 
 def softmax_variants():
@@ -166,6 +185,7 @@ INPUTS = {
     "rms_norm 2048x8192": lambda rng: (rng.standard_normal((2048, 8192), np.float32),
                                        rng.standard_normal(8192, np.float32)),
     "softmax 2048x8192": lambda rng: (rng.standard_normal((2048, 8192), np.float32),),
+    "negate 2048x8192": lambda rng: (rng.standard_normal((2048, 8192), np.float32),),
     "add 2^28": lambda rng: tuple(rng.standard_normal(1 << 28, np.float32) for _ in range(2)),
     "sum 2^26": lambda rng: (rng.standard_normal(1 << 26, np.float32),),
     "transpose 8192^2": lambda rng: (rng.standard_normal((8192, 8192), np.float32),),
@@ -173,12 +193,13 @@ INPUTS = {
 }
 REFERENCE = {"rms_norm 2048x8192": lambda x, w: x / np.sqrt(np.mean(x.astype(np.float64) ** 2, -1, keepdims=True) + 1e-6) * w,
              "softmax 2048x8192": lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).astype(np.float64).sum(-1, keepdims=True),
+             "negate 2048x8192": lambda x: -x.astype(np.float64),
              "add 2^28": lambda x, y: x.astype(np.float64) + y,
              "sum 2^26": lambda x: np.sum(x.astype(np.float64)), "transpose 8192^2": lambda x: x.T,
              "matmul 4096^3": lambda a, b: a.astype(np.float64) @ b}
-AMOUNT = {"rms_norm 2048x8192": (8 * 2048 * 8192, "TB/s"), "softmax 2048x8192": (8 * 2048 * 8192, "TB/s"), "add 2^28": (12 << 28, "TB/s"), "sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
+AMOUNT = {"negate 2048x8192": (8 * 2048 * 8192, "TB/s"), "rms_norm 2048x8192": (8 * 2048 * 8192, "TB/s"), "softmax 2048x8192": (8 * 2048 * 8192, "TB/s"), "add 2^28": (12 << 28, "TB/s"), "sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
           "matmul 4096^3": (2 * 4096 ** 3, "TFLOP/s")}
-GROUPS = {"rms": rms_variants, "softmax": softmax_variants, "add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
+GROUPS = {"ceiling": ceiling_variants, "rms": rms_variants, "softmax": softmax_variants, "add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
 
 
 def kernels_of_one_call(fn, inputs) -> list:

@@ -7,12 +7,14 @@ Two kernels:
   the scaling: the row is read from memory once. The lanes read 128-bit vectors, the 32 lanes of
   a warp covering 512 consecutive bytes per load, and `ptxpy.warp_sum` (five `shfl.sync.bfly`)
   adds their partial sums, leaving the total in every lane.
-- `rms_norm`: the general kernel, any rows x cols (e.g. 2048 x 8192), one block of 256 threads
+- `rms_norm`: the general kernel, any rows x cols (e.g. 2048 x 8192), one block of 128 threads
   per row. Each thread sums the squares of its float4s; the block reduces through warp
   shuffles and one shared-memory slot per warp (`block_sum`); then every thread scales its
-  elements. Rows of up to 8192 floats stay in registers in between (up to eight float4s per
+  elements. Rows of up to 8192 floats stay in registers in between (up to sixteen float4s per
   thread, in a `local_array` indexed by constants; the count is a `Const` chosen from the row
   length), so the row is read from memory once; longer rows are read a second time (from L2).
+  (128 threads measured 1-2% faster than 256, 512 or 1024 on an H100 at 2048 x 8192; see
+  BENCHMARKS.md, session 14.)
   Rows whose length is not a multiple of 4 take a scalar path, since vector loads need 16-byte
   alignment.
 
@@ -67,9 +69,9 @@ def rms_norm_small(x, w, eps=EPS):
 
 # --- one block per row, any shape -------------------------------------------------------------
 
-BLOCK = 256
+BLOCK = 128
 WARPS = BLOCK // 32
-MAX_CACHE = 8       # at most 8 float4s per thread stay in registers: rows up to 8192 floats
+MAX_CACHE = 16      # at most 16 float4s per thread stay in registers: rows up to 8192 floats
 
 
 @ptxpy.func

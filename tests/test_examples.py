@@ -56,6 +56,21 @@ def test_example_in_simulator(name, monkeypatch, capsys):
     print(f"{name}: {seconds:.1f} s in the simulator")
 
 
+def test_rms_norm_longest_row_held_in_registers(monkeypatch):
+    """8192 columns: the largest CACHE (every thread holds MAX_CACHE float4s), which the
+    example's own simulator sizes do not reach."""
+    import numpy as np
+    monkeypatch.setenv("PTXPY_INTERPRET", "1")
+    rms = _example("rms_norm")
+    cols = rms.BLOCK * 4 * rms.MAX_CACHE
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, cols), np.float32)
+    w = rng.standard_normal(cols, np.float32)
+    out = np.asarray(rms.rms_norm(x, w))
+    ref = x / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=1, keepdims=True) + rms.EPS) * w
+    np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-5)
+
+
 def test_example_runs_as_a_script():
     # JAX_PLATFORMS=cpu: in the simulator anyway, and on a GPU machine this process already
     # holds most of the GPU's memory (JAX preallocates).
