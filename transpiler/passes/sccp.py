@@ -82,6 +82,7 @@ class _Solver:
         self.uses = pass_users(func)
         self.lattice: dict[Instr, object] = {}
         self.executable: set[Block] = {func.entry}
+        self.swept: set[Block] = set()   # executable blocks whose instructions were all visited
         self.edges: set[tuple[Block, Block]] = set()
         self.block_work: list[Block] = [func.entry]
         self.instr_work: list[Instr] = []
@@ -93,15 +94,17 @@ class _Solver:
             self._drain()
 
     def _drain(self) -> None:
-        instr_work, block_work, executable = self.instr_work, self.block_work, self.executable
+        instr_work, block_work, swept = self.instr_work, self.block_work, self.swept
         lattice, visit = self.lattice, self._visit
         while block_work or instr_work:
             while instr_work:
                 instr = instr_work.pop()
-                if instr.block in executable and lattice.get(instr) is not BOTTOM:
+                # (a block not swept yet visits the instruction then, with what is known then)
+                if instr.block in swept and lattice.get(instr) is not BOTTOM:
                     visit(instr)
             if block_work:
                 block = block_work.pop()
+                swept.add(block)
                 for instr in block.phis:
                     visit(instr)
                 for instr in block.instrs:
