@@ -2,7 +2,8 @@
 
 libcst's `PositionProvider` (through a `MetadataWrapper`) walks the tree twice and keeps every
 token; this does what its code-generation state does, but only counts lines and columns and
-keeps start positions. The result is the same start `(line, col)` for every node: a node's
+keeps start positions. The result is the same start `(line, col)` for every node but a
+`SimpleWhitespace` (nothing points at one; the most common node is not recorded): a node's
 syntactic start where libcst records one (expressions exclude their parentheses), else the start
 of everything it prints. `tests/test_frontend.py` checks the two agree node for node.
 
@@ -81,14 +82,14 @@ class _StartRecorder(CodegenState):
     def walk(self, node) -> None:
         """`node._codegen(self)`, by a handler below where there is one."""
         cls = node.__class__
-        self.starts[node] = (self.line, self.column)
-        if cls is cst.SimpleWhitespace:   # the most common node: inline
+        if cls is cst.SimpleWhitespace:   # the most common node (never located): inline
             value = node.value
             if "\n" in value or "\r" in value:
                 self.add_token(value)
             else:
                 self.column += len(value)
             return
+        self.starts[node] = (self.line, self.column)
         handler = _HANDLERS.get(cls)
         if handler is None:
             node._codegen_impl(self)
