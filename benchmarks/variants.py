@@ -177,8 +177,40 @@ def ceiling_variants():
     yield "negate 2048x8192", "flat, one float4 per thread", row_ceiling.flat_negate
 
 
+SOFTMAX_EXP_ONCE = [
+    # step 1 keeps e = exp(x - m_own) in place of x (m_own: this thread's maximum; 0 where the
+    # thread saw only -inf, so that no -inf - -inf arises) ...
+    ("""                for e in ptxpy.static_range(4):
+                    s += ptxpy.fast_exp(vals[4 * k + e] - m)""",
+     """                for e in ptxpy.static_range(4):
+                    vals[4 * k + e] = ptxpy.fast_exp(vals[4 * k + e] - m_own)
+                    s += vals[4 * k + e]"""),
+    ("""        for k in ptxpy.static_range(4 * CACHE):      # the values are at hand: no rescaling
+            m = max(m, vals[k])
+""", """        for k in ptxpy.static_range(4 * CACHE):      # the values are at hand: no rescaling
+            m = max(m, vals[k])
+        m_own = m if m != -math.inf else 0.0
+"""),
+    # ... and step 3 scales e by exp(m_own - m) / s: one exp per thread instead of one per value.
+    ("""                out[row, j:j + 4] = (ptxpy.fast_exp(vals[4 * k] - m) * inv,
+                                     ptxpy.fast_exp(vals[4 * k + 1] - m) * inv,
+                                     ptxpy.fast_exp(vals[4 * k + 2] - m) * inv,
+                                     ptxpy.fast_exp(vals[4 * k + 3] - m) * inv)""",
+     """                out[row, j:j + 4] = (vals[4 * k] * scale, vals[4 * k + 1] * scale,
+                                     vals[4 * k + 2] * scale, vals[4 * k + 3] * scale)"""),
+    ("""    # 3. Normalise.
+    if CACHE > 0:
+""", """    # 3. Normalise.
+    if CACHE > 0:
+        scale = ptxpy.fast_exp(m_own - m) * inv
+"""),
+]
+
+
 def softmax_variants():
-    return row_variants("softmax", "softmax")
+    yield from row_variants("softmax", "softmax")
+    module = variant_module("softmax", "softmax_exp_once", SOFTMAX_EXP_ONCE)
+    yield "softmax 2048x8192", "256 threads, exp once per value", module.softmax
 
 
 INPUTS = {
