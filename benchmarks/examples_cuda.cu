@@ -291,8 +291,8 @@ extern "C" __global__ void matmul_blocks(const float* __restrict__ x, int x_rows
 
 // ---------------------------------------------------------------------------------------------
 // examples/rms_norm.py: rms_norm_warp (one warp per row, N = 512, eps by value) and
-// rms_norm_kernel (BLOCK = 128, CACHE = 16 for the 2048 x 8192 run and CACHE = 0 for the
-// others; eps by reference: the example passes it through jax.jit)
+// rms_norm_kernel (THREADS = 128, CACHE = 16 for the 2048 x 8192 run; THREADS = 256, CACHE = 0
+// for rows read twice; eps by reference: the example passes it through jax.jit)
 template <int N>
 __device__ __forceinline__ void rms_norm_warp_body(const float* __restrict__ x, int x_cols,
                                                    const float* __restrict__ w, float eps,
@@ -351,9 +351,8 @@ __device__ __forceinline__ float block_sum_of(float v) {
 
 __device__ __forceinline__ float block_sum(float v) { return block_sum_of<NORM_WARPS>(v); }
 
-#define RMS_BLOCK 128
 
-template <int CACHE>
+template <int CACHE, int RMS_BLOCK>
 __device__ __forceinline__ void rms_norm_body(const float* __restrict__ x, int x_cols,
                                               const float* __restrict__ w,
                                               const float* __restrict__ eps_ref,
@@ -430,14 +429,14 @@ extern "C" __global__ void rms_norm_kernel_cache16(const float* __restrict__ x, 
                                                    const float* __restrict__ w,
                                                    const float* __restrict__ eps,
                                                    float* __restrict__ out, int out_cols) {
-    rms_norm_body<16>(x, x_cols, w, eps, out, out_cols);
+    rms_norm_body<16, 128>(x, x_cols, w, eps, out, out_cols);
 }
 
 extern "C" __global__ void rms_norm_kernel_cache0(const float* __restrict__ x, int x_cols,
                                                   const float* __restrict__ w,
                                                   const float* __restrict__ eps,
                                                   float* __restrict__ out, int out_cols) {
-    rms_norm_body<0>(x, x_cols, w, eps, out, out_cols);
+    rms_norm_body<0, 256>(x, x_cols, w, eps, out, out_cols);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ import tempfile
 
 import numpy as np
 
+import ptxpy
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "examples"), os.path.join(ROOT, "benchmarks")]
 FOLDER = tempfile.mkdtemp(prefix="ptxpy-variants-")
@@ -136,37 +138,78 @@ def matmul_variants():
     yield "matmul 4096^3", "K step a run-time loop", rolled.matmul
 
 
-def row_variants(example: str, fn_name: str):
-    """One row per block at 2048 x 8192 with the example's block size and with 128, 256, 512 or
-    1024 threads instead (the row still in registers: 8192 / 4 / threads float4s per thread)."""
+def softmax_block_variants():
+    """Softmax at 2048 x 8192, one row per block, with the example's block size and with 128,
+    256, 512 or 1024 threads instead (the row still in registers: 2048 / threads float4s each)."""
     import peers
-    case = f"{example} 2048x8192"
-    module = importlib.import_module(example)
-    wrap = (lambda f: (lambda x, w: f(x, w, 1e-6))) if example == "rms_norm" else (lambda f: f)
-    yield case, "XLA", peers.xla(example)
-    if peers.pallas(example) is not None:
-        yield case, "Pallas", peers.pallas(example)
-    base = module.BLOCK
-    yield case, f"base ({base} threads, {2048 // base} float4s each)", wrap(getattr(module, fn_name))
+    import softmax
+    case = "softmax 2048x8192"
+    yield case, "XLA", peers.xla("softmax")
+    yield case, "Pallas", peers.pallas("softmax")
+    base = softmax.BLOCK
+    yield case, f"base ({base} threads, {2048 // base} float4s each)", softmax.softmax
     for block in (128, 256, 512, 1024):
         if block == base:
             continue
         cache = 2048 // block
-        variant = variant_module(example, f"{example}_{block}", [
+        variant = variant_module("softmax", f"softmax_{block}", [
             (f"BLOCK = {base}\n", f"BLOCK = {block}\n"),
-            (f"MAX_CACHE = {module.MAX_CACHE} ", f"MAX_CACHE = {max(cache, module.MAX_CACHE)} ")])
-        yield case, f"{block} threads, {cache} float4s each", wrap(getattr(variant, fn_name))
+            (f"MAX_CACHE = {softmax.MAX_CACHE} ", f"MAX_CACHE = {max(cache, softmax.MAX_CACHE)} ")])
+        yield case, f"{block} threads, {cache} float4s each", variant.softmax
+
+
+def rms_fixed(threads: int, cache: int):
+    """The example's RMS norm kernel with THREADS and CACHE given instead of picked."""
+    import rms_norm
+    return lambda x, w: rms_norm.rms_norm_kernel(x, w, 1e-6, CACHE=cache, THREADS=threads)
+
+
+def rms_candidates(cols: int):
+    """(label, fn) for the block sizes other than the example's pick that could run rows of
+    `cols` floats: 128 to 1024 threads holding the row in registers where 16 float4s per thread
+    suffice (and every thread has one), and 128 or 256 threads reading it twice."""
+    import rms_norm
+    for threads in (128, 256, 512, 1024):
+        cache = ptxpy.cdiv(cols, threads * 4)
+        if cache <= 16 and threads * 4 <= cols and (threads, cache) != rms_norm.launch_shape(cols):
+            yield f"{threads} threads, {cache} float4s each", rms_fixed(threads, cache)
+    for threads in (128, 256):
+        yield f"{threads} threads, the row read twice", rms_fixed(threads, 0)
 
 
 def rms_variants():
-    """The block sizes of row_variants, then one block looping over several rows
-    (benchmarks/row_ceiling.py): 256 programs (8 rows each) or as many as fit at once, with or
-    without the next row's loads issued before this row's sum."""
+    """The example (the launch shape it picks) against every other block size at 2048 x 8192,
+    then one block looping over several rows (benchmarks/row_ceiling.py): 256 programs (8 rows
+    each) or as many as fit at once, with or without the next row's loads issued before this
+    row's sum."""
+    import peers
+    import rms_norm
     import row_ceiling
-    yield from row_variants("rms_norm", "rms_norm")
+    case = "rms_norm 2048x8192"
+    yield case, "XLA", peers.xla("rms_norm")
+    yield case, "Pallas", peers.pallas("rms_norm")
+    yield case, "base (%d threads, %d float4s each)" % rms_norm.launch_shape(8192), \
+        lambda x, w: rms_norm.rms_norm(x, w, 1e-6)
+    yield from ((case, label, fn) for label, fn in rms_candidates(8192) if "twice" not in label)
     for programs, prefetch in ((256, False), (396, False), (256, True), (264, True)):
         label = f"persistent, {programs} blocks" + (", next row prefetched" if prefetch else "")
-        yield "rms_norm 2048x8192", label, row_ceiling.rms_norm_persistent(programs, prefetch)
+        yield case, label, row_ceiling.rms_norm_persistent(programs, prefetch)
+
+
+RMS_SHAPES = ((4096, 4096), (8192, 1024), (1024, 16384))
+
+
+def rms_shape_variants():
+    """RMS norm at the example's other GPU sizes, the launch shape the example picks against
+    the others."""
+    import peers
+    import rms_norm
+    for rows, cols in RMS_SHAPES:
+        case = f"rms_norm {rows}x{cols}"
+        yield case, "XLA", peers.xla("rms_norm")
+        yield case, "base (%d threads, %d float4s each)" % rms_norm.launch_shape(cols), \
+            lambda x, w: rms_norm.rms_norm(x, w, 1e-6)
+        yield from ((case, label, fn) for label, fn in rms_candidates(cols))
 
 
 def ceiling_variants():
@@ -208,14 +251,21 @@ SOFTMAX_EXP_ONCE = [
 
 
 def softmax_variants():
-    yield from row_variants("softmax", "softmax")
+    yield from softmax_block_variants()
     module = variant_module("softmax", "softmax_exp_once", SOFTMAX_EXP_ONCE)
     yield "softmax 2048x8192", "256 threads, exp once per value", module.softmax
 
 
+def _rms_inputs(rows, cols):
+    return lambda rng: (rng.standard_normal((rows, cols), np.float32), rng.standard_normal(cols, np.float32))
+
+
+def _rms_reference(x, w):
+    return x / np.sqrt(np.mean(x.astype(np.float64) ** 2, -1, keepdims=True) + 1e-6) * w
+
+
 INPUTS = {
-    "rms_norm 2048x8192": lambda rng: (rng.standard_normal((2048, 8192), np.float32),
-                                       rng.standard_normal(8192, np.float32)),
+    "rms_norm 2048x8192": _rms_inputs(2048, 8192),
     "softmax 2048x8192": lambda rng: (rng.standard_normal((2048, 8192), np.float32),),
     "negate 2048x8192": lambda rng: (rng.standard_normal((2048, 8192), np.float32),),
     "add 2^28": lambda rng: tuple(rng.standard_normal(1 << 28, np.float32) for _ in range(2)),
@@ -223,7 +273,7 @@ INPUTS = {
     "transpose 8192^2": lambda rng: (rng.standard_normal((8192, 8192), np.float32),),
     "matmul 4096^3": lambda rng: tuple(rng.standard_normal((4096, 4096), np.float32) for _ in range(2)),
 }
-REFERENCE = {"rms_norm 2048x8192": lambda x, w: x / np.sqrt(np.mean(x.astype(np.float64) ** 2, -1, keepdims=True) + 1e-6) * w,
+REFERENCE = {"rms_norm 2048x8192": _rms_reference,
              "softmax 2048x8192": lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).astype(np.float64).sum(-1, keepdims=True),
              "negate 2048x8192": lambda x: -x.astype(np.float64),
              "add 2^28": lambda x, y: x.astype(np.float64) + y,
@@ -231,7 +281,11 @@ REFERENCE = {"rms_norm 2048x8192": lambda x, w: x / np.sqrt(np.mean(x.astype(np.
              "matmul 4096^3": lambda a, b: a.astype(np.float64) @ b}
 AMOUNT = {"negate 2048x8192": (8 * 2048 * 8192, "TB/s"), "rms_norm 2048x8192": (8 * 2048 * 8192, "TB/s"), "softmax 2048x8192": (8 * 2048 * 8192, "TB/s"), "add 2^28": (12 << 28, "TB/s"), "sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
           "matmul 4096^3": (2 * 4096 ** 3, "TFLOP/s")}
-GROUPS = {"ceiling": ceiling_variants, "rms": rms_variants, "softmax": softmax_variants, "add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
+for _rows, _cols in RMS_SHAPES:
+    INPUTS[f"rms_norm {_rows}x{_cols}"] = _rms_inputs(_rows, _cols)
+    REFERENCE[f"rms_norm {_rows}x{_cols}"] = _rms_reference
+    AMOUNT[f"rms_norm {_rows}x{_cols}"] = (8 * _rows * _cols, "TB/s")
+GROUPS = {"ceiling": ceiling_variants, "rms": rms_variants, "rms-shapes": rms_shape_variants, "softmax": softmax_variants, "add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
 
 
 def kernels_of_one_call(fn, inputs) -> list:
@@ -246,10 +300,6 @@ def kernels_of_one_call(fn, inputs) -> list:
 
 
 def main() -> None:
-    import jax.numpy as jnp
-
-    import kernels
-    import peers
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", default=list(GROUPS), choices=list(GROUPS))
     parser.add_argument("--rounds", type=int, default=2)
@@ -257,30 +307,40 @@ def main() -> None:
     rng = np.random.default_rng(0)
     result: dict = {}
     for group in args.only:
-        variants = list(GROUPS[group]())
-        case = variants[0][0]
-        inputs = INPUTS[case](rng)
-        ref = REFERENCE[case](*inputs)
-        jax_inputs = [jnp.asarray(a) for a in inputs]
-        for _, label, fn in variants:
-            out = np.asarray(fn(*jax_inputs), np.float64)
-            err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
-            if not err < 1e-4:
-                raise AssertionError(f"{case} {label}: relative error {err:.2e}")
-        if group == "sum":
-            result["sum: kernels of one call, ptxpy"] = kernels_of_one_call(variants[1][2], jax_inputs)
-            result["sum: kernels of one call, XLA"] = kernels_of_one_call(peers.xla("sum"), jax_inputs)
-        amount, unit = AMOUNT[case]
-        for round_ in range(args.rounds):
-            for _, label, fn in variants:
-                seconds = kernels._profiled_time(fn, jax_inputs)
-                rate = round(amount / seconds / 1e12, 3)
-                result.setdefault(f"{case}: {label} ({unit})", []).append(rate)
-                print(f"round {round_} {case:18} {label:45} {rate:8.3f} {unit}", flush=True)
+        group_variants = list(GROUPS[group]())
+        for case in dict.fromkeys(c for c, _, _ in group_variants):
+            variants = [v for v in group_variants if v[0] == case]
+            run_case(case, variants, group, args.rounds, rng, result)
     for key, value in result.items():
         print(f"{key}: {value}")
     with open(os.path.join(os.environ.get("OUT", "."), "variants.json"), "w") as f:
         json.dump(result, f, indent=1)
+
+
+def run_case(case: str, variants: list, group: str, rounds: int, rng, result: dict) -> None:
+    """Check every variant of one case against float64 NumPy, then time them in turns."""
+    import jax.numpy as jnp
+
+    import kernels
+    import peers
+    inputs = INPUTS[case](rng)
+    ref = REFERENCE[case](*inputs)
+    jax_inputs = [jnp.asarray(a) for a in inputs]
+    for _, label, fn in variants:
+        out = np.asarray(fn(*jax_inputs), np.float64)
+        err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+        if not err < 1e-4:
+            raise AssertionError(f"{case} {label}: relative error {err:.2e}")
+    if group == "sum":
+        result["sum: kernels of one call, ptxpy"] = kernels_of_one_call(variants[1][2], jax_inputs)
+        result["sum: kernels of one call, XLA"] = kernels_of_one_call(peers.xla("sum"), jax_inputs)
+    amount, unit = AMOUNT[case]
+    for round_ in range(rounds):
+        for _, label, fn in variants:
+            seconds = kernels._profiled_time(fn, jax_inputs)
+            rate = round(amount / seconds / 1e12, 3)
+            result.setdefault(f"{case}: {label} ({unit})", []).append(rate)
+            print(f"round {round_} {case:18} {label:45} {rate:8.3f} {unit}", flush=True)
 
 
 if __name__ == "__main__":

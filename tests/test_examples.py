@@ -56,19 +56,24 @@ def test_example_in_simulator(name, monkeypatch, capsys):
     print(f"{name}: {seconds:.1f} s in the simulator")
 
 
-def test_rms_norm_longest_row_held_in_registers(monkeypatch):
-    """8192 columns: the largest CACHE (every thread holds MAX_CACHE float4s), which the
-    example's own simulator sizes do not reach."""
+@pytest.mark.parametrize("threads", [128, 256, 512])
+def test_rms_norm_longest_row_held_in_registers(threads, monkeypatch):
+    """The longest row each block size holds in registers (MAX_CACHE float4s per thread), and
+    one float4 more (the next block size, or the row read twice): the example's own simulator
+    sizes reach neither."""
     import numpy as np
     monkeypatch.setenv("PTXPY_INTERPRET", "1")
     rms = _example("rms_norm")
-    cols = rms.BLOCK * 4 * rms.MAX_CACHE
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, cols), np.float32)
-    w = rng.standard_normal(cols, np.float32)
-    out = np.asarray(rms.rms_norm(x, w))
-    ref = x / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=1, keepdims=True) + rms.EPS) * w
-    np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-5)
+    cols = threads * 4 * rms.MAX_CACHE
+    assert rms.launch_shape(cols) == (threads, rms.MAX_CACHE)
+    assert rms.launch_shape(cols + 4) != (threads, rms.MAX_CACHE)
+    rng = np.random.default_rng(threads)
+    for c in (cols, cols + 4):
+        x = rng.standard_normal((2, c), np.float32)
+        w = rng.standard_normal(c, np.float32)
+        out = np.asarray(rms.rms_norm(x, w))
+        ref = x / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=1, keepdims=True) + rms.EPS) * w
+        np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-5)
 
 
 def test_example_runs_as_a_script():
