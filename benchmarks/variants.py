@@ -139,29 +139,31 @@ def matmul_variants():
 
 
 def softmax_block_variants():
-    """Softmax at 2048 x 8192, one row per block, with the example's block size and with 128,
-    256, 512 or 1024 threads instead (the row still in registers: 2048 / threads float4s each)."""
+    """Softmax at 2048 x 8192, one row per block, with the example's launch shape and with
+    128, 512 or 1024 threads instead (the row still in registers: 2048 / threads float4s each)."""
     import peers
     import softmax
     case = "softmax 2048x8192"
     yield case, "XLA", peers.xla("softmax")
     yield case, "Pallas", peers.pallas("softmax")
-    base = softmax.BLOCK
-    yield case, f"base ({base} threads, {2048 // base} float4s each)", softmax.softmax
-    for block in (128, 256, 512, 1024):
-        if block == base:
-            continue
-        cache = 2048 // block
-        variant = variant_module("softmax", f"softmax_{block}", [
-            (f"BLOCK = {base}\n", f"BLOCK = {block}\n"),
-            (f"MAX_CACHE = {softmax.MAX_CACHE} ", f"MAX_CACHE = {max(cache, softmax.MAX_CACHE)} ")])
-        yield case, f"{block} threads, {cache} float4s each", variant.softmax
+    base = softmax.launch_shape(8192)
+    yield case, "base (%d threads, %d float4s each)" % base, softmax.softmax
+    for threads in (128, 256, 512, 1024):
+        if (threads, 2048 // threads) != base:
+            yield case, f"{threads} threads, {2048 // threads} float4s each", \
+                fixed_shape("softmax", "softmax_kernel", threads, 2048 // threads)
+
+
+def fixed_shape(example: str, kernel: str, threads: int, cache: int, *scalars):
+    """An example's row kernel with THREADS and CACHE given instead of picked; `scalars` follow
+    the arrays (eps)."""
+    module = importlib.import_module(example)
+    fn = getattr(module, kernel)
+    return lambda *arrays: fn(*arrays, *scalars, CACHE=cache, THREADS=threads)
 
 
 def rms_fixed(threads: int, cache: int):
-    """The example's RMS norm kernel with THREADS and CACHE given instead of picked."""
-    import rms_norm
-    return lambda x, w: rms_norm.rms_norm_kernel(x, w, 1e-6, CACHE=cache, THREADS=threads)
+    return fixed_shape("rms_norm", "rms_norm_kernel", threads, cache, 1e-6)
 
 
 def rms_candidates(cols: int):
@@ -210,6 +212,27 @@ def rms_shape_variants():
         yield case, "base (%d threads, %d float4s each)" % rms_norm.launch_shape(cols), \
             lambda x, w: rms_norm.rms_norm(x, w, 1e-6)
         yield from ((case, label, fn) for label, fn in rms_candidates(cols))
+
+
+def long_row_variants():
+    """Softmax and layer norm with rows of 16384 floats: the launch shape the examples pick
+    (512 threads, 8 float4s each in registers) against reading the row twice with 256 threads
+    (their shape before) and, for softmax, 256 threads holding 16 float4s."""
+    import layer_norm
+    import peers
+    import softmax
+    case = "softmax 1024x16384"
+    yield case, "XLA", peers.xla("softmax")
+    yield case, "Pallas", peers.pallas("softmax")
+    yield case, "base (%d threads, %d float4s each)" % softmax.launch_shape(16384), softmax.softmax
+    yield case, "256 threads, 16 float4s each", fixed_shape("softmax", "softmax_kernel", 256, 16)
+    yield case, "256 threads, the row read twice", fixed_shape("softmax", "softmax_kernel", 256, 0)
+    case = "layer_norm 1024x16384"
+    yield case, "XLA", lambda x, g, b: peers.xla("layer_norm")(x, g, b)
+    yield case, "base (%d threads, %d float4s each)" % layer_norm.launch_shape(16384), \
+        lambda x, g, b: layer_norm.layer_norm(x, g, b, 1e-5)
+    yield case, "256 threads, the row read twice", \
+        fixed_shape("layer_norm", "layer_norm_kernel", 256, 0, 1e-5)
 
 
 def ceiling_variants():
@@ -281,11 +304,21 @@ REFERENCE = {"rms_norm 2048x8192": _rms_reference,
              "matmul 4096^3": lambda a, b: a.astype(np.float64) @ b}
 AMOUNT = {"negate 2048x8192": (8 * 2048 * 8192, "TB/s"), "rms_norm 2048x8192": (8 * 2048 * 8192, "TB/s"), "softmax 2048x8192": (8 * 2048 * 8192, "TB/s"), "add 2^28": (12 << 28, "TB/s"), "sum 2^26": (4 << 26, "TB/s"), "transpose 8192^2": (8 * 8192 ** 2, "TB/s"),
           "matmul 4096^3": (2 * 4096 ** 3, "TFLOP/s")}
+INPUTS["softmax 1024x16384"] = lambda rng: (rng.standard_normal((1024, 16384), np.float32),)
+REFERENCE["softmax 1024x16384"] = REFERENCE["softmax 2048x8192"]
+AMOUNT["softmax 1024x16384"] = (8 * 1024 * 16384, "TB/s")
+INPUTS["layer_norm 1024x16384"] = lambda rng: (rng.standard_normal((1024, 16384), np.float32) + 5,
+                                               rng.standard_normal(16384, np.float32),
+                                               rng.standard_normal(16384, np.float32))
+REFERENCE["layer_norm 1024x16384"] = lambda x, g, b: (
+    (x - x.mean(-1, keepdims=True, dtype=np.float64))
+    / np.sqrt(x.var(-1, keepdims=True, dtype=np.float64) + 1e-5) * g + b)
+AMOUNT["layer_norm 1024x16384"] = (8 * 1024 * 16384, "TB/s")
 for _rows, _cols in RMS_SHAPES:
     INPUTS[f"rms_norm {_rows}x{_cols}"] = _rms_inputs(_rows, _cols)
     REFERENCE[f"rms_norm {_rows}x{_cols}"] = _rms_reference
     AMOUNT[f"rms_norm {_rows}x{_cols}"] = (8 * _rows * _cols, "TB/s")
-GROUPS = {"ceiling": ceiling_variants, "rms": rms_variants, "rms-shapes": rms_shape_variants, "softmax": softmax_variants, "add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
+GROUPS = {"long-rows": long_row_variants, "ceiling": ceiling_variants, "rms": rms_variants, "rms-shapes": rms_shape_variants, "softmax": softmax_variants, "add": add_variants, "sum": sum_variants, "transpose": transpose_variants, "matmul": matmul_variants}
 
 
 def kernels_of_one_call(fn, inputs) -> list:

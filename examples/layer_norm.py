@@ -1,11 +1,11 @@
 """Layer normalisation, out = (x - mean) / sqrt(var + eps) * gamma + beta, over each row.
 
-One block of 256 threads per row:
+One block per row: 256 threads for rows of up to 8192 floats, 512 up to 16384 (`Const`s
+THREADS and CACHE that the wrapper `layer_norm` picks from the row length, `launch_shape`, so
+each row length gets a kernel with only the registers it needs):
 
 1. Each thread loads its float4s of the row, and of gamma and beta, keeping them in registers
-   when the row has at most 8192 floats (up to eight float4s per thread; longer rows are read a
-   second time, from L2, in step 3). How many is a `Const` that the wrapper `layer_norm` picks from the row
-   length, so each row length gets a kernel with only the registers it needs. It sums d = x - K and d * d over them, where K = x[r, 0] is a shift taken from the
+   (up to eight float4s per thread; longer rows are read a second time, from L2, in step 3). It sums d = x - K and d * d over them, where K = x[r, 0] is a shift taken from the
    row itself: var = E[d^2] - E[d]^2 then does not lose its digits to cancellation when the
    mean is large compared with the spread (the "shifted data" algorithm), and both sums come
    out of one pass.
@@ -22,19 +22,20 @@ import jax.numpy as jnp
 import numpy as np
 
 import ptxpy
-from ptxpy import Array, Const, f32
+from ptxpy import Array, Const, f32, i32
 
-BLOCK = 256
-WARPS = BLOCK // 32
-MAX_CACHE = 8       # at most 8 float4s per thread stay in registers: rows up to 8192 floats
+THREAD_CHOICES = (256, 512)     # threads per row: the fewest that hold the row in registers
+MAX_CACHE = 8       # float4s per thread held in registers: rows up to 512 * 32 = 16384 floats
+MAX_WARPS = 32      # shared-memory slots: one per warp of the largest block CUDA allows
+LONG_ROW_THREADS = 256          # rows read twice (too long, or not a multiple of 4)
 EPS = 1e-5
 
 
 @ptxpy.func
-def block_sum2(a: f32, b: f32) -> tuple[f32, f32]:
-    """Sums of `a` and of `b` over the block, returned to every thread."""
-    part_a = ptxpy.shared_array(WARPS, f32)
-    part_b = ptxpy.shared_array(WARPS, f32)
+def block_sum2(a: f32, b: f32, warps: i32) -> tuple[f32, f32]:
+    """Sums of `a` and of `b` over the block's `warps` warps, returned to every thread."""
+    part_a = ptxpy.shared_array(MAX_WARPS, f32)
+    part_b = ptxpy.shared_array(MAX_WARPS, f32)
     t = ptxpy.thread_idx.x
     a = ptxpy.warp_sum(a)
     b = ptxpy.warp_sum(b)
@@ -42,18 +43,19 @@ def block_sum2(a: f32, b: f32) -> tuple[f32, f32]:
         part_a[t // 32] = a
         part_b[t // 32] = b
     ptxpy.syncthreads()
-    # Every warp reads the WARPS partial sums (a broadcast) and finishes the sum with shuffles:
-    # no second barrier needed.
+    # Every warp reads the `warps` partial sums (a broadcast) and finishes the sum with
+    # shuffles: no second barrier needed.
     lane = t % 32
-    a = part_a[lane] if lane < WARPS else 0.0
-    b = part_b[lane] if lane < WARPS else 0.0
+    a = part_a[lane] if lane < warps else 0.0
+    b = part_b[lane] if lane < warps else 0.0
     return ptxpy.warp_sum(a), ptxpy.warp_sum(b)
 
 
-@ptxpy.jit(out_shape=lambda x, gamma, beta, eps, CACHE=0: x,
-           grid=lambda x, gamma, beta, eps, CACHE=0: (x.shape[0],), block=BLOCK)
+@ptxpy.jit(out_shape=lambda x, gamma, beta, eps, CACHE=0, THREADS=256: x,
+           grid=lambda x, gamma, beta, eps, CACHE=0, THREADS=256: (x.shape[0],),
+           block=lambda x, gamma, beta, eps, CACHE=0, THREADS=256: THREADS)
 def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps: f32,
-                      out: Array[f32, 2], CACHE: Const[int] = 0):
+                      out: Array[f32, 2], CACHE: Const[int] = 0, THREADS: Const[int] = 256):
     row = ptxpy.block_idx.x
     cols = x.shape[1]
     t = ptxpy.thread_idx.x
@@ -71,7 +73,7 @@ def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps
         gs = ptxpy.local_array(4 * CACHE, f32)
         bs = ptxpy.local_array(4 * CACHE, f32)
         for k in ptxpy.static_range(CACHE):
-            j = (k * BLOCK + t) * 4
+            j = (k * THREADS + t) * 4
             if j < cols:
                 a, b, c, d = x[row, j:j + 4]
                 g0, g1, g2, g3 = gamma[j:j + 4]
@@ -96,12 +98,12 @@ def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps
             v = vals[k] - shift
             s += v
             ss = ptxpy.fma(v, v, ss)
-        s, ss = block_sum2(s, ss)
+        s, ss = block_sum2(s, ss, THREADS // 32)
         mean_d = s * inv_n                                   # mean of x - shift
         rstd = ptxpy.rsqrt(max(ss * inv_n - mean_d * mean_d, 0.0) + eps)
         mean = shift + mean_d
         for k in ptxpy.static_range(CACHE):
-            j = (k * BLOCK + t) * 4
+            j = (k * THREADS + t) * 4
             if j < cols:
                 out[row, j:j + 4] = (ptxpy.fma((vals[4 * k] - mean) * rstd, gs[4 * k], bs[4 * k]),
                                      ptxpy.fma((vals[4 * k + 1] - mean) * rstd, gs[4 * k + 1],
@@ -112,7 +114,7 @@ def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps
                                                bs[4 * k + 3]))
     elif cols % 4 == 0:
         # Long rows: a strided loop of float4s; the row is read again below (from L2).
-        for j in range(t * 4, cols, BLOCK * 4):
+        for j in range(t * 4, cols, THREADS * 4):
             a, b, c, d = x[row, j:j + 4]
             a -= shift
             b -= shift
@@ -120,11 +122,11 @@ def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps
             d -= shift
             s += (a + b) + (c + d)
             ss = ptxpy.fma(a, a, ptxpy.fma(b, b, ptxpy.fma(c, c, ptxpy.fma(d, d, ss))))
-        s, ss = block_sum2(s, ss)
+        s, ss = block_sum2(s, ss, THREADS // 32)
         mean_d = s * inv_n
         rstd = ptxpy.rsqrt(max(ss * inv_n - mean_d * mean_d, 0.0) + eps)
         mean = shift + mean_d
-        for j in range(t * 4, cols, BLOCK * 4):
+        for j in range(t * 4, cols, THREADS * 4):
             a, b, c, d = x[row, j:j + 4]
             g0, g1, g2, g3 = gamma[j:j + 4]
             b0, b1, b2, b3 = beta[j:j + 4]
@@ -134,24 +136,35 @@ def layer_norm_kernel(x: Array[f32, 2], gamma: Array[f32], beta: Array[f32], eps
                                  ptxpy.fma((d - mean) * rstd, g3, b3))
     else:
         # Rows whose length is not a multiple of 4 are not 16-byte aligned: scalar accesses.
-        for j in range(t, cols, BLOCK):
+        for j in range(t, cols, THREADS):
             a = x[row, j] - shift
             s += a
             ss = ptxpy.fma(a, a, ss)
-        s, ss = block_sum2(s, ss)
+        s, ss = block_sum2(s, ss, THREADS // 32)
         mean_d = s * inv_n
         rstd = ptxpy.rsqrt(max(ss * inv_n - mean_d * mean_d, 0.0) + eps)
         mean = shift + mean_d
-        for j in range(t, cols, BLOCK):
+        for j in range(t, cols, THREADS):
             out[row, j] = ptxpy.fma((x[row, j] - mean) * rstd, gamma[j], beta[j])
 
 
+def launch_shape(cols: int) -> tuple[int, int]:
+    """(THREADS, CACHE) for rows of `cols` floats: the fewest threads whose registers hold the
+    row (CACHE float4s each, at most MAX_CACHE), else LONG_ROW_THREADS reading it twice."""
+    if cols % 4 == 0:
+        for threads in THREAD_CHOICES:
+            per_thread = ptxpy.cdiv(cols, threads * 4)
+            if per_thread <= MAX_CACHE:
+                return threads, per_thread
+    return LONG_ROW_THREADS, 0
+
+
 def layer_norm(x, gamma, beta, eps=EPS):
-    """Layer norm of each row of x (any shape). CACHE, the float4s per thread held in
-    registers, is just enough for the row (0: read it twice); each value is its own kernel."""
-    per_thread = ptxpy.cdiv(x.shape[1], BLOCK * 4)
-    cache = per_thread if x.shape[1] % 4 == 0 and per_thread <= MAX_CACHE else 0
-    return layer_norm_kernel(x, gamma, beta, eps, CACHE=cache)
+    """Layer norm of each row of x (any shape). THREADS and CACHE, the float4s per thread held
+    in registers, come from the row length (`launch_shape`; CACHE 0: the row read twice); each
+    pair is its own compiled kernel."""
+    threads, cache = launch_shape(x.shape[1])
+    return layer_norm_kernel(x, gamma, beta, eps, CACHE=cache, THREADS=threads)
 
 
 def reference(x, gamma, beta, eps=EPS):
@@ -165,15 +178,17 @@ def main(rows: int | None = None, cols: int | None = None) -> None:
     rows = rows or (4096 if on_gpu else 64)
     cols = cols or (4096 if on_gpu else 1000)
     f = jax.jit(layer_norm)
-    for c in (cols, cols + 3, BLOCK * 4 * MAX_CACHE + 4):     # in registers, odd length, long rows
+    longest = max(THREAD_CHOICES) * 4 * MAX_CACHE
+    # in registers, odd length, in registers with 512 threads, rows read twice
+    for r, c in ((rows, cols), (rows, cols + 3), (rows, 9000), (rows if on_gpu else 4, longest + 4)):
         k = jax.random.split(jax.random.key(c), 3)
-        x = 100.0 + 3.0 * jax.random.normal(k[0], (rows, c), jnp.float32)   # a large mean
+        x = 100.0 + 3.0 * jax.random.normal(k[0], (r, c), jnp.float32)   # a large mean
         gamma = 1.0 + 0.1 * jax.random.normal(k[1], (c,), jnp.float32)
         beta = 0.1 * jax.random.normal(k[2], (c,), jnp.float32)
         out = f(x, gamma, beta, EPS)
         np.testing.assert_allclose(np.asarray(out), np.asarray(reference(x, gamma, beta)),
                                    rtol=1e-4, atol=1e-4)
-    print(f"layer_norm of {rows} x {cols}, {rows} x {cols + 3} and {rows} x {BLOCK * 4 * MAX_CACHE + 4}: "
+    print(f"layer_norm of {rows} x {cols}, {rows} x {cols + 3}, {rows} x 9000 and {r} x {longest + 4}: "
           "matches jax.numpy")
 
 

@@ -56,24 +56,42 @@ def test_example_in_simulator(name, monkeypatch, capsys):
     print(f"{name}: {seconds:.1f} s in the simulator")
 
 
-@pytest.mark.parametrize("threads", [128, 256, 512])
-def test_rms_norm_longest_row_held_in_registers(threads, monkeypatch):
+def _row_kernel_case(name: str, rows: int, cols: int, rng):
+    """(the example's wrapper applied to random rows, the float64 NumPy result)."""
+    import numpy as np
+    module = _example(name)
+    x = rng.standard_normal((rows, cols), np.float32)
+    v = rng.standard_normal((2, cols), np.float32)
+    x64 = x.astype(np.float64)
+    if name == "rms_norm":
+        ref = x64 / np.sqrt(np.mean(x64 ** 2, axis=1, keepdims=True) + module.EPS) * v[0]
+        return module.rms_norm(x, v[0]), ref
+    if name == "softmax":
+        e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+        return module.softmax(x), e / e.sum(axis=1, keepdims=True)
+    ref = (x64 - x64.mean(axis=1, keepdims=True)) / np.sqrt(x64.var(axis=1, keepdims=True) + module.EPS)
+    return module.layer_norm(x, v[0], v[1]), ref * v[0] + v[1]
+
+
+ROW_LAUNCH_SHAPES = [("rms_norm", 128), ("rms_norm", 256), ("rms_norm", 512),
+                     ("softmax", 256), ("softmax", 512), ("layer_norm", 256), ("layer_norm", 512)]
+
+
+@pytest.mark.parametrize("name, threads", ROW_LAUNCH_SHAPES)
+def test_row_kernel_longest_row_held_in_registers(name, threads, monkeypatch):
     """The longest row each block size holds in registers (MAX_CACHE float4s per thread), and
-    one float4 more (the next block size, or the row read twice): the example's own simulator
+    one float4 more (the next block size, or the row read twice): the examples' own simulator
     sizes reach neither."""
     import numpy as np
     monkeypatch.setenv("PTXPY_INTERPRET", "1")
-    rms = _example("rms_norm")
-    cols = threads * 4 * rms.MAX_CACHE
-    assert rms.launch_shape(cols) == (threads, rms.MAX_CACHE)
-    assert rms.launch_shape(cols + 4) != (threads, rms.MAX_CACHE)
+    module = _example(name)
+    cols = threads * 4 * module.MAX_CACHE
+    assert module.launch_shape(cols) == (threads, module.MAX_CACHE)
+    assert module.launch_shape(cols + 4) != (threads, module.MAX_CACHE)
     rng = np.random.default_rng(threads)
     for c in (cols, cols + 4):
-        x = rng.standard_normal((2, c), np.float32)
-        w = rng.standard_normal(c, np.float32)
-        out = np.asarray(rms.rms_norm(x, w))
-        ref = x / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=1, keepdims=True) + rms.EPS) * w
-        np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-5)
+        out, ref = _row_kernel_case(name, 2, c, rng)
+        np.testing.assert_allclose(np.asarray(out), ref, rtol=2e-5, atol=2e-5)
 
 
 def test_example_runs_as_a_script():
