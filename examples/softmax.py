@@ -89,7 +89,7 @@ def softmax_kernel(x: Array[f32, 2], out: Array[f32, 2], CACHE: Const[int] = 0,
         for k in ptxpy.static_range(4 * CACHE):      # the values are at hand: no rescaling
             m = max(m, vals[k])
         for k in ptxpy.static_range(CACHE):
-            if (k * THREADS + t) * 4 < cols:           # no exp of the padding
+            if (k * THREADS + t) * 4 < cols:         # no exp of the padding
                 for e in ptxpy.static_range(4):
                     s += ptxpy.fast_exp(vals[4 * k + e] - m)
     elif cols % 4 == 0:
