@@ -7,6 +7,7 @@ import inspect
 import linecache
 import os
 import threading
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from ptxpy.runtime import cache
@@ -18,7 +19,20 @@ from ptxpy.types import ArrayType, ConstType, from_numpy
 
 def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defines=None,
               fast_math: bool = False, debug: bool = False) -> dict[str, str]:
-    """PTX text of every `@ptxpy.jit` kernel in `source`: `{kernel_name: ptx_text}`."""
+    """PTX text of every `@ptxpy.jit` kernel in `source`: `{kernel_name: ptx_text}`.
+    `source` is the text of a module, or its bytes as read from a file (decoded as Python
+    decodes a source file)."""
+    if not isinstance(filename, str):
+        raise TypeError(f"transpile: filename must be a str, not {type(filename).__name__}")
+    if isinstance(source, (bytes, bytearray)):
+        source = driver.decode_source(bytes(source), filename)
+    elif not isinstance(source, str):
+        raise TypeError(f"transpile: source must be a str or bytes, not {type(source).__name__}")
+    if defines is not None and not isinstance(defines, Mapping):
+        raise TypeError(f"transpile: defines must be a dict of Const values, not "
+                        f"{type(defines).__name__}")
+    if not isinstance(arch, str):
+        raise TypeError(f"transpile: arch must be a str such as 'sm_90', not {type(arch).__name__}")
     return driver.transpile(source, filename, arch, defines, fast_math, debug)
 
 

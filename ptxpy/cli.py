@@ -49,12 +49,12 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     try:
         defines = parse_defines(args.defines)
+        check_arch(args.arch)
         source = read_source(args.file)
+        return transpile_file(args, source, defines, own_process=argv is None)
     except UsageError as err:
         print(f"ptxpy: error: {err}", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        return transpile_file(args, source, defines, own_process=argv is None)
     except CompileError as err:
         print(err, file=sys.stderr)
         return EXIT_INPUT_ERROR
@@ -87,14 +87,24 @@ def parse_value(text: str):
     return value
 
 
+def check_arch(arch: str) -> None:
+    try:
+        driver.check_arch(arch)
+    except CompileError as err:
+        raise UsageError(err.message) from None
+
+
 def read_source(path: str) -> str:
+    """The file's text, decoded as Python decodes a source file (UTF-8 unless a coding
+    declaration or BOM says otherwise)."""
     if not path.endswith(".py"):
         raise UsageError(f"expected a .py file, got '{path}'")
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as err:
         raise UsageError(f"cannot read '{path}': {err.strerror}") from None
+    return driver.decode_source(data, path)
 
 
 def transpile_file(args, source: str, defines: dict, own_process: bool = False) -> int:
@@ -108,6 +118,7 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
             raise CompileError(f"no @ptxpy.jit kernel named '{name}' in {args.file}")
     if not names:
         print(f"{args.file}: no @ptxpy.jit kernels found", file=sys.stderr)
+    warn_unused_defines(defines, [program.kernels[name] for name in names])
     out_dir = args.output_dir or os.path.dirname(os.path.abspath(args.file))
     for k, name in enumerate(names):
         consts = driver.consts_for(program.kernels[name], defines)
@@ -132,13 +143,27 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
     return EXIT_OK
 
 
+def warn_unused_defines(defines: dict, kernels: list) -> None:
+    """A -D that sets no Const parameter of the kernels compiled is most likely a typo."""
+    for name in defines:
+        if not any(driver.consts_for(kernel, {name: None}) for kernel in kernels):
+            print(f"ptxpy: warning: -D {name}: no kernel compiled has a Const parameter "
+                  f"'{name}'", file=sys.stderr)
+
+
 def write_ptx(out_dir: str, name: str, text: str) -> str:
-    os.makedirs(out_dir, exist_ok=True)
+    """Write DIR/NAME.ptx whole or not at all (through a temporary file and a rename)."""
     path = os.path.join(out_dir, f"{name}.ptx")
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as err:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise UsageError(f"cannot write '{path}': {err.strerror}") from None
     return path
 
 

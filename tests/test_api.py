@@ -144,3 +144,38 @@ def big(x: Array[f32], out: Array[f32]):
 def test_extents_beyond_i32_are_rejected_before_compiling():
     with pytest.raises(ValueError, match=r"output 0 has shape \(2147483648,\); each extent must be below 2\*\*31"):
         big(jax.ShapeDtypeStruct((4,), jnp.float32))
+
+
+SCALE_SOURCE = '''
+import ptxpy
+from ptxpy import Array, Const, f32
+
+@ptxpy.jit
+def scale(x: Array[f32], out: Array[f32], K: Const[int] = 3):
+    i = ptxpy.global_id(0)
+    out[i] = x[i] * K  # ×K
+'''
+
+
+def test_transpile_takes_source_bytes_as_python_decodes_them():
+    text = ptxpy.transpile(SCALE_SOURCE)["scale"]
+    assert ptxpy.transpile(SCALE_SOURCE.encode())["scale"] == text
+    latin = ("# -*- coding: latin-1 -*-\n" + SCALE_SOURCE.replace("×", "é")).encode("latin-1")
+    assert ".visible .entry scale(" in ptxpy.transpile(latin)["scale"]
+    with pytest.raises(ptxpy.CompileError) as err:
+        ptxpy.transpile(SCALE_SOURCE.replace("×", "é").encode("latin-1"), "k.py")
+    assert str(err.value).splitlines()[0] == (
+        "k.py:8:26: error: byte 0xe9 cannot be decoded as utf-8 "
+        "(save the file as UTF-8 or declare its encoding)")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"source": None}, "source must be a str or bytes, not NoneType"),
+    ({"filename": None}, "filename must be a str, not NoneType"),
+    ({"defines": [("K", 1)]}, "defines must be a dict of Const values, not list"),
+    ({"arch": 90}, "arch must be a str such as 'sm_90', not int"),
+])
+def test_transpile_arguments_of_the_wrong_kind_are_type_errors(kwargs, message):
+    call = {"source": SCALE_SOURCE, **kwargs}
+    with pytest.raises(TypeError, match=message):
+        ptxpy.transpile(**call)

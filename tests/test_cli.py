@@ -106,6 +106,49 @@ def test_bad_usage_exits_2(argv, capsys):
     assert status == 2
 
 
+def test_unsupported_arch_is_bad_usage(kernels_file, capsys):
+    assert main(["transpile", str(kernels_file), "--arch", "sm_10"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ptxpy: error: unsupported target 'sm_10' (choose from sm_80")
+
+
+def test_undecodable_byte_is_a_located_input_error(tmp_path, capsys):
+    path = tmp_path / "latin.py"
+    path.write_bytes(b"import ptxpy\nx = 1  # caf\xe9 au lait\n")
+    assert main(["transpile", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"{path}:2:13: error: byte 0xe9 cannot be decoded as utf-8 "
+                      "(save the file as UTF-8 or declare its encoding)")
+    assert err[1] == "x = 1  # caf\ufffd au lait"
+    assert err[2] == " " * 12 + "^"
+
+
+def test_declared_source_encoding_is_honoured(tmp_path):
+    path = tmp_path / "declared.py"
+    path.write_bytes(KERNELS.replace("import ptxpy", "# -*- coding: latin-1 -*-\nimport ptxpy # \xe9", 1)
+                     .encode("latin-1"))
+    assert main(["transpile", str(path), "-o", str(tmp_path / "out")]) == 0
+    assert ".visible .entry scale(" in (tmp_path / "out" / "scale.ptx").read_text()
+
+
+def test_unwritable_output_is_bad_usage_and_leaves_nothing(kernels_file, tmp_path, capsys):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the output directory should be")
+    assert main(["transpile", str(kernels_file), "-o", str(blocker / "sub")]) == 2
+    assert capsys.readouterr().err.startswith(f"ptxpy: error: cannot write '{blocker / 'sub'}")
+    (tmp_path / "out" / "copy.ptx").mkdir(parents=True)     # a directory in the file's place
+    assert main(["transpile", str(kernels_file), "-o", str(tmp_path / "out"), "--kernel", "copy"]) == 2
+    assert "Is a directory" in capsys.readouterr().err
+    assert os.listdir(tmp_path / "out") == ["copy.ptx"]
+
+
+def test_define_that_sets_no_const_warns(kernels_file, tmp_path, capsys):
+    assert main(["transpile", str(kernels_file), "-o", str(tmp_path), "-D", "KK=5", "-D", "K=4"]) == 0
+    err = capsys.readouterr().err
+    assert "ptxpy: warning: -D KK: no kernel compiled has a Const parameter 'KK'" in err
+    assert "-D K:" not in err
+
+
 def test_unknown_kernel_is_an_input_error(kernels_file, capsys):
     assert main(["transpile", str(kernels_file), "--kernel", "nope"]) == 1
     assert "no @ptxpy.jit kernel named 'nope'" in capsys.readouterr().err

@@ -137,6 +137,35 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
     return stages
 
 
+def decode_source(data: bytes, filename: str) -> str:
+    """A source file's bytes as text, decoded as Python decodes a module (UTF-8 unless a
+    coding declaration or a BOM says otherwise); an undecodable byte is a located error."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as err:
+        if not err.msg.startswith("invalid or missing encoding"):   # unknown, contradictory
+            raise CompileError(err.msg, filename=filename) from None
+        encoding = "utf-8"         # a first line that is not UTF-8: located below
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise _undecodable(data, err, filename) from None
+
+
+def _undecodable(data: bytes, err: UnicodeDecodeError, filename: str) -> CompileError:
+    line_start = data.rfind(b"\n", 0, err.start) + 1
+    line_end = data.find(b"\n", err.start)
+    line = data[line_start:line_end if line_end >= 0 else len(data)]
+    column = len(data[line_start:err.start].decode(err.encoding, errors="replace"))
+    message = (f"byte 0x{data[err.start]:02x} cannot be decoded as {err.encoding} "
+               "(save the file as UTF-8 or declare its encoding)")
+    return CompileError(message, (data.count(b"\n", 0, err.start) + 1, column), filename,
+                        line.decode(err.encoding, errors="replace"))
+
+
 def transpile(source: str, filename: str = "<string>", arch: str = DEFAULT_ARCH, defines=None,
               fast_math: bool = False, debug: bool = False, kernels=None) -> dict[str, str]:
     """`ptxpy.transpile`: PTX text of every `@ptxpy.jit` kernel in `source` (SPEC 3)."""
