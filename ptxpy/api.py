@@ -119,7 +119,9 @@ class Kernel:
     # --- calls ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         call = self._prepare(args, kwargs)
-        if self._interpreting():
+        if 0 in call.grid:
+            outs = self._outputs_without_launch(call)
+        elif self._interpreting():
             from ptxpy.runtime.interpret import run_interpreted
 
             outs = run_interpreted(call.kernel, call.inputs, call.out_types, call.grid, call.block,
@@ -130,6 +132,15 @@ class Kernel:
             outs = launch(call.kernel, call.inputs, call.out_types, call.grid, call.block,
                           self.input_output_aliases, respecialise=call.respecialise)
         return tuple(outs) if call.many_outputs else outs[0]
+
+    def _outputs_without_launch(self, call: "_Call") -> list:
+        """A grid with no blocks launches nothing, as in Triton: each output is the input it
+        aliases (unchanged), or else zeros."""
+        import jax.numpy as jnp
+
+        source_of = {out: inp for inp, out in self.input_output_aliases.items()}
+        return [jnp.asarray(call.inputs[source_of[k]]) if k in source_of
+                else jnp.zeros(out.shape, out.dtype) for k, out in enumerate(call.out_types)]
 
     def ptx(self, *args, **kwargs) -> str:
         """The PTX text this call would run (no GPU needed)."""
@@ -154,13 +165,16 @@ class Kernel:
             out_types, many = _out_types(_evaluate(self.out_shape, args, kwargs, "out_shape"))
         except TypeError as err:
             raise TypeError(f"{self.__name__}: out_shape could not be computed for this call: {err}") from None
+        except Exception as err:    # raised in the user's function: keep its frames below
+            raise TypeError(f"{self.__name__}: out_shape could not be computed for this call: "
+                            f"{type(err).__name__}: {err}") from err
         bound, consts = self._bind(args, kwargs, len(out_types))
         by_ref = frozenset(name for name, value in bound if _is_jax_array_scalar(value))
         self._check_arrays(bound)
         for k, out in enumerate(out_types):
             self._check_extents(f"output {k}", out.shape)
         kernel = self._specialise(consts, by_ref)
-        grid = _dim3(_evaluate(self.grid, args, kwargs, "grid"), "grid")
+        grid = _dim3(_evaluate(self.grid, args, kwargs, "grid"), "grid", least=0)
         block = _dim3(_evaluate(self.block, args, kwargs, "block"), "block")
         call = _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
         call.respecialise = functools.partial(self._specialise, consts, by_ref)
@@ -223,15 +237,29 @@ class Kernel:
         for name, value in bound:
             expected = types[name]
             if not isinstance(expected, ArrayType):
+                self._check_scalar(name, expected, value)
                 continue
             shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
             if shape is None or dtype is None:
                 raise TypeError(f"{self.__name__}: argument '{name}' must be an array, got {type(value).__name__}")
             if len(shape) != expected.rank:
                 raise TypeError(f"{self.__name__}: argument '{name}' must have rank {expected.rank}, got shape {tuple(shape)}")
-            if from_numpy(dtype) != expected.elem:
+            if _scalar_type_of(dtype) != expected.elem:
                 raise TypeError(f"{self.__name__}: argument '{name}' must have dtype {expected.elem}, got {dtype}")
             self._check_extents(f"argument '{name}'", shape)
+
+    def _check_scalar(self, name: str, expected, value) -> None:
+        """A scalar parameter takes a real number: Python's, NumPy's, or a 0-d array."""
+        if isinstance(value, (bool, int, float)):
+            return
+        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        if shape is not None and tuple(shape) != ():
+            got = f"an array of shape {tuple(shape)}"
+        elif dtype is not None and getattr(dtype, "kind", "") in "biuf":
+            return
+        else:
+            got = f"{value!r:.40} ({type(value).__name__})" if dtype is None else f"a {dtype} value"
+        raise TypeError(f"{self.__name__}: argument '{name}' is a scalar ({expected}), got {got}")
 
     def _check_extents(self, what: str, shape) -> None:
         """Kernels see each extent as an i32 (`a.shape[k]`, SPEC 2.1): larger ones would wrap."""
@@ -306,10 +334,13 @@ def _out_types(spec):
     return [jax.ShapeDtypeStruct(tuple(e.shape), e.dtype) for e in entries], many
 
 
-def _dim3(value, what: str) -> tuple:
+def _dim3(value, what: str, least: int = 1) -> tuple:
+    """(x, y, z) from an int or a tuple of 1 to 3 ints, each at least `least` (a grid may have
+    no blocks: the call then launches nothing)."""
     dims = (value,) if isinstance(value, int) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
-        raise ValueError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= least for d in dims):
+        kind = "positive" if least == 1 else "non-negative"
+        raise ValueError(f"{what} must be a {kind} int or a tuple of 1 to 3 {kind} ints, got {value!r}")
     return dims + (1,) * (3 - len(dims))
 
 
@@ -321,6 +352,14 @@ def _const_value(value, param, kernel: str):
     except Exception:
         raise TypeError(f"{kernel}: Const parameter '{param.name}' needs a compile-time value, "
                         f"got {type(value).__name__}") from None
+
+
+def _scalar_type_of(dtype):
+    """ptxpy's type for a NumPy dtype, None for one it has none for (complex, strings ...)."""
+    try:
+        return from_numpy(dtype)
+    except TypeError:
+        return None
 
 
 def _is_jax_array_scalar(value) -> bool:

@@ -95,6 +95,57 @@ def test_wrong_arguments_are_clear_errors():
         saxpy(x, y)
 
 
+@pytest.mark.parametrize("a, got", [("two", r"got 'two' \(str\)"), (1j, r"got 1j \(complex\)"),
+                                    (np.ones(3, np.float32), r"got an array of shape \(3,\)"),
+                                    (np.complex64(1), "got a complex64 value")])
+def test_scalar_argument_of_the_wrong_kind_is_rejected_before_launch(a, got):
+    x, y = data()
+    with pytest.raises(TypeError, match=rf"saxpy: argument 'a' is a scalar \(f32\), {got}"):
+        saxpy(x, y, a)
+
+
+@pytest.mark.parametrize("a", [2, 2.0, True, np.float64(2.0), np.int32(2), np.array(2.0),
+                               jnp.float32(2.0)])
+def test_scalar_argument_accepts_real_numbers_and_0d_arrays(a):
+    x, y = data()
+    np.testing.assert_allclose(np.asarray(saxpy(x, y, a)), np.float32(float(a)) * x + y, rtol=1e-6)
+
+
+def test_failing_out_shape_function_names_the_argument_problem():
+    x, y = data()
+    with pytest.raises(TypeError, match="saxpy: out_shape could not be computed for this call: "
+                                        "AttributeError: 'NoneType' object has no attribute 'shape'"):
+        saxpy(None, y, 1.0)
+    with pytest.raises(TypeError, match="argument 'x' must have dtype f32, got complex64"):
+        saxpy.ptx(jax.ShapeDtypeStruct((8,), jnp.complex64), y, 1.0)
+
+
+@ptxpy.jit(out_shape=lambda x: [x, x], grid=lambda x: ptxpy.cdiv(len(x), BLOCK), block=BLOCK,
+           input_output_aliases={0: 1}, interpret=True)
+def negate_twice(x: Array[f32], out: Array[f32], again: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = -x[i]
+        again[i] = -x[i]
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, jax.jit])
+def test_a_grid_without_blocks_launches_nothing(wrap):
+    empty = np.zeros(0, np.float32)
+    out, again = wrap(negate_twice)(empty)
+    assert out.shape == again.shape == (0,) and out.dtype == jnp.float32
+    x = np.arange(1, 5, dtype=np.float32)
+    stopped = ptxpy.jit(negate_twice.fn, out_shape=lambda x: [x, x], grid=(1, 0), block=BLOCK,
+                        input_output_aliases={0: 1}, interpret=True)
+    out, again = wrap(stopped)(x)
+    np.testing.assert_array_equal(np.asarray(out), np.zeros(4, np.float32))
+    np.testing.assert_array_equal(np.asarray(again), x)         # its aliased input, unchanged
+    with pytest.raises(ValueError, match="grid must be a non-negative int"):
+        ptxpy.jit(negate_twice.fn, out_shape=lambda x: [x, x], grid=-1, block=BLOCK)(x)
+    with pytest.raises(ValueError, match="block must be a positive int"):
+        ptxpy.jit(negate_twice.fn, out_shape=lambda x: [x, x], grid=1, block=0)(x)
+
+
 @ptxpy.jit(out_shape=lambda x, y, a: x, grid=2, block=BLOCK, interpret=False)
 def saxpy2(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
     i = ptxpy.global_id(0)
