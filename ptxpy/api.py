@@ -10,6 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from ptxpy import cells
 from ptxpy.runtime import cache
 from ptxpy.transpiler import driver
 from ptxpy.transpiler.abi import CompiledKernel
@@ -76,7 +77,19 @@ class Kernel:
         """(filename, text) of the file that defines the kernel, read once."""
         if self._source is None:
             filename = inspect.getsourcefile(self.fn) or inspect.getfile(self.fn)
-            self._source = filename, "".join(linecache.getlines(filename)) or open(filename).read()
+            text = "".join(linecache.getlines(filename))
+            if not text:
+                try:
+                    with open(filename, "rb") as f:
+                        text = driver.decode_source(f.read(), filename)
+                except OSError:
+                    raise CompileError(f"cannot read the source of kernel '{self.__name__}' from "
+                                       f"'{filename}': ptxpy compiles a kernel from the file that "
+                                       "defines it (for source text, use ptxpy.transpile)",
+                                       None, filename) from None
+            if cells.is_cell(filename):
+                text += cells.context_lines(self.fn.__globals__, text)
+            self._source = filename, text
         return self._source
 
     @property
@@ -90,9 +103,20 @@ class Kernel:
                     raise
                 raise err.with_traceback(None) from None
             if self.__name__ not in self._program.kernels:
-                raise CompileError(f"{self.__name__} is not decorated with @ptxpy.jit in its source",
-                                   None, filename)
+                raise self._not_found_error(filename, source)
         return self._program
+
+    def _not_found_error(self, filename: str, source: str) -> CompileError:
+        line = self.fn.__code__.co_firstlineno
+        lines = source.splitlines()
+        text = lines[line - 1] if 0 < line <= len(lines) else None
+        where = (line, len(text) - len(text.lstrip())) if text is not None else None
+        if "." in self.__qualname__:     # Python's name for a function in a function or class
+            message = (f"kernel '{self.__qualname__}' is defined inside a function or class; "
+                       "ptxpy compiles kernels defined at the top level of a module")
+        else:
+            message = f"{self.__name__} is not decorated with @ptxpy.jit in its source"
+        return CompileError(message, where, filename, text)
 
     @property
     def params(self) -> list:
@@ -107,7 +131,7 @@ class Kernel:
         """Whether this file's kernel is in the disk cache (then a warm start is likely)."""
         try:
             return cache.disk_enabled() and cache.entry_path("signature", self._cache_key()).exists()
-        except (OSError, TypeError):    # no source file to read: the call will say so
+        except (OSError, TypeError, CompileError):    # no source to read: the call will say so
             return False
 
     def _cache_key(self, **specialisation) -> dict:

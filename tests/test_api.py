@@ -230,3 +230,73 @@ def test_transpile_arguments_of_the_wrong_kind_are_type_errors(kwargs, message):
     call = {"source": SCALE_SOURCE, **kwargs}
     with pytest.raises(TypeError, match=message):
         ptxpy.transpile(**call)
+
+
+def test_kernel_inside_a_function_is_a_located_error():
+    @ptxpy.jit(out_shape=lambda x: x, grid=1, block=BLOCK, interpret=True)
+    def inner(x: Array[f32], out: Array[f32]):
+        out[0] = x[0]
+
+    with pytest.raises(ptxpy.CompileError) as err:
+        inner(np.ones(4, np.float32))
+    first, line, caret = str(err.value).splitlines()
+    decorator_line = inner.fn.__code__.co_firstlineno
+    assert first == (f"{__file__}:{decorator_line}:5: error: kernel "
+                     "'test_kernel_inside_a_function_is_a_located_error.<locals>.inner' is defined "
+                     "inside a function or class; ptxpy compiles kernels defined at the top level "
+                     "of a module")
+    assert line.strip().startswith("@ptxpy.jit(") and caret == "    ^"
+
+
+def test_kernel_without_a_source_file_says_so():
+    namespace = {}
+    source = SCALE_SOURCE.replace("@ptxpy.jit", "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=32)")
+    exec(compile(source, "<generated>", "exec"), namespace)   # decorating must not fail
+    with pytest.raises(ptxpy.CompileError, match="cannot read the source of kernel 'scale' from "
+                                                 "'<generated>'.*use ptxpy.transpile"):
+        namespace["scale"].ptx(np.ones(4, np.float32))
+
+
+def run_cell(source: str, name: str, namespace: dict) -> None:
+    """Run `source` as IPython runs a notebook cell: its text kept in linecache under a name
+    that is no file."""
+    import linecache
+
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    exec(compile(source, name, "exec"), namespace)
+
+
+def test_kernel_in_a_notebook_cell_sees_names_of_earlier_cells():
+    namespace = {}
+    run_cell("import math\nimport numpy as np\nimport ptxpy as px\nfrom ptxpy import Array, "
+             "f32 as F\nSCALE = 2.5\nN = 32\nlabel = 'not a kernel constant'\n",
+             "<ipython-input-1-cafe>", namespace)
+    run_cell('''
+@px.func
+def twice(v: F) -> F:
+    return v * SCALE
+
+@px.jit(out_shape=lambda x: x, grid=1, block=32, interpret=True)
+def cell_kernel(x: Array[F], out: Array[F]):
+    i = px.global_id(0)
+    if i < len(x):
+        out[i] = twice(math.sqrt(x[i])) + N
+''', "<ipython-input-2-beef>", namespace)
+    x = np.array([4.0, 9.0, 16.0], np.float32)
+    np.testing.assert_array_equal(np.asarray(namespace["cell_kernel"](x)), np.sqrt(x) * 2.5 + 32)
+    filename, text = namespace["cell_kernel"].source
+    assert filename == "<ipython-input-2-beef>" and text.startswith("\n@px.func\n")
+    assert "import ptxpy as px\nfrom ptxpy import Array\nfrom ptxpy import f32 as F\n" in text
+    assert "SCALE = 2.5\nN = 32\n" in text and "label" not in text and "numpy" not in text
+
+
+def test_a_cell_error_keeps_the_cells_own_line_numbers():
+    namespace = {}
+    run_cell("import ptxpy\nfrom ptxpy import Array, f32\n", "<ipython-input-3-f00d>", namespace)
+    run_cell('''@ptxpy.jit(out_shape=lambda x: x, grid=1, block=32, interpret=True)
+def broken(x: Array[f32], out: Array[f32]):
+    out[0] = x[0] + undefined_name
+''', "<ipython-input-4-f00d>", namespace)
+    with pytest.raises(ptxpy.CompileError) as err:
+        namespace["broken"](np.ones(2, np.float32))
+    assert str(err.value).startswith("<ipython-input-4-f00d>:3:21: error: ")
