@@ -13,16 +13,19 @@ class Registers:
     order of their ids (a lower number is a lower id), with what each instruction reads and
     writes as bitsets."""
 
-    __slots__ = ("regs", "bit", "reads", "writes", "reads_mask", "class_mask")
+    __slots__ = ("regs", "bit", "reads", "writes", "reads_mask", "class_mask", "copies")
 
     def __init__(self, mfunc: MFunction):
         self.reads: dict = {}   # instruction -> the registers it reads (`MInstr.uses`)
+        self.copies: set = set()   # the instructions that are `MInstr.is_copy`
         named = set()
         for block in mfunc.blocks:
             for instr in block.instrs:
                 read = self.reads[instr] = instr.uses
                 named.update(read)
                 named.update(instr.dsts)
+                if instr.opcode.startswith("mov.") and instr.is_copy:
+                    self.copies.add(instr)
             if block.term and block.term.cond is not None:
                 named.add(block.term.cond)
         self.regs: list[VReg] = sorted(named, key=_reg_id)

@@ -20,14 +20,14 @@ def allocate_registers(mfunc: MFunction) -> None:
     colours = _number_in_order(colour(registers, graph, alias, order), order)
     for reg in registers.regs:   # every register (those merged away are in `alias`)
         reg.number = colours[_find(alias, reg)]
-    _drop_coalesced_copies(mfunc)
+    _drop_coalesced_copies(mfunc, registers.copies)
 
 
-def _drop_coalesced_copies(mfunc: MFunction) -> None:
-    """Remove the copies whose two registers got one number."""
+def _drop_coalesced_copies(mfunc: MFunction, copies: set) -> None:
+    """Remove the copies (`copies`) whose two registers got one number."""
     for block in mfunc.blocks:
         kept = [i for i in block.instrs
-                if not (i.is_copy and i.dsts[0].number == i.srcs[0].number)]
+                if not (i in copies and i.dsts[0].number == i.srcs[0].number)]
         if len(kept) != len(block.instrs):
             block.instrs = kept
 
@@ -55,7 +55,7 @@ def _add_interferences(graph: list, instr, live: int, registers: Registers) -> N
     """Edges between each register `instr` writes and the others of its class live there
     (`live`: the registers live after it)."""
     bit_of, class_mask = registers.bit, registers.class_mask
-    copied = bit_of[instr.srcs[0]] if instr.is_copy else 0   # a copy's two registers hold one value
+    copied = bit_of[instr.srcs[0]] if instr in registers.copies else 0   # a copy's two registers hold one value
     several = len(instr.dsts) > 1
     for dst in instr.dsts:
         bit = bit_of[dst]
@@ -76,8 +76,9 @@ def coalesce(mfunc: MFunction, registers: Registers, graph: list) -> dict[VReg, 
     register merged away becomes 0); returns the alias map."""
     alias: dict[VReg, VReg] = {}
     depth = loop_depths(mfunc)
+    copies = registers.copies
     copies = [(not instr.phi_copy, -depth[block], n, instr)
-              for block in mfunc.blocks for n, instr in enumerate(block.instrs) if instr.is_copy]
+              for block in mfunc.blocks for n, instr in enumerate(block.instrs) if instr in copies]
     bit_of = registers.bit
     for *_, instr in sorted(copies, key=lambda c: c[:3]):
         keep, gone = _find(alias, instr.dsts[0]), _find(alias, instr.srcs[0])
