@@ -152,16 +152,23 @@ class _Solver:
             self.instr_work.extend(dst.phis)
 
     def _visit(self, instr: Instr) -> None:
-        old = self.lattice.get(instr, TOP)
+        lattice = self.lattice
+        old = lattice.get(instr, TOP)
         if old is BOTTOM:
             return
+        op = instr.op
         if instr.type is None:
-            if instr.op in ("br", "cbr"):
+            if op == "br" or op == "cbr":
                 self._visit_branch(instr)
             return
-        new = self._merge_phi(instr) if instr.op == "phi" else self._evaluate(instr)
+        if op == "phi":
+            new = self._merge_phi(instr)
+        elif op not in _FOLDABLE_OPS:
+            new = BOTTOM
+        else:
+            new = self._evaluate(instr)
         if new is not old and not (old.__class__ is Const and old == new):
-            self.lattice[instr] = new
+            lattice[instr] = new
             users_of = self.uses.get(instr)
             if users_of:
                 self.instr_work.extend(users_of)
@@ -193,9 +200,8 @@ class _Solver:
         return result
 
     def _evaluate(self, instr: Instr):
+        """The lattice value of `instr`, a foldable op (`_FOLDABLE_OPS`)."""
         op = instr.op
-        if op not in _FOLDABLE_OPS:
-            return BOTTOM
         # the lattice values of the args; a BOTTOM one decides but for `select` and the
         # absorbing ops (values are compared by identity: `BOTTOM in values` would call
         # `Const.__eq__` for each)
@@ -217,7 +223,7 @@ class _Solver:
                     return BOTTOM
                 value, constant = BOTTOM, False
             values.append(value)
-        if not foldable(op, instr.attrs):
+        if instr.attrs and not foldable(op, instr.attrs):
             return BOTTOM
         if op == "select" and values[0].__class__ is Const:
             return values[1 if values[0].value else 2]
