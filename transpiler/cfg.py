@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import Block, Function, cached_analysis
+from .ir import TERMINATORS, Block, Function
 
 
 def branch_head(block: Block) -> Block | None:
@@ -111,10 +111,20 @@ class DomTree:
 
 
 def dom_tree(func: Function) -> DomTree:
-    """`DomTree(func)`, computed once while `passes.optimize` runs and no pass has changed the
-    function since (`Function.analyses`). For a pass to call before it changes the control
+    """`DomTree(func)`, computed once while `passes.optimize` runs and the control flow is the
+    same (`Function.analyses`, `_same_edges`). For a pass to call before it changes the control
     flow: a pass counts its changes only when it ends."""
-    return cached_analysis(func, "dom", lambda f: DomTree(f, _cached_order(f)))
+    cache = func.analyses
+    if cache is None:
+        return DomTree(func)
+    found = cache.get("dom")
+    if found is not None and (found[0] == func.edits or _same_edges(func, found[2])):
+        if found[0] != func.edits:
+            cache["dom"] = (func.edits, found[1], found[2])
+        return found[1]
+    dom = DomTree(func, _cached_order(func))
+    cache["dom"] = (func.edits, dom, _edges(dom.order))
+    return dom
 
 
 def block_order(func: Function) -> list[Block]:
@@ -123,11 +133,39 @@ def block_order(func: Function) -> list[Block]:
 
 
 def _cached_order(func: Function) -> list[Block]:
-    """Reverse postorder, the dominator tree's where it is cached (callers only read it)."""
-    found = func.analyses and func.analyses.get("dom")
-    if found and found[0] == func.edits:
-        return found[1].order
-    return cached_analysis(func, "order", reverse_postorder)
+    """Reverse postorder, the dominator tree's where it is cached and the control flow is the
+    same (callers only read it)."""
+    cache = func.analyses
+    if cache is None:
+        return reverse_postorder(func)
+    for name in ("dom", "order"):
+        found = cache.get(name)
+        if found is not None and (found[0] == func.edits or _same_edges(func, found[2])):
+            return found[1].order if name == "dom" else found[1]
+    order = reverse_postorder(func)
+    cache["order"] = (func.edits, order, _edges(order))
+    return order
+
+
+def _edges(order: list[Block]) -> tuple:
+    """What the reverse postorder `order` and its dominator tree are computed from: the entry
+    and the successors of each block reachable from it (in valid IR, a block's preds are the
+    blocks whose terminators target it)."""
+    return order, [list(block.instrs[-1].targets) for block in order]
+
+
+def _same_edges(func: Function, edges: tuple) -> bool:
+    """Whether the control flow of `func` is still that of `_edges(order)`: the same entry, and
+    every block reachable then has the same successors (so the same blocks are reachable, by
+    the same edges)."""
+    order, succs = edges
+    if order[0] is not func.blocks[0]:
+        return False
+    for block, targets in zip(order, succs):
+        instrs = block.instrs
+        if not instrs or instrs[-1].op not in TERMINATORS or instrs[-1].targets != targets:
+            return False
+    return True
 
 
 @dataclass(eq=False)
