@@ -6,8 +6,9 @@
 #     OUT=/some/dir bash benchmarks/device_session.sh [STEP ...]
 #
 # Steps: gpu-tests kernel-tests sanitizer kernels ab launch registers (default: all, in order),
-# and on demand: variants (benchmarks/variants.py), launch-host (where a chain call's host time
-# goes), graph-probe (the CUDA graphs XLA builds for a chain, and their launch cost),
+# and on demand: sanitizer-rows (compute-sanitizer on the row examples, every launch shape),
+# variants (benchmarks/variants.py), launch-host (where a chain call's host time goes),
+# graph-probe (the CUDA graphs XLA builds for a chain, and their launch cost),
 # ncu-matmul (stall reasons of ptxpy's and Triton's matmul).
 # All of them take longer than one device call may (10 minutes): name a few steps per call.
 set -u
@@ -35,6 +36,9 @@ for step in $steps; do
                           python3 examples/prefix_scan.py --size 100000
                       run sanitizer-racecheck compute-sanitizer --tool racecheck \
                           python3 examples/prefix_scan.py --size 100000 ;;
+        sanitizer-rows)   # about 80 s (memcheck) and 250 s (racecheck)
+                      run sanitizer-rows-memcheck bash benchmarks/sanitize_rows.sh memcheck
+                      run sanitizer-rows-racecheck bash benchmarks/sanitize_rows.sh racecheck ;;
         kernels)      run kernels python3 benchmarks/kernels.py --out "$OUT" ;;
         ab)           # two groups that each fit a call: the matmul and row variants, then the passes
                       run ab-matmul env OUT="$OUT/ab-matmul" python3 benchmarks/ab_compiler.py \
