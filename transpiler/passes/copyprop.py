@@ -19,7 +19,7 @@ def replace_all_uses(uses: dict, old: Instr, new: Value) -> None:
 
 def run(func: Function) -> Function:
     work = [i for b in func.blocks for i in b.all_instrs() if i.op in ("mov", "phi")]
-    if not work:
+    if not work or not _any_to_replace(work, func):
         return func
     uses = pass_users(func)
     dom, changed = None, False
@@ -41,6 +41,20 @@ def run(func: Function) -> Function:
         changed = True
     func.edits += changed
     return func
+
+
+def _any_to_replace(work: list, func: Function) -> bool:
+    """Whether `run` would replace anything: a `mov`, or a phi trivial as it is (only a
+    replacement makes another phi trivial), found without the use map."""
+    dom = None
+    for instr in work:
+        if instr.op == "mov":
+            return True
+        if dom is None and any(isinstance(a, Undef) for a in instr.args):
+            dom = dom_tree(func)
+        if _trivial_phi_value(instr, dom) is not None:
+            return True
+    return False
 
 
 def _trivial_phi_value(phi: Instr, dom: DomTree | None) -> Value | None:
