@@ -106,6 +106,10 @@ class _StartRecorder(CodegenState):
             handler(self, node, **kwargs)
 
 
+_SIMPLE = cst.SimpleWhitespace
+_ONE_LINE_GAPS = frozenset({"", " "})   # the usual SimpleWhitespace values
+
+
 class _StartOf:
     """Context manager: `node` starts where `start_node` (printed inside it) starts."""
 
@@ -159,7 +163,11 @@ def _newline(r: _StartRecorder, node) -> None:
 
 @_handles(cst.TrailingWhitespace)
 def _trailing_whitespace(r: _StartRecorder, node) -> None:
-    r.walk(node.whitespace)
+    gap = node.whitespace
+    if gap.__class__ is _SIMPLE and gap.value in _ONE_LINE_GAPS:
+        r.column += len(gap.value)
+    else:
+        r.walk(gap)
     if node.comment is not None:
         r.walk(node.comment)
     r.walk(node.newline)
@@ -175,20 +183,37 @@ def _empty_line(r: _StartRecorder, node) -> None:
 @_handles(cst.LeftParen, cst.LeftSquareBracket)
 def _opening_bracket(r: _StartRecorder, node) -> None:
     r.column += 1   # ( or [
-    r.walk(node.whitespace_after)
+    gap = node.whitespace_after
+    if gap.__class__ is _SIMPLE and gap.value in _ONE_LINE_GAPS:
+        r.column += len(gap.value)
+    else:
+        r.walk(gap)
 
 
 @_handles(cst.RightParen, cst.RightSquareBracket)
 def _closing_bracket(r: _StartRecorder, node) -> None:
-    r.walk(node.whitespace_before)
+    gap = node.whitespace_before
+    if gap.__class__ is _SIMPLE and gap.value in _ONE_LINE_GAPS:
+        r.column += len(gap.value)
+    else:
+        r.walk(gap)
     r.column += 1
 
 
 def _one_token_op(r: _StartRecorder, node) -> None:
-    r.walk(node.whitespace_before)
+    # (`r.walk` of the usual whitespace inline: `r.column += len(gap.value)`)
+    gap = node.whitespace_before
+    if gap.__class__ is _SIMPLE and gap.value in _ONE_LINE_GAPS:
+        r.column += len(gap.value)
+    else:
+        r.walk(gap)
     r.starts[node] = (r.line, r.column)
     r.add_token(node._get_token())
-    r.walk(node.whitespace_after)
+    gap = node.whitespace_after
+    if gap.__class__ is _SIMPLE and gap.value in _ONE_LINE_GAPS:
+        r.column += len(gap.value)
+    else:
+        r.walk(gap)
 
 
 def _unary_op(r: _StartRecorder, node) -> None:
@@ -484,9 +509,17 @@ for _cls, _body in ((cst.Assign, _assign), (cst.AugAssign, _aug_assign),
 @_handles(cst.AssignTarget)
 def _assign_target(r: _StartRecorder, node) -> None:
     r.walk(node.target)
-    r.walk(node.whitespace_before_equal)
+    gap = node.whitespace_before_equal
+    if gap.__class__ is _SIMPLE and gap.value in _ONE_LINE_GAPS:
+        r.column += len(gap.value)
+    else:
+        r.walk(gap)
     r.column += 1   # =
-    r.walk(node.whitespace_after_equal)
+    gap = node.whitespace_after_equal
+    if gap.__class__ is _SIMPLE and gap.value in _ONE_LINE_GAPS:
+        r.column += len(gap.value)
+    else:
+        r.walk(gap)
 
 
 @_handles(cst.Annotation)
