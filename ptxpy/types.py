@@ -26,7 +26,7 @@ class Scalar:
         if self is other:
             return True
         if other.__class__ is self.__class__:
-            return (self.name, self.kind, self.bits) == (other.name, other.kind, other.bits)
+            return self.name == other.name and self.kind == other.kind and self.bits == other.bits
         return NotImplemented
 
     # is_float, is_int, is_signed, is_bool and nbytes are plain attributes, set once per type

@@ -811,7 +811,9 @@ class _Builder:
     # --- expressions -------------------------------------------------------------------------
     def ev(self, e):
         saved = self.loc
-        self.loc = getattr(e, "loc", None) or saved
+        loc = getattr(e, "loc", None)
+        if loc:
+            self.loc = loc
         try:
             handler = _EXPR_HANDLERS.get(e.__class__) or self._expr_handler(e.__class__)
             return handler(self, e)
@@ -839,7 +841,7 @@ class _Builder:
 
     def coerce(self, value, ty: Scalar):
         """`value` converted to `ty` as a cast does (to bool: != 0)."""
-        if value.type == ty:
+        if value.type is ty or value.type == ty:
             return value
         if ty.is_bool:
             return self.emit("cmp", bool_, [value, _const(value.type, 0)], {"pred": "ne"})
