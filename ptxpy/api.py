@@ -5,6 +5,7 @@ import functools
 import hashlib
 import inspect
 import linecache
+import numbers
 import os
 import threading
 from collections.abc import Mapping
@@ -361,21 +362,35 @@ def _out_types(spec):
 def _dim3(value, what: str, least: int = 1) -> tuple:
     """(x, y, z) from an int or a tuple of 1 to 3 ints, each at least `least` (a grid may have
     no blocks: the call then launches nothing)."""
-    dims = (value,) if isinstance(value, int) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= least for d in dims):
-        kind = "positive" if least == 1 else "non-negative"
+    kind = "positive" if least == 1 else "non-negative"
+    dims = (value,) if not isinstance(value, (tuple, list)) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool)
+                                          for d in dims):
+        raise TypeError(f"{what} must be a {kind} int or a tuple of 1 to 3 {kind} ints, got {value!r}")
+    if not all(d >= least for d in dims):
         raise ValueError(f"{what} must be a {kind} int or a tuple of 1 to 3 {kind} ints, got {value!r}")
-    return dims + (1,) * (3 - len(dims))
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
 def _const_value(value, param, kernel: str):
-    if hasattr(value, "shape") and getattr(value, "shape", ()) != ():
-        raise TypeError(f"{kernel}: Const parameter '{param.name}' needs a Python value")
-    try:
-        return {"bool": bool, "i32": int, "f32": float}[param.type.base.name](value)
-    except Exception:
-        raise TypeError(f"{kernel}: Const parameter '{param.name}' needs a compile-time value, "
-                        f"got {type(value).__name__}") from None
+    """A Const argument as its Python value: a number of the parameter's kind (as the CLI's
+    -D takes it), or a concrete 0-d array holding one."""
+    if hasattr(value, "shape"):
+        if tuple(value.shape) != ():
+            raise TypeError(f"{kernel}: Const parameter '{param.name}' needs a Python value")
+        try:
+            value = value.item()
+        except Exception:       # a traced value has no item
+            raise TypeError(f"{kernel}: Const parameter '{param.name}' needs a compile-time "
+                            f"value, got {type(value).__name__}") from None
+    base = param.type.base.name
+    is_bool = isinstance(value, bool) or type(value).__name__ in ("bool", "bool_")
+    fits = {"i32": isinstance(value, numbers.Integral) and not is_bool,
+            "f32": isinstance(value, numbers.Real) and not is_bool, "bool": is_bool}[base]
+    if not fits:
+        raise TypeError(f"{kernel}: Const parameter '{param.name}' is {param.type} but was "
+                        f"given {value!r}")
+    return {"bool": bool, "i32": int, "f32": float}[base](value)
 
 
 def _scalar_type_of(dtype):

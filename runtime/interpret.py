@@ -23,6 +23,10 @@ def run_interpreted(kernel: CompiledKernel, inputs: list, out_types: list, grid:
     import jax
     import jax.numpy as jnp
 
+    from ptxpy.runtime.launch import check_call
+
+    # the checks of a GPU launch, so that a call that would fail there fails here too
+    check_call(kernel, inputs, out_types, grid, block, input_output_aliases, traced_by_value=True)
     aliases = dict(input_output_aliases or {})
     dynamic = [k for k, v in enumerate(inputs) if isinstance(v, jax.Array) or _is_tracer(v)]
     static = [None if k in dynamic else v for k, v in enumerate(inputs)]

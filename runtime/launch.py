@@ -101,16 +101,26 @@ class PreparedCall:
 def prepare(kernel: CompiledKernel, args: list, out_types: list, grid, block,
             input_output_aliases: dict[int, int] | None = None) -> PreparedCall:
     """Checks a call (before any CUDA call), loads the kernel, registers its launch plan."""
-    inputs, outputs = split_params(kernel, len(out_types))
-    values = check_args(kernel, inputs, args)
-    out_types = check_out_types(kernel, outputs, out_types)
-    grid, block = check_dims(kernel, "grid", grid), check_dims(kernel, "block", block)
-    check_limits(kernel, grid, block, driver.DeviceLimits())
-    aliases = check_aliases(kernel, inputs, values, out_types, input_output_aliases or {})
+    inputs, values, out_types, grid, block, aliases = check_call(
+        kernel, args, out_types, grid, block, input_output_aliases)
     key = register(kernel, values, out_types, grid, block)
     positions = [i for i, p in enumerate(inputs) if is_buffer(p)]
     ffi_aliases = {positions.index(i): o for i, o in aliases.items()}
     return PreparedCall(kernel, key, values, positions, out_types, ffi_aliases, grid, block)
+
+
+def check_call(kernel: CompiledKernel, args: list, out_types: list, grid, block,
+               input_output_aliases: dict[int, int] | None, traced_by_value: bool = False):
+    """Everything about a call that can be checked without a GPU; returns (input params, the
+    argument values as launched, out types, grid, block, aliases). `traced_by_value` lets a
+    traced value through for a by-value scalar (the simulator takes it; a GPU launch cannot)."""
+    inputs, outputs = split_params(kernel, len(out_types))
+    values = check_args(kernel, inputs, args, traced_by_value)
+    out_types = check_out_types(kernel, outputs, out_types)
+    grid, block = check_dims(kernel, "grid", grid), check_dims(kernel, "block", block)
+    check_limits(kernel, grid, block, driver.DeviceLimits())
+    aliases = check_aliases(kernel, inputs, values, out_types, input_output_aliases or {})
+    return inputs, values, out_types, grid, block, aliases
 
 
 def register(kernel: CompiledKernel, values: list, out_types: list, grid, block) -> int:
@@ -193,19 +203,22 @@ def split_params(kernel: CompiledKernel, n_out: int) -> tuple[list, list]:
     return inputs, outputs
 
 
-def check_args(kernel: CompiledKernel, inputs: list[ParamSpec], args: list) -> list:
+def check_args(kernel: CompiledKernel, inputs: list[ParamSpec], args: list,
+               traced_by_value: bool = False) -> list:
     if len(args) != len(inputs):
         names = ", ".join(p.name for p in inputs)
         raise TypeError(f"kernel '{kernel.name}' takes {len(inputs)} arguments ({names}) "
                         f"but got {len(args)}")
-    return [_check_arg(kernel, spec, value) for spec, value in zip(inputs, args)]
+    return [_check_arg(kernel, spec, value, traced_by_value) for spec, value in zip(inputs, args)]
 
 
-def _check_arg(kernel: CompiledKernel, spec: ParamSpec, value):
+def _check_arg(kernel: CompiledKernel, spec: ParamSpec, value, traced_by_value: bool):
     if spec.kind == "array":
         return _check_array(kernel, spec, value)
     if spec.by_ref:
         return _scalar_buffer(kernel, spec, value)
+    if traced_by_value and _is_tracer(value):
+        return value
     return _scalar_value(kernel, spec, value)
 
 

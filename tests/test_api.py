@@ -300,3 +300,32 @@ def broken(x: Array[f32], out: Array[f32]):
     with pytest.raises(ptxpy.CompileError) as err:
         namespace["broken"](np.ones(2, np.float32))
     assert str(err.value).startswith("<ipython-input-4-f00d>:3:21: error: ")
+
+
+def test_const_arguments_are_numbers_of_their_kind():
+    x, _ = data(8)
+    with pytest.raises(TypeError, match=r"two_outputs: Const parameter 'n' is Const\[int\] but "
+                                        r"was given 2.5"):
+        two_outputs(x, n=2.5)
+    with pytest.raises(TypeError, match="is Const\\[int\\] but was given True"):
+        two_outputs(x, n=True)
+    out, idx = two_outputs(x, n=np.array(3))          # a concrete 0-d array holds one
+    np.testing.assert_array_equal(np.asarray(idx), np.arange(8) * 3)
+
+
+def test_interpret_mode_makes_the_checks_of_a_gpu_launch():
+    x, y = data()
+    wrong_out = ptxpy.jit(saxpy.fn, out_shape=lambda x, y, a: jax.ShapeDtypeStruct(x.shape, jnp.int32),
+                          grid=2, block=BLOCK, interpret=True)
+    with pytest.raises(TypeError, match="kernel 'saxpy', parameter 'out': expected output of "
+                                        r"dtype f32 \(float32\), got int32"):
+        wrong_out(x, y, 1.0)
+    too_wide = ptxpy.jit(saxpy.fn, out_shape=lambda x, y, a: x, grid=1, block=2048, interpret=True)
+    with pytest.raises(ValueError, match=r"block \(2048, 1, 1\) has 2048 threads; CUDA devices "
+                                         "allow at most 1024 per block"):
+        too_wide(x, y, 1.0)
+    float_grid = ptxpy.jit(saxpy.fn, out_shape=lambda x, y, a: x, grid=lambda x, y, a: len(x) / 64,
+                           block=BLOCK, interpret=True)
+    with pytest.raises(TypeError, match="grid must be a non-negative int or a tuple of 1 to 3 "
+                                        "non-negative ints, got 1.5625"):
+        float_grid(x, y, 1.0)
