@@ -95,7 +95,7 @@ class _Solver:
 
     def _drain(self) -> None:
         instr_work, block_work, swept = self.instr_work, self.block_work, self.swept
-        lattice, visit = self.lattice, self._visit
+        lattice, visit, evaluate, uses = self.lattice, self._visit, self._evaluate, self.uses
         while block_work or instr_work:
             while instr_work:
                 instr = instr_work.pop()
@@ -108,7 +108,17 @@ class _Solver:
                 for instr in block.phis:
                     visit(instr)
                 for instr in block.instrs:
-                    visit(instr)
+                    # `visit(instr)`, inline for the usual value: a block is swept once, so
+                    # no value of it is in the lattice yet (TOP)
+                    if instr.type is None or instr in lattice:
+                        visit(instr)
+                        continue
+                    new = evaluate(instr) if instr.op in _FOLDABLE_OPS else BOTTOM
+                    if new is not TOP:
+                        lattice[instr] = new
+                        users_of = uses.get(instr)
+                        if users_of:
+                            instr_work.extend(users_of)
 
     def _resolve_undefs(self) -> bool:
         changed = False
