@@ -255,7 +255,7 @@ class ExprChecker:
     def qualname(self, node: cst.CSTNode) -> str | None:
         """Like ModuleScope.qualname, but None where a local name shadows the module's."""
         base = node
-        while isinstance(base, cst.Attribute):
+        while base.__class__ is cst.Attribute:
             base = base.value
         if not isinstance(base, cst.Name) or self.is_local(base.value):
             return None
@@ -346,8 +346,8 @@ class ExprChecker:
 
     def _e_Subscript(self, node: cst.Subscript) -> typed.Expr:
         base = node.value
-        if (isinstance(base, cst.Attribute) and base.attr.value == "shape"
-                and isinstance(base.value, cst.Name) and base.value.value in self.arrays):
+        if (base.__class__ is cst.Attribute and base.attr.value == "shape"
+                and base.value.__class__ is cst.Name and base.value.value in self.arrays):
             return self.shape_item(base.value.value, node)
         if isinstance(base, cst.Name) and base.value in self.arrays:
             name = base.value
@@ -373,13 +373,13 @@ class ExprChecker:
         """The index expressions of `name[...]` (no slices), as many as the array's rank."""
         items = []
         for element in node.slice:
-            if isinstance(element.slice, cst.Slice):
+            if element.slice.__class__ is cst.Slice:   # (isinstance: an ABC check, slower)
                 raise self.error("slices are only supported for vector access: "
                                  "v0, v1 = x[i:i + 2] or x[i:i + 2] = (v0, v1)", element)
             if element.slice.star is not None:
                 raise self.error("starred indices are not supported", element)
             value = element.slice.value
-            if isinstance(value, cst.Tuple) and len(node.slice) == 1:
+            if value.__class__ is cst.Tuple and len(node.slice) == 1:
                 items += [e.value for e in value.elements if isinstance(e, cst.Element)]
                 if len(items) != len(value.elements):
                     raise self.error("starred indices are not supported", value)

@@ -351,7 +351,7 @@ def _comma(r: _StartRecorder, node, default_comma: bool, default_text: str = ", 
     comma = node.comma
     if comma is MaybeSentinel.DEFAULT and default_comma:
         r.add_token(default_text)
-    elif isinstance(comma, cst.Comma):
+    elif comma.__class__ is cst.Comma:
         r.walk(comma)
 
 
@@ -364,7 +364,7 @@ def _arg(r: _StartRecorder, node, default_comma: bool = False) -> None:
     equal = node.equal
     if equal is MaybeSentinel.DEFAULT and node.keyword is not None:
         r.add_token(" = ")
-    elif isinstance(equal, cst.AssignEqual):
+    elif equal.__class__ is cst.AssignEqual:
         r.walk(equal)
     r.walk(node.value)
     _comma(r, node, default_comma)
@@ -674,7 +674,7 @@ def _param(r: _StartRecorder, node, default_star=None, default_comma: bool = Fal
     equal = node.equal
     if equal is MaybeSentinel.DEFAULT and node.default is not None:
         r.add_token(" = ")
-    elif isinstance(equal, cst.AssignEqual):
+    elif equal.__class__ is cst.AssignEqual:
         r.walk(equal)
     if node.default is not None:
         r.walk(node.default)

@@ -91,7 +91,7 @@ def fold_unary(op: cst.BaseUnaryOp, v):
 
 def number_literal(node: cst.CSTNode):
     """The value of an Integer/Float literal, or raise NotConstant (imaginary numbers)."""
-    if isinstance(node, cst.Integer):
+    if node.__class__ is cst.Integer:
         return int(node.value, 0)      # what node.evaluated_value gives, without ast.literal_eval
     if isinstance(node, cst.Float):
         return float(node.value)       # float() reads Python's float literals (and their '_')
@@ -289,7 +289,7 @@ class ModuleScope:
 
     def qualname(self, node: cst.CSTNode) -> str | None:
         """The qualified name of a module-level Name/Attribute chain (no locals considered)."""
-        if isinstance(node, cst.Name):
+        if node.__class__ is cst.Name:
             return self.global_qualname(node.value)
         if isinstance(node, cst.Attribute):
             base = self.qualname(node.value)
@@ -342,7 +342,7 @@ def _is_number(value) -> bool:
 def resolve_type(node: cst.BaseExpression, scope: ModuleScope, loc, allow_const: bool = False,
                  allow_tuple: bool = False):
     """The ptxpy type an annotation denotes: Scalar, ArrayType, ConstType or TupleType."""
-    if isinstance(node, cst.Subscript):
+    if node.__class__ is cst.Subscript:   # (isinstance: an ABC check, slower)
         return _subscript_type(node, scope, loc, allow_const, allow_tuple)
     scalar = scalar_named(scope.qualname(node))
     if scalar is not None:
