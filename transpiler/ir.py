@@ -179,9 +179,10 @@ class Function:
         self.blocks.append(block)
         return block
 
-    def instrs(self) -> Iterator[Instr]:
-        for block in self.blocks:
-            yield from block.all_instrs()
+    def instrs(self) -> list[Instr]:
+        """Every instruction, block by block, phis first (a new list)."""
+        return [instr for block in self.blocks for group in (block.phis, block.instrs)
+                for instr in group]
 
     def __str__(self) -> str:
         return format_function(self)

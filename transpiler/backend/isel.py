@@ -76,6 +76,7 @@ class ISel:
         self.target = target
         self.vregs: dict[ir.Instr, VReg] = {}
         self.users = ir.users(func)
+        self.instrs = func.instrs()
         reachable = set(reverse_postorder(func))
         self.order = [b for b in func.blocks if b in reachable]
         self.mblocks = {b: MBlock(b.name) for b in self.order}
@@ -181,11 +182,11 @@ class ISel:
 
     # --- fold planning ------------------------------------------------------------------
     def _plan_folds(self) -> None:
-        for instr in self.func.instrs():
+        for instr in self.instrs:
             if self._is_addr_part(instr) and self._only_in_addresses(instr):
                 self.skipped.add(instr)
         fused_wide: dict = {}     # (index, scale) -> the block of its first mad.wide
-        for instr in self.func.instrs():
+        for instr in self.instrs:
             if instr.op == "add" and instr not in self.skipped and instr.type.is_int:
                 mul = self._mad_candidate(instr)
                 if mul is not None and mul.op == "mul_wide" and self._repeated_wide(mul, fused_wide):
@@ -241,7 +242,7 @@ class ISel:
         """Find the i64 values to compute in 32 bits: the largest set whose every use is the
         address of a `.shared`/`.local` access or an operand of another such value where only
         its low 32 bits matter (add, sub, mul, the shifted value of shl, a phi)."""
-        narrow = {i for i in self.func.instrs() if self._narrowable(i)}
+        narrow = {i for i in self.instrs if self._narrowable(i)}
         changed = True
         while changed:
             changed = False

@@ -18,7 +18,7 @@ def replace_all_uses(uses: dict, old: Instr, new: Value) -> None:
 
 
 def run(func: Function) -> Function:
-    work = [i for b in func.blocks for i in b.all_instrs() if i.op in ("mov", "phi")]
+    work = [i for i in func.instrs() if i.op == "mov" or i.op == "phi"]
     if not work or not _any_to_replace(work, func):
         return func
     uses = pass_users(func)

@@ -104,7 +104,8 @@ class Ranges:
         self.facts = _block_facts(blocks, dom)
         self.edge_facts = {(p, b): _by_value(_branch_facts(p.terminator, b))
                            for b in blocks for p in b.preds if p in self.facts}
-        order = [i for b in blocks for i in b.all_instrs() if _is_int(i.type)]
+        order = [i for b in blocks for group in (b.phis, b.instrs) for i in group
+                 if _is_int(i.type)]
         if needed_by is not None:
             solved = self._inputs_closure(needed_by)
             order = [i for i in order if i in solved]
