@@ -82,7 +82,7 @@ class _StartRecorder(CodegenState):
     def walk(self, node) -> None:
         """`node._codegen(self)`, by a handler below where there is one."""
         cls = node.__class__
-        if cls is cst.SimpleWhitespace:   # the most common node (never located): inline
+        if cls is _SIMPLE:   # cst.SimpleWhitespace, the most common node (never located): inline
             value = node.value
             if "\n" in value or "\r" in value:
                 self.add_token(value)
