@@ -21,13 +21,49 @@ BOTTOM = "bottom"   # not a constant
 
 
 def run(func: Function) -> Function:
-    solver = _Solver(func)
-    solver.solve()
-    changed = _replace_constants(func, solver)
+    if _may_fold(func):
+        solver = _Solver(func)
+        solver.solve()
+        changed = _replace_constants(func, solver)
+        uses = solver.uses
+    else:   # the solver would find no constant, and so every branch executable
+        changed, uses = False, pass_users(func)
     changed |= remove_unreachable(func)
-    changed |= _simplify_all(func, solver.uses)
+    changed |= _simplify_all(func, uses)
     func.edits += changed
     return func
+
+
+def _may_fold(func: Function) -> bool:
+    """Whether the solver could find any value constant. The first value it finds constant has
+    no argument found constant before it, so it is one of these, with Const arguments of its
+    own: a phi with one (tested first: every loop's counter has one), a foldable instruction
+    whose arguments all are, a `select` on one, an absorbing `x * 0`, `x & 0`, `b or true`
+    (`_absorbing`); and a branch folds only on a constant condition. Without any, every value
+    stays non-constant (or undecided) and `_replace_constants` would change nothing."""
+    for block in func.blocks:
+        for phi in block.phis:
+            for arg in phi.args:
+                if arg.__class__ is Const:
+                    return True
+    for block in func.blocks:
+        for instr in block.instrs:
+            op, args = instr.op, instr.args
+            if op not in _FOLDABLE_OPS:
+                if op == "cbr" and args[0].__class__ is Const:
+                    return True
+                continue
+            for arg in args:
+                if arg.__class__ is not Const:
+                    break
+            else:
+                return True
+            if op == "select":
+                if args[0].__class__ is Const:
+                    return True
+            elif op in _ABSORBING_OPS and _absorbing(instr, args) is not None:
+                return True
+    return False
 
 
 def _replace_constants(func: Function, solver: "_Solver") -> bool:
