@@ -165,8 +165,9 @@ class Function:
     #: passes that changed the function so far: a pass adds one when it changes anything
     #: (`passes.optimize` skips a pass that changed nothing when the function is still the same)
     edits: int = field(default=0, compare=False, repr=False)
-    #: while `passes.optimize` runs: the control-flow analyses computed at some `edits` count
-    #: (`cfg.dom_tree`, `cfg.block_order`), reused while no pass has changed the function since
+    #: while `passes.optimize` runs: analyses computed at some `edits` count, reused while no
+    #: pass has changed the function since (`ir.pass_users`), or for `cfg.dom_tree` and
+    #: `cfg.block_order` while its control flow is the same (`cfg._same_edges`)
     analyses: dict | None = field(default=None, compare=False, repr=False)
 
     @property
