@@ -383,14 +383,11 @@ def _const_value(value, param, kernel: str):
         except Exception:       # a traced value has no item
             raise TypeError(f"{kernel}: Const parameter '{param.name}' needs a compile-time "
                             f"value, got {type(value).__name__}") from None
-    base = param.type.base.name
-    is_bool = isinstance(value, bool) or type(value).__name__ in ("bool", "bool_")
-    fits = {"i32": isinstance(value, numbers.Integral) and not is_bool,
-            "f32": isinstance(value, numbers.Real) and not is_bool, "bool": is_bool}[base]
-    if not fits:
+    converted = param.type.value_of(value)
+    if converted is None:
         raise TypeError(f"{kernel}: Const parameter '{param.name}' is {param.type} but was "
                         f"given {value!r}")
-    return {"bool": bool, "i32": int, "f32": float}[base](value)
+    return converted
 
 
 def _scalar_type_of(dtype):

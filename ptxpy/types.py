@@ -6,6 +6,7 @@ array parameters, `Const[int]` (float, bool) of compile-time parameters. Promoti
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 
@@ -112,6 +113,21 @@ class ConstType:
 
     def __repr__(self) -> str:
         return f"Const[{ {'i32': 'int', 'f32': 'float', 'bool': 'bool'}[self.base.name] }]"
+
+    def value_of(self, value):
+        """`value` as this parameter's Python value (`int`, `float`, `bool`), or None when it
+        is not a number of this kind (2.5 or True for a `Const[int]`). The one rule for
+        `-D`, `ptxpy.transpile(defines=...)` and call arguments."""
+        kind = type(value)
+        is_bool = kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))
+        base = self.base.name
+        if base == "bool":
+            return bool(value) if is_bool else None
+        if is_bool or not isinstance(value, numbers.Real):
+            return None
+        if base == "i32":
+            return int(value) if isinstance(value, numbers.Integral) else None
+        return float(value)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ then, once.
 from __future__ import annotations
 
 import ast
-import numbers
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -243,20 +242,10 @@ def _default(parsed: ParsedModule, name: str, kind, node: cst.BaseExpression):
 
 def const_param_value(name: str, kind: ConstType, value, loc):
     """`value` as the Python value of a `kind` parameter, or a CompileError."""
-    base = kind.base.name
-    is_bool = isinstance(value, bool) or _is_numpy_bool(value)
-    ok = {"i32": isinstance(value, numbers.Integral) and not is_bool,
-          "f32": isinstance(value, numbers.Real) and not is_bool,
-          "bool": is_bool}[base]
-    if not ok:
+    converted = kind.value_of(value)
+    if converted is None:
         raise CompileError(f"Const parameter '{name}' is {kind} but was given {value!r}", loc)
-    return {"i32": int, "f32": float, "bool": bool}[base](value)
-
-
-def _is_numpy_bool(value) -> bool:
-    """`numpy.bool_` (named `bool` since NumPy 2), recognised without importing NumPy."""
-    kind = type(value)
-    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+    return converted
 
 
 def _kernel_return(parsed: ParsedModule, node: cst.FunctionDef) -> None:
