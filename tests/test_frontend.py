@@ -1105,3 +1105,43 @@ def test_tuple_assignment_to_array_elements():
                       "    out[i:i32] = $t3:i32"]
     assert typed.format_body(k.body[6:]) == ["    $t4 = j:i32", "    i = $t4:i32", "    out[i:i32] = 7:i32"]
     assert k.written_arrays == {"x", "out"} and k.locals["a"] == f32
+
+
+def test_libcst_validation_is_skipped_only_while_parsing():
+    """The parse builds libcst's nodes without their checks, gives the same tree as libcst's
+    own parse, and leaves the checks on afterwards, also when parses overlap in threads."""
+    import threading
+
+    import libcst as cst
+
+    from ptxpy.transpiler import toplevel
+
+    source = HEADER + "@ptxpy.jit\ndef k(x: Array[f32], n: i32):\n    x[0] = -x[n] * 2.0 if n > 0 else 1.0\n"
+    assert toplevel.libcst_parse(source).deep_equals(cst.parse_module(source))
+
+    def must_validate():
+        with pytest.raises(cst.CSTValidationError):
+            cst.Name("not an identifier")
+        with pytest.raises(cst.CSTValidationError):
+            cst.Integer("1.5")
+
+    must_validate()
+    with pytest.raises(CompileError):
+        toplevel.parse_with_libcst("def f(:\n")      # an error inside the parse
+    must_validate()
+    errors = []
+
+    def parse_many():
+        try:
+            for _ in range(30):
+                parse_module(source, "t.py")
+        except Exception as err:   # collected: an assertion in a thread would be lost
+            errors.append(err)
+
+    threads = [threading.Thread(target=parse_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    must_validate()

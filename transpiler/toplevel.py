@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst._nodes.base import CSTNode
 
 from .errors import CompileError
 from .positions import module_starts
@@ -59,7 +61,7 @@ class Definition:
 
     def _parse(self) -> cst.FunctionDef:
         try:
-            module = cst.parse_module(self.text)
+            module = libcst_parse(self.text)
         except Exception:
             module = None
         if module is None or len(module.body) != 1 or not isinstance(module.body[0], cst.FunctionDef):
@@ -77,10 +79,49 @@ class Definition:
         raise CompileError("cannot parse this file: a function was not found again")
 
 
+class _NodesUnchecked:
+    """While inside, libcst's node constructors skip their `_validate` (a sixth of its parse
+    time): the tree its own parser builds from text Python has already parsed is valid, and the
+    check is for trees built by hand (libcst's source notes it could be moved out of the
+    constructor for this reason). The switch is process-wide, so it is counted: validation is
+    back as soon as no thread is parsing."""
+
+    _lock = threading.Lock()
+    _inside = 0
+
+    def __enter__(self) -> None:
+        if _VALIDATING is None:    # a libcst that validates elsewhere: leave it alone
+            return
+        with self._lock:
+            _NodesUnchecked._inside += 1
+            CSTNode.__post_init__ = _no_validation
+
+    def __exit__(self, *exc) -> bool:
+        if _VALIDATING is not None:
+            with self._lock:
+                _NodesUnchecked._inside -= 1
+                if not _NodesUnchecked._inside:
+                    CSTNode.__post_init__ = _VALIDATING
+        return False
+
+
+_VALIDATING = CSTNode.__dict__.get("__post_init__")   # libcst's own, put back after a parse
+
+
+def _no_validation(self) -> None:
+    pass
+
+
+def libcst_parse(text: str) -> cst.Module:
+    """`cst.parse_module(text)` without libcst's per-node validation."""
+    with _NodesUnchecked():
+        return cst.parse_module(text)
+
+
 def parse_with_libcst(source: str) -> cst.Module:
     """libcst's parse of `source`; its errors as CompileErrors."""
     try:
-        return cst.parse_module(source)
+        return libcst_parse(source)
     except cst.ParserSyntaxError as err:
         raise CompileError(f"invalid syntax: {err.message}", (err.raw_line, err.raw_column)) from None
     except Exception as err:  # libcst rejects a few inputs that Python accepts
@@ -95,7 +136,7 @@ def parse_top_level(source: str, tree: ast.Module, keep: set | None = None) -> T
     body = tree.body if keep is None else [stmt for stmt in tree.body if _is_kept(stmt, keep)]
     bodies_on_demand = keep is None and len(lines) > BODIES_ON_DEMAND_ABOVE
     try:
-        module = cst.parse_module(_skeleton(body, lines, bodies_on_demand))
+        module = libcst_parse(_skeleton(body, lines, bodies_on_demand))
     except Exception:
         module = None
     if module is None or not _same_statements(module.body, body):
