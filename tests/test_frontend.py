@@ -82,6 +82,30 @@ def test_decorator_and_type_spellings(imports, decorator, f32_name):
     assert check_kernel(parsed, "k").kernel.locals == {"b": f32}
 
 
+def test_star_import_brings_exactly_ptxpys_exports():
+    """`from ptxpy import *` binds `ptxpy.__all__` (the bool type is `bool_`), so Python's `bool`
+    keeps its meaning in annotations, `Const[bool]`, casts and return types."""
+    import ptxpy
+    from ptxpy.transpiler.scope import PTXPY_NAMES
+
+    assert PTXPY_NAMES == set(ptxpy.__all__)
+    source = textwrap.dedent("""
+        from ptxpy import *
+
+        @func
+        def positive(v: f32) -> bool:
+            return v > 0.0
+
+        @jit
+        def k(p: bool, x: Array[f32], flag: Const[bool] = True):
+            x[0] = 1.0 if p and flag and bool(x[1]) and positive(x[2]) else 0.0
+        """)
+    parsed = parse_module(source)
+    assert [p.type for p in parsed.kernels["k"].params] == [bool_, ArrayType(f32, 1), ConstType(bool_)]
+    assert parsed.funcs["positive"].return_type == bool_
+    check_kernel(parsed, "k")
+
+
 def test_func_decorator_with_alias():
     source = "import ptxpy as p\n@p.func\ndef f(a: p.i32) -> p.i32:\n    return a\n"
     assert list(parse_module(source).funcs) == ["f"]

@@ -19,9 +19,10 @@ from ptxpy.types import SCALARS, ArrayType, ConstType, Scalar, TupleType, bool_,
 
 from .errors import CompileError
 
-#: Names that `from ptxpy import ...` (or `ptxpy.X`) may bring into a kernel.
+#: Names that `from ptxpy import ...` (or `ptxpy.X`) may bring into a kernel: `ptxpy.__all__`
+#: (its bool type is `bool_`; Python's `bool` stays the builtin under `from ptxpy import *`).
 PTXPY_NAMES = frozenset(
-    list(SCALARS) + ["bool_", "Array", "Const", "jit", "func", "transpile", "Kernel",
+    [name for name in SCALARS if name != "bool"] + ["bool_", "Array", "Const", "jit", "func", "transpile", "Kernel",
                      "CompileError", "Scalar", "ArrayType"] + list(intrinsics.__all__))
 MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "tau": math.tau}
 #: Python builtins a kernel may use.
