@@ -198,20 +198,30 @@ class Kernel:
         self._check_arrays(bound)
         for k, out in enumerate(out_types):
             self._check_extents(f"output {k}", out.shape)
-        kernel = self._specialise(consts, by_ref)
+        aliased = self._aliased_inputs(bound)
+        kernel = self._specialise(consts, by_ref, aliased=aliased)
         grid = _dim3(_evaluate(self.grid, args, kwargs, "grid"), "grid", least=0)
         block = _dim3(_evaluate(self.block, args, kwargs, "block"), "block")
         call = _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
-        call.respecialise = functools.partial(self._specialise, consts, by_ref)
+        call.respecialise = functools.partial(self._specialise, consts, by_ref, aliased=aliased)
         return call
 
-    def _specialise(self, consts: dict, by_ref: frozenset, batched: tuple = ()) -> CompiledKernel:
+    def _aliased_inputs(self, bound) -> tuple:
+        """The names of the array arguments that `input_output_aliases` makes share an output's
+        memory (a key that is not an array argument's index is reported by the launch checks)."""
+        names = [name for name, _ in bound]
+        return tuple(sorted(names[i] for i in self.input_output_aliases
+                            if isinstance(i, int) and 0 <= i < len(names)))
+
+    def _specialise(self, consts: dict, by_ref: frozenset, batched: tuple = (),
+                    aliased: tuple = ()) -> CompiledKernel:
         """The kernel for these Const values and by-reference scalars; `batched` names the
-        arrays of a batched specialisation (vmap as grid axis z: ptxpy.runtime.batching)."""
+        arrays of a batched specialisation (vmap as grid axis z: ptxpy.runtime.batching),
+        `aliased` the array arguments that share memory with an output."""
         arch = self.arch or _gpu_arch() or driver.DEFAULT_ARCH
-        key = (tuple(sorted(consts.items())), by_ref, arch, tuple(batched))
+        key = (tuple(sorted(consts.items())), by_ref, arch, aliased, tuple(batched))
         if key not in self._compiled:
-            options = driver.Options(arch, self.fast_math, self.debug, tuple(batched))
+            options = driver.Options(arch, self.fast_math, self.debug, tuple(batched), aliased)
             disk_key = self._cache_key(consts=repr(key[0]), by_ref=sorted(by_ref), **options.as_dict())
             self._compiled[key] = cache.get_or_make_object(
                 "kernel", disk_key, lambda: self._compile(consts, by_ref, options))

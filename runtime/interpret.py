@@ -67,7 +67,7 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
     batched = {entry[0] for entry in kernel.options.get("batched", ())}
     outputs = _output_buffers(inputs, out_types, aliases or {})
     in_params, out_params = _split_params(kernel, len(outputs))
-    given, made = iter(inputs), iter(outputs)
+    given, made = iter(_sharing_outputs(inputs, outputs, aliases or {})), iter(outputs)
     args = []
     for spec in kernel.params:
         value = next(made) if spec in out_params else next(given)
@@ -106,6 +106,17 @@ def _output_buffers(inputs, out_types, aliases) -> list[np.ndarray]:
         else:
             buffers.append(np.zeros(t.shape, dtype=t.dtype))
     return buffers
+
+
+def _sharing_outputs(inputs, outputs, aliases) -> list:
+    """The inputs as the kernel sees them: one aliased to an output is that output's buffer, as
+    on the GPU (a write through either parameter is seen through the other), unless the output
+    is batched and the input is not (then the output holds a copy per item)."""
+    inputs = list(inputs)
+    for inp, out in aliases.items():
+        if np.shape(inputs[inp]) == outputs[out].shape:
+            inputs[inp] = outputs[out]
+    return inputs
 
 
 def _is_tracer(value) -> bool:

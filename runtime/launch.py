@@ -120,6 +120,7 @@ def check_call(kernel: CompiledKernel, args: list, out_types: list, grid, block,
     grid, block = check_dims(kernel, "grid", grid), check_dims(kernel, "block", block)
     check_limits(kernel, grid, block, driver.DeviceLimits())
     aliases = check_aliases(kernel, inputs, values, out_types, input_output_aliases or {})
+    check_writes(kernel, inputs, aliases)
     return inputs, values, out_types, grid, block, aliases
 
 
@@ -348,6 +349,17 @@ def check_aliases(kernel, inputs, values, out_types, aliases: dict) -> dict[int,
     if len(set(aliases.values())) != len(aliases):
         raise ValueError(f"kernel '{kernel.name}': two inputs alias the same output")
     return dict(aliases)
+
+
+def check_writes(kernel, inputs, aliases: dict) -> None:
+    """A kernel may write only its outputs and the inputs aliased to them: any other input is a
+    JAX array, which must not change (XLA may share its buffer with other values)."""
+    for i, p in enumerate(inputs):
+        if p.kind == "array" and p.written and i not in aliases:
+            raise ValueError(f"kernel '{kernel.name}' writes to its input array '{p.name}', which "
+                             "JAX passes read-only: make it an output (the last array parameters "
+                             f"are the outputs of out_shape), or alias it to one with "
+                             f"input_output_aliases={{{i}: <output index>}}")
 
 
 # --- devices ---------------------------------------------------------------------------------

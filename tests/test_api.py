@@ -85,6 +85,43 @@ def test_input_output_aliases():
     np.testing.assert_array_equal(np.asarray(out), expected)
 
 
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=BLOCK, input_output_aliases={0: 0}, interpret=True)
+def shift_in_place(x: Array[f32], out: Array[f32]):
+    i = ptxpy.thread_idx.x
+    out[i] = x[(i + 1) % BLOCK] + 1.0
+
+
+@ptxpy.jit(out_shape=lambda x, y: y, grid=1, block=BLOCK, interpret=True)
+def scribble(x: Array[f32], y: Array[f32], out: Array[f32]):
+    i = ptxpy.thread_idx.x
+    if i > BLOCK:       # never true: the check is made on what the kernel can write
+        ptxpy.atomic_add(x, 0, 1.0)
+    out[i] = y[i]
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=BLOCK, input_output_aliases={0: 0}, interpret=True)
+def scribble_in_place(x: Array[f32], out: Array[f32]):
+    ptxpy.atomic_add(x, ptxpy.thread_idx.x, 1.0)
+
+
+def test_an_input_aliased_to_an_output_is_not_read_through_the_read_only_path():
+    """The read-only (non-coherent) path may return stale data for memory the kernel writes:
+    an input that shares an output's memory is read with plain loads."""
+    x = np.arange(BLOCK, dtype=np.float32)
+    assert "ld.global.nc.f32" in saxpy.ptx(x, x, 1.0)      # inputs of their own
+    aliased = shift_in_place.ptx(x)
+    assert "ld.global.nc" not in aliased and "ld.global.f32" in aliased
+    np.testing.assert_array_equal(np.asarray(shift_in_place(x)), np.roll(x, -1) + 1)
+
+
+def test_writing_to_an_input_that_is_not_an_output_is_an_error():
+    x = np.zeros(BLOCK, np.float32)
+    with pytest.raises(ValueError, match=r"writes to its input array 'x'.*input_output_aliases=\{0: "):
+        scribble(x, x)
+    # aliased to an output it may be written: the output is x's memory
+    np.testing.assert_array_equal(np.asarray(scribble_in_place(x)), x + 1)
+
+
 def test_wrong_arguments_are_clear_errors():
     x, y = data()
     with pytest.raises(TypeError, match="dtype f32"):

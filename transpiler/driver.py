@@ -20,9 +20,14 @@ class Options:
     debug: bool = False
     #: batched specialisation (vmap as grid axis z, docs/jax.md): ((array param, div, mod), ...)
     batched: tuple = ()
+    #: array parameters that share memory with an output (`input_output_aliases`): the kernel
+    #: reads them through the coherent path, not the read-only one, as it writes that memory
+    aliased: tuple = ()
 
     def as_dict(self) -> dict:
         extra = {"batched": self.batched} if self.batched else {}
+        if self.aliased:
+            extra["aliased"] = self.aliased
         return {"arch": self.arch, "fast_math": self.fast_math, "debug": self.debug, **extra}
 
 

@@ -158,6 +158,7 @@ class _Builder:
 
     def emit_params(self, kernel: typed.FuncDef) -> None:
         batched = {name: (div, mod) for name, div, mod in self.func.options.get("batched", ())}
+        aliased = set(self.func.options.get("aliased", ()))
         for p in kernel.params:
             self.loc = getattr(p, "loc", None) or kernel.loc
             pname = f"{kernel.name}_{p.name}"
@@ -171,7 +172,8 @@ class _Builder:
                          for k in range(p.type.rank)]
                 if p.name in batched:
                     base = self.batch_item_base(base, shape, p.type.elem, *batched[p.name])
-                self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=not written)
+                nc = not written and p.name not in aliased   # an aliased input's memory is written
+                self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=nc)
                 continue
             if not isinstance(p.type, Scalar):
                 raise CompileError(f"parameter '{p.name}' of type {p.type} cannot be passed to a kernel",
