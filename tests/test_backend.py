@@ -1052,3 +1052,21 @@ def test_simulator_refuses_32_bit_addresses_outside_shared_and_local(offset, sto
 
     with pytest.raises(SimulatorError, match=message):
         run_kernel(_shared32(offset, store), "k", (1,), (4,), [np.zeros(4, np.uint32)])
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a", "sm_100", "sm_120"])
+def test_every_target_name_compiles_16_bit_atomics(arch):
+    """`sm_90a` is a target like the plain ones (before, the bf16
+    atomic's arch test read '90a' as a number): bf16 `atom.add` from sm_90, else a CAS loop."""
+    import ptxpy
+
+    source = ("import ptxpy\nfrom ptxpy import Array, bf16, f16\n\n@ptxpy.jit\n"
+              "def k(b: Array[bf16], h: Array[f16]):\n"
+              "    ptxpy.atomic_add(b, 0, bf16(1.0))\n    ptxpy.atomic_add(h, 0, f16(1.0))\n")
+    ptx = ptxpy.transpile(source, "atomics.py", arch=arch)["k"]
+    assert f".target {arch}\n" in ptx and "red.global.add.noftz.f16" in ptx
+    assert ("red.global.add.noftz.bf16" in ptx) == (arch != "sm_80")
+    assert ("atom.global.cas.b16" in ptx) == (arch == "sm_80")
+    if find_ptxas():
+        ok, log, _ = assemble(ptx, arch)
+        assert ok, log

@@ -17,6 +17,7 @@ from ptxpy.types import Scalar, bf16, bool_, f16, f32, i32, u16, u32, u64
 
 from . import ir, mathlib, typed
 from .errors import CompileError
+from .backend.target import sm_number
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -242,7 +243,7 @@ def atomic(b, e, op: str):
 def _native_atomic(op: str, ty: Scalar, arch: str) -> bool:
     """Whether PTX has `atom.op` for `ty` on `arch` (else a compare-and-swap loop does it)."""
     if ty.bits == 16:
-        return op == "add" and (ty == f16 or int(arch[3:]) >= 90)
+        return op == "add" and (ty == f16 or sm_number(arch) >= 90)
     if ty.is_float:
         return op in ("add", "exch", "cas")
     return True

@@ -9,12 +9,17 @@ BASE_VERSION = {"sm_80": (7, 0), "sm_86": (7, 1), "sm_87": (7, 4), "sm_89": (7, 
                 "sm_120": (8, 7), "sm_120a": (8, 7)}
 
 
+def sm_number(arch: str) -> int:
+    """90 for `sm_90` and `sm_90a`."""
+    return int("".join(c for c in arch[3:] if c.isdigit()))
+
+
 class Target:
     def __init__(self, arch: str):
         if arch not in BASE_VERSION:
             raise BackendError(f"unsupported target {arch!r} (supported: {', '.join(BASE_VERSION)})")
         self.arch = arch
-        self.sm = int("".join(c for c in arch[3:] if c.isdigit()))
+        self.sm = sm_number(arch)
         self.version = BASE_VERSION[arch]
 
     def require(self, version: tuple, sm: int = 0, what: str = "") -> None:
