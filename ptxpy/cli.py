@@ -112,10 +112,7 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
     the `ptxpy` command itself (not `main([...])` called from Python)."""
     options = driver.Options(driver.check_arch(args.arch), args.fast_math, args.debug)
     program = driver.parse(source, args.file)
-    names = args.kernel or list(program.kernels)
-    for name in names:
-        if name not in program.kernels:
-            raise CompileError(f"no @ptxpy.jit kernel named '{name}' in {args.file}")
+    names = driver.kernel_names(program, args.kernel)
     if not names:
         print(f"{args.file}: no @ptxpy.jit kernels found", file=sys.stderr)
     warn_unused_defines(defines, [program.kernels[name] for name in names])

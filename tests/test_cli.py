@@ -149,9 +149,9 @@ def test_define_that_sets_no_const_warns(kernels_file, tmp_path, capsys):
     assert "-D K:" not in err
 
 
-def test_unknown_kernel_is_an_input_error(kernels_file, capsys):
+def test_unknown_kernel_is_an_input_error_naming_the_file(kernels_file, capsys):
     assert main(["transpile", str(kernels_file), "--kernel", "nope"]) == 1
-    assert "no @ptxpy.jit kernel named 'nope'" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"{kernels_file}: error: no @ptxpy.jit kernel named 'nope'\n"
 
 
 def test_version_and_console_script(kernels_file):

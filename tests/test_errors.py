@@ -344,7 +344,25 @@ def test_error_without_location_names_the_file():
     parsed = parse_module(HEADER, "kernels.py")
     with pytest.raises(CompileError) as info:
         check_kernel(parsed, "missing")
-    assert str(info.value) == "kernels.py: error: no @ptxpy.jit kernel named 'missing' in kernels.py"
+    assert str(info.value) == "kernels.py: error: no @ptxpy.jit kernel named 'missing'"
+
+
+def test_unsupported_target_names_the_file_being_compiled():
+    import ptxpy
+    from ptxpy.transpiler import driver
+
+    source = HEADER + "@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = 1.0\n"
+    expected = "mod.py: error: unsupported target 'sm_70' (choose from sm_80"
+    with pytest.raises(CompileError) as info:
+        ptxpy.transpile(source, filename="mod.py", arch="sm_70")
+    assert str(info.value).startswith(expected)
+    with pytest.raises(CompileError) as info:       # as @ptxpy.jit(arch="sm_70") compiles
+        driver.compile_kernel(driver.parse(source, "mod.py"), "k", options=driver.Options("sm_70"))
+    assert str(info.value).startswith(expected)
+
+
+def test_an_error_about_no_file_does_not_claim_one():
+    assert str(CompileError("something went wrong")) == "ptxpy: error: something went wrong"
 
 
 def test_caret_sits_under_the_reported_column():

@@ -61,9 +61,11 @@ class _GcPaused:
             gc.enable()
 
 
-def check_arch(arch: str) -> str:
+def check_arch(arch: str, filename: str | None = None) -> str:
+    """`arch`, if ptxpy supports it; else an error about the compile of `filename`."""
     if arch not in SUPPORTED_ARCHS:
-        raise CompileError(f"unsupported target '{arch}' (choose from {', '.join(SUPPORTED_ARCHS)})")
+        raise CompileError(f"unsupported target '{arch}' (choose from {', '.join(SUPPORTED_ARCHS)})",
+                           None, filename)
     return arch
 
 
@@ -125,8 +127,8 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
     from .passes import optimize
     from .ssa_builder import build_function
 
-    check_arch(options.arch)
     filename, source = program.filename, program.source
+    check_arch(options.arch, filename)
     stages = Stages()
     stages.typed = _located(lambda: check_kernel(program.parsed, name, consts, frozenset(by_ref)), filename, source)
     if stop_after == "typed":
@@ -174,22 +176,29 @@ def _undecodable(data: bytes, err: UnicodeDecodeError, filename: str) -> Compile
 def transpile(source: str, filename: str = "<string>", arch: str = DEFAULT_ARCH, defines=None,
               fast_math: bool = False, debug: bool = False, kernels=None) -> dict[str, str]:
     """`ptxpy.transpile`: PTX text of every `@ptxpy.jit` kernel in `source` (SPEC 3)."""
-    options = Options(check_arch(arch), fast_math, debug)
+    options = Options(check_arch(arch, filename), fast_math, debug)
     with _GcPaused():
         return _transpile(source, filename, options, defines, kernels)
 
 
 def _transpile(source: str, filename: str, options: Options, defines, kernels) -> dict[str, str]:
     program = parse(source, filename)
-    names = list(program.kernels) if not kernels else list(kernels)
-    for name in names:
-        if name not in program.kernels:
-            raise CompileError(f"no @ptxpy.jit kernel named '{name}' in {filename}")
+    names = kernel_names(program, kernels)
     out = {}
     for name in names:
         consts = consts_for(program.kernels[name], defines or {})
         out[name] = compile_kernel(program, name, consts, options=options).kernel.ptx
     return out
+
+
+def kernel_names(program: Program, wanted=None) -> list:
+    """The names of the kernels to compile: `wanted` (each checked to be a kernel of the
+    program), or all of the program's when it is empty."""
+    from .frontend import kernel_decl
+
+    for name in wanted or ():
+        kernel_decl(program.parsed, name)
+    return list(wanted or program.kernels)
 
 
 def consts_for(kernel_decl, defines: dict) -> dict:
@@ -203,7 +212,7 @@ def _located(step, filename: str, source: str):
     try:
         return step()
     except CompileError as err:
-        if err.filename in (None, "<string>") or err.source_line is None:
+        if err.filename is None or err.source_line is None:
             err.located(filename, source.splitlines())
         raise
     except RecursionError:

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 
 class CompileError(Exception):
-    """An error in user code. `loc` is (line, col) with a 1-based line and 0-based col."""
+    """An error in user code. `loc` is (line, col) with a 1-based line and 0-based col;
+    `filename` is None until the error is located in a file (`located`)."""
 
-    def __init__(self, message: str, loc=None, filename: str = "<string>", source_line: str | None = None):
+    def __init__(self, message: str, loc=None, filename: str | None = None, source_line: str | None = None):
         super().__init__(message)
         self.message = message
         self.loc = loc
@@ -20,10 +21,11 @@ class CompileError(Exception):
         return self
 
     def __str__(self) -> str:
+        where = self.filename or "ptxpy"     # about no file in particular: as usage errors print
         if not self.loc:
-            return f"{self.filename}: error: {self.message}"
+            return f"{where}: error: {self.message}"
         line, col = self.loc
-        text = f"{self.filename}:{line}:{col + 1}: error: {self.message}"
+        text = f"{where}:{line}:{col + 1}: error: {self.message}"
         if self.source_line is not None:
             raw = self.source_line.rstrip("\n")
             caret_col = len(raw[:col].expandtabs(8))

@@ -26,8 +26,8 @@ from .scope import ModuleScope, NotConstant, code_of, const_eval, resolve_type
 from .toplevel import Definition, TopLevel, parse_top_level
 from .typecheck import FunctionChecker, TupleExpr, literal_value
 
-__all__ = ["parse_module", "check_kernel", "ParsedModule", "KernelDecl", "FuncDecl", "ParamDecl",
-           "TupleExpr"]
+__all__ = ["parse_module", "check_kernel", "kernel_decl", "ParsedModule", "KernelDecl", "FuncDecl",
+           "ParamDecl", "TupleExpr"]
 
 
 @dataclass
@@ -267,14 +267,20 @@ def _func_return(parsed: ParsedModule, node: cst.FunctionDef):
 
 # --- checking --------------------------------------------------------------------------------
 def _check(parsed: ParsedModule, name: str, consts: dict, by_ref: frozenset) -> typed.TypedModule:
-    if name not in parsed.kernels:
-        raise CompileError(f"no @ptxpy.jit kernel named '{name}' in {parsed.filename}")
-    decl = parsed.kernels[name]
+    decl = kernel_decl(parsed, name)
     values = _const_values(decl, consts)
     _check_by_ref(decl, by_ref)
     program = ProgramChecker(parsed)
     kernel = FunctionChecker(program, decl, values, by_ref).check()
     return typed.TypedModule(kernel, program.typed_funcs, parsed.filename, parsed.source_lines)
+
+
+def kernel_decl(parsed: ParsedModule, name: str) -> KernelDecl:
+    """Kernel `name` of the module; an error naming the file if it has none of that name."""
+    decl = parsed.kernels.get(name)
+    if decl is None:
+        raise CompileError(f"no @ptxpy.jit kernel named '{name}'", None, parsed.filename)
+    return decl
 
 
 def _const_values(decl: KernelDecl, consts: dict) -> dict:
