@@ -29,8 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("file", metavar="FILE.py")
     t.add_argument("-o", "--output-dir", metavar="DIR", help="where to write (default: beside FILE.py)")
     t.add_argument("--arch", default=driver.DEFAULT_ARCH, help="target, e.g. sm_80, sm_90 (default: sm_90)")
-    t.add_argument("--kernel", action="extend", nargs="+", metavar="NAME", default=[],
-                   help="only these kernels")
+    # one NAME per --kernel, as -D takes one NAME=VALUE: a list of names after one --kernel
+    # would take FILE.py for a name when the file comes last
+    t.add_argument("--kernel", action="append", metavar="NAME", default=[],
+                   help="only this kernel (repeat for several)")
     t.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="value of a Const parameter")
     t.add_argument("--emit", choices=("ptx", "ssa", "typed"), default="ptx",
@@ -43,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        hint = " (one NAME per --kernel: --kernel a --kernel b)" if args.kernel else ""
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     if args.command != "transpile":
         parser.print_usage(sys.stderr)
         return EXIT_USAGE

@@ -154,6 +154,29 @@ def test_unknown_kernel_is_an_input_error_naming_the_file(kernels_file, capsys):
     assert capsys.readouterr().err == f"{kernels_file}: error: no @ptxpy.jit kernel named 'nope'\n"
 
 
+@pytest.mark.parametrize("argv, written", [
+    (["--kernel", "scale", "FILE"], ["scale.ptx"]),
+    (["--kernel=scale", "FILE"], ["scale.ptx"]),
+    (["FILE", "--kernel", "scale"], ["scale.ptx"]),
+    (["--kernel", "copy", "--kernel", "scale", "FILE"], ["copy.ptx", "scale.ptx"]),
+    (["FILE", "--kernel", "copy", "--kernel", "scale"], ["copy.ptx", "scale.ptx"]),
+])
+def test_kernel_option_before_or_after_the_file(kernels_file, tmp_path, argv, written):
+    argv = [str(kernels_file) if a == "FILE" else a for a in argv]
+    assert main(["transpile", "-o", str(tmp_path / "out"), *argv]) == 0
+    assert sorted(os.listdir(tmp_path / "out")) == written
+
+
+@pytest.mark.parametrize("argv", [["--kernel", "copy", "scale", "FILE"], ["FILE", "--kernel", "copy", "scale"]])
+def test_several_names_after_one_kernel_option_are_bad_usage(kernels_file, tmp_path, capsys, argv):
+    argv = [str(kernels_file) if a == "FILE" else a for a in argv]
+    with pytest.raises(SystemExit) as exit:
+        main(["transpile", "-o", str(tmp_path / "out"), *argv])
+    assert exit.value.code == 2
+    assert "(one NAME per --kernel: --kernel a --kernel b)" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_version_and_console_script(kernels_file):
     import ptxpy
 
