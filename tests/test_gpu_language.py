@@ -214,6 +214,36 @@ def votes(x: Array[i32], f: Array[f64], ballot: Array[u32], anyp: Array[i32], al
     np.testing.assert_array_equal(warp, np.arange(96) // 32)
 
 
+WARP_REDUCTIONS = """
+@ptxpy.jit
+def reduce(x: Array[{t}, 2], s: Array[{t}, 2], mx: Array[{t}, 2], mn: Array[{t}, 2]):
+    tx = ptxpy.thread_idx.x
+    ty = ptxpy.thread_idx.y
+    s[ty, tx] = ptxpy.warp_sum(x[ty, tx])
+    mx[ty, tx] = ptxpy.warp_max(x[ty, tx])
+    mn[ty, tx] = ptxpy.warp_min(x[ty, tx])
+"""
+
+
+@pytest.mark.parametrize("block", [(7, 1), (20, 1), (48, 1), (10, 5), (32, 2)])
+@pytest.mark.parametrize("t,dtype", [("i32", np.int32), ("f32", np.float32), ("f64", np.float64),
+                                     ("u8", np.uint8)])
+def test_warp_reductions_of_partial_warps(block, t, dtype):
+    """A block whose size is not a multiple of 32 has a last warp with lanes missing: each
+    warp's reduction covers the lanes it has, and every one of them gets the result."""
+    bx, by = block
+    x = rng.integers(0, 100 if dtype == np.uint8 else 1000, (by, bx)).astype(dtype)
+    if dtype in (np.float32, np.float64):
+        x = x / 8                      # sums exact in any order
+    s, mx, mn = run(src(WARP_REDUCTIONS.format(t=t)), "reduce", [x] + [Out((by, bx), dtype)] * 3,
+                    grid=1, block=block)
+    warp = np.arange(bx * by) // 32
+    for got, reduce in ((s, np.sum), (mx, np.max), (mn, np.min)):
+        flat = x.reshape(-1)
+        expected = np.array([reduce(flat[warp == w]) for w in warp]).astype(dtype)
+        np.testing.assert_array_equal(got.reshape(-1), expected, err_msg=reduce.__name__)
+
+
 def test_warps_follow_the_linear_thread_index_in_2d_blocks():
     source = src("""
 @ptxpy.jit
@@ -251,9 +281,12 @@ def row_sums(x: Array[f32, 2], out: Array[f32]):
     ptx = body_of(compile_source(source, "row_sums").ptx)
     lines = [ln.strip() for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith(("//", ".loc"))]
     assert sum(ln.startswith("shfl.sync.bfly.b32") for ln in lines) == 5
+    # a block whose size is not a multiple of 32 sums its last warp lane by lane instead
+    assert sum(ln.startswith("shfl.sync.idx.b32") for ln in lines) == 1
     assert sum(ln.startswith("ld.global.nc.v4.f32") for ln in lines) == 1
+    starts = re.compile(r"mov\.f32 %f1, 0f00000000|mov\.f32 %f\d+, 0f80000000")  # acc = 0.0; lane sum's -0.0
     assert not any(ln.startswith(("cvt.", "mov.b32", "mov.f32 %f", "ld.global.f32")) for ln in lines
-                   if not ln.startswith("mov.f32 %f1, 0f00000000"))
+                   if not starts.match(ln))
     # the loop's address comes from the index in one mad.wide (no 64-bit pointer carried
     # beside the index the loop test needs: passes/strength.py)
     assert "add.s64" not in ptx and ptx.count("mul.wide") + ptx.count("mad.wide") == 2

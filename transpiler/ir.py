@@ -235,7 +235,7 @@ def _ops() -> dict[str, OpSpec]:
     ops["store"] = OpSpec("free", 2, effects=True)
     ops["vstore"] = OpSpec("free", None, effects=True)
     ops["atom"] = OpSpec("free", None, effects=True)
-    ops["shfl"] = OpSpec("free", 2, effects=True)
+    ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask]
     ops["vote"] = OpSpec("free", 1, effects=True)
     ops["barrier"] = OpSpec("free", 0, effects=True)
     ops["printf"] = OpSpec("free", None, effects=True)

@@ -64,11 +64,14 @@ def _global_id(b, e):
 
 
 def _warp_id(b, e):
-    # linear thread index in the block: warps are formed from it, as in CUDA
+    return b.op("shr", _linear_thread(b), ir.Const(i32, 5))
+
+
+def _linear_thread(b):
+    """The thread's linear index in its block: warps are formed from it, as in CUDA."""
     z = b.op("mul", sreg(b, "tid.z"), sreg(b, "ntid.y"))
     yz = b.op("mul", b.op("add", z, sreg(b, "tid.y")), sreg(b, "ntid.x"))
-    linear = b.op("add", yz, sreg(b, "tid.x"))
-    return b.op("shr", linear, ir.Const(i32, 5))
+    return b.op("add", yz, sreg(b, "tid.x"))
 
 
 def _syncthreads(b, e):
@@ -306,27 +309,29 @@ def _thread_private_atomic(b, array, indices, op: str, values: list):
 
 
 # --- warp ------------------------------------------------------------------------------------
-def shuffle(b, mode: str, value, lane):
-    """`shfl.sync` of any scalar: 32-bit pieces, the value's own when the source is out of range."""
+def shuffle(b, mode: str, value, lane, members=None):
+    """`shfl.sync` of any scalar: 32-bit pieces, the value's own when the source is out of range.
+    `members`: the lanes taking part (a `u32` mask value), else the whole warp."""
     lane = b.coerce_bits(lane, i32)
     ty = value.type
     if ty.bits == 32:
-        return b.emit("shfl", ty, [value, lane], {"mode": mode, "clamp": 0 if mode == "up" else 31})
+        extra = [] if members is None else [members]
+        return b.emit("shfl", ty, [value, lane, *extra], {"mode": mode, "clamp": 0 if mode == "up" else 31})
     if ty.is_bool:
-        return b.as_bool(shuffle(b, mode, b.emit("cvt", u32, [value]), lane))
+        return b.as_bool(shuffle(b, mode, b.emit("cvt", u32, [value]), lane, members))
     if ty.bits == 64:
         bits = value if ty == u64 else b.emit("bitcast", u64, [value])
-        low = shuffle(b, mode, b.emit("cvt", u32, [bits]), lane)
-        high = shuffle(b, mode, b.emit("cvt", u32, [b.op("shr", bits, ir.Const(i32, 32))]), lane)
+        low = shuffle(b, mode, b.emit("cvt", u32, [bits]), lane, members)
+        high = shuffle(b, mode, b.emit("cvt", u32, [b.op("shr", bits, ir.Const(i32, 32))]), lane, members)
         high = b.op("shl", b.emit("cvt", u64, [high]), ir.Const(i32, 32))
         joined = b.op("or", high, b.emit("cvt", u64, [low]))
         return joined if ty == u64 else b.emit("bitcast", ty, [joined])
     if ty.is_float:
         bits = b.emit("bitcast", u16, [value])
-        moved = shuffle(b, mode, b.emit("cvt", u32, [bits]), lane)
+        moved = shuffle(b, mode, b.emit("cvt", u32, [bits]), lane, members)
         return b.emit("bitcast", ty, [b.emit("cvt", u16, [moved])])
     wide = i32 if ty.is_signed else u32
-    return b.emit("cvt", ty, [shuffle(b, mode, b.emit("cvt", wide, [value]), lane)])
+    return b.emit("cvt", ty, [shuffle(b, mode, b.emit("cvt", wide, [value]), lane, members)])
 
 
 def _shfl(mode: str):
@@ -346,14 +351,63 @@ def _vote(mode: str):
 
 
 def _warp_reduce(op: str):
+    """A warp reduces by a butterfly of five shuffles, which needs all 32 lanes: a shuffle from
+    a lane that does not exist is undefined on the GPU. Where the block's size is not a
+    multiple of 32 its last warp has fewer, so such blocks combine the lanes present one by one
+    (`_reduce_present_lanes`)."""
     def lower(b, e):
         (value,) = _args(b, e)
         if isinstance(e.type, Scalar):
             value = b.coerce(value, e.type)
+        threads = b.op("mul", b.op("mul", sreg(b, "ntid.x"), sreg(b, "ntid.y")), sreg(b, "ntid.z"))
+        ragged = b.emit("cmp", bool_, [b.op("and", threads, ir.Const(i32, 31)), ir.Const(i32, 0)],
+                        {"pred": "ne"})
+        result = b.hidden(value.type)
+        whole, partial, done = b.new_block("warpfull"), b.new_block("warppart"), b.new_block("warpdone")
+        b.cbr(ragged, partial, whole)
+        b.seal(whole)
+        b.start(whole)
+        total = value
         for mask in (16, 8, 4, 2, 1):
-            value = b.op(op, value, shuffle(b, "bfly", value, ir.Const(i32, mask)))
-        return value
+            total = b.op(op, total, shuffle(b, "bfly", total, ir.Const(i32, mask)))
+        b.write(result, total)
+        b.br(done)
+        b.seal(partial)
+        b.start(partial)
+        b.write(result, _reduce_present_lanes(b, op, value, threads))
+        b.br(done)
+        b.seal(done)
+        b.start(done)
+        return b.read(result)
     return lower
+
+
+def _reduce_present_lanes(b, op: str, value, threads):
+    """op over `value` of the lanes of this thread's warp that exist (the block has `threads`),
+    lowest lane first, the same in every lane: one `shfl.idx` per lane, its member mask the
+    lanes present. A sum starts from zero (-0.0 for floats: -0.0 + x is x for every x); max and
+    min from the lane's own value, which is one of the lanes' anyway."""
+    ty = value.type
+    first = b.op("and", _linear_thread(b), ir.Const(i32, -32))
+    present = b.op("min", b.op("sub", threads, first), ir.Const(i32, 32))
+    members = b.op("sub", b.op("shl", ir.Const(u32, 1), present), ir.Const(u32, 1))  # 1 << 32 is 0
+    lane_key, acc_key = b.hidden(i32), b.hidden(ty)
+    b.write(lane_key, ir.Const(i32, 0))
+    b.write(acc_key, (ir.Const(ty, -0.0 if ty.is_float else 0)) if op == "add" else value)
+    header, body, done = b.new_block("lanes"), b.new_block("lane"), b.new_block("lanesdone")
+    b.br(header)
+    b.start(header)
+    lane = b.read(lane_key)
+    b.cbr(b.emit("cmp", bool_, [lane, present], {"pred": "lt"}), body, done)
+    b.seal(body)
+    b.start(body)
+    b.write(acc_key, b.op(op, b.read(acc_key), shuffle(b, "idx", value, lane, members)))
+    b.write(lane_key, b.op("add", lane, ir.Const(i32, 1)))
+    b.br(header)
+    b.seal(header)
+    b.seal(done)
+    b.start(done)
+    return b.read(acc_key)
 
 
 HANDLERS = {

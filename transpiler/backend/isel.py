@@ -876,8 +876,9 @@ class ISel:
             raise BackendError(f"shfl {mode} on {t}: needs mode up/down/bfly/idx and a 32-bit type")
         clamp = instr.attrs.get("clamp", 0 if mode == "up" else 0x1F)
         value, lane = self.src(instr.args[0], imm=False), self.src(instr.args[1])
+        members = self.src(instr.args[2]) if len(instr.args) > 2 else FULL_MASK
         self.emit(f"shfl.sync.{mode}.b32", [self.reg(instr)],
-                  [value, lane, Imm(hex(clamp) if isinstance(clamp, int) else str(clamp)), FULL_MASK])
+                  [value, lane, Imm(hex(clamp) if isinstance(clamp, int) else str(clamp)), members])
 
     def op_vote(self, instr: ir.Instr) -> None:
         mode = instr.attrs.get("mode")
