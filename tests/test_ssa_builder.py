@@ -583,8 +583,9 @@ def test_warp_functions():
                   [s if not (isinstance(s, T.Store) and s.array == "h") else store("h16", c(0), s.value) for s in body],
                   written={"o", "d", "h16", "u"})
     shfls = [i for i in func.instrs() if i.op == "shfl"]
-    # warp_sum: five butterflies, or one shfl.idx per lane where the block is not whole warps
-    assert all(s.type.bits == 32 for s in shfls) and len(shfls) == 5 + 1 + 2 + 1
+    # warp_sum: five butterflies, or (a block that is not whole warps) five shfl.down and a
+    # shfl.idx that takes only the lanes present
+    assert all(s.type.bits == 32 for s in shfls) and len(shfls) == 5 + 6 + 2 + 1
     assert {s.attrs["mode"] for s in shfls} == {"bfly", "idx", "down"}
     o, d, h, u = np.zeros(1, np.float32), np.zeros(1), np.zeros(1, np.float16), np.zeros(2, np.uint32)
     run_ir(func, [1.5, -2.25, 3.5, o, d, h, u])

@@ -23,11 +23,16 @@ class Options:
     #: array parameters that share memory with an output (`input_output_aliases`): the kernel
     #: reads them through the coherent path, not the read-only one, as it writes that memory
     aliased: tuple = ()
+    #: every launch of the kernel has blocks of a multiple of 32 threads (the decorator knows its
+    #: block): warp reductions need no path for a warp with lanes missing
+    whole_warps: bool = False
 
     def as_dict(self) -> dict:
         extra = {"batched": self.batched} if self.batched else {}
         if self.aliased:
             extra["aliased"] = self.aliased
+        if self.whole_warps:
+            extra["whole_warps"] = True
         return {"arch": self.arch, "fast_math": self.fast_math, "debug": self.debug, **extra}
 
 

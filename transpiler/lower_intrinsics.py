@@ -353,12 +353,15 @@ def _vote(mode: str):
 def _warp_reduce(op: str):
     """A warp reduces by a butterfly of five shuffles, which needs all 32 lanes: a shuffle from
     a lane that does not exist is undefined on the GPU. Where the block's size is not a
-    multiple of 32 its last warp has fewer, so such blocks combine the lanes present one by one
-    (`_reduce_present_lanes`)."""
+    multiple of 32 its last warp has fewer, so such blocks take only the lanes present
+    (`_reduce_present_lanes`). The compile option `whole_warps` (the decorator knows the
+    launch's block) leaves the butterfly alone."""
     def lower(b, e):
         (value,) = _args(b, e)
         if isinstance(e.type, Scalar):
             value = b.coerce(value, e.type)
+        if b.func.options.get("whole_warps"):    # the launch's blocks are whole warps
+            return _butterfly(b, op, value)
         threads = b.op("mul", b.op("mul", sreg(b, "ntid.x"), sreg(b, "ntid.y")), sreg(b, "ntid.z"))
         ragged = b.emit("cmp", bool_, [b.op("and", threads, ir.Const(i32, 31)), ir.Const(i32, 0)],
                         {"pred": "ne"})
@@ -367,10 +370,7 @@ def _warp_reduce(op: str):
         b.cbr(ragged, partial, whole)
         b.seal(whole)
         b.start(whole)
-        total = value
-        for mask in (16, 8, 4, 2, 1):
-            total = b.op(op, total, shuffle(b, "bfly", total, ir.Const(i32, mask)))
-        b.write(result, total)
+        b.write(result, _butterfly(b, op, value))
         b.br(done)
         b.seal(partial)
         b.start(partial)
@@ -382,32 +382,27 @@ def _warp_reduce(op: str):
     return lower
 
 
+def _butterfly(b, op: str, value):
+    for mask in (16, 8, 4, 2, 1):
+        value = b.op(op, value, shuffle(b, "bfly", value, ir.Const(i32, mask)))
+    return value
+
+
 def _reduce_present_lanes(b, op: str, value, threads):
-    """op over `value` of the lanes of this thread's warp that exist (the block has `threads`),
-    lowest lane first, the same in every lane: one `shfl.idx` per lane, its member mask the
-    lanes present. A sum starts from zero (-0.0 for floats: -0.0 + x is x for every x); max and
-    min from the lane's own value, which is one of the lanes' anyway."""
-    ty = value.type
+    """op over `value` of the lanes that exist in this thread's warp (the block has `threads`;
+    they are lanes 0 to present - 1), the same in every lane: a tree of `shfl.down` into lane 0,
+    each step taking only lanes that exist, then lane 0's result to all. For a whole warp this
+    combines the values in the butterfly's order, so both paths give the same bits."""
     first = b.op("and", _linear_thread(b), ir.Const(i32, -32))
     present = b.op("min", b.op("sub", threads, first), ir.Const(i32, 32))
     members = b.op("sub", b.op("shl", ir.Const(u32, 1), present), ir.Const(u32, 1))  # 1 << 32 is 0
-    lane_key, acc_key = b.hidden(i32), b.hidden(ty)
-    b.write(lane_key, ir.Const(i32, 0))
-    b.write(acc_key, (ir.Const(ty, -0.0 if ty.is_float else 0)) if op == "add" else value)
-    header, body, done = b.new_block("lanes"), b.new_block("lane"), b.new_block("lanesdone")
-    b.br(header)
-    b.start(header)
-    lane = b.read(lane_key)
-    b.cbr(b.emit("cmp", bool_, [lane, present], {"pred": "lt"}), body, done)
-    b.seal(body)
-    b.start(body)
-    b.write(acc_key, b.op(op, b.read(acc_key), shuffle(b, "idx", value, lane, members)))
-    b.write(lane_key, b.op("add", lane, ir.Const(i32, 1)))
-    b.br(header)
-    b.seal(header)
-    b.seal(done)
-    b.start(done)
-    return b.read(acc_key)
+    lane = sreg(b, "laneid")
+    total = value
+    for distance in (16, 8, 4, 2, 1):
+        theirs = shuffle(b, "down", total, ir.Const(i32, distance), members)
+        there = b.emit("cmp", bool_, [b.op("add", lane, ir.Const(i32, distance)), present], {"pred": "lt"})
+        total = b.emit("select", value.type, [there, b.op(op, total, theirs), total])
+    return shuffle(b, "idx", total, ir.Const(i32, 0), members)
 
 
 HANDLERS = {
