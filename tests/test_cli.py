@@ -177,6 +177,18 @@ def test_several_names_after_one_kernel_option_are_bad_usage(kernels_file, tmp_p
     assert not (tmp_path / "out").exists()
 
 
+def test_a_signature_error_stops_only_its_own_kernel(tmp_path, capsys):
+    path = tmp_path / "kernels.py"
+    path.write_text(KERNELS + "\n@ptxpy.jit\ndef bad(x: Array[f32] = 1):\n    pass\n")
+    assert main(["transpile", str(path), "-o", str(tmp_path / "out"), "--kernel", "copy"]) == 0
+    assert main(["transpile", str(path), "-o", str(tmp_path / "out")]) == 1
+    line = len(KERNELS.splitlines()) + 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"{path}:{line}:25: error: parameter 'x' has a default value, which only "
+                      "Const parameters may have")
+    assert err[1:] == ["def bad(x: Array[f32] = 1):", " " * 24 + "^"]
+
+
 def test_version_and_console_script(kernels_file):
     import ptxpy
 

@@ -43,7 +43,8 @@ CASES = [
      '@ptxpy.jit\ndef k(out: Array[f32], *rest):\n    pass\n',
      "kernels.py:5:24: error: '*rest' parameters are not supported (list every parameter with its type)"),
     ('star_kwargs',
-     '@ptxpy.func\ndef f(a: f32, **options) -> f32:\n    return a\n',
+     '@ptxpy.func\ndef f(a: f32, **options) -> f32:\n    return a\n'
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = f(x[1])\n',
      "kernels.py:5:15: error: '**options' parameters are not supported (list every parameter with its type)"),
     ('yield',
      '@ptxpy.jit\ndef k(out: Array[f32]):\n    yield 1\n',
@@ -338,6 +339,25 @@ def test_unreached_device_function_errors_do_not_stop_other_kernels():
         "def k(out: Array[f32]):\n"
         "    out[0] = 1.0\n")
     check_kernel(parse_module(source), "k")
+
+
+def test_a_signature_error_does_not_stop_the_files_other_decorated_kernels(tmp_path):
+    import importlib.util
+
+    import numpy as np
+
+    path = tmp_path / "two_kernels.py"
+    decorator = "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4)\n"
+    path.write_text(HEADER + decorator + "def bad(x: Array[f32] = 1, out: Array[f32] = 2):\n    pass\n"
+                    + decorator + "def good(x: Array[f32], out: Array[f32]):\n    out[0] = x[0]\n")
+    spec = importlib.util.spec_from_file_location("two_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.zeros(4, np.float32)
+    assert ".visible .entry good(" in module.good.ptx(x)
+    with pytest.raises(CompileError) as info:
+        module.bad.ptx(x)
+    assert str(info.value).startswith(f"{path}:5:25: error: parameter 'x' has a default value")
 
 
 def test_error_without_location_names_the_file():

@@ -906,6 +906,54 @@ def test_a_later_host_function_replaces_a_kernel_of_its_name():
     assert parsed.kernels == {}
 
 
+GOOD_KERNEL = "@ptxpy.jit\ndef good(x: Array[f32]):\n    x[0] = 1.0\n"
+
+
+@pytest.mark.parametrize("header, message", [
+    ("@ptxpy.jit\ndef bad(x: Array[f32] = 1):", "parameter 'x' has a default value"),
+    ("@ptxpy.jit\ndef bad(x):", "parameter 'x' of a kernel needs a type annotation"),
+    ("@ptxpy.jit\ndef bad(x: Array[f99]):", "f99"),
+    ("@ptxpy.jit\ndef bad(*xs: f32):", "'[*]xs' parameters are not supported"),
+    ("@ptxpy.jit\nasync def bad(x: Array[f32]):", "async functions cannot be kernels"),
+    ("@ptxpy.jit\ndef bad(x: Array[f32]) -> f32:", "a kernel returns nothing"),
+    ("@ptxpy.jit\n@staticmethod\ndef bad(x: Array[f32]):", "unsupported decorator '@staticmethod'"),
+    ("@ptxpy.jit\n@ptxpy.func\ndef bad(x: Array[f32]):", "cannot be both @ptxpy.jit and @ptxpy.func"),
+])
+def test_a_kernel_header_error_is_that_kernels_alone(header, message):
+    parsed = parse_module(HEADER + header + "\n    pass\n" + GOOD_KERNEL, "test.py")
+    check_kernel(parsed, "good")
+    errors = []
+    for _ in range(2):
+        with pytest.raises(CompileError, match=message) as info:
+            check_kernel(parsed, "bad")
+        assert info.value.filename == "test.py" and info.value.source_line in parsed.source_lines
+        errors.append(info.value)
+    assert errors[0] is not errors[1]   # raised afresh: no traceback piling up on one object
+
+
+@pytest.mark.parametrize("header, error", [
+    ("@ptxpy.func\ndef helper(v) -> f32:",
+     "test.py:5:12: error: parameter 'v' of a device function needs a type annotation (e.g. "
+     "'x: Array[f32]' or 'n: i32')"),
+    ("@ptxpy.func(inline=True)\ndef helper(v: f32) -> f32:",
+     "test.py:4:2: error: @ptxpy.func takes no arguments"),
+    ("@ptxpy.func\ndef helper(v: f32) -> Array[f32]:",
+     "test.py:5:23: error: a device function cannot return an array"),
+])
+def test_a_device_function_header_error_stops_only_the_kernels_that_call_it(header, error):
+    user = "@ptxpy.jit\ndef user(x: Array[f32]):\n    x[0] = helper(x[1])\n"
+    parsed = parse_module(HEADER + header + "\n    return v\n" + GOOD_KERNEL + user, "test.py")
+    check_kernel(parsed, "good")
+    with pytest.raises(CompileError) as info:
+        check_kernel(parsed, "user")
+    assert str(info.value).splitlines()[0] == error
+
+
+def test_a_later_definition_replaces_one_with_a_header_error():
+    parsed = parse_module(HEADER + "@ptxpy.jit\ndef good(x):\n    pass\n" + GOOD_KERNEL, "test.py")
+    check_kernel(parsed, "good")
+
+
 def test_device_functions_are_checked_once_per_parsed_module():
     parsed = parse_module(HEADER + textwrap.dedent("""
         @ptxpy.func

@@ -12,6 +12,7 @@ then, once.
 from __future__ import annotations
 
 import ast
+import copy
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from .toplevel import Definition, TopLevel, parse_top_level
 from .typecheck import FunctionChecker, TupleExpr, literal_value
 
 __all__ = ["parse_module", "check_kernel", "kernel_decl", "ParsedModule", "KernelDecl", "FuncDecl",
-           "ParamDecl", "TupleExpr"]
+           "InvalidDecl", "ParamDecl", "TupleExpr"]
 
 
 @dataclass
@@ -66,6 +67,21 @@ class KernelDecl:
     @property
     def node(self) -> cst.FunctionDef:
         return self.definition.node()
+
+
+@dataclass
+class InvalidDecl:
+    """A kernel or device function whose header (decorators, parameters, return annotation) is
+    in error. The error is its own: it is raised where the function is compiled or called or
+    its signature read, not when its file is parsed, so that the file's other kernels compile."""
+    name: str
+    loc: tuple
+    error: CompileError
+
+    def _raise_error(self):
+        raise copy.copy(self.error)     # a fresh exception each time, without an old traceback
+
+    params = return_type = node = property(_raise_error)
 
 
 @dataclass
@@ -156,26 +172,38 @@ def _python_syntax_check(source: str, lines: list) -> ast.Module:
 
 
 def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
-    """Declare a kernel or device function from its header (its body is parsed on use)."""
-    kind = _decorator_kind(parsed, node)
+    """Declare a kernel or device function from its header (its body is parsed on use); an
+    error in the header is kept as the function's own (InvalidDecl)."""
     name = node.name.value
     for table in (parsed.kernels, parsed.funcs):
         table.pop(name, None)   # a later definition replaces an earlier one, as in Python
-    if kind is None:
+    kinds, others = _ptxpy_decorators(parsed, node)
+    if not kinds:
         return
+    kind = kinds[0][0]
+    try:
+        _check_decorators(parsed, kinds, others)
+        decl = _declaration(parsed, node, kind == "jit")
+    except CompileError as err:
+        err = err.located(parsed.filename, parsed.source_lines).with_traceback(None)
+        decl = InvalidDecl(name, parsed.loc(node.name), err)
+    (parsed.kernels if kind == "jit" else parsed.funcs)[name] = decl
+
+
+def _declaration(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -> KernelDecl | FuncDecl:
     if node.asynchronous is not None:
         raise CompileError("async functions cannot be kernels or device functions", parsed.loc(node))
-    loc = parsed.loc(node.name)
-    params = _params(parsed, node, kind == "jit")
+    name, loc = node.name.value, parsed.loc(node.name)
+    params = _params(parsed, node, is_kernel)
     definition = parsed.top.definitions[node]
-    if kind == "jit":
+    if is_kernel:
         _kernel_return(parsed, node)
-        parsed.kernels[name] = KernelDecl(name, params, loc, definition)
-    else:
-        parsed.funcs[name] = FuncDecl(name, params, _func_return(parsed, node), loc, definition)
+        return KernelDecl(name, params, loc, definition)
+    return FuncDecl(name, params, _func_return(parsed, node), loc, definition)
 
 
-def _decorator_kind(parsed: ParsedModule, node: cst.FunctionDef) -> str | None:
+def _ptxpy_decorators(parsed: ParsedModule, node: cst.FunctionDef) -> tuple[list, list]:
+    """[(kind, decorator)] of its @ptxpy.jit and @ptxpy.func ('jit', 'func'), and its others."""
     kinds, others = [], []
     for deco in node.decorators:
         expr = deco.decorator.func if isinstance(deco.decorator, cst.Call) else deco.decorator
@@ -184,8 +212,10 @@ def _decorator_kind(parsed: ParsedModule, node: cst.FunctionDef) -> str | None:
             kinds.append((qual[6:], deco))
         else:
             others.append(deco)
-    if not kinds:
-        return None
+    return kinds, others
+
+
+def _check_decorators(parsed: ParsedModule, kinds: list, others: list) -> None:
     if len(kinds) > 1:
         raise CompileError("a function cannot be both @ptxpy.jit and @ptxpy.func (or decorated twice)",
                            parsed.loc(kinds[1][1]))
@@ -195,7 +225,6 @@ def _decorator_kind(parsed: ParsedModule, node: cst.FunctionDef) -> str | None:
     kind, deco = kinds[0]
     if kind == "func" and isinstance(deco.decorator, cst.Call) and deco.decorator.args:
         raise CompileError("@ptxpy.func takes no arguments", parsed.loc(deco.decorator))
-    return kind
 
 
 def _params(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -> list:
@@ -275,7 +304,7 @@ def _check(parsed: ParsedModule, name: str, consts: dict, by_ref: frozenset) -> 
     return typed.TypedModule(kernel, program.typed_funcs, parsed.filename, parsed.source_lines)
 
 
-def kernel_decl(parsed: ParsedModule, name: str) -> KernelDecl:
+def kernel_decl(parsed: ParsedModule, name: str) -> KernelDecl | InvalidDecl:
     """Kernel `name` of the module; an error naming the file if it has none of that name."""
     decl = parsed.kernels.get(name)
     if decl is None:
