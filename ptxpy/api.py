@@ -285,12 +285,14 @@ class Kernel:
 
     def _check_scalar(self, name: str, expected, value) -> None:
         """A scalar parameter takes a real number: Python's, NumPy's, or a 0-d array."""
+        from ptxpy.runtime.launch import is_real_dtype
+
         if isinstance(value, (bool, int, float)):
             return
         shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
         if shape is not None and tuple(shape) != ():
             got = f"an array of shape {tuple(shape)}"
-        elif dtype is not None and getattr(dtype, "kind", "") in "biuf":
+        elif dtype is not None and is_real_dtype(dtype):
             return
         else:
             got = f"{value!r:.40} ({type(value).__name__})" if dtype is None else f"a {dtype} value"

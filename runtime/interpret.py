@@ -25,8 +25,10 @@ def run_interpreted(kernel: CompiledKernel, inputs: list, out_types: list, grid:
 
     from ptxpy.runtime.launch import check_call
 
-    # the checks of a GPU launch, so that a call that would fail there fails here too
-    check_call(kernel, inputs, out_types, grid, block, input_output_aliases, traced_by_value=True)
+    # the checks of a GPU launch, so that a call that would fail there fails here too, and the
+    # values it would launch (scalars converted to their parameter's type)
+    _, inputs, *_ = check_call(kernel, inputs, out_types, grid, block, input_output_aliases,
+                               traced_by_value=True)
     aliases = dict(input_output_aliases or {})
     dynamic = [k for k, v in enumerate(inputs) if isinstance(v, jax.Array) or _is_tracer(v)]
     static = [None if k in dynamic else v for k, v in enumerate(inputs)]
@@ -79,8 +81,8 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
             args.extend(int(n) for n in array.shape[1 if spec.name in batched else 0:])
         elif spec.by_ref:
             args.append(np.asarray(value, dtype=spec.dtype.numpy).reshape(1).copy())
-        else:
-            args.append(value)
+        else:   # a NumPy scalar: the simulator would take a 0-d u64 array for an array
+            args.append(np.asarray(value).reshape(())[()])
     launches += 1
     run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=args)
     return outputs

@@ -219,7 +219,7 @@ def _check_arg(kernel: CompiledKernel, spec: ParamSpec, value, traced_by_value: 
     if spec.by_ref:
         return _scalar_buffer(kernel, spec, value)
     if traced_by_value and _is_tracer(value):
-        return value
+        return _scalar_buffer(kernel, spec, value)
     return _scalar_value(kernel, spec, value)
 
 
@@ -255,33 +255,61 @@ def _is_tracer(value) -> bool:
     return isinstance(value, jax.core.Tracer)
 
 
+def is_real_dtype(dtype) -> bool:
+    """Whether a scalar of `dtype` is a real number: a bool, an integer or a float, the ml_dtypes
+    types JAX uses included (bfloat16, the float8 types, int4)."""
+    if getattr(dtype, "kind", None) in ("b", "i", "u", "f"):
+        return True
+    import jax.numpy as jnp
+
+    try:
+        return any(jnp.issubdtype(dtype, kind) for kind in (jnp.integer, jnp.floating))
+    except TypeError:   # not a dtype
+        return False
+
+
 def _scalar_value(kernel, spec, value) -> np.ndarray:
-    """A by-value scalar as a 0-d NumPy array of the parameter's dtype."""
+    """A by-value scalar as a 0-d NumPy array of the parameter's dtype: converted as a cast
+    would, except that an integer or bool parameter takes only integral values in its range."""
     if _is_tracer(value):
         raise TypeError(f"{_where(kernel, spec)}: a traced value cannot be passed by value; "
                         "this parameter must be compiled by reference (ParamSpec.by_ref)")
+    if isinstance(value, int) and not spec.dtype.is_float:     # Python's, of any size
+        _check_range(kernel, spec, value, value)
+        return np.asarray(value).astype(spec.dtype.numpy)
     host = np.asarray(value)
-    if host.size != 1 or host.dtype.kind not in "biuf":
+    if host.size != 1 or not is_real_dtype(host.dtype):
         raise TypeError(f"{_where(kernel, spec)}: expected a {spec.dtype} scalar, got {value!r}")
     host = host.reshape(())
-    target = spec.dtype.numpy
-    if spec.dtype.is_int and host.dtype.kind == "f":
-        if host != np.floor(host):
-            raise TypeError(f"{_where(kernel, spec)}: expected an integer ({spec.dtype}), got {value!r}")
-    if spec.dtype.is_int:
-        info = np.iinfo(target)
-        if not info.min <= int(host) <= info.max:
-            raise ValueError(f"{_where(kernel, spec)}: {value!r} does not fit in {spec.dtype}")
-    return host.astype(target)
+    if not spec.dtype.is_float:
+        _check_range(kernel, spec, _integral(kernel, spec, host, value), value)
+    return host.astype(spec.dtype.numpy)
+
+
+def _integral(kernel, spec, host: np.ndarray, value) -> int:
+    if host.dtype.kind in "biu":
+        return int(host)
+    if not float(host).is_integer():     # a fraction, NaN or an infinity
+        raise TypeError(f"{_where(kernel, spec)}: expected an integer ({spec.dtype}), got {value!r}")
+    return int(float(host))
+
+
+def _check_range(kernel, spec, number: int, value) -> None:
+    info = None if spec.dtype.is_bool else np.iinfo(spec.dtype.numpy)
+    low, high = (0, 1) if info is None else (int(info.min), int(info.max))
+    if not low <= number <= high:
+        raise ValueError(f"{_where(kernel, spec)}: {value!r} does not fit in {spec.dtype}")
 
 
 def _scalar_buffer(kernel, spec, value):
-    """A by-reference scalar: a one-element JAX array of the parameter's dtype."""
+    """A by-reference scalar: a one-element JAX array of the parameter's dtype (a JAX value is
+    converted as a cast would: a traced one cannot be checked)."""
     import jax.numpy as jnp
 
-    if not hasattr(value, "shape"):
-        _scalar_value(kernel, spec, value)  # the same checks as by value
-    array = value if _is_tracer(value) or hasattr(value, "devices") else jnp.asarray(value)
+    if _is_tracer(value) or hasattr(value, "devices"):
+        array = value
+    else:   # a number or a NumPy value: checked and converted as by value
+        array = jnp.asarray(_scalar_value(kernel, spec, value))
     if int(np.prod(array.shape)) != 1:
         raise ValueError(f"{_where(kernel, spec)}: expected a scalar, got shape {tuple(array.shape)}")
     array = array.reshape(()).astype(spec.dtype.numpy)

@@ -1,11 +1,12 @@
 """`@ptxpy.jit` without a GPU: `.ptx`, `.transpile`, and interpret mode from JAX (SPEC 2.6)."""
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 
 import ptxpy
-from ptxpy import Array, Const, f32, i32
+from ptxpy import Array, Const, bf16, f16, f32, i8, i32, u16, u64
 
 BLOCK = 64
 
@@ -366,3 +367,63 @@ def test_interpret_mode_makes_the_checks_of_a_gpu_launch():
     with pytest.raises(TypeError, match="grid must be a non-negative int or a tuple of 1 to 3 "
                                         "non-negative ints, got 1.5625"):
         float_grid(x, y, 1.0)
+
+
+# --- scalar arguments: converted to the parameter's type, one rule for the GPU and simulator ---
+
+@ptxpy.jit(out_shape=jax.ShapeDtypeStruct((6,), jnp.float32), grid=1, block=1, interpret=True)
+def echo(h: f16, b: bf16, c: i8, u: u16, w: u64, flag: bool, out: Array[f32]):
+    out[0] = f32(h)
+    out[1] = f32(b)
+    out[2] = f32(c)
+    out[3] = f32(u)
+    out[4] = f32(w)
+    out[5] = f32(flag)
+
+
+ECHOED = ["h", "b", "c", "u", "w", "flag"]
+ECHO_DEFAULTS = dict(h=1.0, b=1.0, c=1, u=1, w=1, flag=True)
+
+
+def echo_call(how: str, name: str, value):
+    """echo with `value` for parameter `name`: eagerly, under jax.jit as a constant (passed by
+    value), or under jax.jit as a traced argument (passed by reference)."""
+    if how == "eager":
+        return echo(**{**ECHO_DEFAULTS, name: value})
+    if how == "jit constant":
+        return jax.jit(lambda: echo(**{**ECHO_DEFAULTS, name: value}))()
+    return jax.jit(lambda v: echo(**{**ECHO_DEFAULTS, name: v}))(value)
+
+
+@pytest.mark.parametrize("how", ["eager", "jit constant", "jit traced"])
+@pytest.mark.parametrize("name, value, expected", [
+    ("h", 0.5, 0.5), ("h", 2, 2.0), ("h", np.float16(0.5), 0.5), ("h", jnp.bfloat16(0.5), 0.5),
+    ("h", jnp.array(0.5, jnp.bfloat16), 0.5), ("h", ml_dtypes.float8_e4m3fn(0.5), 0.5),
+    ("b", 0.5, 0.5), ("b", 3, 3.0), ("b", np.float16(0.5), 0.5), ("b", jnp.bfloat16(-2.5), -2.5),
+    ("c", 3.0, 3), ("c", -128, -128), ("c", jnp.bfloat16(3), 3), ("u", 3.0, 3),
+    ("u", np.float32(65535), 65535), ("w", 2.0**40, 2**40), ("w", np.uint64(7), 7),
+    ("flag", 1.0, 1), ("flag", False, 0), ("flag", np.bool_(True), 1),
+])
+def test_scalar_arguments_are_converted_to_their_parameters_type(how, name, value, expected):
+    if how == "jit traced" and name == "w":
+        pytest.skip("a traced 64-bit scalar needs jax_enable_x64")
+    want = np.array([float(ECHO_DEFAULTS[n]) for n in ECHOED], np.float32)
+    want[ECHOED.index(name)] = expected
+    np.testing.assert_array_equal(np.asarray(echo_call(how, name, value)), want)
+
+
+@pytest.mark.parametrize("how", ["eager", "jit constant"])
+@pytest.mark.parametrize("name, value, error, message", [
+    ("c", 3.5, TypeError, r"expected an integer \(i8\), got 3.5"),
+    ("u", 3.5, TypeError, r"expected an integer \(u16\), got 3.5"),
+    ("w", float("nan"), TypeError, r"expected an integer \(u64\), got nan"),
+    ("flag", 0.5, TypeError, r"expected an integer \(bool\), got 0.5"),
+    ("c", 128, ValueError, "128 does not fit in i8"),
+    ("u", -1.0, ValueError, r"-1.0 does not fit in u16"),
+    ("w", -1, ValueError, "-1 does not fit in u64"),
+    ("flag", 2.0, ValueError, "2.0 does not fit in bool"),
+    ("flag", 2, ValueError, "2 does not fit in bool"),
+])
+def test_integer_and_bool_scalars_take_integral_values_in_range(how, name, value, error, message):
+    with pytest.raises(error, match=rf"kernel 'echo', parameter '{name}': {message}"):
+        echo_call(how, name, value)

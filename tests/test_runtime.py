@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -409,6 +411,30 @@ def test_integer_scalar_checks(no_cuda):
         launch(k, [X4, 70000], [f32((4,))], 1, 4)
     with pytest.raises(TypeError, match="'n'.*integer"):
         launch(k, [X4, 2.5], [f32((4,))], 1, 4)
+
+
+@pytest.mark.parametrize("dtype", [T.bool_, T.i8, T.i16, T.i32, T.i64, T.u8, T.u16, T.u32, T.u64],
+                         ids=str)
+def test_every_integer_width_checks_scalars_as_i32_does(dtype):
+    k = kernel("iscale", [arr("x"), scalar("n", dtype), arr("out")], "ret;")
+    for given in (1, 1.0, True, np.float32(1), np.int64(1), ml_dtypes.bfloat16(1)):
+        _, value = launch_mod.check_args(k, k.params[:2], [X4, given])
+        assert value.dtype == dtype.numpy and value == 1, given
+    with pytest.raises(TypeError, match=rf"'n': expected an integer \({dtype}\), got 1.5"):
+        launch_mod.check_args(k, k.params[:2], [X4, 1.5])
+    above = 2 if dtype is T.bool_ else int(np.iinfo(dtype.numpy).max) + 1
+    for given in (above, float(above)):
+        with pytest.raises(ValueError, match=re.escape(f"'n': {given!r} does not fit in {dtype}")):
+            launch_mod.check_args(k, k.params[:2], [X4, given])
+
+
+@pytest.mark.parametrize("dtype", [T.f16, T.bf16, T.f32, T.f64], ids=str)
+@pytest.mark.parametrize("given", [0.5, np.float16(0.5), ml_dtypes.bfloat16(0.5),
+                                   ml_dtypes.float8_e4m3fn(0.5), jnp.bfloat16(0.5)])
+def test_float_scalars_are_converted_to_the_parameters_type(dtype, given):
+    k = kernel("fscale", [arr("x"), scalar("s", dtype), arr("out")], "ret;")
+    _, value = launch_mod.check_args(k, k.params[:2], [X4, given])
+    assert value.dtype == dtype.numpy and float(value) == 0.5
 
 
 @pytest.mark.parametrize("grid, block, error, words", [
