@@ -6,9 +6,14 @@ specialisation when the kernel allows it, else in sequence (ptxpy.runtime.batchi
 """
 from __future__ import annotations
 
+import logging
+import os
+import types
+
 import numpy as np
 
 from ptxpy.runtime import batching
+from ptxpy.runtime.ptx_parser import SimulatorError
 from ptxpy.transpiler.abi import CompiledKernel
 
 #: Simulator launches made (each runs one grid; a batched vmap makes one); for tests.
@@ -47,7 +52,8 @@ def run_interpreted(kernel: CompiledKernel, inputs: list, out_types: list, grid:
 
     def execute(kern, ops, outs, grid_):
         shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in outs]
-        return jax.pure_callback(host_fn(kern, outs, grid_), shapes, *ops, vmap_method="sequential")
+        return jax.pure_callback(_reporting_cleanly(host_fn(kern, outs, grid_)), shapes, *ops,
+                                 vmap_method="sequential")
 
     in_params, out_params = _split_params(kernel, len(out_types))
     call = batching.Call(kernel, [in_params[k] for k in dynamic],
@@ -125,3 +131,42 @@ def _is_tracer(value) -> bool:
     import jax
 
     return isinstance(value, jax.core.Tracer)
+
+
+# --- errors under jax.jit ------------------------------------------------------------------
+#
+# An exception raised in a `jax.pure_callback` reaches the caller as the text of a
+# JaxRuntimeError, which XLA writes as "CpuCallback error calling callback: " followed by every
+# frame from the one that raised outwards (the simulator's, JAX's, the caller's, pytest's ...)
+# and the exception; JAX also logs it with its traceback. A simulator error (a failed debug
+# check, an access out of bounds) says everything in its message: it is raised with a
+# traceback of one frame that has no caller, and JAX's log record of it is dropped.
+
+def _reporting_cleanly(host):
+    def callback(*args):
+        try:
+            return host(*args)
+        except SimulatorError as err:
+            if os.environ.get("PTXPY_TRACEBACK"):
+                raise
+            raise err.with_traceback(_one_frame()) from None
+    return callback
+
+
+def _simulator():
+    yield
+
+
+def _one_frame() -> types.TracebackType:
+    frame = _simulator().gi_frame    # a generator not yet started has no caller
+    return types.TracebackType(None, frame, frame.f_lasti, frame.f_lineno)
+
+
+def _not_reported_by_simulator(record: logging.LogRecord) -> bool:
+    tb = record.exc_info[2] if record.exc_info else None
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is None or tb.tb_frame.f_code is not _simulator.__code__
+
+
+logging.getLogger("jax._src.callback").addFilter(_not_reported_by_simulator)

@@ -1,4 +1,7 @@
 """`@ptxpy.jit` without a GPU: `.ptx`, `.transpile`, and interpret mode from JAX (SPEC 2.6)."""
+import logging
+import re
+
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -7,6 +10,7 @@ import pytest
 
 import ptxpy
 from ptxpy import Array, Const, bf16, f16, f32, i8, i32, u16, u64
+from ptxpy.runtime.ptx_parser import SimulatorError
 
 BLOCK = 64
 
@@ -427,3 +431,35 @@ def test_scalar_arguments_are_converted_to_their_parameters_type(how, name, valu
 def test_integer_and_bool_scalars_take_integral_values_in_range(how, name, value, error, message):
     with pytest.raises(error, match=rf"kernel 'echo', parameter '{name}': {message}"):
         echo_call(how, name, value)
+
+
+# --- errors under jax.jit in interpret mode -----------------------------------------------------
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4, debug=True, interpret=True)
+def at_most_one(x: Array[f32], out: Array[f32]):
+    i = ptxpy.thread_idx.x
+    assert x[i] <= 1.0, "too big"
+    out[i] = x[i]
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=8, interpret=True)
+def unguarded(x: Array[f32], out: Array[f32]):
+    i = ptxpy.thread_idx.x
+    out[i] = x[i]
+
+
+@pytest.mark.parametrize("kernel, x, says", [
+    (at_most_one, np.full(4, 2.0, np.float32), r"test_api.py:\d+: assertion failed: too big"),
+    (unguarded, np.ones(4, np.float32), r"test_api.py:\d+: out-of-bounds global load"),
+])
+def test_simulator_errors_under_jit_carry_the_message_and_no_frames(kernel, x, says, caplog,
+                                                                    monkeypatch):
+    monkeypatch.delenv("PTXPY_TRACEBACK", raising=False)
+    with pytest.raises(SimulatorError, match=says):
+        kernel(x)                                          # eagerly: the simulator's error
+    with caplog.at_level(logging.ERROR), pytest.raises(jax.errors.JaxRuntimeError) as info:
+        jax.block_until_ready(jax.jit(kernel)(x))     # on a GPU the callback runs later
+    message = str(info.value)
+    assert re.search(f"SimulatorError: .*{says}", message), message
+    assert message.count('File "') <= 1, message
+    assert not [r for r in caplog.records if "pure_callback" in r.getMessage()]
