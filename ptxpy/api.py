@@ -186,25 +186,52 @@ class Kernel:
         return not _has_gpu()
 
     def _prepare(self, args, kwargs) -> "_Call":
-        try:
-            out_types, many = _out_types(_evaluate(self.out_shape, args, kwargs, "out_shape"))
-        except TypeError as err:
-            raise TypeError(f"{self.__name__}: out_shape could not be computed for this call: {err}") from None
-        except Exception as err:    # raised in the user's function: keep its frames below
-            raise TypeError(f"{self.__name__}: out_shape could not be computed for this call: "
-                            f"{type(err).__name__}: {err}") from err
+        out_types, many = self._computed("out_shape", self.out_shape, args, kwargs, _out_types)
         bound, consts = self._bind(args, kwargs, len(out_types))
+        grid = _dim3(self._computed("grid", self.grid, args, kwargs), "grid", least=0)
+        block = _dim3(self._computed("block", self.block, args, kwargs), "block")
         by_ref = frozenset(name for name, value in bound if _is_jax_array_scalar(value))
         self._check_arrays(bound)
         for k, out in enumerate(out_types):
             self._check_extents(f"output {k}", out.shape)
         aliased = self._aliased_inputs(bound)
         kernel = self._specialise(consts, by_ref, aliased=aliased)
-        grid = _dim3(_evaluate(self.grid, args, kwargs, "grid"), "grid", least=0)
-        block = _dim3(_evaluate(self.block, args, kwargs, "block"), "block")
         call = _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
         call.respecialise = functools.partial(self._specialise, consts, by_ref, aliased=aliased)
         return call
+
+    def _computed(self, what: str, spec, args, kwargs, convert=lambda value: value):
+        """out_shape, grid or block for this call: `convert` of the value, or of what its function
+        returns."""
+        _required(spec, what)
+        try:
+            return convert(spec(*args, **kwargs) if callable(spec) else spec)
+        except Exception as err:    # raised in the user's function: keep its frames below
+            if what == "out_shape" and callable(spec):
+                self._raise_argument_error(spec, args, kwargs, err)
+            raise TypeError(f"{self.__name__}: {what} could not be computed for this call: "
+                            f"{type(err).__name__}: {err}") from err
+
+    def _raise_argument_error(self, out_shape, args, kwargs, err: Exception) -> None:
+        """The kernel's own TypeError when out_shape's function failed on arguments that fit no
+        number of outputs, or that it could not take (its signature mirrors the kernel's inputs)."""
+        n_arrays = sum(isinstance(p.type, ArrayType) for p in self.params)
+        fits_none = all(self._matching(args, kwargs, n)[1] for n in range(1, n_arrays + 1))
+        if (fits_none and n_arrays) or (isinstance(err, TypeError) and not _accepts(out_shape, args, kwargs)):
+            error = self._matching(args, kwargs, self._output_count_like(out_shape))[1]
+            if error is not None:
+                raise error from None
+
+    def _output_count_like(self, fn) -> int:
+        """The number of outputs that leaves the kernel as many inputs as `fn` has parameters;
+        1 when none does."""
+        try:
+            count = len(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            return 1
+        n_arrays = sum(isinstance(p.type, ArrayType) for p in self.params)
+        fitting = [n for n in range(1, n_arrays + 1) if len(self.params) - n == count]
+        return fitting[0] if fitting else 1
 
     def _aliased_inputs(self, bound) -> tuple:
         """The names of the array arguments that `input_output_aliases` makes share an output's
@@ -239,33 +266,61 @@ class Kernel:
 
     def _bind(self, args, kwargs, n_outputs: int):
         """Match call arguments to the non-output parameters: [(name, value)] and Const values."""
+        values, error = self._matching(args, kwargs, n_outputs)
+        if error is not None:
+            raise error
+        bound, consts = [], {}
+        for p in self._inputs(n_outputs):
+            if p.name not in values:
+                continue    # a Const with a default
+            if isinstance(p.type, ConstType):
+                consts[p.name] = _const_value(values[p.name], p, self.__name__)
+            else:
+                bound.append((p.name, values[p.name]))
+        return bound, consts
+
+    def _inputs(self, n_outputs: int) -> list:
+        """The parameters a call passes when the kernel has `n_outputs` outputs."""
         params = self.params
         array_positions = [k for k, p in enumerate(params) if isinstance(p.type, ArrayType)]
         if n_outputs > len(array_positions):
             raise TypeError(f"{self.__name__}: out_shape has {n_outputs} entries but the kernel has "
                             f"only {len(array_positions)} array parameters")
         outputs = set(array_positions[len(array_positions) - n_outputs:])
-        inputs = [p for k, p in enumerate(params) if k not in outputs]
-        values = dict(zip([p.name for p in inputs], args))
-        if len(args) > len(inputs):
-            raise TypeError(f"{self.__name__}() takes {len(inputs)} arguments ({n_outputs} of its "
-                            f"array parameters are outputs) but {len(args)} were given")
+        return [p for k, p in enumerate(params) if k not in outputs]
+
+    def _matching(self, args, kwargs, n_outputs: int) -> tuple[dict, TypeError | None]:
+        """{name: value} of the arguments as Python binds a call, and the TypeError Python would
+        raise for them (None when they bind)."""
+        inputs = self._inputs(n_outputs)
+        names = [p.name for p in inputs]
+        values = dict(zip(names, args))
+        errors = [self._count_error(inputs, n_outputs, len(args))] if len(args) > len(inputs) else []
         for name, value in kwargs.items():
-            if name not in {p.name for p in inputs}:
-                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}'")
-            if name in values:
-                raise TypeError(f"{self.__name__}() got multiple values for argument '{name}'")
+            if name not in names:
+                errors.append(TypeError(f"{self.__name__}() got an unexpected keyword argument '{name}'"))
+            elif name in values:
+                errors.append(TypeError(f"{self.__name__}() got multiple values for argument '{name}'"))
             values[name] = value
-        bound, consts = [], {}
-        for p in inputs:
-            if isinstance(p.type, ConstType):
-                if p.name in values:
-                    consts[p.name] = _const_value(values[p.name], p, self.__name__)
-            elif p.name not in values:
-                raise TypeError(f"{self.__name__}() missing argument '{p.name}'")
-            else:
-                bound.append((p.name, values[p.name]))
-        return bound, consts
+        errors += [TypeError(f"{self.__name__}() missing argument '{name}'") for name in names
+                   if name not in values and name not in self._defaults]
+        return values, (errors[0] if errors else None)
+
+    def _count_error(self, inputs: list, n_outputs: int, given: int) -> TypeError:
+        optional = sum(p.name in self._defaults for p in inputs)
+        least = len(inputs) - optional
+        count = f"from {least} to {len(inputs)}" if optional else str(len(inputs))
+        outputs = ", ".join(p.name for p in self.params if p not in inputs)
+        return TypeError(f"{self.__name__}() takes {count} argument{'s' * (len(inputs) != 1)} "
+                         f"({', '.join(p.name for p in inputs)}) but {given} were given; "
+                         f"{outputs} {'is the output' if n_outputs == 1 else 'are the outputs'}, "
+                         "which the call returns")
+
+    @functools.cached_property
+    def _defaults(self) -> frozenset:
+        """The parameters with a default value (only Const parameters may have one)."""
+        return frozenset(name for name, p in inspect.signature(self.fn).parameters.items()
+                         if p.default is not inspect.Parameter.empty)
 
     def _check_arrays(self, bound) -> None:
         types = {p.name: p.type for p in self.params}
@@ -357,10 +412,23 @@ class _Call:
         self.respecialise = None    # batched -> CompiledKernel (see Kernel._specialise)
 
 
-def _evaluate(spec, args, kwargs, what: str):
+def _accepts(fn, args, kwargs) -> bool:
+    """Whether `fn`'s signature takes these arguments (True when it cannot be read)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
+def _required(spec, what: str):
     if spec is None:
         raise TypeError(f"@ptxpy.jit needs {what}= to run or specialise a kernel")
-    return spec(*args, **kwargs) if callable(spec) else spec
+    return spec
 
 
 def _out_types(spec):

@@ -463,3 +463,48 @@ def test_simulator_errors_under_jit_carry_the_message_and_no_frames(kernel, x, s
     assert re.search(f"SimulatorError: .*{says}", message), message
     assert message.count('File "') <= 1, message
     assert not [r for r in caplog.records if "pure_callback" in r.getMessage()]
+
+
+# --- arguments that do not fit the kernel ------------------------------------------------------
+
+@ptxpy.jit(out_shape=lambda x, K: x, grid=1, block=BLOCK, interpret=True)
+def times_k(x: Array[f32], out: Array[f32], K: Const[int]):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = x[i] * K
+
+
+def test_wrong_argument_count_is_the_kernels_own_type_error():
+    x, y = data(8)
+    with pytest.raises(TypeError, match=r"^saxpy\(\) takes 3 arguments \(x, y, a\) but 4 were "
+                                        "given; out is the output, which the call returns$"):
+        saxpy(x, y, 1.0, x)
+    with pytest.raises(TypeError, match=r"^two_outputs\(\) takes from 1 to 2 arguments \(x, n\) "
+                                        "but 3 were given; out, idx are the outputs"):
+        two_outputs(x, 2, 3)
+    with pytest.raises(TypeError, match=r"^saxpy\(\) got an unexpected keyword argument 'b'$"):
+        saxpy(x, y, b=1.0)
+    fixed = ptxpy.jit(saxpy.fn, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32), grid=1,
+                      block=BLOCK, interpret=True)
+    with pytest.raises(TypeError, match=r"^saxpy\(\) takes 3 arguments \(x, y, a\) but 5 were"):
+        fixed(x, y, 1.0, x, y)
+
+
+@pytest.mark.parametrize("out_shape", [lambda x, K: x, jax.ShapeDtypeStruct((8,), jnp.float32)])
+def test_a_const_without_default_left_out_is_a_missing_argument(out_shape):
+    x, _ = data(8)
+    kernel = ptxpy.jit(times_k.fn, out_shape=out_shape, grid=1, block=BLOCK, interpret=True)
+    with pytest.raises(TypeError, match=r"^times_k\(\) missing argument 'K'$"):
+        kernel(x)
+    np.testing.assert_array_equal(np.asarray(kernel(x, K=3)), x * 3)
+
+
+@pytest.mark.parametrize("what", ["grid", "block"])
+def test_failing_grid_or_block_function_is_a_type_error_naming_the_kernel(what):
+    launch = {"grid": 1, "block": BLOCK, what: lambda x, y, a: len(x) // 0}
+    kernel = ptxpy.jit(saxpy.fn, out_shape=lambda x, y, a: x, interpret=True, **launch)
+    x, y = data(8)
+    with pytest.raises(TypeError, match=f"^saxpy: {what} could not be computed for this call: "
+                                        "ZeroDivisionError: integer division or modulo by zero$") as info:
+        kernel(x, y, 1.0)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
