@@ -61,6 +61,7 @@ class Kernel:
     def __init__(self, fn, *, out_shape, grid, block, input_output_aliases, debug, fast_math,
                  interpret, arch):
         functools.update_wrapper(self, fn)
+        _check_arch(arch)
         self.fn = fn
         self.out_shape, self.grid, self.block = out_shape, grid, block
         self.input_output_aliases = dict(input_output_aliases or {})
@@ -410,6 +411,16 @@ class _Call:
         self.kernel, self.inputs, self.out_types = kernel, inputs, out_types
         self.grid, self.block, self.many_outputs = grid, block, many_outputs
         self.respecialise = None    # batched -> CompiledKernel (see Kernel._specialise)
+
+
+def _check_arch(arch) -> None:
+    if arch is None:    # the GPU's, or the default
+        return
+    if not isinstance(arch, str):
+        raise TypeError(f"@ptxpy.jit: arch must be a str such as 'sm_90', not {type(arch).__name__}")
+    if arch not in driver.SUPPORTED_ARCHS:
+        raise ValueError(f"@ptxpy.jit: unsupported arch {arch!r} (supported: "
+                         f"{', '.join(driver.SUPPORTED_ARCHS)})")
 
 
 def _accepts(fn, args, kwargs) -> bool:

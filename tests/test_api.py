@@ -11,6 +11,7 @@ import pytest
 import ptxpy
 from ptxpy import Array, Const, bf16, f16, f32, i8, i32, u16, u64
 from ptxpy.runtime.ptx_parser import SimulatorError
+from ptxpy.transpiler import driver
 
 BLOCK = 64
 
@@ -508,3 +509,15 @@ def test_failing_grid_or_block_function_is_a_type_error_naming_the_kernel(what):
                                         "ZeroDivisionError: integer division or modulo by zero$") as info:
         kernel(x, y, 1.0)
     assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+@pytest.mark.parametrize("arch, error, message", [
+    ("sm_75", ValueError, "unsupported arch 'sm_75'"), ("bogus", ValueError, "unsupported arch 'bogus'"),
+    (90, TypeError, "arch must be a str such as 'sm_90', not int"),
+])
+def test_arch_is_checked_when_the_decorator_is_applied(arch, error, message):
+    with pytest.raises(error, match=re.escape(message)) as info:
+        ptxpy.jit(arch=arch)(saxpy.fn)
+    if error is ValueError:
+        assert f"(supported: {', '.join(driver.SUPPORTED_ARCHS)})" in str(info.value)
+    assert ptxpy.jit(arch="sm_80")(saxpy.fn).arch == "sm_80"
