@@ -5,6 +5,7 @@ import functools
 import hashlib
 import inspect
 import linecache
+import math
 import numbers
 import os
 import threading
@@ -101,9 +102,7 @@ class Kernel:
             try:
                 self._program = driver.parse(source, filename)
             except CompileError as err:
-                if os.environ.get("PTXPY_TRACEBACK"):
-                    raise
-                raise err.with_traceback(None) from None
+                raise _shown(err) from None
             if self.__name__ not in self._program.kernels:
                 raise self._not_found_error(filename, source)
         return self._program
@@ -125,8 +124,11 @@ class Kernel:
         """The signature, [Param(name, type)]: from the disk cache when this file was seen
         before, so that a warm start never loads the compiler."""
         if self._params is None:
-            self._params = cache.get_or_make_object("signature", self._cache_key(), lambda: [
-                Param(p.name, p.type) for p in self.program.kernels[self.__name__].params])
+            try:
+                self._params = cache.get_or_make_object("signature", self._cache_key(), lambda: [
+                    Param(p.name, p.type) for p in self.program.kernels[self.__name__].params])
+            except CompileError as err:   # an error in the kernel's header
+                raise _shown(err) from None
         return self._params
 
     def _compiled_before(self) -> bool:
@@ -195,10 +197,10 @@ class Kernel:
         self._check_arrays(bound)
         for k, out in enumerate(out_types):
             self._check_extents(f"output {k}", out.shape)
-        aliased = self._aliased_inputs(bound)
-        kernel = self._specialise(consts, by_ref, aliased=aliased)
+        layout = {"aliased": self._aliased_inputs(bound), "whole_warps": math.prod(block) % 32 == 0}
+        kernel = self._specialise(consts, by_ref, **layout)
         call = _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
-        call.respecialise = functools.partial(self._specialise, consts, by_ref, aliased=aliased)
+        call.respecialise = functools.partial(self._specialise, consts, by_ref, **layout)
         return call
 
     def _computed(self, what: str, spec, args, kwargs, convert=lambda value: value):
@@ -242,14 +244,16 @@ class Kernel:
                             if isinstance(i, int) and 0 <= i < len(names)))
 
     def _specialise(self, consts: dict, by_ref: frozenset, batched: tuple = (),
-                    aliased: tuple = ()) -> CompiledKernel:
+                    aliased: tuple = (), whole_warps: bool = False) -> CompiledKernel:
         """The kernel for these Const values and by-reference scalars; `batched` names the
         arrays of a batched specialisation (vmap as grid axis z: ptxpy.runtime.batching),
-        `aliased` the array arguments that share memory with an output."""
+        `aliased` the array arguments that share memory with an output; `whole_warps`: the
+        launch's block is a multiple of 32 threads."""
         arch = self.arch or _gpu_arch() or driver.DEFAULT_ARCH
-        key = (tuple(sorted(consts.items())), by_ref, arch, aliased, tuple(batched))
+        key = (tuple(sorted(consts.items())), by_ref, arch, aliased, whole_warps, tuple(batched))
         if key not in self._compiled:
-            options = driver.Options(arch, self.fast_math, self.debug, tuple(batched), aliased)
+            options = driver.Options(arch, self.fast_math, self.debug, tuple(batched), aliased,
+                                     whole_warps)
             disk_key = self._cache_key(consts=repr(key[0]), by_ref=sorted(by_ref), **options.as_dict())
             self._compiled[key] = cache.get_or_make_object(
                 "kernel", disk_key, lambda: self._compile(consts, by_ref, options))
@@ -259,11 +263,7 @@ class Kernel:
         try:
             return driver.compile_kernel(self.program, self.__name__, consts, by_ref, options).kernel
         except CompileError as err:
-            # the message locates the error in the user's source; the compiler's own
-            # frames would only hide it (PTXPY_TRACEBACK=1 keeps them)
-            if os.environ.get("PTXPY_TRACEBACK"):
-                raise
-            raise err.with_traceback(None) from None
+            raise _shown(err) from None
 
     def _bind(self, args, kwargs, n_outputs: int):
         """Match call arguments to the non-output parameters: [(name, value)] and Const values."""
@@ -360,6 +360,12 @@ class Kernel:
             if int(extent) >= 1 << 31:
                 raise ValueError(f"{self.__name__}: {what} has shape {tuple(shape)}; each extent must "
                                  f"be below 2**31, as kernels read it as an i32")
+
+
+def _shown(err: CompileError) -> CompileError:
+    """`err` as the user sees it: its message locates the error in their source, and the
+    compiler's own frames would only hide it (PTXPY_TRACEBACK=1 keeps them)."""
+    return err if os.environ.get("PTXPY_TRACEBACK") else err.with_traceback(None)
 
 
 class Param(NamedTuple):
