@@ -1114,6 +1114,9 @@ def main(argv):
             print(f"--- program {k}: internal error", flush=True)
             if errors <= 3:
                 traceback.print_exc()
+        if (k + 1) % 250 == 0 and k + 1 < n:     # progress, for runs cut short by a time limit
+            print(f"... {k + 1} programs, {mismatches} mismatches, {errors} internal errors, "
+                  f"{time.time() - start:.0f} s", flush=True)
     print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}, "
           f"{time.time() - start:.0f} s")
 
