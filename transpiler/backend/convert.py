@@ -96,9 +96,12 @@ def _with_float(sel, dst: VReg, src: VReg, s: Scalar, t: Scalar, mode) -> None:
         mode = mode or "rzi"
         if mode not in _INT_MODES:
             raise BackendError(f"cvt {s} -> {t}: rounding mode {mode!r} (use rzi rni rmi rpi)")
-        if t.bits == 64:   # the H100 gives 0x8000000000000000 for NaN; the IR says 0
+        if t.bits == 64 or s.bits == 64:
+            # the H100 gives the most negative value's bits (0x80...) for a NaN converted
+            # into 64 bits, or from f64 into any width; the IR says 0
             converted, nan = sel.new(t), sel.new("p")
             sel.emit(f"cvt.{mode}.{cvt_type(t)}.{s_name}", [converted], [src])
+            sel.normalise(converted, t)
             sel.emit(f"setp.nan.{arith(s)}", [nan], [src, src])
             sel.emit(f"selp.{arith(t)}", [dst], [Imm("0"), converted, nan])
             return

@@ -583,6 +583,21 @@ class ISel:
         if instr.op == "abs" and t.kind == "uint":
             self.emit(f"mov.{MOV_TYPE[dst.cls]}", [dst], [a])
             return
+        if t.is_int and t.bits == 16 and instr.op == "neg":
+            # ptxas's neg.s16 (and 0 - x) of -32768 leaves 32768 in the register: widened by
+            # cvt.s64.s16 it stays 32768. ~x + 1 wraps (benchmarks/probes/abs_probe.py, H100)
+            inverted = self.new(dst.cls)
+            self.emit("not.b16", [inverted], [a])
+            self.emit(f"add.{arith(t)}", [dst], [inverted, Imm("1")])
+            return
+        if instr.op == "abs" and t.is_int and t.bits >= 16:
+            # ptxas takes abs.s16/.s32 (and so .s64) as never negative, and drops code that
+            # depends on the sign of abs(MIN) == MIN (a remainder, a widening); max(x, 0 - x)
+            # it computes as written (benchmarks/probes/abs_probe.py, H100)
+            negated = self.new(dst.cls)
+            self.emit(f"sub.{arith(t)}", [negated], [Imm("0"), a])
+            self.emit(f"max.{arith(t)}", [dst], [a, negated])
+            return
         self.emit(f"{instr.op}.{signed_arith(t)}", [dst], [a])
         self.normalise(dst, t)
 
