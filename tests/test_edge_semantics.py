@@ -71,7 +71,9 @@ def test_narrow_integer_arithmetic_wraps_at_its_width(t):
     it is widened: `i64(abs(x))` of the most negative i16 is -32768, not 32768."""
     ops = {"add": "x[i] + y[i]", "sub": "x[i] - y[i]", "mul": "x[i] * y[i]", "neg": "-x[i]",
            "abs": "abs(x[i])", "shl": "x[i] << 3", "shr": "x[i] >> 1", "inv": "~x[i]",
-           "min": "min(x[i], y[i])", "max": "max(x[i], y[i])"}
+           "min": "min(x[i], y[i])", "max": "max(x[i], y[i])",
+           "zero_sub": "(x[i] - x[i]) - y[i]", "div": f"x[i] // ({t}(y[i] | 1))",
+           "rem": f"x[i] % ({t}(y[i] | 1))", "div_m1": "x[i] // -1", "rem_m1": "x[i] % -1"}
     wide = "u64" if t.startswith("u") else "i64"
     lines = "\n".join(f"    o_{name}[i] = {wide}({t}({expr}))" for name, expr in ops.items())
     params = ", ".join(f"o_{name}: Array[{wide}]" for name in ops)
@@ -88,11 +90,16 @@ def narrow(x: Array[{t}], y: Array[{t}], {params}):
     y = np.array([b for _, b in pairs], dtype=dtype)
     n = len(pairs)
     outs = run(source, "narrow", [x, y] + [Out(n, NUMPY[wide]) for _ in ops], grid=1, block=n)
+    odd = [b | 1 for b in y.tolist()]
     with np.errstate(over="ignore"):
         expected = {"add": x + y, "sub": x - y, "mul": x * y, "neg": -x,
                     "abs": np.where(x < 0, -x, x).astype(dtype),
                     "shl": (x.astype(np.int64) << 3).astype(dtype), "shr": x >> 1, "inv": ~x,
-                    "min": np.minimum(x, y), "max": np.maximum(x, y)}
+                    "min": np.minimum(x, y), "max": np.maximum(x, y), "zero_sub": -y,
+                    "div": _wrapped([a // b for a, b in zip(x.tolist(), odd)], dtype),
+                    "rem": _wrapped([a % b for a, b in zip(x.tolist(), odd)], dtype),
+                    "div_m1": _wrapped([a // -1 for a in x.tolist()], dtype),
+                    "rem_m1": _wrapped([a % -1 for a in x.tolist()], dtype)}
     wrong = {}
     for (name, _), got in zip(ops.items(), outs):
         want = expected[name].astype(NUMPY[wide])
@@ -100,6 +107,13 @@ def narrow(x: Array[{t}], y: Array[{t}], {params}):
         if bad:
             wrong[name] = bad[:4]
     assert not wrong, (t, wrong)
+
+
+def _wrapped(values: list, dtype) -> np.ndarray:
+    """Python integers wrapped to `dtype`'s width, as the kernel's integers wrap."""
+    info = np.iinfo(dtype)
+    span = 1 << info.bits
+    return np.array([(v - int(info.min)) % span + int(info.min) for v in values], dtype)
 
 
 @pytest.mark.parametrize("t", ["i8", "i16", "i32", "i64"])

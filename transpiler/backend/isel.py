@@ -449,6 +449,10 @@ class ISel:
             a, b = self.srcs(instr)
             self.emit(f"mul.lo.{arith(t)}", [dst], [a, b])
             self.emit(f"shr.{arith(t)}", [dst], [dst, Imm("8")])
+        elif t.bits == 16 and op == "sub" and _is_zero(instr.args[0]):
+            self.negate16(dst, self.src(instr.args[1], imm=False), t)
+        elif t.bits == 16 and op in ("div", "rem"):
+            self.divide16(instr, dst)
         elif op in _INT_OPCODE:
             self.emit(f"{_INT_OPCODE[op]}.{arith(t)}", [dst], self.srcs(instr))
             if op in ("add", "sub", "mul", "div"):
@@ -521,6 +525,29 @@ class ISel:
         else:
             raise BackendError(f"{instr.op} is not defined on {t}")
 
+    def negate16(self, dst: VReg, a, t: Scalar) -> None:
+        """-a for a 16-bit integer. ptxas's neg.s16 (and what it turns into one: 0 - x, x / -1)
+        of -32768 leaves 32768 in the register, and cvt.s64.s16 widens that to 32768; ~x + 1
+        wraps (benchmarks/probes/abs_probe.py, H100)."""
+        inverted = self.new(dst.cls)
+        self.emit("not.b16", [inverted], [a])
+        self.emit(f"add.{arith(t)}", [dst], [inverted, Imm("1")])
+
+    def divide16(self, instr: ir.Instr, dst: VReg) -> None:
+        """16-bit div/rem in 32 bits, the result wrapped back: ptxas's div.s16 by -1 is its
+        16-bit negation (see negate16)."""
+        t = instr.type
+        wide = "s32" if t.is_signed else "u32"
+        operands = []
+        for arg in instr.args:
+            if isinstance(arg, ir.Const) and operands:     # a constant divisor: an immediate
+                operands.append(Imm(str(int(arg.value))))
+                continue
+            operands.append(self.new("r"))
+            self.emit(f"cvt.{wide}.{arith(t)}", [operands[-1]], [self.src(arg, imm=False)])
+        self.emit(f"{_INT_OPCODE[instr.op]}.{wide}", [operands[0]], operands)
+        self.emit("cvt.u16.u32", [dst], [operands[0]])
+
     def normalise(self, reg: VReg, t: Scalar) -> None:
         """Re-extend an 8-bit int kept in a 16-bit register after an op that may carry out."""
         if t.is_int and t.bits == 8:
@@ -584,11 +611,7 @@ class ISel:
             self.emit(f"mov.{MOV_TYPE[dst.cls]}", [dst], [a])
             return
         if t.is_int and t.bits == 16 and instr.op == "neg":
-            # ptxas's neg.s16 (and 0 - x) of -32768 leaves 32768 in the register: widened by
-            # cvt.s64.s16 it stays 32768. ~x + 1 wraps (benchmarks/probes/abs_probe.py, H100)
-            inverted = self.new(dst.cls)
-            self.emit("not.b16", [inverted], [a])
-            self.emit(f"add.{arith(t)}", [dst], [inverted, Imm("1")])
+            self.negate16(dst, a, t)
             return
         if instr.op == "abs" and t.is_int and t.bits >= 16:
             # ptxas takes abs.s16/.s32 (and so .s64) as never negative, and drops code that
@@ -928,3 +951,7 @@ class ISel:
 
     def op_trap(self, instr: ir.Instr) -> None:
         self.block.term = Terminator("trap", loc=self.loc)
+
+
+def _is_zero(value) -> bool:
+    return isinstance(value, ir.Const) and value.value == 0
