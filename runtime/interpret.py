@@ -28,7 +28,7 @@ def run_interpreted(kernel: CompiledKernel, inputs: list, out_types: list, grid:
     import jax
     import jax.numpy as jnp
 
-    from ptxpy.runtime.launch import check_call
+    from ptxpy.runtime.launch import check_call, split_params
 
     # the checks of a GPU launch, so that a call that would fail there fails here too, and the
     # values it would launch (scalars converted to their parameter's type)
@@ -55,7 +55,7 @@ def run_interpreted(kernel: CompiledKernel, inputs: list, out_types: list, grid:
         return jax.pure_callback(_reporting_cleanly(host_fn(kern, outs, grid_)), shapes, *ops,
                                  vmap_method="sequential")
 
-    in_params, out_params = _split_params(kernel, len(out_types))
+    in_params, out_params = split_params(kernel, len(out_types))
     call = batching.Call(kernel, [in_params[k] for k in dynamic],
                          [tuple(inputs[k].shape) for k in dynamic], out_params, list(out_types),
                          tuple(grid), execute, respecialise,
@@ -69,12 +69,13 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
 
     For a batched specialisation (`kernel.options["batched"]`), the arrays it names have a
     leading batch axis that their shape parameters leave out."""
+    from ptxpy.runtime.launch import split_params
     from ptxpy.runtime.simulator import run_kernel
 
     global launches
     batched = {entry[0] for entry in kernel.options.get("batched", ())}
     outputs = _output_buffers(inputs, out_types, aliases or {})
-    in_params, out_params = _split_params(kernel, len(outputs))
+    in_params, out_params = split_params(kernel, len(outputs))
     given, made = iter(_sharing_outputs(inputs, outputs, aliases or {})), iter(outputs)
     args = []
     for spec in kernel.params:
@@ -92,14 +93,6 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
     launches += 1
     run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=args)
     return outputs
-
-
-def _split_params(kernel: CompiledKernel, n_out: int) -> tuple[list, list]:
-    """(input params, output params): the outputs are the last `n_out` array parameters."""
-    array_params = [k for k, spec in enumerate(kernel.params) if spec.kind == "array"]
-    out = set(array_params[len(array_params) - n_out:])
-    return ([p for k, p in enumerate(kernel.params) if k not in out],
-            [p for k, p in enumerate(kernel.params) if k in out])
 
 
 def _output_buffers(inputs, out_types, aliases) -> list[np.ndarray]:
