@@ -630,10 +630,16 @@ def test_bool_lowering():
 
 def test_int_ops_types():
     ptx = compile_all(int_ops())["sm_90"]
-    for opcode in ("setp.lo.u32", "setp.hs.u64", "setp.lt.s16", "shr.u32", "shr.s64", "div.u16",
+    for opcode in ("setp.lo.u32", "setp.hs.u64", "setp.lt.s16", "shr.u32", "shr.s64", "div.u32",
                    "mul.lo.s32", "mul.hi.u64", "mul.wide.s16", "mul.wide.u32", "cvt.s16.s8",
                    "cvt.u16.u8", "ld.global.s8", "ld.global.u8", "st.global.u8"):
         assert opcode in ptx, opcode
+    # 8- and 16-bit add/sub/mul/div/rem/mad are done in 32 bits, wrapped back explicitly
+    # (ptxas's 16-bit range analysis misses the wrap); negation is ~x + 1 at every width
+    assert not re.search(r"\b(sub|div|rem|mad\.lo)\.[su]16\b", ptx), ptx
+    assert re.search(r"cvt\.s32\.s16 (%r\d+), %rs\d+;\s+cvt\.s32\.s16 (%r\d+), %rs\d+;\s+"
+                     r"rem\.s32 \1, \1, \2;\s+cvt\.u16\.u32 %rs\d+, \1;", ptx), ptx
+    assert "neg." not in ptx and "not.b64" in ptx
 
 
 def test_half_arith_native_and_emulated():

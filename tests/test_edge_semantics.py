@@ -149,3 +149,110 @@ def after_abs(x: Array[{t}], d: Array[{t}], q: Array[i64], r: Array[i64], w: Arr
     assert w.tolist() == magnitudes
     assert q.tolist() == expected_q
     assert r.tolist() == expected_r
+
+
+BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
+
+
+@pytest.mark.parametrize("t", INTS)
+@pytest.mark.parametrize("count", ["width", 66])
+def test_constant_shifts_past_the_width(t, count):
+    """A shift count of the type's width or more clears a value (`<<`, unsigned `>>`) or fills
+    it with its sign (signed `>>`), also when only the low bits are kept: the H100 took
+    `shl.b64 x, 66` as a shift by 2 when the result was stored as i16."""
+    k = BITS[t] if count == "width" else count
+    source = HEADER + f"""
+@ptxpy.jit
+def shifts(x: Array[{t}], left: Array[i64], right: Array[i64], low: Array[i16]):
+    i = ptxpy.global_id(0)
+    v = x[i]
+    left[i] = i64(v << {k})
+    right[i] = i64(v >> {k})
+    low[i] = i16((v | 1) << {k})
+"""
+    info = np.iinfo(NUMPY[t])
+    x = np.array([int(info.min), -3 if info.min else 3, 0, 1, 5, int(info.max)], NUMPY[t])
+    n = len(x)
+    left, right, low = run(source, "shifts", [x, Out(n, np.int64), Out(n, np.int64),
+                                              Out(n, np.int16)], grid=1, block=n)
+    assert left.tolist() == [0] * n
+    assert right.tolist() == [-1 if v < 0 else 0 for v in x.tolist()]
+    assert low.tolist() == [0] * n
+
+
+@pytest.mark.parametrize("t", ["i16", "i32", "i64"])
+def test_three_way_min_and_max_with_a_negated_operand(t):
+    """min(a, -b, c) is min(min(a, -b), c); ptxas fused the two into one three-way min and lost
+    the negation when it was the inner min's second operand (and so for max, and abs's max)."""
+    source = HEADER + f"""
+@ptxpy.jit
+def extremes(a: Array[{t}], b: Array[{t}], c: Array[{t}], lo: Array[{t}], hi: Array[{t}],
+             lo2: Array[{t}], mag: Array[{t}]):
+    i = ptxpy.global_id(0)
+    lo[i] = min(a[i], -b[i], c[i])
+    hi[i] = max(a[i], -b[i], c[i])
+    lo2[i] = min(c[i], min(a[i], -b[i]))
+    mag[i] = max(abs(b[i]), c[i])
+"""
+    dtype = NUMPY[t]
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(7)
+    a, b, c = (np.concatenate([rng.integers(-100, 100, 120), [int(info.min), int(info.max), 0, 1]])
+               .astype(dtype) for _ in range(3))
+    n = len(a)
+    lo, hi, lo2, mag = run(source, "extremes", [a, b, c] + [Out(n, dtype)] * 4, grid=1, block=n)
+    with np.errstate(over="ignore"):
+        minus_b = (-b.astype(np.int64)).astype(dtype) if t != "i64" else -b
+        magnitude = np.abs(b)
+    assert lo.tolist() == np.minimum(np.minimum(a, minus_b), c).tolist()
+    assert hi.tolist() == np.maximum(np.maximum(a, minus_b), c).tolist()
+    assert lo2.tolist() == lo.tolist()
+    assert mag.tolist() == np.maximum(magnitude, c).tolist()
+
+
+def test_a_16_bit_difference_wraps_before_it_is_compared():
+    """`i8(f) - i16(g) <= i16(g)` compares the wrapped 16-bit difference; ptxas once compiled
+    it as if the difference could not overflow (a loop around it, H100)."""
+    source = HEADER + """
+@ptxpy.jit
+def compare(f: Array[f32], g: Array[f32], o: Array[f32]):
+    i = ptxpy.global_id(0)
+    y = i16(g[i])
+    r: f32 = 1
+    for k in range(2):
+        if k == 1 and (i8(f[i]) - y) <= y:
+            r = 7
+    o[i] = r
+"""
+    pairs = [(f, g) for f in (-128.0, -5.0, 0.0, 5.0, 127.0) for g in (-32768.0, -200.0, -1.0, 0.0,
+                                                                       1.0, 300.0, 32767.0)]
+    f = np.array([p[0] for p in pairs], np.float32)
+    g = np.array([p[1] for p in pairs], np.float32)
+    (o,) = run(source, "compare", [f, g, Out(len(pairs), np.float32)], grid=1, block=len(pairs))
+    diff = ((f.astype(np.int64) - g.astype(np.int64) + 2**15) % 2**16) - 2**15
+    assert o.tolist() == np.where(diff <= g.astype(np.int64), 7.0, 1.0).tolist()
+
+
+@pytest.mark.parametrize("src", ["f16", "bf16"])
+def test_half_floats_to_16_bit_ints_in_a_branch(src):
+    """u16(h) widened to i32, beside a select on it: the H100 merged a direct f16 -> u16
+    conversion into a stale register and widened the upper garbage (u16(f16(0.0)) was -65536)."""
+    source = HEADER + f"""
+@ptxpy.jit
+def narrow(x: Array[{src}], c: Array[f32], w: Array[i32], s: Array[u64], t: Array[i32]):
+    i = ptxpy.global_id(0)
+    h = x[i]
+    w[i] = u16(h)
+    s[i] = u64(0) if c[i] > 1.0 else (u32(0) if c[i] >= 0.5 else u16(h))
+    t[i] = i8(h)
+"""
+    with np.errstate(over="ignore"):      # 70000 is inf in f16
+        x = np.array([0.0, 1.5, 200.0, 65504.0, -3.0, 70000.0, 7.0, 300.0], NUMPY[src])
+    c = np.array([0.0, 0.25, 2.0, 0.0, 0.0, 0.75, 0.0, 0.0], np.float32)
+    n = len(x)
+    w, s, t = run(source, "narrow", [x, c, Out(n, np.int32), Out(n, np.uint64), Out(n, np.int32)],
+                  grid=1, block=n)
+    as_u16 = [float_to_int(float(v), "u16") for v in x]
+    assert w.tolist() == as_u16
+    assert s.tolist() == [0 if ci > 1.0 else 0 if ci >= 0.5 else u for ci, u in zip(c, as_u16)]
+    assert t.tolist() == [float_to_int(float(v), "i8") for v in x]

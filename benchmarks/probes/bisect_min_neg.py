@@ -2,8 +2,10 @@
 
 One of the random programs still differing on the card. `min(a, -bool(i), i8(a & 0x7FFFFFFF))`:
 the simulator and the language give -1 for i > 0 and a > 0; the H100 gave 1 (and 0 for a = 0)
-while each pair of the three alone is right: a ptxas transformation of the three-way min, not
-yet understood.
+while each pair of the three alone is right. Explained in session 17 (min_probe.py): ptxas
+fuses the two mins into one VIMNMX3 and drops the negation of the inner min's second operand.
+The backend now negates as ~x + 1; the random programs of this kind (32 and 786 of session 16)
+no longer differ on the card. The output below is from before that change.
 
     python benchmarks/probes/bisect_min_neg.py                          # the simulator
     PTXPY_TEST_DEVICE=gpu python benchmarks/probes/bisect_min_neg.py    # the card

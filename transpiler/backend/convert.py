@@ -3,7 +3,7 @@
 Conventions: 8-bit ints sit in 16-bit registers kept sign-/zero-extended, so as sources they
 convert like their 16-bit counterparts; bf16 converts directly only to and from f32 before
 sm_90 (other pairs go through f32, which is exact from bf16 and rounds once to bf16 from all
-but f64 and integers wider than 24 bits).
+but f64 and integers wider than 24 bits); f16 and bf16 go through f32 into 8- and 16-bit ints.
 """
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def convert(sel, dst: VReg, src: VReg, s: Scalar, t: Scalar, mode: str | None) -
         _int_to_int(sel, dst, src, s, t)
     elif "bf16" in (s.name, t.name) and f32 not in (s, t) and not _direct_bf16(sel, s, t):
         _through_f32(sel, dst, src, s, t, mode)
-    elif s.name in ("f16", "bf16") and t.name in ("f16", "bf16"):
+    elif s.name in ("f16", "bf16") and (t.name in ("f16", "bf16") or t.is_int and t.bits <= 16):
+        # f16 -> u16 directly: the H100 merged the converted bits into a stale register and
+        # then took them as zero-extended (u16(f16(0.0)) widened to -65536; variants.py)
         _through_f32(sel, dst, src, s, t, mode)
     else:
         _with_float(sel, dst, src, s, t, mode)
@@ -67,10 +69,25 @@ def _int_to_int(sel, dst: VReg, src: VReg, s: Scalar, t: Scalar) -> None:
     elif src.cls == dst.cls:   # i16<->u16, i32<->u32, i64<->u64, i8/u8 -> i16/u16: same bits
         from .isel import copy_instr
         sel.block.instrs.append(copy_instr(dst, src, sel.loc))
-    elif t.bits > s.bits:
-        sel.emit(f"cvt.{arith(t)}.{arith(s)}", [dst], [src])
+    elif t.bits > s.bits:   # extended as the source's signedness says (cvt.u64.u32, not .s64)
+        kind = "s" if s.is_signed else "u"
+        sel.emit(f"cvt.{kind}{t.bits}.{arith(s)}", [dst], [src])
     else:   # narrowing wraps
         sel.emit(f"cvt.u{t.bits}.u{s.bits}", [dst], [src])
+
+
+def _float_to_narrow_int(sel, dst: VReg, src: VReg, s_name: str, t: Scalar, mode: str) -> None:
+    """Float -> 8/16-bit int through a 32-bit int, clamped to t's range (the same saturation
+    and NaN -> 0 as one cvt): the H100 merged a 16-bit cvt's bits into a stale register and
+    later took its upper half as the extension (u16(h) widened to -65536; variants.py)."""
+    wide = sel.new("r")
+    kind = "s32" if t.is_signed else "u32"
+    sel.emit(f"cvt.{mode}.{kind}.{s_name}", [wide], [src])
+    low, high = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else (0, (1 << t.bits) - 1)
+    if low:
+        sel.emit(f"max.{kind}", [wide], [wide, Imm(str(low))])
+    sel.emit(f"min.{kind}", [wide], [wide, Imm(str(high))])
+    sel.emit(f"cvt.{cvt_type(t).replace('s8', 's16').replace('u8', 'u16')}.{kind}", [dst], [wide])
 
 
 def _through_f32(sel, dst: VReg, src: VReg, s: Scalar, t: Scalar, mode) -> None:
@@ -100,13 +117,17 @@ def _with_float(sel, dst: VReg, src: VReg, s: Scalar, t: Scalar, mode) -> None:
             # the H100 gives the most negative value's bits (0x80...) for a NaN converted
             # into 64 bits, or from f64 into any width; the IR says 0
             converted, nan = sel.new(t), sel.new("p")
-            sel.emit(f"cvt.{mode}.{cvt_type(t)}.{s_name}", [converted], [src])
-            sel.normalise(converted, t)
+            if t.bits <= 16:
+                _float_to_narrow_int(sel, converted, src, s_name, t, mode)
+            else:
+                sel.emit(f"cvt.{mode}.{cvt_type(t)}.{s_name}", [converted], [src])
             sel.emit(f"setp.nan.{arith(s)}", [nan], [src, src])
             sel.emit(f"selp.{arith(t)}", [dst], [Imm("0"), converted, nan])
             return
+        if t.bits <= 16:
+            _float_to_narrow_int(sel, dst, src, s_name, t, mode)
+            return
         sel.emit(f"cvt.{mode}.{cvt_type(t)}.{s_name}", [dst], [src])
-        sel.normalise(dst, t)
         return
     widening = s.is_float and t.bits > s.bits
     if widening:

@@ -224,7 +224,7 @@ class ISel:
         return bool(users)
 
     def _mad_candidate(self, add: ir.Instr) -> ir.Instr | None:
-        if add.type.bits == 8:
+        if add.type.bits < 32:    # 8- and 16-bit arithmetic is done in 32 bits (in_32_bits)
             return None
         for arg in add.args:
             if (isinstance(arg, ir.Instr) and arg.op in ("mul", "mul_wide") and arg.block is add.block
@@ -319,7 +319,9 @@ class ISel:
         elif op == "mul_wide":
             self._mul32(dst, *self.srcs(instr))
         elif op == "shl":
-            self.emit("shl.b32", [dst], [self.nsrc(instr.args[0]), self.src(instr.args[1])])
+            value = self.nsrc(instr.args[0])
+            if self._shift_in_range(dst, "shl.b32", value, instr.args[1], 32):
+                self.emit("shl.b32", [dst], [value, self.src(instr.args[1])])
         elif op == "add" and (instr in self.mad_of or instr in self.narrow_mad):
             mul = self.mad_of.get(instr) or self.narrow_mad[instr]
             other = instr.args[1] if instr.args[0] is mul else instr.args[0]
@@ -449,10 +451,10 @@ class ISel:
             a, b = self.srcs(instr)
             self.emit(f"mul.lo.{arith(t)}", [dst], [a, b])
             self.emit(f"shr.{arith(t)}", [dst], [dst, Imm("8")])
-        elif t.bits == 16 and op == "sub" and _is_zero(instr.args[0]):
-            self.negate16(dst, self.src(instr.args[1], imm=False), t)
-        elif t.bits == 16 and op in ("div", "rem"):
-            self.divide16(instr, dst)
+        elif op == "sub" and _is_zero(instr.args[0]):
+            self.negate(dst, self.src(instr.args[1], imm=False), t)
+        elif t.bits < 32 and op in ("add", "sub", "mul", "div", "rem", "min", "max"):
+            self.in_32_bits(instr, dst, _INT_OPCODE[op])
         elif op in _INT_OPCODE:
             self.emit(f"{_INT_OPCODE[op]}.{arith(t)}", [dst], self.srcs(instr))
             if op in ("add", "sub", "mul", "div"):
@@ -525,28 +527,44 @@ class ISel:
         else:
             raise BackendError(f"{instr.op} is not defined on {t}")
 
-    def negate16(self, dst: VReg, a, t: Scalar) -> None:
-        """-a for a 16-bit integer. ptxas's neg.s16 (and what it turns into one: 0 - x, x / -1)
-        of -32768 leaves 32768 in the register, and cvt.s64.s16 widens that to 32768; ~x + 1
-        wraps (benchmarks/probes/abs_probe.py, H100)."""
+    def negate(self, dst: VReg, a, t: Scalar) -> None:
+        """-a for an integer, as ~a + 1. ptxas folds `neg` (and `0 - a`, `a * -1`) into the
+        operand of the three-way min/max it makes of two chained ones, and there loses the
+        sign when it is the second operand of the inner one: min(min(x, -a), c) gave
+        min(x, a, c). Its 16-bit neg of -32768 also widened to 32768. ~a + 1 it computes as
+        written (benchmarks/probes/min_probe.py, abs_probe.py, H100)."""
         inverted = self.new(dst.cls)
-        self.emit("not.b16", [inverted], [a])
+        self.emit(f"not.{bits(t)}", [inverted], [a])
         self.emit(f"add.{arith(t)}", [dst], [inverted, Imm("1")])
+        self.normalise(dst, t)
 
-    def divide16(self, instr: ir.Instr, dst: VReg) -> None:
-        """16-bit div/rem in 32 bits, the result wrapped back: ptxas's div.s16 by -1 is its
-        16-bit negation (see negate16)."""
+    def in_32_bits(self, instr: ir.Instr, dst: VReg, opcode: str) -> None:
+        """8- and 16-bit integer arithmetic as a C compiler does it: the operands extended to
+        32 bits, a 32-bit op, and the result wrapped back explicitly. ptxas's range analysis of
+        16-bit ops misses their wrap-around: `i8(x) - i16(y) <= i16(y)` was compiled as if the
+        difference could not overflow, and `div.s16 x, -1` of -32768 widened to 32768; and
+        `max.s16(17, 0 or 1) == 17` came out false (benchmarks/probes/variants.py,
+        abs_probe.py, H100)."""
         t = instr.type
         wide = "s32" if t.is_signed else "u32"
+        args = list(instr.args)
+        if opcode in ("add", "mul.lo", "min", "max") and isinstance(args[0], ir.Const):
+            args.reverse()      # the constant as the immediate
         operands = []
-        for arg in instr.args:
-            if isinstance(arg, ir.Const) and operands:     # a constant divisor: an immediate
+        for arg in args:
+            if isinstance(arg, ir.Const):     # an immediate, or for the first operand a mov
                 operands.append(Imm(str(int(arg.value))))
+                if len(operands) == 1:
+                    operands[0] = self.new("r")
+                    self.emit(f"mov.{wide[0]}32", [operands[0]], [Imm(str(int(arg.value)))])
                 continue
             operands.append(self.new("r"))
             self.emit(f"cvt.{wide}.{arith(t)}", [operands[-1]], [self.src(arg, imm=False)])
-        self.emit(f"{_INT_OPCODE[instr.op]}.{wide}", [operands[0]], operands)
-        self.emit("cvt.u16.u32", [dst], [operands[0]])
+        self.emit(f"{opcode}.{wide}", [operands[0]], operands)
+        if t.bits == 8:
+            self.emit("cvt.s16.s8" if t.is_signed else "cvt.u16.u8", [dst], [operands[0]])
+        else:
+            self.emit("cvt.u16.u32", [dst], [operands[0]])
 
     def normalise(self, reg: VReg, t: Scalar) -> None:
         """Re-extend an 8-bit int kept in a 16-bit register after an op that may carry out."""
@@ -580,15 +598,32 @@ class ISel:
         if not instr.type.is_int:
             raise BackendError(f"{instr.op} is not defined on {instr.type}")
         dst = self.reg(instr)
-        self.emit(opcode, [dst], self.srcs(instr))
+        width = int(bits(instr.type)[1:])
+        value, count = self.srcs(instr)
+        if not self._shift_in_range(dst, opcode, value, instr.args[1], width):
+            return
+        self.emit(opcode, [dst], [value, count])
         if instr.op == "shl":
             self.normalise(dst, instr.type)
 
+    def _shift_in_range(self, dst, opcode: str, value, count: ir.Value, width: int) -> bool:
+        """False where a constant count of `width` or more was handled here: PTX clamps it,
+        but the H100's compiler takes some such immediates mod the width (`shl.b64 x, 66`
+        shifted by 2), so the result is written out: 0, or the sign for `shr.s`."""
+        if not isinstance(count, ir.Const) or int(count.value) & _U32_MASK < width:
+            return True
+        if opcode.startswith("shr.s"):
+            self.emit(opcode, [dst], [value, Imm(str(width - 1))])
+        else:
+            self.emit(f"mov.b{width}", [dst], [Imm("0")])
+        return False
+
     def op_fma(self, instr: ir.Instr) -> None:
         t, dst = instr.type, self.reg(instr)
-        if t.is_int:
+        if t.is_int and t.bits < 32:
+            self.in_32_bits(instr, dst, "mad.lo")
+        elif t.is_int:
             self.emit(f"mad.lo.{signed_arith(t)}", [dst], self.srcs(instr))
-            self.normalise(dst, t)
         elif t.name in ("f16", "bf16"):
             self.emit(f"fma.rn.{t.name}", [dst], self.srcs(instr, imm=False))
         elif t.is_float:
@@ -610,15 +645,15 @@ class ISel:
         if instr.op == "abs" and t.kind == "uint":
             self.emit(f"mov.{MOV_TYPE[dst.cls]}", [dst], [a])
             return
-        if t.is_int and t.bits == 16 and instr.op == "neg":
-            self.negate16(dst, a, t)
+        if t.is_int and instr.op == "neg":
+            self.negate(dst, a, t)
             return
         if instr.op == "abs" and t.is_int and t.bits >= 16:
             # ptxas takes abs.s16/.s32 (and so .s64) as never negative, and drops code that
-            # depends on the sign of abs(MIN) == MIN (a remainder, a widening); max(x, 0 - x)
-            # it computes as written (benchmarks/probes/abs_probe.py, H100)
+            # depends on the sign of abs(MIN) == MIN (a remainder, a widening); max(x, ~x + 1)
+            # it computes as written (benchmarks/probes/abs_probe.py, min_probe.py, H100)
             negated = self.new(dst.cls)
-            self.emit(f"sub.{arith(t)}", [negated], [Imm("0"), a])
+            self.negate(negated, a, t)
             self.emit(f"max.{arith(t)}", [dst], [a, negated])
             return
         self.emit(f"{instr.op}.{signed_arith(t)}", [dst], [a])

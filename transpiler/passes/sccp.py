@@ -317,8 +317,8 @@ def _absorbing(instr: Instr, values: list):
 
 # --- algebraic identities --------------------------------------------------------------------
 #: the ops `simplify` has an identity for
-_SIMPLIFIED_OPS = frozenset({"select", "add", "sub", "mul", "div", "and", "or", "xor", "min",
-                             "max", "shl", "shr", "cmp"})
+_SIMPLIFIED_OPS = frozenset({"select", "add", "sub", "mul", "div", "rem", "floordiv", "floormod",
+                             "and", "or", "xor", "min", "max", "shl", "shr", "cmp"})
 _RIGHT_IDENTITY = {"add": 0, "sub": 0, "mul": 1, "div": 1, "or": 0, "xor": 0, "shl": 0, "shr": 0}
 _LEFT_IDENTITY = {"add": 0, "mul": 1, "or": 0, "xor": 0}
 
@@ -344,6 +344,10 @@ def simplify(instr: Instr) -> Value | None:
             return b
         if op in _RIGHT_IDENTITY and _is(b, _RIGHT_IDENTITY[op]):
             return a
+        if (op == "shl" or op == "shr" and t.kind == "uint") and _shifts_out(b, t):
+            return Const(t, 0)
+        if op in ("div", "rem", "floordiv", "floormod") and _is(a, 0):
+            return Const(t, 0)      # x == 0 is undefined; ptxas got 0 % x wrong in a loop
         if op in _LEFT_IDENTITY and _is(a, _LEFT_IDENTITY[op]):
             return b
     elif t.is_bool:
@@ -356,6 +360,11 @@ def simplify(instr: Instr) -> Value | None:
     if op == "cmp" and a.type.is_int and _same(a, b):
         return Const(t, instr.attrs["pred"] in ("eq", "le", "ge"))
     return None
+
+
+def _shifts_out(count: Value, t) -> bool:
+    """A constant shift count (read as unsigned 32-bit, as PTX does) of t's width or more."""
+    return isinstance(count, Const) and int(count.value) & 0xFFFFFFFF >= t.bits
 
 
 _SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}

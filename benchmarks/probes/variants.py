@@ -1,0 +1,177 @@
+"""Which change to the PTX makes the GPU agree with the simulator? (device only)
+
+For each program that `reduce_gpu.py` cut down, the PTX that ptxpy emits is run on the
+simulator and on the card, then again on the card after each named rewrite of the PTX text
+(a regular expression and its replacement; `%q`/`%qf` are spare registers).
+
+    python benchmarks/probes/variants.py [NUMBER ...] [--sass]
+
+The rewrites match the PTX that ptxpy emitted when they were written (session 17); after the
+backend changed for a program, its patterns print "pattern not found".
+"""
+import os
+import re
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import reduce_gpu  # noqa: E402
+from min_probe import sass  # noqa: E402
+
+MISMATCHES = [os.path.join(HERE, "..", "results", name) for name in (
+    "differential-gpu-h100-2026-11-23-session16-remaining.txt",
+    "differential-gpu-h100-2026-11-23-session17.txt")]
+Q = "cvt.s32.s16 %q1, {a}; cvt.s32.s16 %q2, {b};"
+VARIANTS = {
+    265: {   # v4 == abs(v4) for v4: i16 == 2 after two loops: the card says no
+        "abs in 32 bits": (r"sub\.s16 %rs2, 0, %rs1;\s*max\.s16 %rs2, %rs1, %rs2;",
+                           "cvt.s32.s16 %q1, %rs1; neg.s32 %q2, %q1; max.s32 %q2, %q1, %q2; "
+                           "cvt.u16.u32 %rs2, %q2;"),
+        "abs.s16": (r"sub\.s16 %rs2, 0, %rs1;\s*max\.s16 %rs2, %rs1, %rs2;", "abs.s16 %rs2, %rs1;"),
+        "not, add 1": (r"sub\.s16 %rs2, 0, %rs1;",
+                       "not.b16 %rs2, %rs1; add.s16 %rs2, %rs2, 1;"),
+        "compare in 32 bits": (r"setp\.eq\.s16 %p1, %rs1, %rs2;",
+                               Q.format(a="%rs1", b="%rs2") + " setp.eq.s32 %p1, %q1, %q2;"),
+    },
+    1027: {  # i8(b[60]) - i16(v3) <= i16(v3), in 16 bits
+        "sub and compare in 32 bits": (
+            r"sub\.s16 %rs2, %rs2, %rs1;\s*setp\.le\.s16 %p1, %rs2, %rs1;",
+            Q.format(a="%rs2", b="%rs1") + " sub.s32 %q1, %q1, %q2; cvt.u16.u32 %rs2, %q1; "
+            "cvt.s32.s16 %q1, %rs2; setp.le.s32 %p1, %q1, %q2;"),
+        "sub.u16": (r"sub\.s16 %rs2, %rs2, %rs1;", "sub.u16 %rs2, %rs2, %rs1;"),
+        "compare in 32 bits": (r"setp\.le\.s16 %p1, %rs2, %rs1;",
+                               Q.format(a="%rs2", b="%rs1") + " setp.le.s32 %p1, %q1, %q2;"),
+        "cvt.rzi.s16 then s8": (r"cvt\.rzi\.s8\.f32 %rs2, %f1;",
+                                "cvt.rzi.s32.f32 %q1, %f1; min.s32 %q1, %q1, 127; "
+                                "max.s32 %q1, %q1, -128; cvt.u16.u32 %rs2, %q1;"),
+    },
+    1024: {  # i8 % -8 in a loop condition
+        "rem in 32 bits": (r"rem\.s16 %rs3, %rs2, -8;",
+                           "cvt.s32.s16 %q1, %rs2; rem.s32 %q1, %q1, -8; cvt.u16.u32 %rs3, %q1;"),
+        "add in 32 bits": (r"add\.s16 %rs1, %rs3, -8;",
+                           "cvt.s32.s16 %q1, %rs3; add.s32 %q1, %q1, -8; cvt.u16.u32 %rs1, %q1;"),
+        "add.u16": (r"add\.s16 %rs1, %rs3, -8;", "add.u16 %rs1, %rs3, -8;"),
+    },
+    478: {   # u16(f16 0.0) widened to i32 gives -65536
+        "through f32": (r"cvt\.rzi\.u16\.f16 %rs1, %h1;",
+                        "cvt.f32.f16 %qf1, %h1; cvt.rzi.u16.f32 %rs1, %qf1;"),
+        "cvt.u32.u16": (r"cvt\.s32\.u16 %r4, %rs1;", "cvt.u32.u16 %r4, %rs1;"),
+        "cvt.rzi.u32.f16 then clamp": (r"cvt\.rzi\.u16\.f16 %rs1, %h1;",
+                                       "cvt.rzi.u32.f16 %q1, %h1; min.u32 %q1, %q1, 65535; "
+                                       "cvt.u16.u32 %rs1, %q1;"),
+    },
+    1164: {  # v1 == max(0, v1, bool(v2)) with v1 = 17: an immediate first operand
+        "immediates last": (r"max\.s16 %rs1, 17, %rs1;\s*setp\.eq\.s16 %p1, 17, %rs1;",
+                            "max.s16 %rs1, %rs1, 17; setp.eq.s16 %p1, %rs1, 17;"),
+        "max immediate last": (r"max\.s16 %rs1, 17, %rs1;", "max.s16 %rs1, %rs1, 17;"),
+        "setp immediate last": (r"setp\.eq\.s16 %p1, 17, %rs1;", "setp.eq.s16 %p1, %rs1, 17;"),
+    },
+    1360: {  # u32(f64) widened to i64 by cvt.s64.u32 came out sign-extended
+        "cvt.u64.u32": (r"cvt\.s64\.u32", "cvt.u64.u32"),
+    },
+    1141: {  # a predicate xor-ed with True six times in a loop
+        "mov.pred for constants": (r"setp\.ne\.u32 (%p\d+), (\d), 0;", r"mov.pred \1, \2;"),
+        "not.pred for xor with True": (r"setp\.ne\.u32 %p2, 1, 0;\s*xor\.pred %p1, %p1, %p2;",
+                                       "not.pred %p1, %p1;"),
+        "constant through a register": (r"setp\.ne\.u32 (%p\d+), (\d), 0;",
+                                        r"mov.u32 %q1, \2; setp.ne.u32 \1, %q1, 0;"),
+    },
+    720: {
+        "mov.pred for constants": (r"setp\.ne\.u32 (%p\d+), (\d), 0;", r"mov.pred \1, \2;"),
+        "float immediate last": (r"setp\.le\.f32 %p1, 0f3F800000, %f1;",
+                                 "setp.ge.f32 %p1, %f1, 0f3F800000;"),
+    },
+    240: {
+        "mov.pred for constants": (r"setp\.ne\.u32 (%p\d+), (\d), 0;", r"mov.pred \1, \2;"),
+    },
+    467: {   # v3 &= v1 in a loop: the card keeps 1
+        "mov.pred for constants": (r"setp\.ne\.u32 (%p\d+), (\d), 0;", r"mov.pred \1, \2;"),
+        "rem of a register zero": (r"rem\.s64 %rd2, 0, %rd2;",
+                                   "mov.b64 %qd1, 0; rem.s64 %rd2, %qd1, %rd2;"),
+        "rem folded to 0": (r"rem\.s64 %rd2, 0, %rd2;", "mov.b64 %rd2, 0;"),
+        "not.pred for xor with True": (r"setp\.ne\.u32 %p2, 1, 0;\s*xor\.pred %p2, %p1, %p2;",
+                                       "not.pred %p2, %p1;"),
+        "predicated clear": (r"selp\.s16 %rs2, 1, 0, %p1;\s*and\.b16 %rs1, %rs1, %rs2;",
+                             "@!%p1 mov.u16 %rs1, 0;"),
+        "and in 32 bits": (r"and\.b16 %rs1, %rs1, %rs2;",
+                           "cvt.u32.u16 %q1, %rs1; cvt.u32.u16 %q2, %rs2; and.b32 %q1, %q1, %q2; "
+                           "cvt.u16.u32 %rs1, %q1;"),
+    },
+}
+
+
+def run_ptx(kernel, ptx, args, device):
+    """The outputs of `kernel`'s parameters with PTX text `ptx`, on the simulator or the card."""
+    from kernel_harness import Out
+
+    os.environ["PTXPY_TEST_DEVICE"] = device
+    values, outputs, flat = [], [], []
+    for value in args:
+        if isinstance(value, Out):
+            value = np.zeros(value.shape, value.dtype)
+            outputs.append(value)
+        values.append(value)
+    for spec, value in zip(kernel.params, values):
+        flat.append(value)
+        if spec.kind == "array":
+            flat.extend(int(n) for n in value.shape)
+    if device == "gpu":
+        from gpu_launcher import gpu_run_kernel
+        gpu_run_kernel(ptx, kernel.name, (1, 1, 1), (64, 1, 1), flat)
+    else:
+        from ptxpy.runtime.simulator import run_kernel
+        run_kernel(ptx, kernel.name, grid=1, block=64, args=flat)
+    return outputs
+
+
+def differences(want, got):
+    from test_differential import same_values
+
+    for k, (w, g) in enumerate(zip(want, got)):
+        bad = np.argwhere(~same_values(w, g, reduce_gpu._type_of(w)))
+        if len(bad):
+            t, c = (int(v) for v in bad[0])
+            return f"{len(bad)} differ; output {k} [{t}, {c}]: {w[t, c]!r} vs {g[t, c]!r}"
+    return "agrees"
+
+
+def original_of(programs, number, reduced):
+    """The run's program that `reduced` was cut from (numbers repeat between runs; the inputs,
+    which the reducer keeps, tell them apart), with `reduced` as its source."""
+    inputs = [a for a in reduce_gpu.kernel_arrays(reduced)[0] if a[2] == 1]
+    for program in programs:
+        if program["number"] == number and [
+                a for a in reduce_gpu.kernel_arrays(program["source"])[0] if a[2] == 1] == inputs:
+            return dict(program, original=program["source"], source=reduced)
+    raise LookupError(f"no program {number} with the inputs of the reduced one")
+
+
+def main():
+    from kernel_harness import compile_source
+
+    programs = [p for path in MISMATCHES for p in reduce_gpu.parse_mismatches(open(path).read())]
+    only = [int(a) for a in sys.argv[1:] if a.isdigit()]
+    for number, variants in VARIANTS.items():
+        if only and number not in only:
+            continue
+        reduced = open(os.path.join(HERE, "reduced", f"program-{number}.py")).read()
+        program = original_of(programs, number, reduced)
+        args = reduce_gpu.build_args(program)
+        kernel = compile_source(program["source"], "kern")
+        ptx = re.sub(r"(\{\n)", r"\1    .reg .b32 %q<4>; .reg .f32 %qf<4>; .reg .b64 %qd<4>;\n", kernel.ptx, count=1)
+        simulated = run_ptx(kernel, ptx, args, "")
+        print(f"program {number}: as emitted: {differences(simulated, run_ptx(kernel, ptx, args, 'gpu'))}")
+        for name, (pattern, replacement) in variants.items():
+            changed, count = re.subn(pattern, replacement, ptx)
+            if not count:
+                print(f"    {name}: pattern not found")
+                continue
+            print(f"    {name}: {differences(simulated, run_ptx(kernel, changed, args, 'gpu'))}")
+        if "--sass" in sys.argv:
+            print("    " + sass(ptx).replace("\n", "\n    "))
+
+
+if __name__ == "__main__":
+    main()
