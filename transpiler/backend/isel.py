@@ -455,10 +455,8 @@ class ISel:
             self.negate(dst, self.src(instr.args[1], imm=False), t)
         elif t.bits < 32 and op in ("add", "sub", "mul", "div", "rem", "min", "max"):
             self.in_32_bits(instr, dst, _INT_OPCODE[op])
-        elif op in _INT_OPCODE:
+        elif op in _INT_OPCODE:     # 32 and 64 bits (and 16-bit mul_hi): no wrap to redo
             self.emit(f"{_INT_OPCODE[op]}.{arith(t)}", [dst], self.srcs(instr))
-            if op in ("add", "sub", "mul", "div"):
-                self.normalise(dst, t)
         else:
             raise BackendError(f"{op} is not defined on {t}")
 
