@@ -256,3 +256,123 @@ def narrow(x: Array[{src}], c: Array[f32], w: Array[i32], s: Array[u64], t: Arra
     assert w.tolist() == as_u16
     assert s.tolist() == [0 if ci > 1.0 else 0 if ci >= 0.5 else u for ci, u in zip(c, as_u16)]
     assert t.tolist() == [float_to_int(float(v), "i8") for v in x]
+
+
+def test_a_bool_tested_before_a_loop_that_flips_it():
+    """`if v: for k in range(6): v ^= True` leaves v as it was. The H100's ptxas took the
+    predicate that the `if` tested as still true in the loop that writes it, and v came out
+    False (benchmarks/probes/reduced/program-1141.py, which this is)."""
+    source = HEADER + """
+@ptxpy.jit
+def flips(b: Array[f32], o: Array[bool], p: Array[f64]):
+    i = ptxpy.global_id(0)
+    v2: f64 = 1
+    v3: f64 = i
+    v5: bool = bool(v3)
+    if v3 and b[i]:
+        v2 = 0
+    if v5:
+        for k in range(6):
+            v5 ^= True
+    o[i] = v5
+    p[i] = v2
+"""
+    b = np.tile(np.array([0.0, 1.5, np.nan, -2.0], np.float32), 16)
+    n = len(b)
+    o, p = run(source, "flips", [b, Out(n, np.bool_), Out(n, np.float64)], grid=1, block=n)
+    assert o.tolist() == [i != 0 for i in range(n)]
+    assert p.tolist() == [0.0 if i and b[i] else 1.0 for i in range(n)]
+
+
+@pytest.mark.parametrize("first", [-11, 0, 5])
+def test_a_bool_tested_before_a_loop_that_sets_it(first):
+    """The same as a loop that sets the bool from itself (program-506.py, which this is):
+    the card gave False where six trips of `v4 = not v4` leave True."""
+    source = HEADER + """
+@ptxpy.jit
+def sets(a: Array[i32], o: Array[bool]):
+    i = 0
+    v4: bool = (bool(0) if (1 // u16(len(a))) else (a[i] <= 0))
+    if v4:
+        for k in range(6):
+            if not v4:
+                v4 |= (0 == 0)
+            else:
+                v4 = (0 > 0)
+    o[i] = v4
+"""
+    a = np.full(64, first, np.int32)
+    (o,) = run(source, "sets", [a, Out(1, np.bool_)], grid=1, block=64)
+    assert o.tolist() == [first <= 0]
+
+
+def test_abs_of_a_nan_f32_compared_with_zero():
+    """abs(NaN) is NaN and no ordered comparison holds for it; ptxas took abs.f32 as never NaN
+    and made `abs(x) >= 0` (or `>= -1`) true for a NaN x (H100)."""
+    source = HEADER + """
+@ptxpy.jit
+def compare(x: Array[f32], ge0: Array[bool], ge_minus: Array[bool], mag: Array[f32]):
+    i = ptxpy.global_id(0)
+    ge0[i] = abs(x[i]) >= 0
+    ge_minus[i] = abs(x[i]) >= -1.0
+    mag[i] = abs(x[i])
+"""
+    x = np.array([math.nan, -math.nan, math.inf, -math.inf, 0.0, -0.0, 1.5, -2.5, 1e-40],
+                 np.float32)
+    n = len(x)
+    ge0, ge_minus, mag = run(source, "compare", [x, Out(n, np.bool_), Out(n, np.bool_),
+                                                 Out(n, np.float32)], grid=1, block=n)
+    assert ge0.tolist() == (~np.isnan(x)).tolist()
+    assert ge_minus.tolist() == (~np.isnan(x)).tolist()
+    assert mag.view(np.uint32).tolist() == (x.view(np.uint32) & 0x7FFFFFFF).tolist()
+
+
+@pytest.mark.parametrize("t", ["i32", "u32", "i64", "u64"])
+def test_a_constant_minus_a_value(t):
+    """`c - x` wraps at the type's width (written ~x + (c + 1) since session 18)."""
+    source = HEADER + f"""
+@ptxpy.jit
+def minus(x: Array[{t}], d: Array[{t}], e: Array[{t}]):
+    i = ptxpy.global_id(0)
+    d[i] = 5 - x[i]
+    e[i] = (2 - x[i]) & x[i]
+"""
+    dtype = NUMPY[t]
+    info = np.iinfo(dtype)
+    x = np.array([0, 1, 5, 6, int(info.max), int(info.min), 2**31 - 1], dtype)
+    n = len(x)
+    d, e = run(source, "minus", [x, Out(n, dtype), Out(n, dtype)], grid=1, block=n)
+    with np.errstate(over="ignore"):
+        assert d.tolist() == (dtype(5) - x).tolist()
+        assert e.tolist() == ((dtype(2) - x) & x).tolist()
+
+
+def test_a_constant_minus_a_loop_result():
+    """`(2 - p1) & p1` with p1 = 2**31 - 1 from a loop is 3; ptxas, evaluating the loops while
+    compiling, made it 1 (H100; benchmarks/probes/reduced/program-1467.py, which this is)."""
+    source = HEADER + """
+@ptxpy.func
+def helper(p0: f64, p1: u32) -> u32:
+    w1 = 0
+    while w1 < 6:
+        w1 += 1
+        if (i32(p1) == p1):
+            p1 = ((abs(u8(p1)) // ((u8(p1) & 15) + 1)) - (u8(p1) + bool(p1)))
+            p1 = 2147483647
+        else:
+            p0 *= 0.001
+            p0 = p0
+        if ((u16(p1) if (bf16(p0) <= bf16(p0)) else u16(p1)) == 31):
+            continue
+    w2 = 0
+    while w2 < 1:
+        w2 += 1
+        p0 = (p0 if ((i8(p1) if (i64(p1) != 65535) else i64(p1)) <= min(i64(0.1), i64(p1)) >= i64(bool(p1))) else (p0 / 2.0))
+    return ((u32(2) - p1) & p1)
+
+@ptxpy.jit
+def kern(o: Array[u32]):
+    o[0] = helper(1099511627776, 2)
+"""
+    (o,) = run(source, "kern", [Out(1, np.uint32)], grid=1, block=64)
+    assert o.tolist() == [3]

@@ -87,7 +87,7 @@ def kernel(name, ty, body):
     size = np.dtype(dtype).itemsize
     text = " ".join(body).format(t=ty).replace("%x", f"%{prefix}")
     return f""".visible .entry {name}(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 po) {{
-    .reg .b32 %q<4>; .reg .b64 %qd<12>; .reg .{width} %{prefix}<10>;
+    .reg .b32 %q<4>; .reg .b64 %qd<12>; .reg .{width} %{prefix}<10>; .reg .pred %p<4>;
     ld.param.u64 %qd1, [pa]; ld.param.u64 %qd2, [pb]; ld.param.u64 %qd3, [pc]; ld.param.u64 %qd4, [po];
     mov.u32 %q1, %tid.x; mul.wide.u32 %qd5, %q1, {size};
     add.s64 %qd6, %qd1, %qd5; add.s64 %qd7, %qd2, %qd5; add.s64 %qd8, %qd3, %qd5; add.s64 %qd9, %qd4, %qd5;

@@ -2,7 +2,8 @@
 
 For each program that `reduce_gpu.py` cut down, the PTX that ptxpy emits is run on the
 simulator and on the card, then again on the card after each named rewrite of the PTX text
-(a regular expression and its replacement; `%q`/`%qf` are spare registers).
+(a regular expression and its replacement, or a list of such pairs all applied;
+`%q`/`%qf`/`%qd`/`%qp` are spare registers).
 
     python benchmarks/probes/variants.py [NUMBER ...] [--sass]
 
@@ -22,7 +23,8 @@ from min_probe import sass  # noqa: E402
 
 MISMATCHES = [os.path.join(HERE, "..", "results", name) for name in (
     "differential-gpu-h100-2026-11-23-session16-remaining.txt",
-    "differential-gpu-h100-2026-11-23-session17.txt")]
+    "differential-gpu-h100-2026-11-23-session17.txt",
+    "differential-gpu-h100-2026-11-23-session18.txt")]
 Q = "cvt.s32.s16 %q1, {a}; cvt.s32.s16 %q2, {b};"
 VARIANTS = {
     265: {   # v4 == abs(v4) for v4: i16 == 2 after two loops: the card says no
@@ -77,6 +79,17 @@ VARIANTS = {
                                        "not.pred %p1, %p1;"),
         "constant through a register": (r"setp\.ne\.u32 (%p\d+), (\d), 0;",
                                         r"mov.u32 %q1, \2; setp.ne.u32 \1, %q1, 0;"),
+        # session 18: is the guard's predicate, redefined in the loop, taken as still true?
+        "loop on a copy of the guard": [
+            (r"@!%p1 bra \$BB7;", "mov.pred %qp1, %p1; @!%p1 bra $BB7;"),
+            (r"xor\.pred %p1, %p1, %p2;", "xor.pred %qp1, %qp1, %p2;"),
+            (r"selp\.u16 %rs1, 1, 0, %p1;", "selp.u16 %rs1, 1, 0, %qp1;")],
+        "bool in a b32 register": [
+            (r"@!%p1 bra \$BB7;", "selp.u32 %q1, 1, 0, %p1; @!%p1 bra $BB7;"),
+            (r"xor\.pred %p1, %p1, %p2;", "selp.u32 %q2, 1, 0, %p2; xor.b32 %q1, %q1, %q2;"),
+            (r"selp\.u16 %rs1, 1, 0, %p1;", "cvt.u16.u32 %rs1, %q1;")],
+        "guard through an integer": (r"@!%p1 bra \$BB7;", "selp.u32 %q1, 1, 0, %p1; "
+                                     "setp.eq.u32 %qp1, %q1, 0; @%qp1 bra $BB7;"),
     },
     720: {
         "mov.pred for constants": (r"setp\.ne\.u32 (%p\d+), (\d), 0;", r"mov.pred \1, \2;"),
@@ -93,11 +106,28 @@ VARIANTS = {
         "rem folded to 0": (r"rem\.s64 %rd2, 0, %rd2;", "mov.b64 %rd2, 0;"),
         "not.pred for xor with True": (r"setp\.ne\.u32 %p2, 1, 0;\s*xor\.pred %p2, %p1, %p2;",
                                        "not.pred %p2, %p1;"),
+        "loop on a copy of the guard": [
+            (r"@%p1 bra \$BB2;", "mov.pred %qp1, %p1; @%p1 bra $BB2;"),
+            (r"selp\.s16 %rs2, 1, 0, %p1;", "selp.s16 %rs2, 1, 0, %qp1;"),
+            (r"xor\.pred %p1, %p1, %p2;", "xor.pred %qp1, %qp1, %p2;")],
+        "bool in a b32 register": [
+            (r"@%p1 bra \$BB2;", "selp.u32 %q3, 1, 0, %p1; @%p1 bra $BB2;"),
+            (r"selp\.s16 %rs2, 1, 0, %p1;", "cvt.u16.u32 %rs2, %q3;"),
+            (r"xor\.pred %p1, %p1, %p2;", "selp.u32 %q2, 1, 0, %p2; xor.b32 %q3, %q3, %q2;")],
         "predicated clear": (r"selp\.s16 %rs2, 1, 0, %p1;\s*and\.b16 %rs1, %rs1, %rs2;",
                              "@!%p1 mov.u16 %rs1, 0;"),
         "and in 32 bits": (r"and\.b16 %rs1, %rs1, %rs2;",
                            "cvt.u32.u16 %q1, %rs1; cvt.u32.u16 %q2, %rs2; and.b32 %q1, %q1, %q2; "
                            "cvt.u16.u32 %rs1, %q1;"),
+    },
+    1467: {  # (2 - x) & x after a loop that sets x to 2**31 - 1: the card says 1, not 3
+        "store x itself": (r"sub\.u32 %r1, 2, %r2;\s*and\.b32 %r1, %r1, %r2;", "mov.u32 %r1, %r2;"),
+        "immediate through a register": (r"sub\.u32 %r1, 2, %r2;",
+                                         "mov.u32 %q1, 2; sub.u32 %r1, %q1, %r2;"),
+        "compare in 32 bits": (r"cvt\.s64\.s32 %rd3, %r2;\s*setp\.eq\.s64 %p1, %rd3, %rd2;",
+                               "setp.ge.s32 %p1, %r2, 0;"),
+        "sign-extend by mul.wide": (r"cvt\.s64\.s32 %rd3, %r2;", "mul.wide.s32 %rd3, %r2, 1;"),
+        "not, add 3": (r"sub\.u32 %r1, 2, %r2;", "not.b32 %r1, %r2; add.u32 %r1, %r1, 3;"),
     },
 }
 
@@ -148,6 +178,17 @@ def original_of(programs, number, reduced):
     raise LookupError(f"no program {number} with the inputs of the reduced one")
 
 
+def rewrite(ptx, rewrites):
+    """`ptx` after one (pattern, replacement) pair or a list of them; count 0 if any missed."""
+    if isinstance(rewrites, tuple):
+        rewrites = [rewrites]
+    counts = []
+    for pattern, replacement in rewrites:
+        ptx, count = re.subn(pattern, replacement, ptx)
+        counts.append(count)
+    return ptx, min(counts)
+
+
 def main():
     from kernel_harness import compile_source
 
@@ -160,11 +201,11 @@ def main():
         program = original_of(programs, number, reduced)
         args = reduce_gpu.build_args(program)
         kernel = compile_source(program["source"], "kern")
-        ptx = re.sub(r"(\{\n)", r"\1    .reg .b32 %q<4>; .reg .f32 %qf<4>; .reg .b64 %qd<4>;\n", kernel.ptx, count=1)
+        ptx = re.sub(r"(\{\n)", r"\1    .reg .b32 %q<4>; .reg .f32 %qf<4>; .reg .b64 %qd<4>; .reg .pred %qp<4>;\n", kernel.ptx, count=1)
         simulated = run_ptx(kernel, ptx, args, "")
         print(f"program {number}: as emitted: {differences(simulated, run_ptx(kernel, ptx, args, 'gpu'))}")
-        for name, (pattern, replacement) in variants.items():
-            changed, count = re.subn(pattern, replacement, ptx)
+        for name, rewrites in variants.items():
+            changed, count = rewrite(ptx, rewrites)
             if not count:
                 print(f"    {name}: pattern not found")
                 continue

@@ -453,6 +453,8 @@ class ISel:
             self.emit(f"shr.{arith(t)}", [dst], [dst, Imm("8")])
         elif op == "sub" and _is_zero(instr.args[0]):
             self.negate(dst, self.src(instr.args[1], imm=False), t)
+        elif op == "sub" and isinstance(instr.args[0], ir.Const) and t.bits >= 32:
+            self.subtract_from(dst, int(instr.args[0].value), self.src(instr.args[1], imm=False), t)
         elif t.bits < 32 and op in ("add", "sub", "mul", "div", "rem", "min", "max"):
             self.in_32_bits(instr, dst, _INT_OPCODE[op])
         elif op in _INT_OPCODE:     # 32 and 64 bits (and 16-bit mul_hi): no wrap to redo
@@ -531,9 +533,15 @@ class ISel:
         sign when it is the second operand of the inner one: min(min(x, -a), c) gave
         min(x, a, c). Its 16-bit neg of -32768 also widened to 32768. ~a + 1 it computes as
         written (benchmarks/probes/min_probe.py, abs_probe.py, H100)."""
+        self.subtract_from(dst, 0, a, t)
+
+    def subtract_from(self, dst: VReg, constant: int, a, t: Scalar) -> None:
+        """constant - a for an integer, as ~a + (constant + 1). In a loop that ptxas evaluates
+        while compiling, it got `(2 - x) & x` wrong for x = 2**31 - 1 (1, not 3); the same
+        as ~x + 3 it got right (benchmarks/probes/variants.py 1467, H100)."""
         inverted = self.new(dst.cls)
         self.emit(f"not.{bits(t)}", [inverted], [a])
-        self.emit(f"add.{arith(t)}", [dst], [inverted, Imm("1")])
+        self.emit(f"add.{arith(t)}", [dst], [inverted, Imm(immediate(t, constant + 1))])
         self.normalise(dst, t)
 
     def in_32_bits(self, instr: ir.Instr, dst: VReg, opcode: str) -> None:
@@ -653,6 +661,11 @@ class ISel:
             negated = self.new(dst.cls)
             self.negate(negated, a, t)
             self.emit(f"max.{arith(t)}", [dst], [a, negated])
+            return
+        if instr.op == "abs" and t == f32:
+            # ptxas takes abs.f32 as never NaN: `abs(x) >= 0` came out true for a NaN x.
+            # Clearing the sign bit it computes as written (benchmarks/probes/fabs_probe.py)
+            self.emit("and.b32", [dst], [a, Imm("0x7FFFFFFF")])
             return
         self.emit(f"{instr.op}.{signed_arith(t)}", [dst], [a])
         self.normalise(dst, t)

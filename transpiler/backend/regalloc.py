@@ -15,6 +15,7 @@ from .machine import MBlock, MFunction, VReg
 def allocate_registers(mfunc: MFunction) -> None:
     registers = Registers(mfunc)
     graph = interference_graph(mfunc, registers)
+    keep_loop_predicates_apart(mfunc, registers, graph)
     alias = coalesce(mfunc, registers, graph)
     order = _definition_order(mfunc, alias, registers.reads)
     colours = _number_in_order(colour(registers, graph, alias, order), order)
@@ -69,6 +70,28 @@ def _add_interferences(graph: list, instr, live: int, registers: Registers) -> N
             low = others & -others
             graph[low.bit_length() - 1] |= bit
             others ^= low
+
+
+def keep_loop_predicates_apart(mfunc: MFunction, registers: Registers, graph: list) -> None:
+    """Make each predicate that a branch tests interfere with the value a loop carries from it,
+    so the two get different registers (a `mov.pred` before the loop).
+
+    The H100's ptxas takes a predicate that a branch before a loop tested as still holding the
+    tested value inside the loop, even where the loop writes it: `if v: for ...: v ^= True`
+    came out as `not v` (docs/ptx-dialect.md). In a register of its own the carried value is
+    right.
+    """
+    tested = {block.term.cond for block in mfunc.blocks if block.term and block.term.cond}
+    bit_of = registers.bit
+    for header, body in _loop_bodies(mfunc):
+        for pred in header.preds:
+            if pred in body:
+                continue
+            for instr in pred.instrs:   # an entering edge's phi copies end its block
+                if instr.phi_copy and instr in registers.copies and instr.srcs[0] in tested:
+                    dst, src = bit_of[instr.dsts[0]], bit_of[instr.srcs[0]]
+                    graph[dst.bit_length() - 1] |= src
+                    graph[src.bit_length() - 1] |= dst
 
 
 def coalesce(mfunc: MFunction, registers: Registers, graph: list) -> dict[VReg, VReg]:
@@ -212,8 +235,16 @@ def _definition_order(mfunc: MFunction, alias: dict, reads: dict) -> list:
 
 
 def loop_depths(mfunc: MFunction) -> dict[MBlock, int]:
-    """How many natural loops contain each block (back edges found by depth-first search)."""
+    """How many natural loops contain each block."""
     depth = {block: 0 for block in mfunc.blocks}
+    for _, body in _loop_bodies(mfunc):
+        for block in body:
+            depth[block] += 1
+    return depth
+
+
+def _loop_bodies(mfunc: MFunction) -> list[tuple[MBlock, set]]:
+    """(header, blocks) of each natural loop, one per back edge (found by depth-first search)."""
     on_stack, seen = set(), set()
     back_edges = []
     stack = [(mfunc.blocks[0], iter(mfunc.blocks[0].succs))]
@@ -232,6 +263,7 @@ def loop_depths(mfunc: MFunction) -> dict[MBlock, int]:
         else:
             on_stack.discard(block)
             stack.pop()
+    loops = []
     for latch, header in back_edges:
         body, todo = {header}, [latch]
         while todo:
@@ -239,6 +271,5 @@ def loop_depths(mfunc: MFunction) -> dict[MBlock, int]:
             if block not in body:
                 body.add(block)
                 todo.extend(block.preds)
-        for block in body:
-            depth[block] += 1
-    return depth
+        loops.append((header, body))
+    return loops
