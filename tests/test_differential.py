@@ -702,9 +702,17 @@ class Gen:
     def cond(self, depth):
         k = self.draw(0, 11)
         if k == 0 and depth > 0:
-            a, b = self.test(depth - 1), self.test(depth - 1)
+            before = self.runtime_leaves
+            a = self.test(depth - 1)
+            after_a = self.runtime_leaves
+            b = self.test(depth - 1)
             fa, fb = a.fn, b.fn
-            if self.chance(1, 2):
+            is_and = self.chance(1, 2)
+            if after_a == before and bool(fa({})) != is_and:
+                # `False and b`, `True or b`: a compile-time condition, b is not compiled
+                # (docs/language.md, "Compile-time branches"), so b's leaves do not count
+                self.runtime_leaves = after_a
+            if is_and:
                 return Expr(f"({a.src} and {b.src})", "bool", lambda env: fa(env) and fb(env))
             return Expr(f"({a.src} or {b.src})", "bool", lambda env: fa(env) or fb(env))
         if k == 1 and depth > 0:

@@ -7,17 +7,21 @@ These are where a GPU's instructions and a reading of the PTX manual part ways, 
 `PTXPY_TEST_DEVICE=gpu` runs the same kernels on a real GPU (kernel_harness.py).
 """
 import math
+import os
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from kernel_harness import Out, run
+import re
+
+from kernel_harness import Out, compile_source, run
 
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 NUMPY = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
          "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f16": np.float16,
          "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}
+HERE = os.path.dirname(os.path.abspath(__file__))
 HEADER = """
 import ptxpy
 from ptxpy import Array, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64
@@ -304,6 +308,51 @@ def sets(a: Array[i32], o: Array[bool]):
     a = np.full(64, first, np.int32)
     (o,) = run(source, "sets", [a, Out(1, np.bool_)], grid=1, block=64)
     assert o.tolist() == [first <= 0]
+
+
+def test_a_bool_tested_through_not_before_a_loop_that_changes_it():
+    """The branch tests `not v1`, from which ptxas can derive v1; the loop then copies v1 into
+    v2 and sets v1 (program-1038.py, which this is: the card gave v2 False for thread 0)."""
+    source = HEADER + """
+@ptxpy.jit
+def derived(a: Array[i32], o: Array[bool], p: Array[f64]):
+    i = ptxpy.global_id(0)
+    v1: bool = bool(i)
+    v2: bool = (65535 < 0)
+    v4: f64 = (1 % i64(len(a)))
+    if 1:
+        if (not v1):
+            for k10 in range(2, 6, 1):
+                v2 = v1
+                v1 = bool(2)
+    o[i] = v2
+    p[i] = v4
+"""
+    a = np.zeros(64, np.int32)
+    o, p = run(source, "derived", [a, Out(64, np.bool_), Out(64, np.float64)], grid=1, block=64)
+    assert o.tolist() == [i == 0 for i in range(64)]
+    assert p.tolist() == [1.0] * 64
+
+
+@pytest.mark.parametrize("program", ["1141", "1038", "506"])
+def test_loop_carried_predicates_have_registers_of_their_own(program):
+    """The workaround behind the three tests above, in the PTX: the loop does not write (with a
+    `.pred` op) a register that a branch before it tested, nor one such a register was negated
+    from; the value is copied into a register of its own before the loop."""
+    source = open(f"{HERE}/../benchmarks/probes/reduced/program-{program}.py").read()
+    ptx = compile_source(source, "kern").ptx
+    body = ptx[ptx.index("griddepcontrol.wait"):]
+    labels = re.findall(r"^(\$BB\d+):", body, flags=re.M)
+    header = next(label for label in labels if f"bra.uni {label};" in body.split(label + ":")[1])
+    before, loop = body.split(header + ":")
+    loop = loop[:loop.index(f"bra.uni {header};")]
+    tested = set(re.findall(r"@!?(%p\d+) bra", before))
+    tested |= set(re.findall(r"not\.pred %p\d+, (%p\d+);", before))
+    staying = [part for part in re.split(r"^\$BB\d+:", loop, flags=re.M)
+               if not re.search(r"bra\.uni \$BB\d+;\s*$", part)]   # not the exits' copies
+    carried = {reg for part in staying
+               for reg in re.findall(r"^\s*(?:mov|xor|not|and|or)\.pred (%p\d+)", part, re.M)}
+    assert carried and not carried & tested, (carried, tested)
 
 
 def test_abs_of_a_nan_f32_compared_with_zero():

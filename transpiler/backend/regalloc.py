@@ -73,25 +73,38 @@ def _add_interferences(graph: list, instr, live: int, registers: Registers) -> N
 
 
 def keep_loop_predicates_apart(mfunc: MFunction, registers: Registers, graph: list) -> None:
-    """Make each predicate that a branch tests interfere with the value a loop carries from it,
-    so the two get different registers (a `mov.pred` before the loop).
+    """Give each predicate that a loop carries a register that no predicate outside the loop
+    uses: the value it enters with is copied in (`mov.pred`), and out after the loop.
 
-    The H100's ptxas takes a predicate that a branch before a loop tested as still holding the
-    tested value inside the loop, even where the loop writes it: `if v: for ...: v ^= True`
-    came out as `not v` (docs/ptx-dialect.md). In a register of its own the carried value is
-    right.
+    The H100's ptxas takes a predicate register that a branch before a loop tested (or one it
+    derives from it, as `p` from a branch on `not p`) as still holding that value inside the
+    loop, even where the loop writes it: `if v: for ...: v ^= True` came out as `not v`
+    (docs/ptx-dialect.md). In a register of its own the carried value is right.
     """
-    tested = {block.term.cond for block in mfunc.blocks if block.term and block.term.cond}
     bit_of = registers.bit
     for header, body in _loop_bodies(mfunc):
-        for pred in header.preds:
-            if pred in body:
-                continue
-            for instr in pred.instrs:   # an entering edge's phi copies end its block
-                if instr.phi_copy and instr in registers.copies and instr.srcs[0] in tested:
-                    dst, src = bit_of[instr.dsts[0]], bit_of[instr.srcs[0]]
-                    graph[dst.bit_length() - 1] |= src
-                    graph[src.bit_length() - 1] |= dst
+        carried = [instr.dsts[0] for pred in header.preds for instr in pred.instrs
+                   if instr.phi_copy and instr.dsts[0].cls == "p"]
+        if not carried:
+            continue
+        outside = 0
+        for block in mfunc.blocks:
+            if block not in body:
+                for instr in block.instrs:
+                    for dst in instr.dsts:
+                        if dst.cls == "p":
+                            outside |= bit_of[dst]
+        for reg in carried:
+            _add_edges(graph, bit_of[reg], outside & ~bit_of[reg])
+
+
+def _add_edges(graph: list, bit: int, others: int) -> None:
+    """Interference edges between the register `bit` and each register in the set `others`."""
+    graph[bit.bit_length() - 1] |= others
+    while others:
+        low = others & -others
+        graph[low.bit_length() - 1] |= bit
+        others ^= low
 
 
 def coalesce(mfunc: MFunction, registers: Registers, graph: list) -> dict[VReg, VReg]:
