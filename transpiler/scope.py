@@ -22,8 +22,10 @@ from .errors import CompileError
 #: Names that `from ptxpy import ...` (or `ptxpy.X`) may bring into a kernel: `ptxpy.__all__`
 #: (its bool type is `bool_`; Python's `bool` stays the builtin under `from ptxpy import *`).
 PTXPY_NAMES = frozenset(
-    [name for name in SCALARS if name != "bool"] + ["bool_", "Array", "Const", "jit", "func", "transpile", "Kernel",
-                     "CompileError", "Scalar", "ArrayType"] + list(intrinsics.__all__))
+    [name for name in SCALARS if name != "bool"]
+    + ["bool_", "Array", "Const", "jit", "func", "transpile", "Kernel", "CompileError", "Scalar",
+       "ArrayType"]
+    + list(intrinsics.__all__))
 MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "tau": math.tau}
 #: Python builtins a kernel may use.
 KERNEL_BUILTINS = frozenset("abs min max int float bool len print range".split())

@@ -451,9 +451,8 @@ class ISel:
             a, b = self.srcs(instr)
             self.emit(f"mul.lo.{arith(t)}", [dst], [a, b])
             self.emit(f"shr.{arith(t)}", [dst], [dst, Imm("8")])
-        elif op == "sub" and _is_zero(instr.args[0]):
-            self.negate(dst, self.src(instr.args[1], imm=False), t)
-        elif op == "sub" and isinstance(instr.args[0], ir.Const) and t.bits >= 32:
+        elif op == "sub" and isinstance(instr.args[0], ir.Const) and (
+                t.bits >= 32 or instr.args[0].value == 0):     # 8/16-bit c - x: in_32_bits
             self.subtract_from(dst, int(instr.args[0].value), self.src(instr.args[1], imm=False), t)
         elif t.bits < 32 and op in ("add", "sub", "mul", "div", "rem", "min", "max"):
             self.in_32_bits(instr, dst, _INT_OPCODE[op])
@@ -997,7 +996,3 @@ class ISel:
 
     def op_trap(self, instr: ir.Instr) -> None:
         self.block.term = Terminator("trap", loc=self.loc)
-
-
-def _is_zero(value) -> bool:
-    return isinstance(value, ir.Const) and value.value == 0

@@ -15,8 +15,9 @@ from .machine import MBlock, MFunction, VReg
 def allocate_registers(mfunc: MFunction) -> None:
     registers = Registers(mfunc)
     graph = interference_graph(mfunc, registers)
-    keep_loop_predicates_apart(mfunc, registers, graph)
-    alias = coalesce(mfunc, registers, graph)
+    loops = _loop_bodies(mfunc)
+    keep_loop_predicates_apart(mfunc, loops, registers, graph)
+    alias = coalesce(mfunc, loops, registers, graph)
     order = _definition_order(mfunc, alias, registers.reads)
     colours = _number_in_order(colour(registers, graph, alias, order), order)
     for reg in registers.regs:   # every register (those merged away are in `alias`)
@@ -72,7 +73,8 @@ def _add_interferences(graph: list, instr, live: int, registers: Registers) -> N
             others ^= low
 
 
-def keep_loop_predicates_apart(mfunc: MFunction, registers: Registers, graph: list) -> None:
+def keep_loop_predicates_apart(mfunc: MFunction, loops: list, registers: Registers,
+                               graph: list) -> None:
     """Give each predicate that a loop carries a register that no predicate outside the loop
     uses: the value it enters with is copied in (`mov.pred`), and out after the loop.
 
@@ -82,18 +84,19 @@ def keep_loop_predicates_apart(mfunc: MFunction, registers: Registers, graph: li
     (docs/ptx-dialect.md). In a register of its own the carried value is right.
     """
     bit_of = registers.bit
-    for header, body in _loop_bodies(mfunc):
+    written = None     # block -> the predicates it writes (a bitset), made at the first use
+    for header, body in loops:
         carried = [instr.dsts[0] for pred in header.preds for instr in pred.instrs
                    if instr.phi_copy and instr.dsts[0].cls == "p"]
         if not carried:
             continue
+        if written is None:
+            written = {block: registers.mask(dst for instr in block.instrs for dst in instr.dsts
+                                             if dst.cls == "p") for block in mfunc.blocks}
         outside = 0
-        for block in mfunc.blocks:
+        for block, bits in written.items():
             if block not in body:
-                for instr in block.instrs:
-                    for dst in instr.dsts:
-                        if dst.cls == "p":
-                            outside |= bit_of[dst]
+                outside |= bits
         for reg in carried:
             _add_edges(graph, bit_of[reg], outside & ~bit_of[reg])
 
@@ -107,11 +110,11 @@ def _add_edges(graph: list, bit: int, others: int) -> None:
         others ^= low
 
 
-def coalesce(mfunc: MFunction, registers: Registers, graph: list) -> dict[VReg, VReg]:
+def coalesce(mfunc: MFunction, loops: list, registers: Registers, graph: list) -> dict[VReg, VReg]:
     """Merge the two registers of each copy that do not interfere (in `graph`, whose entry of a
     register merged away becomes 0); returns the alias map."""
     alias: dict[VReg, VReg] = {}
-    depth = loop_depths(mfunc)
+    depth = loop_depths(mfunc, loops)
     copies = registers.copies
     copies = [(not instr.phi_copy, -depth[block], n, instr)
               for block in mfunc.blocks for n, instr in enumerate(block.instrs) if instr in copies]
@@ -247,10 +250,10 @@ def _definition_order(mfunc: MFunction, alias: dict, reads: dict) -> list:
     return order
 
 
-def loop_depths(mfunc: MFunction) -> dict[MBlock, int]:
-    """How many natural loops contain each block."""
+def loop_depths(mfunc: MFunction, loops: list) -> dict[MBlock, int]:
+    """How many of the natural loops `loops` (`_loop_bodies`) contain each block."""
     depth = {block: 0 for block in mfunc.blocks}
-    for _, body in _loop_bodies(mfunc):
+    for _, body in loops:
         for block in body:
             depth[block] += 1
     return depth
