@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, "tests")
 from gpu_launcher import gpu_run_kernel  # noqa: E402
-from min_probe import sass  # noqa: E402
+from min_probe import report  # noqa: E402
 
 NAN_TEST = "setp.num.{t} %qp2, %x1, %x1;"
 # name: (float type, body setting %qp1 from %x1 = x, %x3 = c, NumPy reference)
@@ -94,13 +94,7 @@ def main():
         gpu_run_kernel(ptx, f"k{k}", (1,), (len(x),), [x, c, out])
         with np.errstate(invalid="ignore"):
             expected = want(x, c).astype(np.uint32)
-        bad = np.flatnonzero(expected != out)
-        verdict = "right" if not len(bad) else f"WRONG at {len(bad)} of {len(x)}"
-        example = "" if not len(bad) else (f": x={x[bad[0]]} c={c[bad[0]]} "
-                                           f"gives {out[bad[0]]}, not {expected[bad[0]]}")
-        print(f"{name:32s} {verdict}{example}")
-        if "--sass" in sys.argv:
-            print("    " + sass(ptx).replace("\n", "\n    "))
+        report(name, 32, np.flatnonzero(expected != out), {"x": x, "c": c}, out, expected, ptx)
 
 
 if __name__ == "__main__":

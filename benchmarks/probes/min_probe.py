@@ -109,6 +109,18 @@ def sass(ptx):
                      if line.strip().startswith("/*0") and "NOP" not in line)
 
 
+def report(name, width, bad, inputs, out, expected, ptx):
+    """Print one form's verdict: right, or how many threads differ, with the first one's
+    `inputs` (name: array) and values; then its SASS under --sass."""
+    verdict = "right" if not len(bad) else f"WRONG at {len(bad)} of {len(out)}"
+    example = "" if not len(bad) else (
+        ": " + " ".join(f"{n}={v[bad[0]]}" for n, v in inputs.items())
+        + f" gives {out[bad[0]]}, not {expected[bad[0]]}")
+    print(f"{name:{width}s} {verdict}{example}")
+    if "--sass" in sys.argv:
+        print("    " + sass(ptx).replace("\n", "\n    "))
+
+
 def main():
     head = ".version 7.8\n.target sm_90\n.address_size 64\n"
     rng = np.random.default_rng(0)
@@ -123,13 +135,8 @@ def main():
         gpu_run_kernel(ptx, f"k{k}", (1,), (len(a),), [a, b, c, out])
         with np.errstate(over="ignore"):
             expected = want(a, b, c).astype(dtype)
-        bad = np.flatnonzero(expected != out)
-        verdict = "right" if not len(bad) else f"WRONG at {len(bad)} of {len(a)}"
-        example = "" if not len(bad) else (f": a={a[bad[0]]} b={b[bad[0]]} c={c[bad[0]]} "
-                                           f"gives {out[bad[0]]}, not {expected[bad[0]]}")
-        print(f"{name:26s} {verdict}{example}")
-        if "--sass" in sys.argv:
-            print("    " + sass(ptx).replace("\n", "\n    "))
+        report(name, 26, np.flatnonzero(expected != out), {"a": a, "b": b, "c": c}, out,
+               expected, ptx)
 
 
 if __name__ == "__main__":

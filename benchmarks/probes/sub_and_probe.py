@@ -13,7 +13,7 @@ import numpy as np
 sys.path.insert(0, "tests")
 sys.path.insert(0, "benchmarks/probes")
 from gpu_launcher import gpu_run_kernel  # noqa: E402
-from min_probe import kernel, sass  # noqa: E402
+from min_probe import kernel, report  # noqa: E402
 
 S = "setp.lt.u32 %p1, %x1, 1000; selp.b32 %x5, 2, 2147483647, %p1;"
 
@@ -61,12 +61,7 @@ def main():
         gpu_run_kernel(ptx, f"k{k}", (1,), (len(x),), [x, y, y, out])
         with np.errstate(over="ignore"):
             expected = want(x, y).astype(np.uint32)
-        bad = np.flatnonzero(expected != out)
-        verdict = "right" if not len(bad) else f"WRONG at {len(bad)} of {len(x)}"
-        example = "" if not len(bad) else f": x={x[bad[0]]} gives {out[bad[0]]}, not {expected[bad[0]]}"
-        print(f"{name:16s} {verdict}{example}")
-        if "--sass" in sys.argv:
-            print("    " + sass(ptx).replace("\n", "\n    "))
+        report(name, 16, np.flatnonzero(expected != out), {"x": x}, out, expected, ptx)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+"""Run a test or a probe with one of the backend's GPU workarounds taken out (device checks).
+
+A workaround's edge test should fail on the card without it (docs/design.md, "Testing"):
+
+    python benchmarks/probes/without_fix.py FIX pytest [PYTEST ARGS ...]
+    python benchmarks/probes/without_fix.py FIX SCRIPT.py [ARGS ...]
+
+FIX is one of
+  loop-predicates         no register rule for loop-carried predicates (session 17's allocator)
+  loop-predicates-tested  session 18's first rule: apart only from the values branches test
+  neg-f16                 `neg.f16`/`neg.bf16` instead of flipping the sign bit
+"""
+import runpy
+import sys
+
+import ptxpy.transpiler.backend.isel as isel
+import ptxpy.transpiler.backend.regalloc as regalloc
+
+
+def tested_only(mfunc, loops, registers, graph):
+    """A loop-carried predicate apart only from an entering value that a branch tests."""
+    tested = {block.term.cond for block in mfunc.blocks if block.term and block.term.cond}
+    bit_of = registers.bit
+    for header, body in loops:
+        for pred in header.preds:
+            if pred in body:
+                continue
+            for instr in pred.instrs:
+                if instr.phi_copy and instr in registers.copies and instr.srcs[0] in tested:
+                    dst, src = bit_of[instr.dsts[0]], bit_of[instr.srcs[0]]
+                    graph[dst.bit_length() - 1] |= src
+                    graph[src.bit_length() - 1] |= dst
+
+
+def neg_instruction():
+    selector = next(c for c in vars(isel).values() if isinstance(c, type) and hasattr(c, "neg_abs"))
+    neg_abs = selector.neg_abs
+
+    def plain_neg(self, instr):
+        t = instr.type
+        if instr.op != "neg" or not (t.is_float and t.bits == 16):
+            return neg_abs(self, instr)
+        dst, (a,) = self.reg(instr), self.srcs(instr, imm=False)
+        self.emit(f"neg.{isel.signed_arith(t)}", [dst], [a])
+    selector.neg_abs = plain_neg
+
+
+FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apart",
+                                            lambda *args: None),
+         "loop-predicates-tested": lambda: setattr(regalloc, "keep_loop_predicates_apart",
+                                                   tested_only),
+         "neg-f16": neg_instruction}
+
+
+def main():
+    FIXES[sys.argv[1]]()
+    sys.argv = sys.argv[2:]
+    if sys.argv[0] == "pytest":
+        import pytest
+        sys.exit(pytest.main(sys.argv[1:]))
+    runpy.run_path(sys.argv[0], run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
