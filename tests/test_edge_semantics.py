@@ -401,6 +401,35 @@ def minus(x: Array[{t}], d: Array[{t}], e: Array[{t}]):
         assert e.tolist() == ((dtype(2) - x) & x).tolist()
 
 
+def test_an_f32_difference_of_loop_results_rounds_ties_to_even():
+    """100000 - 1.00390625 = 99998.99609375 is halfway between two f32s; round to nearest even
+    gives 99999.0. ptxas, evaluating the loops while compiling, rounded the subtraction (and an
+    addition of a negative value) down (H100; benchmarks/probes/reduced/program-528.py is the
+    first line). Each operand order and kind: register - constant, register + register of
+    the other sign, constant + register, constant - register, register - register."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(o: Array[f32]):
+    v3: f32 = 0
+    for k8 in range(0, 1, 1):
+        for k9 in range(1, 4, 1):
+            v3 = 100000
+    n: f32 = 0
+    m: f32 = 0
+    for k in range(2):
+        n = -1.00390625
+        m = 1.00390625
+    o[0] = (v3 - 1.0039062500000002)
+    o[1] = v3 + n
+    o[2] = 100000.0 + n
+    o[3] = 100000.0 - m
+    o[4] = v3 - m
+    o[5] = m - v3
+"""
+    (o,) = run(source, "kern", [Out(6, np.float32)], grid=1, block=1)
+    assert o.tolist() == [99999.0] * 5 + [-99999.0]
+
+
 @pytest.mark.parametrize("t", ["bf16", "f16", "f32", "f64"])
 def test_minus_a_zero_from_a_loop_result(t):
     """-T(v) of a zero v is -0.0. With v from a comparison of a helper's loop result (False:

@@ -9,6 +9,7 @@ FIX is one of
   loop-predicates         no register rule for loop-carried predicates (session 17's allocator)
   loop-predicates-tested  session 18's first rule: apart only from the values branches test
   neg-f16                 `neg.f16`/`neg.bf16` instead of flipping the sign bit
+  f32-known-add           `add`/`sub.rn.f32` on values ptxas knows instead of an fma by 1 or -1
 """
 import runpy
 import sys
@@ -32,9 +33,13 @@ def tested_only(mfunc, loops, registers, graph):
                     graph[src.bit_length() - 1] |= dst
 
 
+def selector():
+    """The instruction selector's class."""
+    return next(c for c in vars(isel).values() if isinstance(c, type) and hasattr(c, "neg_abs"))
+
+
 def neg_instruction():
-    selector = next(c for c in vars(isel).values() if isinstance(c, type) and hasattr(c, "neg_abs"))
-    neg_abs = selector.neg_abs
+    neg_abs = selector().neg_abs
 
     def plain_neg(self, instr):
         t = instr.type
@@ -42,14 +47,15 @@ def neg_instruction():
             return neg_abs(self, instr)
         dst, (a,) = self.reg(instr), self.srcs(instr, imm=False)
         self.emit(f"neg.{isel.signed_arith(t)}", [dst], [a])
-    selector.neg_abs = plain_neg
+    selector().neg_abs = plain_neg
 
 
 FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apart",
                                             lambda *args: None),
          "loop-predicates-tested": lambda: setattr(regalloc, "keep_loop_predicates_apart",
                                                    tested_only),
-         "neg-f16": neg_instruction}
+         "neg-f16": neg_instruction,
+         "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 
 
 def main():

@@ -22,6 +22,7 @@ from ..cfg import reverse_postorder
 from . import convert, printf
 from .errors import BackendError
 from .machine import Addr, Imm, MBlock, MFunction, MInstr, Phi, Sym, Terminator, VReg, Vec
+from .opaque import opaque_values
 from .ptxtypes import (arith, bits, half_bits, immediate, mem, reg_class, signed_arith)
 from .target import Target
 
@@ -87,6 +88,7 @@ class ISel:
         self.narrow: set[ir.Instr] = set()           # i64 values computed in 32 bits only
         self.narrow_copy: set[ir.Instr] = set()      # i64 values also needed in 32 bits
         self.narrow_mad: dict[ir.Instr, ir.Instr] = {}   # narrow add -> mul_wide it recomputes
+        self.opaque: set | None = None   # values ptxas cannot know (`opaque_values`), when asked
         self.nregs: dict[ir.Instr, VReg] = {}        # the 32-bit registers of both
         self.block: MBlock | None = None
         self.loc = None
@@ -470,6 +472,8 @@ class ISel:
         elif op == "copysign":
             # PTX copysign d, a, b: the sign of a, the magnitude of b
             self.emit(f"copysign.{arith(t)}", [dst], self.srcs(instr, imm=False)[::-1])
+        elif op in ("add", "sub") and t.bits == 32 and self._known_to_ptxas(instr):
+            self.add_as_fma(instr, dst)
         elif op in ("add", "sub", "mul"):
             # `.rn` stops ptxas from contracting mul+add into fma: results then match the
             # simulator and NumPy bit for bit (contraction belongs in an IR pass, explicit `fma`)
@@ -478,6 +482,29 @@ class ISel:
             self.emit(f"{op}.{arith(t)}", [dst], [a, b])
         else:
             raise BackendError(f"{op} is not defined on {t}")
+
+    def _known_to_ptxas(self, instr: ir.Instr) -> bool:
+        if self.opaque is None:
+            self.opaque = opaque_values(self.instrs, self.users)
+        return not any(arg in self.opaque for arg in instr.args)
+
+    def add_as_fma(self, instr: ir.Instr, dst: VReg) -> None:
+        """f32 a + b or a - b as one fma by 1 or -1 (the same rounding, once). ptxas folds
+        an f32 subtraction of values it knows (or an addition of opposite signs) with some
+        ties rounded down: 100000 - 1.00390625 came out 99998.9921875, not 99999.0; an fma
+        it folds right (benchmarks/probes/ffold_probe.py, reduced/program-528.py, H100)."""
+        a, b = instr.args
+        one = Imm(immediate(f32, 1.0))
+        if instr.op == "sub" and isinstance(b, ir.Instr):
+            operands = [self.reg(b), Imm(immediate(f32, -1.0)), self.src(a)]
+        elif instr.op == "sub":      # a - c: a * 1 + (-c)
+            negated = -b.value if isinstance(b, ir.Const) else 0.0
+            operands = [self.src(a, imm=False), one, Imm(immediate(f32, negated))]
+        elif isinstance(a, ir.Instr):
+            operands = [self.reg(a), one, self.src(b)]
+        else:
+            operands = [self.src(b, imm=False), one, self.src(a)]
+        self.emit("fma.rn.f32", [dst], operands)
 
     def half_binary(self, instr: ir.Instr) -> None:
         t, op, dst = instr.type, instr.op, self.reg(instr)
