@@ -401,6 +401,50 @@ def minus(x: Array[{t}], d: Array[{t}], e: Array[{t}]):
         assert e.tolist() == ((dtype(2) - x) & x).tolist()
 
 
+@pytest.mark.parametrize("a0", [-59, -65536, 0, 5])
+def test_a_bool_select_whose_other_arm_contains_its_condition(a0):
+    """`v4 = v3 if v4 else (v4 | v3)` is v3 for every v4; ptxas made `!v4 & (v4 | v3)` false
+    when the select was written (v4 & v3) | (!v4 & (v4 | v3)), and stored False for v3 True
+    (H100; benchmarks/probes/reduced/program-564.py, which this is but for unused parameters)."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], o_bool: Array[bool, 2]):
+    i = 0
+    v1: f64 = 0
+    v2: i16 = i16(a[(u64(v1)) & 63])
+    v3: bool = (a[i] < 0)
+    v4: bool = ((0 == 1) if v2 else v3)
+    v4 = (v3 if v4 else (v4 | v3))
+    o_bool[i, 1] = v4
+"""
+    a = np.full(64, a0, np.int32)
+    (o,) = run(source, "kern", [a, Out((1, 2), np.bool_, False)], grid=1, block=1)
+    assert o[0, 1] == (a0 < 0)
+
+
+def test_bool_selects_of_every_form():
+    """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], o: Array[bool, 2]):
+    i = ptxpy.global_id(0)
+    c: bool = a[i] & 1 != 0
+    x: bool = a[i] & 2 != 0
+    o[i, 0] = x if c else (c | x)
+    o[i, 1] = False if c else (c | x)
+    o[i, 2] = True if c else x
+    o[i, 3] = x if c else False
+    o[i, 4] = x if c else True
+    o[i, 5] = (c ^ x) if c else (c & x)
+"""
+    a = np.arange(4, dtype=np.int32)
+    (o,) = run(source, "kern", [a, Out((4, 6), np.bool_)], grid=1, block=4)
+    c, x = (a & 1) != 0, (a & 2) != 0
+    want = [np.where(c, x, c | x), np.where(c, False, c | x), np.where(c, True, x),
+            np.where(c, x, False), np.where(c, x, True), np.where(c, c ^ x, c & x)]
+    assert o.tolist() == np.stack(want, axis=1).tolist()
+
+
 def test_an_f32_difference_of_loop_results_rounds_ties_to_even():
     """100000 - 1.00390625 = 99998.99609375 is halfway between two f32s; round to nearest even
     gives 99999.0. ptxas, evaluating the loops while compiling, rounded the subtraction (and an

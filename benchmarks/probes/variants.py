@@ -27,7 +27,10 @@ MISMATCHES = [os.path.join(HERE, "..", "results", name) for name in (
     "differential-gpu-h100-2026-11-23-session18.txt",
     "differential-gpu-h100-2026-11-23-session18-long.txt",
     "differential-gpu-h100-2026-11-23-session19.txt",
-    "differential-gpu-h100-2026-11-23-session19-final.txt")]
+    "differential-gpu-h100-2026-11-23-session19-final.txt",
+    "differential-gpu-h100-2026-11-23-session19-fma.txt")]
+SELECT_564 = (r"or\.pred %p3, %p2, %p1;\s*and\.pred %p1, %p2, %p1;\s*not\.pred %p2, %p2;"
+              r"\s*and\.pred %p2, %p2, %p3;\s*or\.pred %p2, %p1, %p2;")
 Q = "cvt.s32.s16 %q1, {a}; cvt.s32.s16 %q2, {b};"
 VARIANTS = {
     265: {   # v4 == abs(v4) for v4: i16 == 2 after two loops: the card says no
@@ -140,6 +143,27 @@ VARIANTS = {
                           r"fma.rn.f32 \1, \2, 0f3F800000, 0fBF808000;"),
         "x + (-c)": (r"sub\.rn\.f32 (%f\d+), (%f\d+), 0f3F808000;",
                      r"add.rn.f32 \1, \2, 0fBF808000;"),
+    },
+    564: {   # v4 = (v3 if v4 else (v4 | v3)), which is v3 (True): the card stores False
+        "16-bit test in 32 bits": (r"setp\.ne\.s16 %p2, %rs1, 0;",
+                                   "and.b32 %q1, %r1, 65535; setp.ne.u32 %p2, %q1, 0;"),
+        "eq instead of not ne": (r"setp\.ne\.s16 %p2, %rs1, 0;\s*not\.pred %p2, %p2;",
+                                 "setp.eq.s16 %p2, %rs1, 0;"),
+        "select as selp": (r"or\.pred %p3, %p2, %p1;\s*and\.pred %p1, %p2, %p1;\s*not\.pred %p2, %p2;"
+                           r"\s*and\.pred %p2, %p2, %p3;\s*or\.pred %p2, %p1, %p2;",
+                           "or.pred %p3, %p2, %p1; selp.u32 %q1, 1, 0, %p1; selp.u32 %q2, 1, 0, %p3; "
+                           "selp.u32 %q1, %q1, %q2, %p2; setp.ne.u32 %p2, %q1, 0;"),
+        "select by xor": (SELECT_564, "or.pred %p3, %p2, %p1; xor.pred %qp1, %p1, %p3; "
+                                      "and.pred %qp1, %qp1, %p2; xor.pred %p2, %p3, %qp1;"),
+        "select by guarded mov": (SELECT_564, "or.pred %p3, %p2, %p1; mov.pred %qp1, %p3; "
+                                              "@%p2 mov.pred %qp1, %p1; mov.pred %p2, %qp1;"),
+        "not c & b as not (c | not b)": (SELECT_564, "or.pred %p3, %p2, %p1; and.pred %qp1, %p2, %p1; "
+                                         "not.pred %qp2, %p3; or.pred %qp2, %qp2, %p2; "
+                                         "not.pred %qp2, %qp2; or.pred %p2, %qp1, %qp2;"),
+        "not into a fresh register": (r"not\.pred %p2, %p2;\s*and\.pred %p2, %p2, %p1;",
+                                      "not.pred %qp1, %p2; and.pred %p2, %qp1, %p1;"),
+        "second not into a fresh register": (r"not\.pred %p2, %p2;\s*and\.pred %p2, %p2, %p3;",
+                                             "not.pred %qp1, %p2; and.pred %p2, %qp1, %p3;"),
     },
     872: {   # -bf16(v2) with v2 == 0 from a helper's loops: the card stores +0.0
         "sign bit flipped": (r"neg\.bf16 (%hb\d+), (%hb\d+);", r"xor.b16 \1, \2, 0x8000;"),

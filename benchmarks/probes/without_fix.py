@@ -10,6 +10,7 @@ FIX is one of
   loop-predicates-tested  session 18's first rule: apart only from the values branches test
   neg-f16                 `neg.f16`/`neg.bf16` instead of flipping the sign bit
   f32-known-add           `add`/`sub.rn.f32` on values ptxas knows instead of an fma by 1 or -1
+  bool-select             a bool select as (c & a) | (!c & b) instead of b ^ ((a ^ b) & c)
 """
 import runpy
 import sys
@@ -50,11 +51,30 @@ def neg_instruction():
     selector().neg_abs = plain_neg
 
 
+def and_or_select():
+    def bool_select(self, dst, cond, a, b):
+        const = isel.ir.Const
+        if isinstance(a, const) and not a.value and not isinstance(b, const):
+            self.emit("not.pred", [dst], [cond])
+            self.emit("and.pred", [dst], [dst, self.src(b)])
+            return
+        if isinstance(a, const) or isinstance(b, const):
+            return select(self, dst, cond, a, b)
+        taken, other = self.new("p"), self.new("p")
+        self.emit("and.pred", [taken], [cond, self.src(a)])
+        self.emit("not.pred", [other], [cond])
+        self.emit("and.pred", [other], [other, self.src(b)])
+        self.emit("or.pred", [dst], [taken, other])
+    select = selector().bool_select
+    selector().bool_select = bool_select
+
+
 FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apart",
                                             lambda *args: None),
          "loop-predicates-tested": lambda: setattr(regalloc, "keep_loop_predicates_apart",
                                                    tested_only),
          "neg-f16": neg_instruction,
+         "bool-select": and_or_select,
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 
 

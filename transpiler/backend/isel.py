@@ -837,9 +837,10 @@ class ISel:
         if isinstance(a, ir.Const):      # c ? true : b == c | b;  c ? false : b == !c & b
             if a.value:
                 self.emit("or.pred", [dst], [cond, self.src(b)])
-            else:
-                self.emit("not.pred", [dst], [cond])
-                self.emit("and.pred", [dst], [dst, self.src(b)])
+            else:                        # !c & b as b ^ (b & c): see below
+                both = self.new("p")
+                self.emit("and.pred", [both], [self.src(b), cond])
+                self.emit("xor.pred", [dst], [self.src(b), both])
             return
         if isinstance(b, ir.Const):      # c ? a : true == !c | a;  c ? a : false == c & a
             if b.value:
@@ -848,11 +849,12 @@ class ISel:
             else:
                 self.emit("and.pred", [dst], [cond, self.src(a)])
             return
-        taken, other = self.new("p"), self.new("p")
-        self.emit("and.pred", [taken], [cond, self.src(a)])
-        self.emit("not.pred", [other], [cond])
-        self.emit("and.pred", [other], [other, self.src(b)])
-        self.emit("or.pred", [dst], [taken, other])
+        # b ^ ((a ^ b) & c). ptxas simplified (c & a) | (!c & b) with b = c | a to
+        # c & a: `!c & (c | a)` came out false (benchmarks/probes/reduced/program-564.py, H100)
+        differ = self.new("p")
+        self.emit("xor.pred", [differ], [self.src(a), self.src(b)])
+        self.emit("and.pred", [differ], [differ, cond])
+        self.emit("xor.pred", [dst], [self.src(b), differ])
 
     # --- conversions -----------------------------------------------------------------------
     def op_cvt(self, instr: ir.Instr) -> None:
