@@ -22,7 +22,7 @@ from ..cfg import reverse_postorder
 from . import convert, printf
 from .errors import BackendError
 from .machine import Addr, Imm, MBlock, MFunction, MInstr, Phi, Sym, Terminator, VReg, Vec
-from .opaque import opaque_values
+from .opaque import Opaque
 from .ptxtypes import (arith, bits, half_bits, immediate, mem, reg_class, signed_arith)
 from .target import Target
 
@@ -88,7 +88,7 @@ class ISel:
         self.narrow: set[ir.Instr] = set()           # i64 values computed in 32 bits only
         self.narrow_copy: set[ir.Instr] = set()      # i64 values also needed in 32 bits
         self.narrow_mad: dict[ir.Instr, ir.Instr] = {}   # narrow add -> mul_wide it recomputes
-        self.opaque: set | None = None   # values ptxas cannot know (`opaque_values`), when asked
+        self.opaque = Opaque()     # which values ptxas cannot know while compiling
         self.nregs: dict[ir.Instr, VReg] = {}        # the 32-bit registers of both
         self.block: MBlock | None = None
         self.loc = None
@@ -484,9 +484,7 @@ class ISel:
             raise BackendError(f"{op} is not defined on {t}")
 
     def _known_to_ptxas(self, instr: ir.Instr) -> bool:
-        if self.opaque is None:
-            self.opaque = opaque_values(self.instrs, self.users)
-        return not any(arg in self.opaque for arg in instr.args)
+        return not any(self.opaque(arg) for arg in instr.args)
 
     def add_as_fma(self, instr: ir.Instr, dst: VReg) -> None:
         """f32 a + b or a - b as one fma by 1 or -1 (the same rounding, once). ptxas folds
