@@ -39,6 +39,9 @@ CASES = [
     ('lambda',
      '@ptxpy.jit\ndef k(out: Array[f32]):\n    f = lambda v: v + 1\n',
      'kernels.py:6:9: error: lambda functions are not supported in kernels'),
+    ('non_ascii_kernel_parameter',
+     '@ptxpy.jit\ndef k(out: Array[f32], maß: f32):\n    out[0] = maß\n',
+     "kernels.py:5:24: error: kernel parameter name 'maß' is not ASCII: it names a PTX parameter, and PTX names are ASCII (rename it)"),
     ('star_args',
      '@ptxpy.jit\ndef k(out: Array[f32], *rest):\n    pass\n',
      "kernels.py:5:24: error: '*rest' parameters are not supported (list every parameter with its type)"),
@@ -316,6 +319,17 @@ def test_error_message_line_and_caret(name, body, first_line):
     assert lines[1] == source.splitlines()[line - 1]
     assert lines[2] == " " * col + "^"
     assert len(lines) == 3
+
+
+def test_a_kernel_name_that_is_not_ascii():
+    """The kernel is a PTX entry of its name, and ptxas takes only ASCII names."""
+    source = HEADER + '@ptxpy.jit\ndef größe(out: Array[f32]):\n    out[0] = 1.0\n'
+    with pytest.raises(CompileError) as info:
+        check_kernel(parse_module(source, "kernels.py"), "größe")
+    lines = str(info.value).splitlines()
+    assert lines[0] == ("kernels.py:5:5: error: kernel name 'größe' is not ASCII: the kernel is a "
+                        "PTX entry of the same name, and PTX names are ASCII (rename it)")
+    assert lines[1:] == ["def größe(out: Array[f32]):", "    ^"]
 
 
 def test_errors_in_device_functions_point_into_the_function():

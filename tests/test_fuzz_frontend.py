@@ -1,4 +1,5 @@
-"""Fuzzing the frontend: any input gives a TypedModule or a CompileError, never another exception.
+"""Fuzzing the frontend: any input gives a TypedModule or a CompileError, never another exception
+(and, for mutated kernels, the whole pipeline: PTX that assembles, or a CompileError).
 
 Three generators: random token soups, random mutations of valid kernels, and valid kernels with
 a random unsupported construct spliced in. Each CompileError must also print as SPEC 2.6 says.
@@ -9,7 +10,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ptxpy.transpiler import typed
+from ptxpy.transpiler import driver, ptxas, typed
 from ptxpy.transpiler.errors import CompileError
 from ptxpy.transpiler.frontend import check_kernel, parse_module
 
@@ -168,6 +169,34 @@ def test_mutated_valid_kernels(kernel, data):
     for _ in range(data.draw(st.integers(1, 3))):
         source = data.draw(mutation(source))
     check_any(source)
+
+
+@settings(max_examples=max(20, FUZZ.max_examples // 6), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(VALID_KERNELS), st.data())
+def test_mutated_valid_kernels_through_the_backend(kernel, data):
+    """The whole pipeline, to PTX, on mutated kernels: PTX that ptxas assembles, or a located
+    error (a mutant named `add_vectéors` once reached ptxas, which takes ASCII names only)."""
+    source = HEADER + kernel
+    for _ in range(data.draw(st.integers(1, 3))):
+        source = data.draw(st.one_of(mutation(source), renamed(source)))
+    try:
+        kernels = driver.transpile(source, "fuzz.py")
+    except CompileError as err:
+        assert_prints(err, source)
+        return
+    for text in kernels.values():
+        if ptxas.find_ptxas() is not None:
+            ok, log, _ = ptxas.assemble(text, "sm_90")
+            assert ok, log
+
+
+def renamed(source: str):
+    """`source` with every use of one of its functions, parameters or arrays given a non-ASCII
+    letter, which Python allows and PTX does not."""
+    names = sorted(set(re.findall(r"def (\w+)\(|(\w+): [A-Z]|(\w+) = ptxpy\.\w+_array", source)))
+    names = sorted({name for group in names for name in group if name})
+    return st.sampled_from(names).map(lambda name: re.sub(rf"\b{name}\b", name + "é", source))
 
 
 def mutation(source: str):

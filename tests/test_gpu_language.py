@@ -52,6 +52,25 @@ def block_sum(x: Array[f32], out: Array[f32]):
     np.testing.assert_array_equal(out, x.reshape(4, 256).sum(axis=1))
 
 
+def test_arrays_with_non_ascii_names_get_ascii_ptx_symbols():
+    """Python allows `puffer_ä`; PTX names are ASCII, so the array's symbol spells é as _xe9."""
+    source = src("""
+@ptxpy.jit
+def reverse(x: Array[f32], out: Array[f32]):
+    puffer_ä = ptxpy.shared_array(32, f32)
+    lokal_é = ptxpy.local_array(2, f32)
+    t = ptxpy.thread_idx.x
+    lokal_é[t & 1] = x[t]
+    puffer_ä[t] = lokal_é[t & 1] + x[t]
+    ptxpy.syncthreads()
+    out[t] = puffer_ä[31 - t]
+""")
+    assert "smem_puffer__xe4" in compile_source(source, "reverse").ptx
+    x = np.arange(32, dtype=np.float32)
+    (out,) = run(source, "reverse", [x, Out(32, np.float32)], grid=1, block=32)
+    np.testing.assert_array_equal(out, (2 * x)[::-1])
+
+
 def test_shared_2d_tile_transpose_with_padding():
     source = src("""
 T = 8

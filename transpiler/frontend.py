@@ -194,6 +194,9 @@ def _declaration(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -
     if node.asynchronous is not None:
         raise CompileError("async functions cannot be kernels or device functions", parsed.loc(node))
     name, loc = node.name.value, parsed.loc(node.name)
+    if is_kernel and not name.isascii():
+        raise CompileError(f"kernel name '{name}' is not ASCII: the kernel is a PTX entry of the "
+                           "same name, and PTX names are ASCII (rename it)", loc)
     params = _params(parsed, node, is_kernel)
     definition = parsed.top.definitions[node]
     if is_kernel:
@@ -246,6 +249,9 @@ def _params(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -> lis
 
 def _param(parsed: ParsedModule, param: cst.Param, is_kernel: bool) -> ParamDecl:
     name, loc = param.name.value, parsed.loc(param)
+    if is_kernel and not name.isascii():
+        raise CompileError(f"kernel parameter name '{name}' is not ASCII: it names a PTX "
+                           "parameter, and PTX names are ASCII (rename it)", loc)
     if param.annotation is None:
         what = "kernel" if is_kernel else "device function"
         raise CompileError(f"parameter '{name}' of a {what} needs a type annotation "

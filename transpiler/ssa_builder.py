@@ -223,6 +223,9 @@ class _Builder:
             scope.arrays[decl.name] = _Array(decl.name, decl.elem, dims, space, addr, decl=decl)
 
     def unique_symbol(self, base: str) -> str:
+        """`base` as a PTX name not taken yet (PTX names are ASCII: `é` is written `_xe9`)."""
+        if not base.isascii():
+            base = "".join(c if c.isascii() else f"_x{ord(c):x}" for c in base)
         name, n = base, 1
         while name in self.symbols:
             n += 1
