@@ -332,6 +332,18 @@ def test_a_kernel_name_that_is_not_ascii():
     assert lines[1:] == ["def größe(out: Array[f32]):", "    ^"]
 
 
+@pytest.mark.parametrize("name,reason", [
+    ("_", "a kernel cannot be named '_': the kernel is a PTX entry of the same name, and PTX "
+          "takes no '_' alone (rename it)"),
+    ("vprintf", "a kernel cannot be named 'vprintf': that is the CUDA function print() calls, "
+                "which the PTX declares (rename it)")])
+def test_kernel_names_that_ptx_does_not_take(name, reason):
+    source = HEADER + f'@ptxpy.jit\ndef {name}(out: Array[f32]):\n    print(out[0])\n'
+    with pytest.raises(CompileError) as info:
+        check_kernel(parse_module(source, "kernels.py"), name)
+    assert str(info.value).splitlines()[0] == f"kernels.py:5:5: error: {reason}"
+
+
 def test_errors_in_device_functions_point_into_the_function():
     source = HEADER + (
         "@ptxpy.func\n"

@@ -194,15 +194,27 @@ def _declaration(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -
     if node.asynchronous is not None:
         raise CompileError("async functions cannot be kernels or device functions", parsed.loc(node))
     name, loc = node.name.value, parsed.loc(node.name)
-    if is_kernel and not name.isascii():
-        raise CompileError(f"kernel name '{name}' is not ASCII: the kernel is a PTX entry of the "
-                           "same name, and PTX names are ASCII (rename it)", loc)
+    if is_kernel:
+        _check_entry_name(name, loc)
     params = _params(parsed, node, is_kernel)
     definition = parsed.top.definitions[node]
     if is_kernel:
         _kernel_return(parsed, node)
         return KernelDecl(name, params, loc, definition)
     return FuncDecl(name, params, _func_return(parsed, node), loc, definition)
+
+
+def _check_entry_name(name: str, loc) -> None:
+    """A kernel is a PTX entry of its own name: one that PTX takes and ptxpy's PTX leaves free."""
+    if not name.isascii():
+        raise CompileError(f"kernel name '{name}' is not ASCII: the kernel is a PTX entry of the "
+                           "same name, and PTX names are ASCII (rename it)", loc)
+    if name == "_":
+        raise CompileError("a kernel cannot be named '_': the kernel is a PTX entry of the same "
+                           "name, and PTX takes no '_' alone (rename it)", loc)
+    if name == "vprintf":
+        raise CompileError("a kernel cannot be named 'vprintf': that is the CUDA function print() "
+                           "calls, which the PTX declares (rename it)", loc)
 
 
 def _ptxpy_decorators(parsed: ParsedModule, node: cst.FunctionDef) -> tuple[list, list]:
