@@ -692,8 +692,9 @@ class ISel:
             self.emit("and.b32", [dst], [a, Imm("0x7FFFFFFF")])
             return
         if instr.op == "neg" and t.is_float and t.bits == 16:
-            # ptxas folded neg.bf16 of a 0-or-1 value into a select of -1.0 and +0.0, losing
-            # -0.0 (benchmarks/probes/reduced/program-872.py); flipping the sign bit it keeps
+            # ptxas folded neg.bf16 (and neg.f16) of a 0-or-1 value into a select of -1.0 and
+            # +0.0, losing -0.0 (benchmarks/probes/reduced/program-872.py, and the f16 case of
+            # its edge test); flipping the sign bit it keeps
             self.emit("xor.b16", [dst], [a, Imm("0x8000")])
             return
         self.emit(f"{instr.op}.{signed_arith(t)}", [dst], [a])
