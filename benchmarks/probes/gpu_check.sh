@@ -3,7 +3,8 @@
 #   bash benchmarks/probes/gpu_check.sh FIRST_SEED [SECONDS] [MISMATCHES.txt]
 # 1. which of the programs in MISMATCHES.txt (an earlier run's) still differ on the card;
 # 2. the edge, kernel and GPU-language tests on the card;
-# 3. random programs on the card: 14 processes, seeds FIRST_SEED.., SECONDS each.
+# 3. random programs on the card: 14 processes, seeds FIRST_SEED.., SECONDS each (at most about
+#    270 with a recheck, so that the whole check fits the device's 10-minute command).
 # Writes under $OUT: recheck.txt, tests_device.txt, diff-all.txt (with "# diff-SEED.txt" lines,
 # the format reduce_gpu.py reads).
 seed=${1:?first seed}; seconds=${2:-250}; old=$3
