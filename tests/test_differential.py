@@ -25,7 +25,14 @@ What the generator covers:
 * `//` and `%` of values that look non-negative but may have wrapped (`i * c + d`, masks plus
   offsets, shifts, `abs`) by constants of either sign (also -1: `INT_MIN // -1` wraps), `len(a)`
   or masked values: where a compiler is most tempted to drop the floor correction;
-* nested if/for/while with break/continue, an optional @ptxpy.func helper.
+* nested if/for/while with break/continue, an optional @ptxpy.func helper;
+* with `memory=True` (`--memory` on the command line), a scratch array of any type that the
+  program stores to and loads from, at constant slots and at masked run-time ones, in loops
+  and branches: a global output `o_mem: Array[T, 2]` (row i), a `ptxpy.local_array(4, T)` or a
+  `ptxpy.shared_array((64, 4), T)` (row i, so no thread touches another's slots). Its four
+  slots are stored first; the final contents are an output. This is where a compiler is tempted
+  to move or merge a load across a store (CSE, loop-invariant motion, `.nc` loads of an array
+  that is written). Off by default, so that the seeds of earlier runs give the same programs.
 
 The reference is written from the language's rules (docs/language.md, SPEC 2.1), never from
 the compiler: integers wrap at their width; floats are held as Python floats with the exact
@@ -297,6 +304,7 @@ FLOAT_LITERALS = [0.5, 1.0, 2.0, -1.5, 3.25, 0.0, 0.125, -4.0, 100.0, 0.1, 1e-3,
                   70000.0, 1e10, 3e38, 1.0039062500000002, -2.5]
 FLOAT_DIVISORS = [2.0, 4.0, -0.5, 3.0, 10.0, 0.1]
 ARRAY_NAMES = ("c", "d")
+MEM_SLOTS = 4      # elements of the scratch array per thread (a power of two: indices are masked)
 
 
 def py_op(op):
@@ -387,6 +395,7 @@ class Gen:
         self.helper_called = False
         self.n_stmts = 0
         self.runtime_leaves = 0               # variables, array reads ... generated so far
+        self.memory = None                    # (kind, name, element type) of the scratch array
 
     def fresh(self, prefix):
         self.counter += 1
@@ -409,6 +418,8 @@ class Gen:
     def leaf(self, ty):
         if self.chance(1, 12):
             return self.typed_constant(ty)
+        if self.memory and self.chance(1, 3 if self.memory[2] == ty else 8):
+            return self.cast(self.mem_read(), ty)
         names = [n for n, t in self.all_vars() if t == ty]
         arrays = [n for n, t in self.arrays.items() if t == ty]
         options = (["var"] if names else []) + (["arr"] if arrays else [])
@@ -443,6 +454,38 @@ class Gen:
         idx = self.expr(self.pick(INT_TYPES), 1)
         f = idx.fn
         return Expr(f"{arr}[({idx.src}) & 63]", ty, lambda env: env["@" + arr][f(env) & 63])
+
+    def mem_ref(self, slot=None):
+        """The scratch element at `slot`, or at a constant or masked run-time slot: (its
+        source, slot(env))."""
+        if slot is None and self.chance(1, 2):
+            slot = self.draw(0, MEM_SLOTS - 1)
+        if slot is not None:
+            src, fslot = str(slot), (lambda env, k=slot: k)
+        else:
+            e = self.expr(self.pick(INT_TYPES), 1)
+            f = e.fn
+            src, fslot = f"({e.src}) & {MEM_SLOTS - 1}", (lambda env: f(env) & (MEM_SLOTS - 1))
+        kind, name, _ = self.memory
+        return (f"{name}[{src}]" if kind == "local" else f"{name}[i, {src}]"), fslot
+
+    def mem_read(self):
+        ref, fslot = self.mem_ref()
+        self.runtime_leaves += 1
+        return Expr(ref, self.memory[2], lambda env: env["@mem"][fslot(env)])
+
+    def mem_store(self, slot=None):
+        """`m[slot] = e`: the value converts to the element type as a store does."""
+        ty = self.memory[2]
+        memory, self.memory = self.memory, (self.memory if slot is None else None)
+        e = self.expr(ty if self.chance(3, 5) else self.pick(ALL_TYPES), 2)
+        self.memory = memory     # the first stores fill the slots: they read none
+        ref, fslot = self.mem_ref(slot)
+        fe = operand_fn(e, ty)
+
+        def f(env):
+            env["@mem"][fslot(env)] = fe(env)
+        return [f"{ref} = {e.src}"], f
 
     def literal(self, ty):
         """A weak literal to combine with a value of type ty."""
@@ -760,6 +803,8 @@ class Gen:
         return lines, run_block
 
     def assign(self):
+        if self.memory and self.chance(1, 4):
+            return self.mem_store()
         name = self.pick(list(self.vars))
         ty = self.vars[name]
         if self.chance(1, 3) and ty != "bool":
@@ -928,8 +973,9 @@ def input_values(ty: str, rng) -> np.ndarray:
         return np.array([round_float(float(v), ty) for v in values]).astype(np_dtype(ty))
 
 
-def gen_program(draw):
-    """Returns (source, reference(inputs) -> outputs, inputs, output (type, shape) list)."""
+def gen_program(draw, memory=False):
+    """Returns (source, reference(inputs) -> outputs, inputs, output (name, type, shape) list).
+    `memory`: with a scratch array in some programs (the module's docstring)."""
     lines = [HEADER]
     arrays = {"a": "i32", "b": "f32"}
     for name in ARRAY_NAMES[:draw(0, 2)]:
@@ -954,6 +1000,18 @@ def gen_program(draw):
         body.append(f"{name}: {t} = {e.src}")
         inits.append((name, e.fn))
         g.vars[name] = t
+    mem_fns = []
+    if memory and draw(0, 2) != 0:
+        kind, ty = g.pick(["global", "local", "shared"]), g.pick(ALL_TYPES)
+        g.memory = (kind, "o_mem" if kind == "global" else "m", ty)
+        if kind == "local":
+            body.append(f"m = ptxpy.local_array({MEM_SLOTS}, {ty})")
+        elif kind == "shared":
+            body.append(f"m = ptxpy.shared_array(({NTHREADS}, {MEM_SLOTS}), {ty})")
+        for slot in range(MEM_SLOTS):
+            lines_, f = g.mem_store(slot)
+            body += lines_
+            mem_fns.append(f)
     blines, bfn = g.block(3, draw(1, 6))
     body += blines
     # one output array per type: the variables of that type, then (for some) a value of
@@ -972,12 +1030,18 @@ def gen_program(draw):
             body.append(f"o_{t}[i, {j}] = {n}")
     params = [f"{n}: Array[{t}]" for n, t in arrays.items()]
     params += [f"o_{t}: Array[{t}, 2]" for t in outputs]
+    if g.memory:
+        kind, name, mty = g.memory
+        params.append(f"o_mem: Array[{mty}, 2]")
+        if kind != "global":
+            body += [f"o_mem[i, {j}] = {g.mem_ref(j)[0]}" for j in range(MEM_SLOTS)]
     lines += ["@ptxpy.jit", f"def kern({', '.join(params)}):", "    i = ptxpy.global_id(0)"]
     lines += ["    " + line for line in body]
     source = "\n".join(lines) + "\n"
 
     def reference(inputs):
         results = [[[None] * len(columns[t]) for _ in range(NTHREADS)] for t in outputs]
+        memory_rows = []
         values = {n: [int(x) if arrays[n] in INTS else float(x) for x in arr.tolist()]
                   for n, arr in zip(arrays, inputs)}
         for tid in range(NTHREADS):
@@ -986,16 +1050,23 @@ def gen_program(draw):
                 env["@" + n] = values[n]
             for name, fn in inits:
                 env[name] = fn(env)
+            env["@mem"] = [None] * MEM_SLOTS
+            for fn in mem_fns:
+                fn(env)
             bfn(env)
             for k, t in enumerate(outputs):
                 for j, (n, s) in enumerate(columns[t]):
                     results[k][tid][j] = convert(env[n], s, t)
-        return [to_array(r, t) for r, t in zip(results, outputs)]
+            memory_rows.append(env["@mem"])
+        arrays_out = [to_array(r, t) for r, t in zip(results, outputs)]
+        return arrays_out + ([to_array(memory_rows, g.memory[2])] if g.memory else [])
 
     seed = draw(0, 2**31 - 1)
     rng = np.random.default_rng(seed)
     inputs = [input_values(t, rng) for t in arrays.values()]
-    out_specs = [(t, (NTHREADS, len(columns[t]))) for t in outputs]
+    out_specs = [(f"o_{t}", t, (NTHREADS, len(columns[t]))) for t in outputs]
+    if g.memory:
+        out_specs.append(("o_mem", g.memory[2], (NTHREADS, MEM_SLOTS)))
     return source, reference, inputs, out_specs
 
 
@@ -1017,19 +1088,19 @@ def same_values(x, y, ty):
     return x == y
 
 
-def check_program(draw):
+def check_program(draw, memory=False):
     """Generate, compile + simulate, compare. Raises AssertionError on a mismatch."""
-    source, reference, inputs, out_specs = gen_program(draw)
+    source, reference, inputs, out_specs = gen_program(draw, memory)
     expected = reference(inputs)
-    got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for t, shape in out_specs],
+    got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
               grid=1, block=NTHREADS)
-    for (t, _), e, g in zip(out_specs, expected, got):
+    for (name, t, _), e, g in zip(out_specs, expected, got):
         bad = np.argwhere(~same_values(e, g, t))
         if len(bad):
             tid, col = (int(v) for v in bad[0])
             ins = ", ".join(f"{n}={arr[tid]!r}" for n, arr in zip("abcd", inputs))
             raise AssertionError(
-                f"mismatch at thread {tid} ({ins}): o_{t}[{tid}, {col}] expected {e[tid, col]!r} "
+                f"mismatch at thread {tid} ({ins}): {name}[{tid}, {col}] expected {e[tid, col]!r} "
                 f"got {g[tid, col]!r}\n{source}")
 
 
@@ -1099,12 +1170,20 @@ if given is not None:
     def test_random_kernels_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)))
 
+    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // 2, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def test_random_kernels_with_memory_match_reference(data):
+        check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), memory=True)
+
 
 def main(argv):
     import random
     import time
     import traceback
 
+    memory = "--memory" in argv
+    argv = [a for a in argv if a != "--memory"]
     n = int(argv[1]) if len(argv) > 1 else 100
     seed = int(argv[2]) if len(argv) > 2 else 0
     mismatches = errors = 0
@@ -1112,7 +1191,7 @@ def main(argv):
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi))
+            check_program(lambda lo, hi: r.randint(lo, hi), memory)
         except AssertionError as exc:
             mismatches += 1
             print(f"--- program {k}: {exc}" if mismatches <= 3 else f"--- program {k}: mismatch",
@@ -1125,8 +1204,8 @@ def main(argv):
         if (k + 1) % 250 == 0 and k + 1 < n:     # progress, for runs cut short by a time limit
             print(f"... {k + 1} programs, {mismatches} mismatches, {errors} internal errors, "
                   f"{time.time() - start:.0f} s", flush=True)
-    print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}, "
-          f"{time.time() - start:.0f} s")
+    print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}"
+          f"{' (--memory)' if memory else ''}, {time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":

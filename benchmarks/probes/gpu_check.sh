@@ -4,7 +4,9 @@
 # 1. which of the programs in MISMATCHES.txt (an earlier run's) still differ on the card;
 # 2. the edge, kernel and GPU-language tests on the card;
 # 3. random programs on the card: 14 processes, seeds FIRST_SEED.., SECONDS each (at most about
-#    270 with a recheck, so that the whole check fits the device's 10-minute command).
+#    270 with a recheck, so that the whole check fits the device's 10-minute command), with
+#    DIFF_FLAGS passed on to test_differential.py (DIFF_FLAGS=--memory: programs with a scratch
+#    array).
 # Writes under $OUT: recheck.txt, tests_device.txt, diff-all.txt (with "# diff-SEED.txt" lines,
 # the format reduce_gpu.py reads).
 seed=${1:?first seed}; seconds=${2:-250}; old=$3
@@ -16,7 +18,7 @@ PTXPY_TEST_DEVICE=gpu timeout 170 python -m pytest -q -p no:cacheprovider tests/
   tests/test_kernels.py tests/test_gpu_language.py > $OUT/tests_device.txt 2>&1
 tail -3 $OUT/tests_device.txt
 for s in $(seq $seed $((seed + 13))); do
-  PTXPY_TEST_DEVICE=gpu timeout $seconds python tests/test_differential.py 100000 $s > /tmp/diff-$s.txt 2>&1 &
+  PTXPY_TEST_DEVICE=gpu timeout $seconds python tests/test_differential.py 100000 $s $DIFF_FLAGS > /tmp/diff-$s.txt 2>&1 &
 done
 wait
 for s in $(seq $seed $((seed + 13))); do echo "# diff-$s.txt"; cat /tmp/diff-$s.txt; done > $OUT/diff-all.txt

@@ -25,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
 
 NTHREADS = 64
+MEM_SLOTS = 4      # test_differential's scratch array
 PROTECTED_OPERATORS = ("FloorDivide", "Modulo", "Divide")
 
 
@@ -54,9 +55,12 @@ def generated_inputs(program):
 
     if program["seed"] is None:
         return None
-    draws = random.Random(f"{program['seed']}:{program['number']}")
-    source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi))
-    return inputs if source.strip() == program.get("original", program["source"]).strip() else None
+    for memory in (False, True):     # a run with or without --memory
+        draws = random.Random(f"{program['seed']}:{program['number']}")
+        source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), memory)
+        if source.strip() == program.get("original", program["source"]).strip():
+            return inputs
+    return None
 
 
 def kernel_arrays(source: str):
@@ -66,6 +70,8 @@ def kernel_arrays(source: str):
     columns = {}
     for name, col in re.findall(r"(o_\w+)\[i, (\d+)\]", source):
         columns[name] = max(columns.get(name, 0), int(col) + 1)
+    if "o_mem: Array" in signature:   # the scratch array: also stored at run-time slots
+        columns["o_mem"] = MEM_SLOTS
     return [(n, t, int(d or 1)) for n, t, d in params], columns
 
 
@@ -130,15 +136,23 @@ def candidates(module):
     """Smaller programs, one change each, biggest changes first."""
     import libcst as cst
 
+    import libcst.matchers as m
+
     kernel = next(f for f in module.body if isinstance(f, cst.FunctionDef) and f.name.value == "kern")
     statements, tests, expressions = [], [], []
+    shared = "shared_array" in module.code
+    thread_id = next((s.body[0].value for s in kernel.body.body if m.matches(
+        s, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name("i"))])]))),
+        None)
 
     class Collect(cst.CSTVisitor):
         def __init__(self):
             self.protected = 0
 
         def visit_IndentedBlock(self, node):
-            statements.extend(node.body)
+            # not the kernel's first stores to its scratch array: without them a load could
+            # read an element never stored, and the program would be undefined, not smaller
+            statements.extend(s for s in node.body if not (node is kernel.body and fills(s)))
 
         def visit_If(self, node):
             tests.append(node.test)
@@ -159,6 +173,8 @@ def candidates(module):
             return None
 
         def on_visit(self, node):
+            if shared and node is thread_id:   # each thread keeps its own row of the array
+                return False
             if isinstance(node, cst.BaseExpression) and not self.protected:
                 expressions.append(node)
             return super().on_visit(node)
@@ -175,6 +191,17 @@ def candidates(module):
         if not isinstance(node, cst.Integer):
             for value in ("0", "1"):
                 yield lambda m, n=node, v=value: m.deep_replace(n, cst.parse_expression(v))
+
+
+def fills(statement) -> bool:
+    """`m[k] = ...`, `m[i, k] = ...` or `o_mem[i, k] = ...` with a constant slot k."""
+    import libcst.matchers as m
+
+    slot = m.SubscriptElement(slice=m.Index(value=m.Integer()))
+    row = m.SubscriptElement(slice=m.Index(value=m.Name("i")))
+    target = m.Subscript(value=m.Name("m") | m.Name("o_mem"), slice=m.OneOf([slot], [row, slot]))
+    store = m.Assign(targets=[m.AssignTarget(target=target)])
+    return m.matches(statement, m.SimpleStatementLine(body=[store]))
 
 
 def operands(node):
