@@ -422,6 +422,66 @@ def kern(a: Array[i32], o_bool: Array[bool, 2]):
     assert o[0, 1] == (a0 < 0)
 
 
+@pytest.mark.parametrize("b0, b1", [(6.1127754e10, 10593.912), (65504.0, 3.0), (65503.0, 3.0),
+                                    (6.1127754e10, -0.5), (7.0, 0.0)])
+def test_a_u16_comparison_of_an_i8_that_ptxas_learns_late(b0, b1):
+    """`v2 = i8(v1 | 127) << 5` is -32 whatever the bool v1; as u16 it is 65504. ptxas learned
+    the value only late and folded its `cvt.s16.s8` to the 32-bit -32, so `u16(v2) > u16(x)`
+    compared x with 0xFFFFFFE0 and was true for every x (H100;
+    benchmarks/probes/reduced/program-1946.py, which this is but for unused parameters)."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(b: Array[f32], o_f16: Array[f16, 2]):
+    i = 1
+    v1: bool = (0 >= b[i])
+    v2: i8 = i8((v1 | 127))
+    v5 = 1
+    v2 <<= 5
+    if (u16(v2) > u16(b[(max(v2, v2, v1)) & 63])):
+        if 1:
+            v5 = 0
+        else:
+            pass
+    else:
+        pass
+    o_f16[i, 0] = v5
+"""
+    b = np.zeros(64, np.float32)
+    b[0], b[1] = b0, b1
+    (o,) = run(source, "kern", [b, Out((2, 1), np.float16)], grid=1, block=1)
+    x = b[1 if b1 <= 0 else 0]
+    assert o[1, 0] == (0 if 65504 > min(max(int(x), 0), 65535) else 1)
+
+
+def test_i8_values_that_ptxas_learns_late_keep_16_bits():
+    """i8 results that are constant whatever a run-time bool (through `|`), used as u16 and u32:
+    each 8-bit extension's result has 16 bits, not a 32-bit sign extension."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(x: Array[u16], b: Array[f32], o: Array[u32, 2]):
+    i = ptxpy.global_id(0)
+    v: bool = b[i] > 0.0
+    k1: i8 = i8(v | 127)
+    k1 <<= 5
+    k2: i8 = i8(i32(v) | 255)
+    k3: i8 = i8(v | 65) * i8(3)
+    k4: i8 = min(i8(v | 127) << 5, i8(-100) + i8(v | 1))
+    o[i, 0] = u16(k1) > x[i]
+    o[i, 1] = u16(k2) == x[i]
+    o[i, 2] = u32(u16(k1))
+    o[i, 3] = u16(k3) >= x[i]
+    o[i, 4] = u32(u16(k4))
+    o[i, 5] = u16(k4) < x[i]
+"""
+    x = np.array([0, 1, 65503, 65504, 65505, 65535, 65437, 65438, 65475, 65476, 195, 127],
+                 np.uint16)
+    b = np.where(np.arange(len(x)) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    (o,) = run(source, "kern", [x, b, Out((len(x), 6), np.uint32)], grid=1, block=len(x))
+    k1, k2, k3, k4 = 65504, 65535, 65475, 65437     # -32, -1, i8(195) = -61, -99 as u16
+    want = [x < k1, x == k2, np.full(len(x), k1), x <= k3, np.full(len(x), k4), k4 < x]
+    assert o.tolist() == np.stack(want, axis=1).astype(np.uint32).tolist()
+
+
 def test_bool_selects_of_every_form():
     """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
     source = HEADER + """

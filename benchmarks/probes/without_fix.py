@@ -11,10 +11,12 @@ FIX is one of
   neg-f16                 `neg.f16`/`neg.bf16` instead of flipping the sign bit
   f32-known-add           `add`/`sub.rn.f32` on values ptxas knows instead of an fma by 1 or -1
   bool-select             a bool select as (c & a) | (!c & b) instead of b ^ ((a ^ b) & c)
+  cvt-s16-s8              i8 extended by `cvt.s16.s8` instead of through a 32-bit register
 """
 import runpy
 import sys
 
+import ptxpy.transpiler.backend.convert as convert
 import ptxpy.transpiler.backend.isel as isel
 import ptxpy.transpiler.backend.regalloc as regalloc
 
@@ -69,12 +71,19 @@ def and_or_select():
     selector().bool_select = bool_select
 
 
+def s16_s8_extension():
+    def extend(sel, dst, src, t):
+        sel.emit("cvt.s16.s8" if t.is_signed else "cvt.u16.u8", [dst], [src])
+    convert.extend_8_bits = extend
+
+
 FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apart",
                                             lambda *args: None),
          "loop-predicates-tested": lambda: setattr(regalloc, "keep_loop_predicates_apart",
                                                    tested_only),
          "neg-f16": neg_instruction,
          "bool-select": and_or_select,
+         "cvt-s16-s8": s16_s8_extension,
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 
 

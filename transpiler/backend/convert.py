@@ -60,12 +60,26 @@ def _to_bool(sel, dst: VReg, src: VReg, s: Scalar) -> None:
         sel.emit(f"setp.ne.{arith(s)}", [dst], [src, Imm("0")])
 
 
+def extend_8_bits(sel, dst: VReg, src: VReg, t: Scalar) -> None:
+    """The low 8 bits of src (16 or 32 bits wide) into the 16-bit dst, extended as the 8-bit
+    int t says. i8 goes through a 32-bit register, not `cvt.s16.s8`: ptxas folded that cvt of
+    a value it learned late (`i8(v | 127) << 5`, v a bool) to the 32-bit sign extension, and
+    a later u16 use compared 0xFFFFFFE0 for 0xFFE0 (program 1946, cmp16_probe.py, H100). The
+    SASS at run time is two instructions either way."""
+    if not t.is_signed:
+        sel.emit("cvt.u16.u8", [dst], [src])
+        return
+    wide = sel.new("r")
+    sel.emit("cvt.s32.s8", [wide], [src])
+    sel.emit("cvt.u16.u32", [dst], [wide])
+
+
 def _int_to_int(sel, dst: VReg, src: VReg, s: Scalar, t: Scalar) -> None:
     if t.bits == 8:
-        if s.bits > 16:   # wrap to 16 bits, then re-extend the low 8
+        if s.bits > 32:   # wrap to 16 bits, then re-extend the low 8
             sel.emit(f"cvt.u16.{arith(s).replace('s', 'u')}", [dst], [src])
             src = dst
-        sel.emit("cvt.s16.s8" if t.is_signed else "cvt.u16.u8", [dst], [src])
+        extend_8_bits(sel, dst, src, t)
     elif src.cls == dst.cls:   # i16<->u16, i32<->u32, i64<->u64, i8/u8 -> i16/u16: same bits
         from .isel import copy_instr
         sel.block.instrs.append(copy_instr(dst, src, sel.loc))

@@ -592,14 +592,14 @@ class ISel:
             self.emit(f"cvt.{wide}.{arith(t)}", [operands[-1]], [self.src(arg, imm=False)])
         self.emit(f"{opcode}.{wide}", [operands[0]], operands)
         if t.bits == 8:
-            self.emit("cvt.s16.s8" if t.is_signed else "cvt.u16.u8", [dst], [operands[0]])
+            convert.extend_8_bits(self, dst, operands[0], t)
         else:
             self.emit("cvt.u16.u32", [dst], [operands[0]])
 
     def normalise(self, reg: VReg, t: Scalar) -> None:
         """Re-extend an 8-bit int kept in a 16-bit register after an op that may carry out."""
         if t.is_int and t.bits == 8:
-            self.emit("cvt.s16.s8" if t.is_signed else "cvt.u16.u8", [reg], [reg])
+            convert.extend_8_bits(self, reg, reg, t)
 
     def _mad(self, add: ir.Instr, mul: ir.Instr) -> None:
         other = add.args[1] if add.args[0] is mul else add.args[0]
