@@ -55,6 +55,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -1105,6 +1106,43 @@ def check_program(draw, memory=False):
 
 
 # ---- checks of the reference itself (against NumPy, ml_dtypes and JAX, not the compiler) ----
+def _mismatches(seed: str, n: int, memory: bool) -> int:
+    import random
+
+    found = 0
+    for k in range(n):
+        r = random.Random(f"{seed}:{k}")
+        try:
+            check_program(lambda lo, hi: r.randint(lo, hi), memory)
+        except AssertionError:
+            found += 1
+    return found
+
+
+def _merge_every_load(monkeypatch):
+    from ptxpy.transpiler.passes import cse
+    monkeypatch.setattr(cse, "NUMBERED", cse.NUMBERED | {"load"})
+
+
+def _every_global_array_read_only(monkeypatch):
+    from ptxpy.transpiler import ssa_builder
+    init = ssa_builder._Array.__init__
+
+    def read_only(self, name, elem, shape, space, base=None, nc=False, decl=None, uid=0):
+        init(self, name, elem, shape, space, base, nc or space == "global", decl, uid)
+    monkeypatch.setattr(ssa_builder._Array, "__init__", read_only)
+
+
+@pytest.mark.parametrize("break_compiler", [_merge_every_load, _every_global_array_read_only])
+def test_memory_programs_catch_a_load_moved_across_a_store(monkeypatch, break_compiler):
+    """What the scratch array is for: a compiler whose CSE merges loads across stores, or that
+    reads a written global array through the read-only path, fails some of seed 31's first 16
+    programs with memory (programs 3 and 12), and none without."""
+    break_compiler(monkeypatch)
+    assert _mismatches("31", 16, memory=True) > 0
+    assert _mismatches("31", 16, memory=False) == 0
+
+
 def test_reference_rounding_matches_numpy():
     """round_float and int_to_float against NumPy's and ml_dtypes' conversions."""
     import ml_dtypes
