@@ -1105,7 +1105,7 @@ def check_program(draw, memory=False):
                 f"got {g[tid, col]!r}\n{source}")
 
 
-# ---- checks of the reference itself (against NumPy, ml_dtypes and JAX, not the compiler) ----
+# ---- the scratch array catches what it is for: compilers broken on purpose ----
 def _mismatches(seed: str, n: int, memory: bool) -> int:
     import random
 
@@ -1143,6 +1143,7 @@ def test_memory_programs_catch_a_load_moved_across_a_store(monkeypatch, break_co
     assert _mismatches("31", 16, memory=False) == 0
 
 
+# ---- checks of the reference itself (against NumPy, ml_dtypes and JAX, not the compiler) ----
 def test_reference_rounding_matches_numpy():
     """round_float and int_to_float against NumPy's and ml_dtypes' conversions."""
     import ml_dtypes
