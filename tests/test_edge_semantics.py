@@ -482,6 +482,65 @@ def kern(x: Array[u16], b: Array[f32], o: Array[u32, 2]):
     assert o.tolist() == np.stack(want, axis=1).astype(np.uint32).tolist()
 
 
+def test_a_bool_made_bf16_in_a_loop_that_ptxas_unrolls():
+    """Program 827 as the card got it wrong (benchmarks/probes/reduced/program-827.py): the loop
+    runs once, so m[0] = 1.0; the card stored the bits 0x0001 (ptxas dropped the conversion of
+    `selp.s32 1, 0` to bf16). Unused parameters stay: without them ptxas got it right."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], b: Array[f32], c: Array[i32], d: Array[u16], o_i32: Array[i32, 2], o_u8: Array[u8, 2], o_u64: Array[u64, 2], o_bf16: Array[bf16, 2], o_i64: Array[i64, 2], o_mem: Array[bf16, 2]):
+    i = 0
+    v4: bf16 = 1
+    v5: i64 = 0
+    m = ptxpy.local_array(4, bf16)
+    m[0] = 0
+    m[1] = 0
+    m[2] = 0
+    m[3] = 0
+    w6 = 0
+    while w6 < 1:
+        w6 += 1
+        m[(v5) & 3] = (bool(v4) + 0)
+        v4 = 0
+    o_mem[i, 0] = m[0]
+    o_mem[i, 1] = 0
+    o_mem[i, 2] = 0
+    o_mem[i, 3] = 0
+"""
+    inputs = [np.zeros(64, t) for t in (np.int32, np.float32, np.int32, np.uint16)]
+    outputs = [Out((1, 1), t) for t in (np.int32, np.uint8, np.uint64, ml_dtypes.bfloat16,
+                                        np.int64)] + [Out((1, 4), ml_dtypes.bfloat16)]
+    o_mem = run(source, "kern", inputs + outputs, grid=1, block=1)[-1]
+    assert o_mem.astype(np.float32).tolist() == [[1.0, 0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("ty", ["bf16", "f16"])
+@pytest.mark.parametrize("trips", [1, 2])
+@pytest.mark.parametrize("value", ["bool(v) + 0", "1 if v != 0 else 0", "i32(v != 0) * 3"])
+def test_a_bool_made_a_half_float_in_a_loop_that_ptxas_unrolls(ty, trips, value):
+    """A bool, as an int, converted to bf16 or f16 in a loop of constant trip count, where `v`
+    is 1.0 on the first trip and 0.0 after: program 827's pattern (above) in more forms. On the
+    card these pass even without the fix (ptxas is sensitive to the surroundings); they check
+    the fold `_convert_select` does on the simulator, in every type."""
+    source = HEADER + f"""
+@ptxpy.jit
+def kern(o: Array[{ty}, 2]):
+    i = 0
+    v: {ty} = 1
+    m = ptxpy.local_array(4, {ty})
+    m[0] = 0
+    w = 0
+    while w < {trips}:
+        w += 1
+        m[0] = {value}
+        v = 0
+    o[i, 0] = m[0]
+"""
+    (o,) = run(source, "kern", [Out((1, 1), NUMPY[ty])], grid=1, block=1)
+    scale = 3.0 if "* 3" in value else 1.0
+    assert float(o[0, 0]) == (scale if trips == 1 else 0.0)
+
+
 def test_bool_selects_of_every_form():
     """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
     source = HEADER + """

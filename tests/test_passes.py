@@ -289,6 +289,29 @@ def test_sccp_loop_phi_of_a_constant_stays_constant():
 
 
 # --- copyprop, cse, dce ----------------------------------------------------------------------
+@pytest.mark.parametrize("t", [bf16, f16, f32, i64])
+@pytest.mark.parametrize("form", ["bool", "select"])
+def test_sccp_converts_a_bool_or_a_select_of_constants_directly(t, form):
+    """`T(i32(a < b))` -> `T(a < b)`, `T(3 if a < b else -2)` -> `T(3) if a < b else T(-2)`:
+    no cvt is left of a `selp` of constants (ptxas got that wrong for bf16 and f16)."""
+    def body(b, x, y):
+        less = b("cmp", bool_, x, y, pred="lt")
+        as_int = (b("cvt", i32, less) if form == "bool"
+                  else b("select", i32, less, Const(i32, 3), Const(i32, -2)))
+        return b("cvt", t, as_int)
+    func = scalar_kernel(i32, body)
+    store = next(i for i in func.instrs() if i.op == "store")
+    before = [run_scalar(func, t, a, c) for a, c in ((1, 2), (2, 1), (5, 5))]
+    func = run_pass(sccp.run, func)
+    func = run_pass(dce.run, func)
+    converted = store.args[1]
+    assert converted.op == ("cvt" if form == "bool" else "select")
+    assert converted.args[0].op == "cmp"
+    assert [run_scalar(func, t, a, c) for a, c in ((1, 2), (2, 1), (5, 5))] == before
+    ones = {"bool": [1, 0, 0], "select": [3, -2, -2]}[form]
+    assert before == [float(v) if t.is_float else v for v in ones]
+
+
 def test_copyprop_removes_movs_and_trivial_phis():
     b = Builder()
     out, p = b.param("out", ptr=True), b.param("p")

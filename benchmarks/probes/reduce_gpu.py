@@ -6,6 +6,8 @@ one greedily removes statements, replaces `if` tests by `True`/`False` and expre
 of their operands or by `0`/`1`, keeping each change while the card and the simulator still
 disagree on some output. Divisors and array indices are left alone: changing them could make
 the program undefined (an integer division by zero, an index out of bounds) rather than smaller.
+A `while` loop keeps its test (or becomes `while False:`) and its counter's `w += 1`, so that
+every candidate still ends.
 
     python benchmarks/probes/reduce_gpu.py MISMATCHES.txt [OUT_DIR] [--jobs N]
 
@@ -152,13 +154,17 @@ def candidates(module):
         def visit_IndentedBlock(self, node):
             # not the kernel's first stores to its scratch array: without them a load could
             # read an element never stored, and the program would be undefined, not smaller
-            statements.extend(s for s in node.body if not (node is kernel.body and fills(s)))
+            statements.extend(s for s in node.body if not (node is kernel.body and fills(s))
+                              and not counts(s))
 
         def visit_If(self, node):
-            tests.append(node.test)
+            tests.append((node.test, ("True", "False")))
 
         def visit_While(self, node):
-            tests.append(node.test)
+            # `while w < N: w += 1 ...` keeps its test and counter (or the card never returns)
+            tests.append((node.test, ("False",)))
+            node.body.visit(self)
+            return False
 
         def visit_Subscript(self, node):
             self.protected += 1
@@ -182,8 +188,8 @@ def candidates(module):
     kernel.body.visit(Collect())
     for statement in statements:
         yield lambda m, s=statement: m.deep_remove(s)
-    for test in tests:
-        for value in ("True", "False"):
+    for test, values in tests:
+        for value in values:
             yield lambda m, t=test, v=value: m.deep_replace(t, cst.parse_expression(v))
     for node in expressions:
         for child in operands(node):
@@ -202,6 +208,14 @@ def fills(statement) -> bool:
     target = m.Subscript(value=m.Name("m") | m.Name("o_mem"), slice=m.OneOf([slot], [row, slot]))
     store = m.Assign(targets=[m.AssignTarget(target=target)])
     return m.matches(statement, m.SimpleStatementLine(body=[store]))
+
+
+def counts(statement) -> bool:
+    """`w += 1`: the counter of one of test_differential's while loops."""
+    import libcst.matchers as m
+
+    step = m.AugAssign(target=m.Name(), operator=m.AddAssign(), value=m.Integer("1"))
+    return m.matches(statement, m.SimpleStatementLine(body=[step]))
 
 
 def operands(node):

@@ -12,6 +12,7 @@ FIX is one of
   f32-known-add           `add`/`sub.rn.f32` on values ptxas knows instead of an fma by 1 or -1
   bool-select             a bool select as (c & a) | (!c & b) instead of b ^ ((a ^ b) & c)
   cvt-s16-s8              i8 extended by `cvt.s16.s8` instead of through a 32-bit register
+  cvt-select              `T(int(b))` and `T(k1 if c else k2)` left as a cvt of a select
 """
 import runpy
 import sys
@@ -19,6 +20,7 @@ import sys
 import ptxpy.transpiler.backend.convert as convert
 import ptxpy.transpiler.backend.isel as isel
 import ptxpy.transpiler.backend.regalloc as regalloc
+import ptxpy.transpiler.passes.sccp as sccp
 
 
 def tested_only(mfunc, loops, registers, graph):
@@ -84,6 +86,7 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "neg-f16": neg_instruction,
          "bool-select": and_or_select,
          "cvt-s16-s8": s16_s8_extension,
+         "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 
 

@@ -98,6 +98,8 @@ def _simplify_all(func: Function, uses: dict) -> bool:
     for block in func.blocks:
         removed = False
         for instr in block.instrs:
+            if instr.op == "cvt":
+                changed |= _convert_select(instr, uses)
             if instr.op in _SIMPLIFIED_OPS and _may_simplify(instr.args):
                 if instr.op == "cmp":
                     changed |= _compare_unshifted(instr, uses)
@@ -360,6 +362,32 @@ def simplify(instr: Instr) -> Value | None:
     if op == "cmp" and a.type.is_int and _same(a, b):
         return Const(t, instr.attrs["pred"] in ("eq", "le", "ge"))
     return None
+
+
+def _convert_select(cvt: Instr, uses: dict) -> bool:
+    """`T(int(b))` -> `T(b)` for a bool b, and `T(k1 if c else k2)` -> `T(k1) if c else T(k2)`
+    for constants k1, k2: one instruction, not a select and a cvt. Also a workaround: ptxas
+    turned `cvt.rn.bf16.s32` (or f16) of `selp.s32 1, 0` in a loop it unrolled into the integer
+    1, not 1.0 (program 827, cvtloop_probe.py, H100). Whether it rewrote `cvt`."""
+    source = cvt.args[0]
+    if source.__class__ is not Instr or cvt.type.is_bool:
+        return False
+    if source.op == "cvt" and source.args[0].type.is_bool and not source.type.is_bool:
+        new_args = [source.args[0]]
+    elif (source.op == "select" and source.args[1].__class__ is Const
+          and source.args[2].__class__ is Const):
+        arms = [fold(cvt, [k]) for k in source.args[1:]]
+        if BOTTOM in arms:
+            return False
+        cvt.op, cvt.attrs = "select", {}
+        new_args = [source.args[0], *arms]
+    else:
+        return False
+    uses[source].remove(cvt)
+    cvt.args = new_args
+    if new_args[0].__class__ is Instr:
+        uses.setdefault(new_args[0], []).append(cvt)
+    return True
 
 
 def _shifts_out(count: Value, t) -> bool:
