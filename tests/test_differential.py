@@ -33,6 +33,12 @@ What the generator covers:
   slots are stored first; the final contents are an output. This is where a compiler is tempted
   to move or merge a load across a store (CSE, loop-invariant motion, `.nc` loads of an array
   that is written). Off by default, so that the seeds of earlier runs give the same programs.
+* with `warp=True` (`--warp`), warp functions between the kernel's top-level statements, where
+  every lane of the warp makes the call: `v = T(ptxpy.shfl_sync(e, lane))` (also `_up`,
+  `_down`, `_xor`; lanes from literals past 31 or negative, and from run-time values of any
+  integer type), `warp_sum`/`warp_max`/`warp_min` of any number type (the sum in the
+  butterfly's order, which a float sum depends on) and `ballot_sync`/`any_sync`/`all_sync`.
+  The reference runs the threads in step at the top level. Off by default, as `memory`.
 
 The reference is written from the language's rules (docs/language.md, SPEC 2.1), never from
 the compiler: integers wrap at their width; floats are held as Python floats with the exact
@@ -789,6 +795,38 @@ class Gen:
         fa, fb, py = operand_fn(a, t), operand_fn(b, t), ops[op]
         return Expr(f"({a.src} {op} {b.src})", "bool", lambda env: py(fa(env), fb(env)))
 
+    # ---- warp functions (top level only: every lane of the warp makes the call) -------------
+    def warp_stmt(self):
+        """`v = T(ptxpy.<warp function>(...))`: (lines, fn(envs)) where fn takes every thread's
+        env, in thread order, since a lane's result depends on the other lanes' arguments."""
+        name = self.pick(list(self.vars))
+        ty = self.vars[name]
+        op = self.pick(WARP_FUNCTIONS)
+        if op in VOTES:
+            arg = self.expr("bool", 2)
+            value_ty, extra = ("u32" if op == "ballot_sync" else "bool"), None
+        else:
+            value_ty = ty if ty != "bool" and self.chance(2, 3) else self.pick(NUM_TYPES)
+            arg = self.cast(self.expr(value_ty, 2), value_ty)
+            extra = None
+            if op.startswith("shfl"):
+                extra = (literal(self.pick([0, 1, 2, 5, 16, 31, 32, 33, 40, -1]))
+                         if self.chance(1, 2) else self.expr(self.pick(INT_TYPES), 1))
+        key = self.fresh("@warp")
+        call = f"ptxpy.{op}({arg.src}{', ' + extra.src if extra else ''})"
+        target = self.cast(Expr(call, value_ty, lambda env: env[key]), ty)
+        f_arg, f_target = operand_fn(arg, arg.ty), operand_fn(target, ty)
+        f_extra = operand_fn(extra, "i64") if extra else None
+
+        def f(envs):
+            args = [f_arg(env) for env in envs]
+            extras = [f_extra(env) & 31 for env in envs] if extra else None
+            for tid, env in enumerate(envs):
+                env[key] = warp_result(op, value_ty, args, extras, tid)
+            for env in envs:
+                env[name] = f_target(env)
+        return [f"{name} = {target.src}"], f
+
     # ---- statements --------------------------------------------------------------------------
     def block(self, depth, n):
         """Returns (lines, fn(env)) for n statements."""
@@ -923,6 +961,37 @@ class Gen:
         return self.assign()
 
 
+VOTES = ("ballot_sync", "any_sync", "all_sync")
+WARP_FUNCTIONS = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "warp_sum",
+                  "warp_max", "warp_min") + VOTES
+
+
+def warp_result(op, ty, args, extras, tid):
+    """What `op` gives thread `tid` (docs/language.md, "Warp functions"): `args` holds every
+    thread's argument, `extras` the lane arguments' low five bits; the warps are whole."""
+    base, lane = tid - tid % 32, tid % 32
+    warp = args[base:base + 32]
+    if op in VOTES:
+        if op == "ballot_sync":
+            return sum(1 << k for k, p in enumerate(warp) if p)
+        return any(warp) if op == "any_sync" else all(warp)
+    if op.startswith("warp_"):
+        combine = {"warp_sum": lambda x, y: (float_arith("+", x, y, ty) if ty in FLOAT_TYPES
+                                             else wrap(x + y, ty)),
+                   "warp_max": lambda x, y: (float_min_max("max", x, y) if ty in FLOAT_TYPES
+                                             else max(x, y)),
+                   "warp_min": lambda x, y: (float_min_max("min", x, y) if ty in FLOAT_TYPES
+                                             else min(x, y))}[op]
+        values = list(warp)
+        for mask in (16, 8, 4, 2, 1):      # the butterfly's order, which float sums depend on
+            values = [combine(values[k], values[k ^ mask]) for k in range(32)]
+        return values[lane]
+    k = extras[tid]
+    source = {"shfl_sync": k, "shfl_up_sync": lane - k, "shfl_down_sync": lane + k,
+              "shfl_xor_sync": lane ^ k}[op]
+    return warp[source] if 0 <= source < 32 else warp[lane]
+
+
 def gen_helper(draw):
     """An optional @ptxpy.func: (source lines, (name, param types, return type, evaluator))."""
     g = Gen(draw)
@@ -974,9 +1043,10 @@ def input_values(ty: str, rng) -> np.ndarray:
         return np.array([round_float(float(v), ty) for v in values]).astype(np_dtype(ty))
 
 
-def gen_program(draw, memory=False):
+def gen_program(draw, memory=False, warp=False):
     """Returns (source, reference(inputs) -> outputs, inputs, output (name, type, shape) list).
-    `memory`: with a scratch array in some programs (the module's docstring)."""
+    `memory`: with a scratch array in some programs; `warp`: with warp functions at the top
+    level (the module's docstring)."""
     lines = [HEADER]
     arrays = {"a": "i32", "b": "f32"}
     for name in ARRAY_NAMES[:draw(0, 2)]:
@@ -1013,8 +1083,15 @@ def gen_program(draw, memory=False):
             lines_, f = g.mem_store(slot)
             body += lines_
             mem_fns.append(f)
-    blines, bfn = g.block(3, draw(1, 6))
-    body += blines
+    steps = []     # the top level: (fn(env) of each thread, or fn(envs) of all of them)
+    for _ in range(draw(1, 6)):
+        lines_, f = g.stmt(3)
+        body += lines_
+        steps.append((f, False))
+        if warp and draw(0, 1) == 0:
+            lines_, f = g.warp_stmt()
+            body += lines_
+            steps.append((f, True))
     # one output array per type: the variables of that type, then (for some) a value of
     # another type, converted by the store
     columns: dict[str, list] = {}
@@ -1045,6 +1122,7 @@ def gen_program(draw, memory=False):
         memory_rows = []
         values = {n: [int(x) if arrays[n] in INTS else float(x) for x in arr.tolist()]
                   for n, arr in zip(arrays, inputs)}
+        envs = []
         for tid in range(NTHREADS):
             env = {"i": tid}
             for n in arrays:
@@ -1054,7 +1132,14 @@ def gen_program(draw, memory=False):
             env["@mem"] = [None] * MEM_SLOTS
             for fn in mem_fns:
                 fn(env)
-            bfn(env)
+            envs.append(env)
+        for fn, whole_block in steps:    # the threads in step at the top level
+            if whole_block:
+                fn(envs)
+            else:
+                for env in envs:
+                    fn(env)
+        for tid, env in enumerate(envs):
             for k, t in enumerate(outputs):
                 for j, (n, s) in enumerate(columns[t]):
                     results[k][tid][j] = convert(env[n], s, t)
@@ -1089,9 +1174,9 @@ def same_values(x, y, ty):
     return x == y
 
 
-def check_program(draw, memory=False):
+def check_program(draw, memory=False, warp=False):
     """Generate, compile + simulate, compare. Raises AssertionError on a mismatch."""
-    source, reference, inputs, out_specs = gen_program(draw, memory)
+    source, reference, inputs, out_specs = gen_program(draw, memory, warp)
     expected = reference(inputs)
     got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
               grid=1, block=NTHREADS)
@@ -1106,14 +1191,14 @@ def check_program(draw, memory=False):
 
 
 # ---- the scratch array catches what it is for: compilers broken on purpose ----
-def _mismatches(seed: str, n: int, memory: bool) -> int:
+def _mismatches(seed: str, n: int, memory: bool, warp: bool = False) -> int:
     import random
 
     found = 0
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory)
+            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp)
         except AssertionError:
             found += 1
     return found
@@ -1141,6 +1226,17 @@ def test_memory_programs_catch_a_load_moved_across_a_store(monkeypatch, break_co
     break_compiler(monkeypatch)
     assert _mismatches("31", 16, memory=True) > 0
     assert _mismatches("31", 16, memory=False) == 0
+
+
+def test_warp_programs_catch_a_shuffle_in_the_wrong_direction(monkeypatch):
+    """A compiler whose `shfl_up_sync` reads the lane above instead of the one below
+    (`shfl.down`) fails seed 31's first 16 programs with warp functions (programs 2 and 15),
+    and none without."""
+    from ptxpy.transpiler import lower_intrinsics
+
+    monkeypatch.setitem(lower_intrinsics.HANDLERS, "shfl_up_sync", lower_intrinsics._shfl("down"))
+    assert _mismatches("31", 16, memory=False, warp=True) > 0
+    assert _mismatches("31", 16, memory=False, warp=False) == 0
 
 
 # ---- checks of the reference itself (against NumPy, ml_dtypes and JAX, not the compiler) ----
@@ -1215,14 +1311,20 @@ if given is not None:
     def test_random_kernels_with_memory_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), memory=True)
 
+    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // 2, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def test_random_kernels_with_warp_functions_match_reference(data):
+        check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), warp=True)
+
 
 def main(argv):
     import random
     import time
     import traceback
 
-    memory = "--memory" in argv
-    argv = [a for a in argv if a != "--memory"]
+    memory, warp = "--memory" in argv, "--warp" in argv
+    argv = [a for a in argv if a not in ("--memory", "--warp")]
     n = int(argv[1]) if len(argv) > 1 else 100
     seed = int(argv[2]) if len(argv) > 2 else 0
     mismatches = errors = 0
@@ -1230,7 +1332,7 @@ def main(argv):
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory)
+            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp)
         except AssertionError as exc:
             mismatches += 1
             print(f"--- program {k}: {exc}" if mismatches <= 3 else f"--- program {k}: mismatch",
@@ -1244,7 +1346,7 @@ def main(argv):
             print(f"... {k + 1} programs, {mismatches} mismatches, {errors} internal errors, "
                   f"{time.time() - start:.0f} s", flush=True)
     print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}"
-          f"{' (--memory)' if memory else ''}, {time.time() - start:.0f} s")
+          f"{' --memory' if memory else ''}{' --warp' if warp else ''}, {time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":

@@ -541,6 +541,40 @@ def kern(o: Array[{ty}, 2]):
     assert float(o[0, 0]) == (scale if trips == 1 else 0.0)
 
 
+@pytest.mark.parametrize("a0, d0", [(98, 72), (0, 0), (0, 5)])
+def test_a_bool_xor_of_a_value_a_loop_copied(a0, d0):
+    """`(v3 | v4) ^ v3` is 0 when a loop has set v4 = v3; with `v3 & v4` beside it ptxas merged
+    the three into one PLOP3 and gave v3 (H100; benchmarks/probes/reduced/program-51.py, which
+    this is but for its unused helper)."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], b: Array[f32], c: Array[i16], d: Array[u32], o_u16: Array[u16, 2], o_i8: Array[i8, 2], o_bool: Array[bool, 2]):
+    i = 0
+    v1: u16 = 0
+    v3: bool = (0 >= 0)
+    v4 = False
+    if a[i]:
+        pass
+    else:
+        v3 = (d[((((v1 & 65535) + v1) // 200)) & 63] <= 0)
+    w8 = 0
+    while w8 < 5:
+        w8 += 1
+        v4 = v3
+    v1 = ((v3 | v4) ^ v3)
+    v4 = (v3 & v4)
+    o_i8[i, 1] = v1
+    o_bool[i, 1] = v4
+"""
+    a, d = np.zeros(64, np.int32), np.zeros(64, np.uint32)
+    a[0], d[0] = a0, d0
+    b, c = np.zeros(64, np.float32), np.zeros(64, np.int16)
+    _, o_i8, o_bool = run(source, "kern", [a, b, c, d, Out((1, 1), np.uint16), Out((1, 2), np.int8),
+                                            Out((1, 2), np.bool_)], grid=1, block=1)
+    v3 = bool(a0) or d0 <= 0
+    assert (int(o_i8[0, 1]), bool(o_bool[0, 1])) == (0, v3)
+
+
 def test_bool_selects_of_every_form():
     """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
     source = HEADER + """

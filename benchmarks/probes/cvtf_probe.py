@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(0, "tests")
 from gpu_launcher import gpu_run_kernel  # noqa: E402
-from min_probe import report  # noqa: E402
+from min_probe import check_ptxpy, report  # noqa: E402
 
 # name: (PTX setting %r2 from %r1 = x and %p1 = (x != 0), the value as a function of x)
 VALUES = {
@@ -97,13 +97,8 @@ def main():
             report(f"{cname} of {vname}", 52, np.flatnonzero(expected != out), {"x": x},
                    out, expected, ptx)
             n += 1
-    from ptxpy.transpiler import driver
-    ptx = driver.transpile(PTXPY_SOURCE, "cvtf.py", arch="sm_90")["as_bf16"]
-    out = np.zeros(len(x), np.uint16)
-    gpu_run_kernel(ptx, "as_bf16", (1,), (len(x),), [x, len(x), out, len(x)])
-    expected = bits((x != 0) * 1, "bf16").astype(np.uint16)
-    report("ptxpy: bf16 (bool(x) & True) + 0", 52, np.flatnonzero(expected != out), {"x": x},
-           out, expected, ptx)
+    check_ptxpy("ptxpy: bf16 (bool(x) & True) + 0", 52, PTXPY_SOURCE, "as_bf16", x,
+                np.zeros(len(x), np.uint16), bits((x != 0) * 1, "bf16").astype(np.uint16))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 # 3. random programs on the card: 14 processes, seeds FIRST_SEED.., SECONDS each (at most about
 #    270 with a recheck, so that the whole check fits the device's 10-minute command), with
 #    DIFF_FLAGS passed on to test_differential.py (DIFF_FLAGS=--memory: programs with a scratch
-#    array).
+#    array; --warp: with warp functions; both may be given).
 # Writes under $OUT: recheck.txt, tests_device.txt, diff-all.txt (with "# diff-SEED.txt" lines,
 # the format reduce_gpu.py reads).
 seed=${1:?first seed}; seconds=${2:-250}; old=$3

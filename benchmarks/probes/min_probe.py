@@ -121,6 +121,16 @@ def report(name, width, bad, inputs, out, expected, ptx):
         print("    " + sass(ptx).replace("\n", "\n    "))
 
 
+def check_ptxpy(name, width, source, kernel, x, out, expected):
+    """Compile `kernel` of the ptxpy `source`, run it on one block over `x` into `out` (its 1-D
+    arrays take their lengths after them), and print its verdict as `report` does."""
+    from ptxpy.transpiler import driver
+
+    ptx = driver.transpile(source, f"{kernel}.py", arch="sm_90")[kernel]
+    gpu_run_kernel(ptx, kernel, (1,), (len(x),), [x, len(x), out, len(out)])
+    report(name, width, np.flatnonzero(expected != out), {"x": x}, out, expected, ptx)
+
+
 def main():
     head = ".version 7.8\n.target sm_90\n.address_size 64\n"
     rng = np.random.default_rng(0)

@@ -57,9 +57,9 @@ def generated_inputs(program):
 
     if program["seed"] is None:
         return None
-    for memory in (False, True):     # a run with or without --memory
-        draws = random.Random(f"{program['seed']}:{program['number']}")
-        source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), memory)
+    for memory, warp in ((False, False), (True, False), (False, True), (True, True)):
+        draws = random.Random(f"{program['seed']}:{program['number']}")   # (the run's flags)
+        source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), memory, warp)
         if source.strip() == program.get("original", program["source"]).strip():
             return inputs
     return None

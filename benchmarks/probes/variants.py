@@ -28,7 +28,8 @@ MISMATCHES = [os.path.join(HERE, "..", "results", name) for name in (
     "differential-gpu-h100-2026-11-23-session18-long.txt",
     "differential-gpu-h100-2026-11-23-session19.txt",
     "differential-gpu-h100-2026-11-23-session19-final.txt",
-    "differential-gpu-h100-2026-11-23-session19-fma.txt")]
+    "differential-gpu-h100-2026-11-23-session19-fma.txt",
+    "differential-gpu-h100-2026-11-24-session21-warp.txt")]
 SELECT_564 = (r"or\.pred %p3, %p2, %p1;\s*and\.pred %p1, %p2, %p1;\s*not\.pred %p2, %p2;"
               r"\s*and\.pred %p2, %p2, %p3;\s*or\.pred %p2, %p1, %p2;")
 Q = "cvt.s32.s16 %q1, {a}; cvt.s32.s16 %q2, {b};"
@@ -164,6 +165,37 @@ VARIANTS = {
                                       "not.pred %qp1, %p2; and.pred %p2, %qp1, %p1;"),
         "second not into a fresh register": (r"not\.pred %p2, %p2;\s*and\.pred %p2, %p2, %p3;",
                                              "not.pred %qp1, %p2; and.pred %p2, %qp1, %p3;"),
+    },
+    51: {    # v4 = v3 in a loop of 5 after v3 = True or (d <= 0) in a branch on %p1 (session 21)
+        "branch tests its own register": (r"setp\.ne\.s32 %p1, %r1, 0;\s*@%p1 bra \$BB2;",
+                                          "setp.ne.s32 %qp1, %r1, 0; @%qp1 bra $BB2;"),
+        "True arm keeps the tested %p1": (r"\$BB2:\s*setp\.ne\.u32 %p1, 1, 0;", "$BB2:"),
+        "True arm by setp of a register": (r"setp\.ne\.u32 %p1, 1, 0;",
+                                           "mov.u32 %q1, 1; setp.ne.u32 %p1, %q1, 0;"),
+        "loop's entry value by mov.pred": (r"setp\.ne\.u32 %p2, 0, 0;",
+                                           "setp.ne.u32 %qp2, 0, 0; mov.pred %p2, %qp2;"),
+        "v3 copied to %qp1 before the loop": [
+            (r"\$BB3:\s*mov\.u32 %r1, 0;", "$BB3: mov.pred %qp1, %p1; mov.u32 %r1, 0;"),
+            (r"mov\.pred %p2, %p1;", "mov.pred %p2, %qp1;"),
+            (r"or\.pred %p3, %p1, %p2;", "or.pred %p3, %qp1, %p2;"),
+            (r"xor\.pred %p3, %p3, %p1;", "xor.pred %p3, %p3, %qp1;"),
+            (r"and\.pred %p1, %p1, %p2;", "and.pred %p1, %qp1, %p2;")],
+        "v4 = v3 & v4 into a new register": [(r"and\.pred %p1, %p1, %p2;", "and.pred %qp3, %p1, %p2;"),
+                                              (r"selp\.u16 %rs1, 1, 0, %p1;", "selp.u16 %rs1, 1, 0, %qp3;")],
+        "no v3 & v4 (it is v3)": (r"and\.pred %p1, %p1, %p2;", ""),
+        "the xor in b32": (r"xor\.pred %p3, %p3, %p1;",
+                           "selp.u32 %q1, 1, 0, %p3; selp.u32 %q2, 1, 0, %p1; xor.b32 %q1, %q1, %q2; "
+                           "setp.ne.u32 %p3, %q1, 0;"),
+        "the xor as setp.ne.b32 of selps": (r"xor\.pred %p3, %p3, %p1;",
+                                            "selp.u32 %q1, 1, 0, %p3; selp.u32 %q2, 1, 0, %p1; "
+                                            "setp.ne.b32 %p3, %q1, %q2;"),
+        "the or and xor in b32": [
+            (r"or\.pred %p3, %p1, %p2;", "selp.u32 %q1, 1, 0, %p1; selp.u32 %q2, 1, 0, %p2; "
+             "or.b32 %q3, %q1, %q2;"),
+            (r"xor\.pred %p3, %p3, %p1;", "xor.b32 %q3, %q3, %q1; setp.ne.u32 %p3, %q3, 0;")],
+        "the loop's trip count loaded": (r"setp\.lt\.s32 %p3, %r1, 5;",
+                                         "ld.global.nc.s32 %q2, [%rd1]; min.s32 %q2, %q2, 5; "
+                                         "max.s32 %q2, %q2, 5; setp.lt.s32 %p3, %r1, %q2;"),
     },
     872: {   # -bf16(v2) with v2 == 0 from a helper's loops: the card stores +0.0
         "sign bit flipped": (r"neg\.bf16 (%hb\d+), (%hb\d+);", r"xor.b16 \1, \2, 0x8000;"),

@@ -13,6 +13,7 @@ FIX is one of
   bool-select             a bool select as (c & a) | (!c & b) instead of b ^ ((a ^ b) & c)
   cvt-s16-s8              i8 extended by `cvt.s16.s8` instead of through a 32-bit register
   cvt-select              `T(int(b))` and `T(k1 if c else k2)` left as a cvt of a select
+  pred-xor                a bool `^`, `==`, `!=` as `xor.pred` instead of `setp` of 0 or 1
 """
 import runpy
 import sys
@@ -73,6 +74,14 @@ def and_or_select():
     selector().bool_select = bool_select
 
 
+def xor_pred():
+    def differ(self, dst, pred, a, b):
+        self.emit("xor.pred", [dst], [a, b])
+        if pred == "eq":
+            self.emit("not.pred", [dst], [dst])
+    selector().pred_differ = differ
+
+
 def s16_s8_extension():
     def extend(sel, dst, src, t):
         sel.emit("cvt.s16.s8" if t.is_signed else "cvt.u16.u8", [dst], [src])
@@ -86,6 +95,7 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "neg-f16": neg_instruction,
          "bool-select": and_or_select,
          "cvt-s16-s8": s16_s8_extension,
+         "pred-xor": xor_pred,
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 

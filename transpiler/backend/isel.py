@@ -544,7 +544,15 @@ class ISel:
 
     def bitwise(self, instr: ir.Instr) -> None:
         t, dst = instr.type, self.reg(instr)
-        if t.is_bool:
+        if t.is_bool and instr.op == "xor":
+            a, b = instr.args
+            if isinstance(a, ir.Const):
+                a, b = b, a
+            if isinstance(b, ir.Const):      # v ^ True is not v (sccp drops v ^ False)
+                self.emit("not.pred" if b.value else "mov.pred", [dst], [self.src(a, imm=False)])
+            else:
+                self.pred_differ(dst, "ne", *self.srcs(instr, imm=False))
+        elif t.is_bool:
             self.emit(f"{instr.op}.pred", [dst], self.srcs(instr, imm=False))
         elif t.is_int:
             self.emit(f"{instr.op}.{bits(t)}", [dst], self.srcs(instr))
@@ -804,11 +812,19 @@ class ISel:
             cond = _UNSIGNED_CMP[pred] if t.kind == "uint" else pred
         self.emit(f"setp.{cond}.{arith(t)}", [dst], [a, b])
 
+    def pred_differ(self, dst: VReg, pred: str, a: VReg, b: VReg) -> None:
+        """dst = (a != b) (`ne`, a bool `^`) or (a == b) (`eq`) for predicates, compared as 0 or 1
+        in 32-bit registers. ptxas merged `xor.pred` (and `xor.b32` of the same 0 or 1) with an
+        `or` and an `and` of the same inputs into one PLOP3 and got `(v3 | v4) ^ v3` wrong for
+        v4 == v3 from a loop (program 51, variants.py 51, plop_probe.py; H100)."""
+        bits_a, bits_b = self.new("r"), self.new("r")
+        self.emit("selp.u32", [bits_a], [Imm("1"), Imm("0"), a])
+        self.emit("selp.u32", [bits_b], [Imm("1"), Imm("0"), b])
+        self.emit(f"setp.{pred}.b32", [dst], [bits_a, bits_b])
+
     def bool_cmp(self, dst: VReg, pred: str, a: VReg, b: VReg) -> None:
         if pred in ("eq", "ne"):
-            self.emit("xor.pred", [dst], [a, b])
-            if pred == "eq":
-                self.emit("not.pred", [dst], [dst])
+            self.pred_differ(dst, pred, a, b)
             return
         # with false < true: a<b is !a&b, a<=b is !a|b, a>b is a&!b, a>=b is a|!b
         negated, other = (a, b) if pred in ("lt", "le") else (b, a)
