@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(0, "tests")
 from gpu_launcher import gpu_run_kernel  # noqa: E402
-from min_probe import check_ptxpy, report  # noqa: E402
+from min_probe import check_ptxpy, entry, report  # noqa: E402
 
 # name: (PTX setting %r2 from %r1 = x and %p1 = (x != 0), the value as a function of x)
 VALUES = {
@@ -66,20 +66,10 @@ def bits(values, dtype):
 
 def kernel(name, value, conversion, wide):
     store = "mov.b32 %r3, %f1;" if wide else "cvt.u32.u16 %r3, %h1;"
-    text = "\n    ".join(value + conversion + [store])
-    return f""".visible .entry {name}(.param .u64 px, .param .u64 po) {{
-    .reg .b32 %q<4>; .reg .b64 %qd<12>; .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b16 %rs<4>;
-    .reg .b16 %h<4>; .reg .f32 %f<4>; .reg .b64 %rd<4>;
-    ld.param.u64 %qd1, [px]; ld.param.u64 %qd3, [po];
-    mov.u32 %q1, %tid.x; mul.wide.u32 %qd5, %q1, 4;
-    add.s64 %qd6, %qd1, %qd5; add.s64 %qd9, %qd3, %qd5;
-    ld.global.u32 %r1, [%qd6];
-    setp.ne.u32 %p1, %r1, 0;
-    {text}
-    st.global.u32 [%qd9], %r3;
-    ret;
-}}
-"""
+    return entry(name, ".reg .pred %p<4>; .reg .b32 %r<8>; .reg .b16 %rs<4>; .reg .b16 %h<4>; "
+                 ".reg .f32 %f<4>; .reg .b64 %rd<4>;",
+                 ["ld.global.u32 %r1, [%qd6];", "setp.ne.u32 %p1, %r1, 0;", *value, *conversion,
+                  store, "st.global.u32 [%qd9], %r3;"])
 
 
 def main():

@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, "tests")
 from gpu_launcher import gpu_run_kernel  # noqa: E402
-from min_probe import report  # noqa: E402
+from min_probe import entry, report  # noqa: E402
 
 BF16 = {"one": "0x3F80", "setp": "setp.neu.bf16 %p1, %h2, %h3;", "cvt": "cvt.rn.bf16"}
 F16 = {"one": "0x3C00", "setp": "setp.neu.f16 %p1, %h2, %h3;", "cvt": "cvt.rn.f16"}
@@ -121,20 +121,10 @@ $DONE:""", wide)
 
 def kernel_text(name, text, wide):
     store = "mov.b32 %r3, %f1;" if wide else "cvt.u32.u16 %r3, %h1;"
-    return f""".visible .entry {name}(.param .u64 px, .param .u64 po) {{
-    .reg .b32 %q<4>; .reg .b64 %qd<12>; .reg .pred %p<4>; .reg .b32 %r<8>;
-    .reg .b16 %h<6>; .reg .f32 %f<4>; .reg .b16 %rs<4>;
-    ld.param.u64 %qd1, [px]; ld.param.u64 %qd3, [po];
-    mov.u32 %q1, %tid.x; mul.wide.u32 %qd5, %q1, 4;
-    add.s64 %qd6, %qd1, %qd5; add.s64 %qd9, %qd3, %qd5;
-    ld.global.u32 %r5, [%qd6];
-    mov.b16 %h1, 0x0000; mov.f32 %f1, 0f00000000;
-    {text}
-    {store}
-    st.global.u32 [%qd9], %r3;
-    ret;
-}}
-"""
+    return entry(name, ".reg .pred %p<4>; .reg .b32 %r<8>; .reg .b16 %h<6>; .reg .f32 %f<4>; "
+                 ".reg .b16 %rs<4>;",
+                 ["ld.global.u32 %r5, [%qd6];", "mov.b16 %h1, 0x0000; mov.f32 %f1, 0f00000000;",
+                  text, store, "st.global.u32 [%qd9], %r3;"])
 
 
 def main():

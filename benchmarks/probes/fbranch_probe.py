@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(0, "tests")
 from gpu_launcher import gpu_run_kernel  # noqa: E402
-from min_probe import report  # noqa: E402
+from min_probe import entry, report  # noqa: E402
 
 C, NC = "0f3F808000", "0fBF808000"   # 1.00390625, -1.00390625
 X = "0f47C35000"                      # 100000.0
@@ -47,21 +47,9 @@ def at_x(x: Array[f32, 1], out: Array[f32, 1]):
 
 
 def kernel(name, test, compute):
-    return f""".visible .entry {name}(.param .u64 px, .param .u64 po) {{
-    .reg .b32 %q<4>; .reg .b64 %qd<12>; .reg .f32 %f<10>; .reg .pred %qp<4>;
-    ld.param.u64 %qd1, [px]; ld.param.u64 %qd3, [po];
-    mov.u32 %q1, %tid.x; mul.wide.u32 %qd5, %q1, 4;
-    add.s64 %qd6, %qd1, %qd5; add.s64 %qd9, %qd3, %qd5;
-    ld.global.f32 %f1, [%qd6];
-    mov.f32 %f2, 0f00000000;
-    {test}
-    @!%qp1 bra $DONE;
-    {compute}
-$DONE:
-    st.global.f32 [%qd9], %f2;
-    ret;
-}}
-"""
+    return entry(name, ".reg .f32 %f<10>; .reg .pred %qp<4>;",
+                 ["ld.global.f32 %f1, [%qd6];", "mov.f32 %f2, 0f00000000;", test,
+                  "@!%qp1 bra $DONE;", compute, "$DONE:", "st.global.f32 [%qd9], %f2;"])
 
 
 def expected(x):

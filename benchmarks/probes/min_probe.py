@@ -121,6 +121,21 @@ def report(name, width, bad, inputs, out, expected, ptx):
         print("    " + sass(ptx).replace("\n", "\n    "))
 
 
+def entry(name, regs, body):
+    """A PTX kernel `name(px, po)` over 4-byte elements: each thread t has %qd6 = &x[t] and
+    %qd9 = &out[t] (%q and %qd registers), declares `regs` and runs `body` (a list of lines)."""
+    text = "\n    ".join(body)
+    return f""".visible .entry {name}(.param .u64 px, .param .u64 po) {{
+    .reg .b32 %q<4>; .reg .b64 %qd<12>; {regs}
+    ld.param.u64 %qd1, [px]; ld.param.u64 %qd3, [po];
+    mov.u32 %q1, %tid.x; mul.wide.u32 %qd5, %q1, 4;
+    add.s64 %qd6, %qd1, %qd5; add.s64 %qd9, %qd3, %qd5;
+    {text}
+    ret;
+}}
+"""
+
+
 def check_ptxpy(name, width, source, kernel, x, out, expected):
     """Compile `kernel` of the ptxpy `source`, run it on one block over `x` into `out` (its 1-D
     arrays take their lengths after them), and print its verdict as `report` does."""

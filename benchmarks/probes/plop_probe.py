@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, "tests")
 from gpu_launcher import gpu_run_kernel  # noqa: E402
-from min_probe import check_ptxpy, report  # noqa: E402
+from min_probe import check_ptxpy, entry, report  # noqa: E402
 
 # how q becomes a copy of p (%p1)
 COPIES = {
@@ -66,20 +66,9 @@ def after_loop(x: Array[i32, 1], out: Array[i8, 1]):
 
 
 def kernel(name, copy, form):
-    text = "\n    ".join(copy + form)
-    return f""".visible .entry {name}(.param .u64 px, .param .u64 po) {{
-    .reg .b32 %q<4>; .reg .b64 %qd<12>; .reg .pred %p<6>; .reg .b32 %r<8>; .reg .b16 %rs<4>;
-    ld.param.u64 %qd1, [px]; ld.param.u64 %qd3, [po];
-    mov.u32 %q1, %tid.x; mul.wide.u32 %qd5, %q1, 4;
-    add.s64 %qd6, %qd1, %qd5; add.s64 %qd9, %qd3, %qd5;
-    ld.global.u32 %r1, [%qd6];
-    setp.ne.u32 %p1, %r1, 0;
-    {text}
-    selp.u32 %r3, 1, 0, %p3;
-    st.global.u32 [%qd9], %r3;
-    ret;
-}}
-"""
+    return entry(name, ".reg .pred %p<6>; .reg .b32 %r<8>; .reg .b16 %rs<4>;",
+                 ["ld.global.u32 %r1, [%qd6];", "setp.ne.u32 %p1, %r1, 0;", *copy, *form,
+                  "selp.u32 %r3, 1, 0, %p3;", "st.global.u32 [%qd9], %r3;"])
 
 
 def main():

@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, "tests")
 from gpu_launcher import gpu_run_kernel  # noqa: E402
-from min_probe import report  # noqa: E402
+from min_probe import entry, report  # noqa: E402
 
 START = ["setp.ge.f32 %p1, 0f00000000, %f1;", "selp.s32 %r2, 1, 0, %p1;", "or.b32 %r2, %r2, 127;",
          "cvt.u16.u32 %rs1, %r2;", "cvt.s16.s8 %rs1, %rs1;", "shl.b16 %rs2, %rs1, 5;",
@@ -43,19 +43,8 @@ FORMS = {
 
 
 def kernel(name, body):
-    text = "\n    ".join(body)
-    return f""".visible .entry {name}(.param .u64 px, .param .u64 po) {{
-    .reg .b32 %q<4>; .reg .b64 %qd<12>; .reg .f32 %f<4>; .reg .pred %p<4>;
-    .reg .b32 %r<8>; .reg .b16 %rs<8>;
-    ld.param.u64 %qd1, [px]; ld.param.u64 %qd3, [po];
-    mov.u32 %q1, %tid.x; mul.wide.u32 %qd5, %q1, 4;
-    add.s64 %qd6, %qd1, %qd5; add.s64 %qd9, %qd3, %qd5;
-    ld.global.f32 %f1, [%qd6];
-    {text}
-    st.global.s32 [%qd9], %r3;
-    ret;
-}}
-"""
+    return entry(name, ".reg .f32 %f<4>; .reg .pred %p<4>; .reg .b32 %r<8>; .reg .b16 %rs<8>;",
+                 ["ld.global.f32 %f1, [%qd6];", *body, "st.global.s32 [%qd9], %r3;"])
 
 
 def main():
