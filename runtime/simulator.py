@@ -77,6 +77,7 @@ def _make_types() -> dict[str, PtxType]:
 
 TYPES = _make_types()
 T_U32, T_U64, T_PRED, T_F64 = TYPES["u32"], TYPES["u64"], TYPES["pred"], TYPES["f64"]
+T_F32 = TYPES["f32"]
 _PAIR_ELEM = {"f16x2": "f16", "bf16x2": "bf16"}
 _EXP_MASK = {"f16": 0x7C00, "bf16": 0x7F80, "f32": 0x7F800000, "f64": 0x7FF0000000000000}
 
@@ -528,7 +529,7 @@ class _GlobalMemory:
 
 # ---- the compiled kernel ---------------------------------------------------------------------
 
-PLAIN, BRA, EXIT, BAR, TRAP = range(5)
+PLAIN, BRA, EXIT, BAR, TRAP, WSYNC = range(6)
 _SPECIAL = {"%tid", "%ntid", "%ctaid", "%nctaid"}
 _SPECIAL_FLAT = {"%laneid", "%warpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le",
                  "%lanemask_gt", "%lanemask_ge", "%nwarpid"}
@@ -540,10 +541,10 @@ def _is_special(name: str) -> bool:
 
 
 class _Op:
-    __slots__ = ("kind", "fn", "guard", "target", "ins", "where")
+    __slots__ = ("kind", "fn", "guard", "target", "ins", "where", "members")
 
-    def __init__(self, kind, fn=None, target=None):
-        self.kind, self.fn, self.target = kind, fn, target
+    def __init__(self, kind, fn=None, target=None, members=None):
+        self.kind, self.fn, self.target, self.members = kind, fn, target, members
         self.guard = self.ins = self.where = None
 
 
@@ -1410,6 +1411,9 @@ def _c_atom(k, ins, m: _Mods) -> _Op:
     addr = k.address(a, space, ins)
     reads = [k.reader(x, t, ins) for x in rest]
     apply = _atomic_fn(op, t)
+    # atom/red.add.f32 flushes subnormal inputs and results to zero in global memory (PTX
+    # manual; on the H100 too), not in shared memory (benchmarks/probes/atom_probe.py)
+    flushes = op == "add" and t.name == "f32"
 
     def run(ctx, mask):
         lanes = None if mask is None else np.flatnonzero(mask)
@@ -1422,7 +1426,11 @@ def _c_atom(k, ins, m: _Mods) -> _Op:
         olds = np.empty(count, t.dtype)
         for buf, off, sel, alloc in segs:
             part = [x if sel is None else x[sel] for x in args]
-            old = _atomic_apply(buf.view(t.dtype), off // t.nbytes, part, op, t, apply)
+            if flushes and alloc is not None:
+                old = _atomic_apply(buf.view(t.dtype), off // t.nbytes, [_flush(part[0], t)],
+                                    "add.ftz", t, _flushing_add)
+            else:
+                old = _atomic_apply(buf.view(t.dtype), off // t.nbytes, part, op, t, apply)
             if sel is None:
                 olds = old
             else:
@@ -1447,6 +1455,10 @@ def _atomic_fn(op: str, t: PtxType):
         "dec": lambda old, v: np.where((old == 0) | (old > v), v, old - np.uint32(1)).astype(np.uint32),
     }
     return table[op]
+
+
+def _flushing_add(old, v):
+    return _flush(np.add(_flush(old, T_F32), v, dtype=np.float32), T_F32)
 
 
 def _atomic_apply(view, elem, args, op: str, t: PtxType, apply):
@@ -1581,7 +1593,7 @@ def _c_shfl(k, ins, m: _Mods) -> _Op:
         wd(ctx, value, mask)
         if wp is not None:
             wp(ctx, valid, mask)
-    return _Op(PLAIN, run)
+    return _Op(WSYNC, run, members=rmask)
 
 
 def _c_vote(k, ins, m: _Mods) -> _Op:
@@ -1604,7 +1616,7 @@ def _c_vote(k, ins, m: _Mods) -> _Op:
         result = {"ballot": yes, "any": yes != 0, "all": yes == present,
                   "uni": (yes == 0) | (yes == present)}[mode]
         write(ctx, result, mask)
-    return _Op(PLAIN, run)
+    return _Op(WSYNC, run, members=rmask)
 
 
 def _c_activemask(k, ins, m: _Mods) -> _Op:
@@ -1976,10 +1988,13 @@ class _Batch:
         code, end = self.kernel.code, len(self.kernel.code)
         self.pc = np.zeros(self.n, np.int32)
         self.waiting = np.zeros(self.n, bool)
+        self.warp_waiting = np.zeros(self.n, bool)    # at a shfl/vote, for the rest of the warp
         live = self.live
         while True:
-            runnable = live & ~self.waiting
+            runnable = live & ~self.waiting & ~self.warp_waiting
             if not runnable.any():
+                if self.warp_waiting.any():
+                    self._warp_deadlock()
                 if not self.waiting.any():
                     return
                 self._release_barrier()
@@ -1987,6 +2002,10 @@ class _Batch:
             pcs = np.where(runnable, self.pc, end)
             cur = int(pcs.min())
             group = pcs == cur
+            if self.warp_waiting.any():       # the lanes waiting here go on with the new ones
+                joining = self.warp_waiting & (self.pc == cur)
+                group |= joining
+                self.warp_waiting &= ~joining
             if cur >= end:   # fell off the end of the body: an implicit ret
                 live &= ~group
                 continue
@@ -2038,6 +2057,23 @@ class _Batch:
             elif kind == BAR:
                 self._arrive(op, cur, group, mask)
                 return
+            elif kind == WSYNC:
+                here = self.warp_waiting & (self.pc == cur) if group is not None else None
+                if here is not None and here.any():   # lanes that came here earlier join
+                    self.warp_waiting &= ~here
+                    group = group | here
+                    mask = group if op.guard is None else group & op.guard(self)
+                wait = self._lanes_to_wait(op, mask)
+                if wait is not None:
+                    self.warp_waiting |= wait
+                    self.pc[wait] = cur
+                    group = ~wait if group is None else group & ~wait
+                    mask = ~wait if mask is None else mask & ~wait
+                    if not group.any():
+                        return
+                if mask is None or mask.any():
+                    op.fn(self, mask)
+                cur += 1
             else:  # TRAP
                 hit = np.ones(self.n, bool) if mask is None else mask
                 if hit.any():
@@ -2069,6 +2105,25 @@ class _Batch:
         self.barrier_op = op
         rest = ~arrive if group is None else group & ~arrive
         self.pc[rest] = cur + 1
+
+    def _lanes_to_wait(self, op: _Op, mask):
+        """The lanes of `mask` at a warp-synchronous instruction whose member mask names a live
+        lane not executing it with them: as the PTX ISA says, they wait for it (None if none)."""
+        if mask is None and self.live.all():
+            return None
+        active = self.active_array(mask)
+        members = np.asarray(op.members(self)).astype(np.uint32)
+        missing = self.warp_bits(self.live & ~active) & members
+        wait = active & (missing != 0)
+        return wait if wait.any() else None
+
+    def _warp_deadlock(self):
+        """Every lane still running waits at a shfl/vote for lanes that cannot come: they wait
+        at another instruction or a barrier, or skipped this one."""
+        lane = int(np.argmax(self.warp_waiting))
+        op = self.kernel.code[int(self.pc[lane])]
+        raise SimulatorError(f"{op.where}: `{op.ins.text}`: lanes named in the member mask are "
+                             f"live but never execute it with this lane; {self.describe(lane)}")
 
     def _release_barrier(self):
         waiting = self.waiting.reshape(self.B, self.T)

@@ -39,6 +39,16 @@ What the generator covers:
   integer type), `warp_sum`/`warp_max`/`warp_min` of any number type (the sum in the
   butterfly's order, which a float sum depends on) and `ballot_sync`/`any_sync`/`all_sync`.
   The reference runs the threads in step at the top level. Off by default, as `memory`.
+* with `atomic=True` (`--atomic`, which implies `--memory`), atomics of every kind
+  (`atomic_add sub min max and or xor exch cas`) on the thread's own scratch element, global,
+  shared or local, whose old value is assigned (converted) or unused; `atomic_cas` compares
+  with a constant (`-0.0` against a stored `0.0` differs: it compares bits) or with the
+  element itself (it swaps, NaN or not); an f32 `atomic_add` in global memory flushes
+  subnormal values to zero, as the card does. And, in some programs, a counter array of four slots
+  that every thread updates with the slot's own commutative operation (integer `add sub min
+  max and or xor`, float `min max`), in branches and loops: global `o_acc`, or shared `s_acc`
+  copied out after a barrier; thread 0 sets the start values before a barrier. The order of
+  the threads' updates is unknown, the final values are not. Off by default, as `memory`.
 
 The reference is written from the language's rules (docs/language.md, SPEC 2.1), never from
 the compiler: integers wrap at their width; floats are held as Python floats with the exact
@@ -403,6 +413,8 @@ class Gen:
         self.n_stmts = 0
         self.runtime_leaves = 0               # variables, array reads ... generated so far
         self.memory = None                    # (kind, name, element type) of the scratch array
+        self.atomic = False                   # atomics on the scratch and shared-counter arrays
+        self.acc = None                       # (array name, element type, op of each slot)
 
     def fresh(self, prefix):
         self.counter += 1
@@ -467,14 +479,18 @@ class Gen:
         source, slot(env))."""
         if slot is None and self.chance(1, 2):
             slot = self.draw(0, MEM_SLOTS - 1)
+        index, fslot = self.mem_index(slot)
+        return f"{self.memory[1]}[{index}]", fslot
+
+    def mem_index(self, slot):
+        """The index of a scratch element (`slot` or `i, slot`) and slot(env)."""
         if slot is not None:
             src, fslot = str(slot), (lambda env, k=slot: k)
         else:
             e = self.expr(self.pick(INT_TYPES), 1)
             f = e.fn
             src, fslot = f"({e.src}) & {MEM_SLOTS - 1}", (lambda env: f(env) & (MEM_SLOTS - 1))
-        kind, name, _ = self.memory
-        return (f"{name}[{src}]" if kind == "local" else f"{name}[i, {src}]"), fslot
+        return (src if self.memory[0] == "local" else f"i, {src}"), fslot
 
     def mem_read(self):
         ref, fslot = self.mem_ref()
@@ -827,6 +843,75 @@ class Gen:
                 env[name] = f_target(env)
         return [f"{name} = {target.src}"], f
 
+    # ---- atomics -----------------------------------------------------------------------------
+    def atomic_stmt(self):
+        """An atomic on the thread's own scratch element (its old value assigned, or unused), or
+        on a slot of the counter array every thread updates (unused: the order of the threads'
+        updates is unknown, but with the slot's one commutative operation the result is not).
+        (lines, fn(env)), or None where the program has neither."""
+        private = self.memory is not None and self.memory[2] in ATOMIC_TYPES
+        if self.acc and (not private or self.chance(1, 2)):
+            return self.shared_counter_atomic()
+        return self.private_atomic() if private else None
+
+    def private_atomic(self):
+        kind, name, ty = self.memory
+        op = self.pick(ATOMIC_OPS if ty in INTS else FLOAT_ATOMIC_OPS)
+        slot = self.draw(0, MEM_SLOTS - 1) if self.chance(1, 2) else None
+        index, fslot = self.mem_index(slot)
+        args = []
+        if op == "cas":
+            args.append(self.cas_expected(ty, index))
+        args.append(self.expr(ty if self.chance(3, 5) else self.pick(ALL_TYPES), 2))
+        arg_fns, ref_op = [operand_fn(e, ty) for e in args], op
+        if args[0].value == "own":     # compares the element's bits with themselves: swaps
+            ref_op, arg_fns = "exch", arg_fns[1:]
+        key = self.fresh("@old")
+        call = (f"ptxpy.atomic_{op}({name}, {'(' + index + ')' if ',' in index else index}, "
+                f"{', '.join(e.src for e in args)})")
+        target_name = self.pick(list(self.vars)) if self.chance(2, 3) else None
+        f_target = None
+        if target_name is not None:
+            target = self.cast(Expr(call, ty, lambda env: env[key]), self.vars[target_name])
+            f_target = operand_fn(target, self.vars[target_name])
+            line = f"{target_name} = {target.src}"
+        else:
+            line = call
+
+        def f(env):
+            s = fslot(env)
+            old = env["@mem"][s]
+            env["@mem"][s] = atomic_result(ref_op, ty, old, [fa(env) for fa in arg_fns],
+                                           kind == "global")
+            env[key] = old
+            if f_target is not None:
+                env[target_name] = f_target(env)
+        return [line], f
+
+    def cas_expected(self, ty, index):
+        """What atomic_cas compares with: the element itself (`value` "own": it always swaps),
+        or a value; for floats never a NaN, whose bits the reference does not know."""
+        if self.chance(1, 3):
+            return Expr(f"{self.memory[1]}[{index}]", ty, None, value="own")
+        if ty in INTS:
+            return self.expr(ty, 1)
+        v = self.pick([0.0, -0.0, 1.0, -1.5, 0.5, 65504.0])
+        value = convert_constant(v, ty)
+        return Expr(f"{ty}({v!r})", ty, lambda env: value)
+
+    def shared_counter_atomic(self):
+        name, ty, ops = self.acc
+        slot = self.draw(0, ACC_SLOTS - 1)
+        e = self.expr(ty if self.chance(3, 5) else self.pick(ALL_TYPES), 2)
+        fe, op = operand_fn(e, ty), ops[slot]
+        index = slot if name == "s_acc" else f"0, {slot}"
+
+        def f(env):
+            acc = env["@acc"]
+            acc[slot] = atomic_result(op, ty, acc[slot], [fe(env)])
+        return [f"ptxpy.atomic_{op}({name}, {'(' + index + ')' if name != 's_acc' else index}, "
+                f"{e.src})"], f
+
     # ---- statements --------------------------------------------------------------------------
     def block(self, depth, n):
         """Returns (lines, fn(env)) for n statements."""
@@ -842,6 +927,10 @@ class Gen:
         return lines, run_block
 
     def assign(self):
+        if self.atomic and self.chance(1, 4):
+            stmt = self.atomic_stmt()
+            if stmt is not None:
+                return stmt
         if self.memory and self.chance(1, 4):
             return self.mem_store()
         name = self.pick(list(self.vars))
@@ -961,6 +1050,42 @@ class Gen:
         return self.assign()
 
 
+ATOMIC_TYPES = ("i32", "i64", "u32", "u64", "f16", "bf16", "f32", "f64")
+ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exch", "cas")
+FLOAT_ATOMIC_OPS = ("add", "sub", "min", "max", "exch", "cas")
+COUNTER_OPS = ("add", "sub", "min", "max", "and", "or", "xor")   # commutative and associative
+FLOAT_COUNTER_OPS = ("min", "max")     # (a float sum depends on the order)
+ACC_SLOTS = 4
+
+
+def flush_subnormal(x: float) -> float:
+    """An f32 below the smallest normal magnitude becomes a zero of its sign."""
+    return math.copysign(0.0, x) if abs(x) < 2.0**-126 else x
+
+
+def atomic_result(op, ty, old, values, global_memory=False):
+    """The value `atomic_<op>` leaves in an element holding `old` (docs/language.md,
+    "Atomics"); `values` are the arguments after the index, converted to the element type.
+    An f32 `atomic_add`/`atomic_sub` in global memory flushes subnormal values to zero."""
+    v = values[-1]
+    if global_memory and ty == "f32" and op in ("add", "sub"):
+        return flush_subnormal(float_arith("+" if op == "add" else "-", flush_subnormal(old),
+                                           flush_subnormal(v), ty))
+    if op == "exch":
+        return v
+    if op == "cas":      # compares the bits (the reference never compares two NaNs)
+        same = old == values[0] and math.copysign(1, old) == math.copysign(1, values[0]) \
+            if ty in FLOAT_TYPES else old == values[0]
+        return v if same else old
+    if op in ("add", "sub"):
+        if ty in FLOAT_TYPES:
+            return float_arith("+" if op == "add" else "-", old, v, ty)
+        return wrap(old + v if op == "add" else old - v, ty)
+    if op in ("min", "max"):
+        return float_min_max(op, old, v) if ty in FLOAT_TYPES else (min if op == "min" else max)(old, v)
+    return wrap({"and": old & v, "or": old | v, "xor": old ^ v}[op], ty)
+
+
 VOTES = ("ballot_sync", "any_sync", "all_sync")
 WARP_FUNCTIONS = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "warp_sum",
                   "warp_max", "warp_min") + VOTES
@@ -1043,10 +1168,12 @@ def input_values(ty: str, rng) -> np.ndarray:
         return np.array([round_float(float(v), ty) for v in values]).astype(np_dtype(ty))
 
 
-def gen_program(draw, memory=False, warp=False):
+def gen_program(draw, memory=False, warp=False, atomic=False):
     """Returns (source, reference(inputs) -> outputs, inputs, output (name, type, shape) list).
     `memory`: with a scratch array in some programs; `warp`: with warp functions at the top
-    level (the module's docstring)."""
+    level; `atomic`: with atomics, on the scratch array and on a counter array (the module's
+    docstring)."""
+    memory = memory or atomic
     lines = [HEADER]
     arrays = {"a": "i32", "b": "f32"}
     for name in ARRAY_NAMES[:draw(0, 2)]:
@@ -1074,6 +1201,8 @@ def gen_program(draw, memory=False, warp=False):
     mem_fns = []
     if memory and draw(0, 2) != 0:
         kind, ty = g.pick(["global", "local", "shared"]), g.pick(ALL_TYPES)
+        if atomic and ty not in ATOMIC_TYPES and draw(0, 3) != 0:
+            ty = g.pick(ATOMIC_TYPES)
         g.memory = (kind, "o_mem" if kind == "global" else "m", ty)
         if kind == "local":
             body.append(f"m = ptxpy.local_array({MEM_SLOTS}, {ty})")
@@ -1083,6 +1212,10 @@ def gen_program(draw, memory=False, warp=False):
             lines_, f = g.mem_store(slot)
             body += lines_
             mem_fns.append(f)
+    acc_init = None
+    g.atomic = atomic
+    if atomic and draw(0, 2) != 0:
+        acc_init = counter_array(g, body)
     steps = []     # the top level: (fn(env) of each thread, or fn(envs) of all of them)
     for _ in range(draw(1, 6)):
         lines_, f = g.stmt(3)
@@ -1092,6 +1225,9 @@ def gen_program(draw, memory=False, warp=False):
             lines_, f = g.warp_stmt()
             body += lines_
             steps.append((f, True))
+    if g.acc and g.acc[0] == "s_acc":
+        body += ["ptxpy.syncthreads()", "if i == 0:"]
+        body += [f"    o_acc[0, {k}] = s_acc[{k}]" for k in range(ACC_SLOTS)]
     # one output array per type: the variables of that type, then (for some) a value of
     # another type, converted by the store
     columns: dict[str, list] = {}
@@ -1108,6 +1244,8 @@ def gen_program(draw, memory=False, warp=False):
             body.append(f"o_{t}[i, {j}] = {n}")
     params = [f"{n}: Array[{t}]" for n, t in arrays.items()]
     params += [f"o_{t}: Array[{t}, 2]" for t in outputs]
+    if g.acc:
+        params.append(f"o_acc: Array[{g.acc[1]}, 2]")
     if g.memory:
         kind, name, mty = g.memory
         params.append(f"o_mem: Array[{mty}, 2]")
@@ -1123,8 +1261,9 @@ def gen_program(draw, memory=False, warp=False):
         values = {n: [int(x) if arrays[n] in INTS else float(x) for x in arr.tolist()]
                   for n, arr in zip(arrays, inputs)}
         envs = []
+        acc = list(acc_init or [])      # the counters, which every thread updates
         for tid in range(NTHREADS):
-            env = {"i": tid}
+            env = {"i": tid, "@acc": acc}
             for n in arrays:
                 env["@" + n] = values[n]
             for name, fn in inits:
@@ -1145,15 +1284,38 @@ def gen_program(draw, memory=False, warp=False):
                     results[k][tid][j] = convert(env[n], s, t)
             memory_rows.append(env["@mem"])
         arrays_out = [to_array(r, t) for r, t in zip(results, outputs)]
+        if g.acc:
+            arrays_out.append(to_array([acc], g.acc[1]))
         return arrays_out + ([to_array(memory_rows, g.memory[2])] if g.memory else [])
 
     seed = draw(0, 2**31 - 1)
     rng = np.random.default_rng(seed)
     inputs = [input_values(t, rng) for t in arrays.values()]
     out_specs = [(f"o_{t}", t, (NTHREADS, len(columns[t]))) for t in outputs]
+    if g.acc:
+        out_specs.append(("o_acc", g.acc[1], (1, ACC_SLOTS)))
     if g.memory:
         out_specs.append(("o_mem", g.memory[2], (NTHREADS, MEM_SLOTS)))
     return source, reference, inputs, out_specs
+
+
+def counter_array(g, body):
+    """Declares the counter array (global `o_acc`, or shared `s_acc` copied to `o_acc` at the
+    end), one operation per slot, and its start values, set by thread 0 before a barrier.
+    Returns the start values."""
+    ty = g.pick(ATOMIC_TYPES)
+    ops = [g.pick(COUNTER_OPS if ty in INTS else FLOAT_COUNTER_OPS) for _ in range(ACC_SLOTS)]
+    name = g.pick(["o_acc", "s_acc"])
+    g.acc = (name, ty, ops)
+    if name == "s_acc":
+        body.append(f"s_acc = ptxpy.shared_array({ACC_SLOTS}, {ty})")
+    starts, lines = [], []
+    for k in range(ACC_SLOTS):
+        v = g.pick(INT_POOL) if ty in INTS else g.pick(FLOAT_LITERALS + [-0.0])
+        starts.append(convert_constant(v, ty))
+        lines.append(f"    {name}[{k if name == 's_acc' else f'0, {k}'}] = {ty}({v!r})")
+    body += ["if i == 0:"] + lines + ["ptxpy.syncthreads()"]
+    return starts
 
 
 def to_array(rows, ty):
@@ -1174,9 +1336,9 @@ def same_values(x, y, ty):
     return x == y
 
 
-def check_program(draw, memory=False, warp=False):
+def check_program(draw, memory=False, warp=False, atomic=False):
     """Generate, compile + simulate, compare. Raises AssertionError on a mismatch."""
-    source, reference, inputs, out_specs = gen_program(draw, memory, warp)
+    source, reference, inputs, out_specs = gen_program(draw, memory, warp, atomic)
     expected = reference(inputs)
     got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
               grid=1, block=NTHREADS)
@@ -1191,14 +1353,14 @@ def check_program(draw, memory=False, warp=False):
 
 
 # ---- the scratch array catches what it is for: compilers broken on purpose ----
-def _mismatches(seed: str, n: int, memory: bool, warp: bool = False) -> int:
+def _mismatches(seed: str, n: int, memory: bool, warp: bool = False, atomic: bool = False) -> int:
     import random
 
     found = 0
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp)
+            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic)
         except AssertionError:
             found += 1
     return found
@@ -1237,6 +1399,19 @@ def test_warp_programs_catch_a_shuffle_in_the_wrong_direction(monkeypatch):
     monkeypatch.setitem(lower_intrinsics.HANDLERS, "shfl_up_sync", lower_intrinsics._shfl("down"))
     assert _mismatches("31", 16, memory=False, warp=True) > 0
     assert _mismatches("31", 16, memory=False, warp=False) == 0
+
+
+def test_atomic_programs_catch_a_float_min_swapped_with_max(monkeypatch):
+    """A compiler whose compare-and-swap loops (float `atomic_min`/`atomic_max`) compute max
+    for min and min for max fails seed 31's first 16 programs with atomics (programs 3, 11, 13
+    and 14), and none without."""
+    from ptxpy.transpiler import lower_intrinsics
+
+    combine = lower_intrinsics._combine
+    monkeypatch.setattr(lower_intrinsics, "_combine", lambda b, op, old, values: combine(
+        b, {"min": "max", "max": "min"}.get(op, op), old, values))
+    assert _mismatches("31", 16, memory=False, atomic=True) > 0
+    assert _mismatches("31", 16, memory=True) == 0
 
 
 # ---- checks of the reference itself (against NumPy, ml_dtypes and JAX, not the compiler) ----
@@ -1318,13 +1493,20 @@ if given is not None:
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), warp=True)
 
 
+    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // 2, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def test_random_kernels_with_atomics_match_reference(data):
+        check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), atomic=True)
+
+
 def main(argv):
     import random
     import time
     import traceback
 
-    memory, warp = "--memory" in argv, "--warp" in argv
-    argv = [a for a in argv if a not in ("--memory", "--warp")]
+    memory, warp, atomic = "--memory" in argv, "--warp" in argv, "--atomic" in argv
+    argv = [a for a in argv if a not in ("--memory", "--warp", "--atomic")]
     n = int(argv[1]) if len(argv) > 1 else 100
     seed = int(argv[2]) if len(argv) > 2 else 0
     mismatches = errors = 0
@@ -1332,8 +1514,15 @@ def main(argv):
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp)
+            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic)
         except AssertionError as exc:
+            if str(exc).startswith("CUDA error"):    # the card's context is lost: stop here
+                r = random.Random(f"{seed}:{k}")
+                source = gen_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic)[0]
+                print(f"--- program {k}: {exc}\n{source}", flush=True)
+                errors += 1
+                n = k + 1
+                break
             mismatches += 1
             print(f"--- program {k}: {exc}" if mismatches <= 3 else f"--- program {k}: mismatch",
                   flush=True)
@@ -1346,7 +1535,8 @@ def main(argv):
             print(f"... {k + 1} programs, {mismatches} mismatches, {errors} internal errors, "
                   f"{time.time() - start:.0f} s", flush=True)
     print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}"
-          f"{' --memory' if memory else ''}{' --warp' if warp else ''}, {time.time() - start:.0f} s")
+          f"{' --memory' if memory else ''}{' --warp' if warp else ''}{' --atomic' if atomic else ''}, "
+          f"{time.time() - start:.0f} s")
 
 
 if __name__ == "__main__":

@@ -575,6 +575,56 @@ def kern(a: Array[i32], b: Array[f32], c: Array[i16], d: Array[u32], o_u16: Arra
     assert (int(o_i8[0, 1]), bool(o_bool[0, 1])) == (0, v3)
 
 
+def test_a_three_way_min_of_a_value_times_minus_one():
+    """`min(i, i32((-1) * v1), 0)` is -i: ptxas turned `mul.lo.s64 -1, x` into a negation,
+    folded the two `min`s into one three-way min and lost it (0 for every thread; H100,
+    benchmarks/probes/reduced/program-423.py, which the first kernel is but for its unused
+    helper). The other forms: the constant on either side, 16, 32 and 64 bits, min and max."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], b: Array[f32], o_i64: Array[i64, 2], o_i32: Array[i32, 2], o_f32: Array[f32, 2], o_bool: Array[bool, 2], o_u16: Array[u16, 2], o_mem: Array[u64, 2]):
+    i = ptxpy.global_id(0)
+    v1: i64 = i
+    v2: i32 = min(i, i32(((-1) * v1)), 0)
+    m = ptxpy.shared_array((64, 4), u64)
+    m[i, 0] = 0
+    m[i, 1] = v2
+    m[i, 2] = 0
+    m[i, 3] = 0
+    m[i, 0] = 0
+    o_mem[i, 0] = 0
+    o_mem[i, 1] = m[i, 1]
+    o_mem[i, 2] = 0
+    o_mem[i, 3] = 0
+
+@ptxpy.jit
+def forms(a: Array[i32], o: Array[i64, 2]):
+    i = ptxpy.global_id(0)
+    x = a[i]
+    o[i, 0] = min(min(x, x * (-1)), 5)
+    o[i, 1] = min(min(x, (-1) * x), 5)
+    o[i, 2] = max(max(x, (-1) * x), -3)
+    o[i, 3] = min(min(i64(x), i64(x) * (-1)), i64(4))
+    o[i, 4] = min(min(i16(x), i16(x) * (-1)), i16(6))
+    o[i, 5] = min(min(x, u32(x) * u32(4294967295)), 2)
+"""
+    n = 64
+    args = [np.zeros(n, np.int32), np.zeros(n, np.float32)] + [
+        Out((n, 2), dtype) for dtype in (np.int64, np.int32, np.float32, np.bool_, np.uint16)]
+    o_mem = run(source, "kern", args + [Out((n, 4), np.uint64)], grid=1, block=n)[-1]
+    assert o_mem[:, 1].tolist() == [(-i) % 2**64 for i in range(n)]
+    x = np.concatenate([np.arange(-20, 20), [2**31 - 1, -2**31, -32768, 32767, 65535]]).astype(np.int32)
+    (o,) = run(source, "forms", [x, Out((len(x), 6), np.int64)], grid=1, block=len(x))
+    wide = x.astype(np.int64)
+    neg32 = (-wide + 2**31) % 2**32 - 2**31
+    short = (wide + 2**15) % 2**16 - 2**15
+    want = [np.minimum(np.minimum(wide, neg32), 5), np.minimum(np.minimum(wide, neg32), 5),
+            np.maximum(np.maximum(wide, neg32), -3), np.minimum(np.minimum(wide, -wide), 4),
+            np.minimum(np.minimum(short, (-short + 2**15) % 2**16 - 2**15), 6),
+            np.minimum(np.minimum(wide, -wide % 2**32), 2)]
+    assert o.tolist() == np.stack(want, axis=1).tolist()
+
+
 def test_bool_selects_of_every_form():
     """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
     source = HEADER + """

@@ -426,6 +426,149 @@ def emulated(x: Array[f32], f: Array[f32], d: Array[f64], h: Array[f16], b: Arra
     assert ("global.add.noftz.bf16" in kernel.ptx) == (arch == "sm_90")
 
 
+@pytest.mark.parametrize("space", ["global", "shared", "local"])
+def test_atomic_cas_compares_bits_in_every_memory(space):
+    """`atomic_cas` swaps when the element's bits equal the expected value's, as `atom.cas`
+    does: a stored 0.0 is not -0.0, and a NaN read from the element matches itself. A local
+    array's atomics are plain read-modify-writes, and once compared values (found by the
+    random programs with atomics, seed 3 program 89)."""
+    name, at = ("o", "i, ") if space == "global" else ("m", "i, " if space == "shared" else "")
+    declare = {"global": "", "shared": "m = ptxpy.shared_array((64, 2), f32)",
+               "local": "m = ptxpy.local_array(2, f32)"}[space]
+    copy_out = "" if space == "global" else f"o[i, 0] = m[{at}0]\n    o[i, 1] = m[{at}1]"
+    source = src(f"""
+@ptxpy.jit
+def cas(x: Array[f32], o: Array[f32, 2], old: Array[f32, 2]):
+    i = ptxpy.global_id(0)
+    {declare}
+    {name}[{at}0] = x[i]
+    {name}[{at}1] = x[i]
+    old[i, 0] = ptxpy.atomic_cas({name}, ({at}0), f32(-0.0), f32(5.0))
+    old[i, 1] = ptxpy.atomic_cas({name}, ({at}1), {name}[{at}1], f32(7.0))
+    {copy_out}
+""")
+    x = np.array([0.0, -0.0, np.nan, 1.0, -np.inf] * 2, np.float32)
+    o, old = run(source, "cas", [x, Out((len(x), 2), np.float32), Out((len(x), 2), np.float32)],
+                 grid=1, block=len(x))
+    negative_zero = (x == 0) & np.signbit(x)
+    np.testing.assert_array_equal(o[:, 0], np.where(negative_zero, 5.0, x))
+    np.testing.assert_array_equal(o[:, 1], np.full(len(x), 7.0, np.float32))
+    assert np.array_equal(old, np.stack([x, x], axis=1), equal_nan=True)
+
+
+def test_f32_atomic_add_flushes_subnormals_in_global_memory_only():
+    """`atom.add.f32` flushes subnormal inputs and results to zero in global memory, as the PTX
+    manual says and the H100 does; in shared memory it keeps them, and so do f16, bf16 and f64
+    (benchmarks/probes/atom_probe.py). The old value comes back as it was stored."""
+    source = src("""
+@ptxpy.jit
+def tiny(x: Array[f32], y: Array[f32], g: Array[f32], sh: Array[f32], old: Array[f32]):
+    i = ptxpy.global_id(0)
+    s = ptxpy.shared_array(64, f32)
+    s[i] = x[i]
+    g[i] = x[i]
+    old[i] = ptxpy.atomic_add(g, i, y[i])
+    ptxpy.atomic_add(s, i, y[i])
+    sh[i] = s[i]
+""")
+    tiny, normal = 2.0**-149, 2.0**-126
+    x = np.array([tiny, 3 * tiny, normal / 2, normal, 1.0, 0.0, -tiny, normal * 1.5], np.float32)
+    y = np.array([tiny, tiny, normal / 2, -tiny, tiny, tiny, 2 * tiny, -normal], np.float32)
+    g, sh, old = run(source, "tiny", [x, y] + [Out(len(x), np.float32)] * 3, grid=1, block=len(x))
+
+    def flush(v):
+        return np.where(np.abs(v) < normal, np.copysign(np.float32(0), v), v).astype(np.float32)
+    np.testing.assert_array_equal(g.view(np.uint32), flush(flush(x) + flush(y)).view(np.uint32))
+    np.testing.assert_array_equal(sh, x + y)
+    np.testing.assert_array_equal(old.view(np.uint32), x.view(np.uint32))
+
+
+def test_64_bit_shared_atomics_in_a_loop_of_run_time_length():
+    """Every 64-thread block updates shared i64/u64 counters `trips` times per thread. ptxas
+    turns a 64-bit shared atomic into its own compare-and-swap loop and, around it, kept the
+    outer loop's counter in a register of the whole warp: lanes whose swap lost ran fewer
+    trips (the sum came out -2048, not -6140), and in a random program an `atomic_or` read
+    shared memory at a misaligned address (H100, session 22, benchmarks/probes/red_probe.py).
+    ptxpy writes that loop in PTX itself."""
+    source = src("""
+@ptxpy.jit
+def counters(trips: Array[i32], o: Array[i64], u: Array[u64]):
+    i = ptxpy.global_id(0)
+    s = ptxpy.shared_array(8, i64)
+    t = ptxpy.shared_array(2, u64)
+    if i == 0:
+        for k in range(8):
+            s[k] = i64(100)
+        s[3] = i64(-1)
+        t[0] = u64(0)
+        t[1] = u64(5)
+    ptxpy.syncthreads()
+    for k in range(trips[0]):
+        ptxpy.atomic_add(s, 0, ~i64(i))
+        ptxpy.atomic_or(s, 1, i64(i) << 40)
+        ptxpy.atomic_xor(s, 2, i64(i) * 1000003)
+        ptxpy.atomic_and(s, 3, ~(i64(1) << (i // 8 + 20 * k)))
+        ptxpy.atomic_max(s, 4, i64(i) * -7 + k)
+        ptxpy.atomic_min(s, 5, i64(i) * 3 - k)
+        ptxpy.atomic_sub(s, 6, i64(i))
+        ptxpy.atomic_add(t, 0, u64(i) << 33)
+        ptxpy.atomic_max(t, 1, u64(i) * u64(k))
+    ptxpy.syncthreads()
+    if i == 0:
+        for k in range(7):
+            o[k] = s[k]
+        u[0] = t[0]
+        u[1] = t[1]
+""")
+    n, trips = 64, 3
+    o, u = run(source, "counters", [np.array([trips], np.int32), Out(7, np.int64), Out(2, np.uint64)],
+               grid=1, block=n)
+    i, k = np.arange(n, dtype=np.int64), np.arange(trips, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        xor = np.bitwise_xor.reduce(np.tile(i * 1000003, trips)) ^ 100
+        cleared = sum(1 << int(b) for b in set((i[:, None] // 8 + 20 * k).ravel()))
+        want = [100 + trips * int((~i).sum()), 100 | np.bitwise_or.reduce(i << 40), xor,
+                -1 & ~cleared, max(100, int((i[:, None] * -7 + k).max())),
+                min(100, int((i[:, None] * 3 - k).min())), 100 - trips * int(i.sum())]
+    assert o.tolist() == want
+    assert u.tolist() == [trips * int((i << 33).sum()), max(5, (n - 1) * (trips - 1))]
+
+
+def test_a_warp_function_after_a_contended_compare_and_swap_loop():
+    """Lanes leave a float atomic_min's compare-and-swap loop at different iterations (a lane
+    whose swap lost retries), then the warp shuffles: the shuffle waits for the whole warp.
+    The retry block lies after the shuffle in the PTX (found by the random programs with
+    atomics and warp functions, seed 6 program 14, which the simulator once stopped)."""
+    source = src("""
+@ptxpy.jit
+def late(a: Array[i32], b: Array[f32], lowest: Array[f32], o: Array[f32]):
+    i = ptxpy.global_id(0)
+    s = ptxpy.shared_array(1, f32)
+    if i == 0:
+        s[0] = f32(100.0)
+    ptxpy.syncthreads()
+    v = b[i]
+    if a[i] > 2:
+        v = v * 2.0
+        if a[i] > 4:
+            ptxpy.atomic_min(s, 0, b[i])
+    else:
+        ptxpy.atomic_min(s, 0, -b[i])
+    o[i] = ptxpy.shfl_down_sync(v, 1)
+    ptxpy.syncthreads()
+    if i == 0:
+        lowest[0] = s[0]
+""")
+    a = rng.integers(0, 8, 64).astype(np.int32)
+    b = rng.standard_normal(64).astype(np.float32)
+    lowest, o = run(source, "late", [a, b, Out(1, np.float32), Out(64, np.float32)], grid=1, block=64)
+    v = np.where(a > 2, b * np.float32(2), b)
+    lane = np.arange(64) % 32
+    np.testing.assert_array_equal(o, np.where(lane < 31, np.roll(v, -1), v))
+    candidates = np.concatenate([[100.0], b[a > 4], -b[a <= 2]]).astype(np.float32)
+    assert lowest[0] == candidates.min()
+
+
 def test_shared_memory_histogram_privatised_per_block():
     source = src("""
 BINS = 16

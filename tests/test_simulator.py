@@ -229,6 +229,40 @@ $JOIN:
 }
 """
 
+# out[i] = the loop count (i % 4) of lane i + 1, shuffled down after a loop whose back edge is
+# laid out after the shuffle (as a compare-and-swap loop's retry block can be): the lanes leave
+# the loop at different times and meet at the shfl.sync, which waits for the whole warp
+LATE_LANES = HEADER + """
+.visible .entry late(.param .u64 out, .param .u32 split)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r3, %r1, 3;        // trip count
+    mov.u32 %r4, 0;
+$HEAD:
+    setp.ge.u32 %p2, %r4, %r3;
+    @!%p2 bra $MORE;
+    ld.param.u32 %r6, [split];
+    setp.lt.u32 %p3, %r1, %r6;
+    @%p3 bra $ELSE;
+    shfl.sync.down.b32 %r5, %r4, 1, 0x1f, 0xffffffff;
+    bra.uni $STORE;
+$ELSE:
+    shfl.sync.up.b32 %r5, %r4, 1, 0x0, 0xffffffff;
+$STORE:
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+    ret;
+$MORE:
+    add.s32 %r4, %r4, 1;
+    bra.uni $HEAD;
+}
+"""
+
 REDUCE = HEADER + """
 .visible .entry reduce(.param .u64 inp, .param .u64 out)
 {
@@ -617,6 +651,19 @@ def test_divergent_branches_and_loops():
     run_kernel(DIVERGE, "diverge", grid=1, block=100, args=[out])
     expected = [sum(range(i % 7)) if i % 2 else -i for i in range(100)]
     np.testing.assert_array_equal(out, expected)
+
+
+def test_shuffling_lanes_wait_for_the_rest_of_their_warp():
+    """`shfl.sync` makes a lane wait until every live lane of its member mask executes it (PTX
+    ISA), however late: here the lanes leave a loop at different iterations, the back edge laid
+    out after the shuffle. Lanes that can never arrive (in the other branch) are an error."""
+    out = np.zeros(64, np.uint32)
+    run_kernel(LATE_LANES, "late", grid=1, block=64, args=[out, 0])
+    counts = np.arange(64) % 4
+    lane = np.arange(64) % 32
+    np.testing.assert_array_equal(out, np.where(lane < 31, np.roll(counts, -1), counts))
+    with pytest.raises(SimulatorError, match=r"`shfl\.sync\.up.* live but never execute it"):
+        run_kernel(LATE_LANES, "late", grid=1, block=64, args=[out, 5])
 
 
 def test_shared_memory_tree_reduction():

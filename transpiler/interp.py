@@ -597,8 +597,8 @@ class _Thread:
 def _atomic_result(kind: str, t: Scalar, old, operands):
     if kind == "exch":
         return operands[0]
-    if kind == "cas":
-        return operands[1] if old == operands[0] else old
+    if kind == "cas":     # by bits, as atom.cas.b32 compares
+        return operands[1] if bits(old, t) == bits(operands[0], t) else old
     value = operands[0]
     if kind == "inc":
         return to_value(0 if int(old) >= int(value) else int(old) + 1, t)

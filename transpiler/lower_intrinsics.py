@@ -238,7 +238,7 @@ def atomic(b, e, op: str):
     if op == "sub":
         op, values = "add", [b.op("neg", values[0])]
     addr = b.element_address(array, indices)
-    if not _native_atomic(op, array.elem, b.func.arch):
+    if not _native_atomic(op, array.elem, b.func.arch) or _spun_by_ptxas(op, array):
         return _cas_loop_atomic(b, array, addr, op, values)
     return b.emit("atom", array.elem, [addr, *values], {"op": op, "space": array.space})
 
@@ -250,6 +250,15 @@ def _native_atomic(op: str, ty: Scalar, arch: str) -> bool:
     if ty.is_float:
         return op in ("add", "exch", "cas")
     return True
+
+
+def _spun_by_ptxas(op: str, array) -> bool:
+    """A 64-bit atomic on shared memory other than `cas`: ptxas makes it a compare-and-swap
+    loop of its own (ATOMS.CAST.SPIN.64) that does not reconverge before what follows, and
+    got a loop around it wrong (an `atomic_add` looped a run-time number of times added too
+    little; an `atomic_or` read shared memory at a misaligned address). The same loop written
+    in PTX it compiles right (session 22, benchmarks/probes/red_probe.py, H100)."""
+    return array.space == "shared" and array.elem.bits == 64 and op != "cas"
 
 
 def _cas_loop_atomic(b, array, addr, op: str, values: list):
@@ -292,18 +301,12 @@ def _combine(b, op: str, old, values: list):
 
 
 def _thread_private_atomic(b, array, indices, op: str, values: list):
-    """An atomic on per-thread memory is an ordinary read-modify-write."""
+    """An atomic on per-thread memory is an ordinary read-modify-write; `cas` compares bits,
+    as `atom.cas` does in global and shared memory (0.0 is not -0.0; a NaN can match)."""
     old = b.load_elem(array, indices)
-    v = values[-1]
-    if op == "cas":
-        same = b.emit("cmp", bool_, [old, values[0]], {"pred": "eq"})
-        new = b.emit("select", old.type, [same, v, old])
-    elif op == "exch":
-        new = v
-    elif op in ("inc", "dec"):
+    if op in ("inc", "dec"):
         raise CompileError(f"atomic_{op} needs global or shared memory", b.loc)
-    else:
-        new = b.op(op, old, v)
+    new = _combine(b, op, old, values) if op in ("cas", "exch") else b.op(op, old, values[-1])
     b.store_elem(array, indices, new)
     return old
 

@@ -7,7 +7,8 @@ of their operands or by `0`/`1`, keeping each change while the card and the simu
 disagree on some output. Divisors and array indices are left alone: changing them could make
 the program undefined (an integer division by zero, an index out of bounds) rather than smaller.
 A `while` loop keeps its test (or becomes `while False:`) and its counter's `w += 1`, so that
-every candidate still ends.
+every candidate still ends; barriers and thread 0's `if i == 0:` blocks stay, so that no
+candidate races.
 
     python benchmarks/probes/reduce_gpu.py MISMATCHES.txt [OUT_DIR] [--jobs N]
 
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
 
 NTHREADS = 64
 MEM_SLOTS = 4      # test_differential's scratch array
+ACC_SLOTS = 4      # its counter array (--atomic)
 PROTECTED_OPERATORS = ("FloorDivide", "Modulo", "Divide")
 
 
@@ -57,9 +59,11 @@ def generated_inputs(program):
 
     if program["seed"] is None:
         return None
-    for memory, warp in ((False, False), (True, False), (False, True), (True, True)):
+    for memory, warp, atomic in ((False, False, False), (True, False, False), (False, True, False),
+                                 (True, True, False), (True, False, True), (True, True, True)):
         draws = random.Random(f"{program['seed']}:{program['number']}")   # (the run's flags)
-        source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), memory, warp)
+        source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), memory, warp,
+                                           atomic)
         if source.strip() == program.get("original", program["source"]).strip():
             return inputs
     return None
@@ -74,6 +78,8 @@ def kernel_arrays(source: str):
         columns[name] = max(columns.get(name, 0), int(col) + 1)
     if "o_mem: Array" in signature:   # the scratch array: also stored at run-time slots
         columns["o_mem"] = MEM_SLOTS
+    if "o_acc: Array" in signature:   # the counters: row 0
+        columns["o_acc"] = ACC_SLOTS
     return [(n, t, int(d or 1)) for n, t, d in params], columns
 
 
@@ -155,10 +161,16 @@ def candidates(module):
             # not the kernel's first stores to its scratch array: without them a load could
             # read an element never stored, and the program would be undefined, not smaller
             statements.extend(s for s in node.body if not (node is kernel.body and fills(s))
-                              and not counts(s))
+                              and not counts(s) and not synchronises(s))
+
+        def visit_SimpleStatementLine(self, node):
+            return not synchronises(node)
 
         def visit_If(self, node):
+            if synchronises(node):
+                return False
             tests.append((node.test, ("True", "False")))
+            return None
 
         def visit_While(self, node):
             # `while w < N: w += 1 ...` keeps its test and counter (or the card never returns)
@@ -208,6 +220,15 @@ def fills(statement) -> bool:
     target = m.Subscript(value=m.Name("m") | m.Name("o_mem"), slice=m.OneOf([slot], [row, slot]))
     store = m.Assign(targets=[m.AssignTarget(target=target)])
     return m.matches(statement, m.SimpleStatementLine(body=[store]))
+
+
+def synchronises(statement) -> bool:
+    """A barrier, or thread 0's `if i == 0:` (the counters' start values, their copy out):
+    without them the threads' atomics would race, and the program be undefined."""
+    import libcst as cst
+
+    code = cst.Module([]).code_for_node(statement)
+    return "syncthreads" in code or code.startswith("if i == 0:")
 
 
 def counts(statement) -> bool:

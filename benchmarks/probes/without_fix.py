@@ -14,6 +14,8 @@ FIX is one of
   cvt-s16-s8              i8 extended by `cvt.s16.s8` instead of through a 32-bit register
   cvt-select              `T(int(b))` and `T(k1 if c else k2)` left as a cvt of a select
   pred-xor                a bool `^`, `==`, `!=` as `xor.pred` instead of `setp` of 0 or 1
+  mul-minus-one           an integer `x * -1` as `mul.lo` instead of `~x + 1`
+  shared-64-atomics       64-bit shared atomics as `atom`/`red` (ptxas's own spin loop)
 """
 import runpy
 import sys
@@ -21,6 +23,7 @@ import sys
 import ptxpy.transpiler.backend.convert as convert
 import ptxpy.transpiler.backend.isel as isel
 import ptxpy.transpiler.backend.regalloc as regalloc
+import ptxpy.transpiler.lower_intrinsics as lower_intrinsics
 import ptxpy.transpiler.passes.sccp as sccp
 
 
@@ -96,6 +99,10 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "bool-select": and_or_select,
          "cvt-s16-s8": s16_s8_extension,
          "pred-xor": xor_pred,
+         "shared-64-atomics": lambda: setattr(lower_intrinsics, "_spun_by_ptxas",
+                                             lambda op, array: False),
+         "mul-minus-one": lambda: setattr(selector(), "times_minus_one",
+                                          staticmethod(lambda instr: None)),
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 

@@ -453,6 +453,10 @@ class ISel:
             a, b = self.srcs(instr)
             self.emit(f"mul.lo.{arith(t)}", [dst], [a, b])
             self.emit(f"shr.{arith(t)}", [dst], [dst, Imm("8")])
+        elif op == "mul" and self.times_minus_one(instr) is not None:
+            # ptxas makes `x * -1` a negation, which it can then lose (negate); found again
+            # with the constant first, `(-1) * v` (session 22, program 423 of seed 3109, H100)
+            self.negate(dst, self.src(self.times_minus_one(instr), imm=False), t)
         elif op == "sub" and isinstance(instr.args[0], ir.Const) and (
                 t.bits >= 32 or instr.args[0].value == 0):     # 8/16-bit c - x: in_32_bits
             self.subtract_from(dst, int(instr.args[0].value), self.src(instr.args[1], imm=False), t)
@@ -462,6 +466,17 @@ class ISel:
             self.emit(f"{_INT_OPCODE[op]}.{arith(t)}", [dst], self.srcs(instr))
         else:
             raise BackendError(f"{op} is not defined on {t}")
+
+    @staticmethod
+    def times_minus_one(instr: ir.Instr):
+        """The other operand of an integer `mul` by -1 (all ones), else None."""
+        all_ones = (1 << instr.type.bits) - 1
+        a, b = instr.args
+        for constant, other in ((a, b), (b, a)):
+            if isinstance(constant, ir.Const) and not isinstance(other, ir.Const) and \
+                    int(constant.value) & all_ones == all_ones:
+                return other
+        return None
 
     def float_binary(self, instr: ir.Instr, dst: VReg) -> None:
         t, op = instr.type, instr.op

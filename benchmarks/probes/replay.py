@@ -1,0 +1,83 @@
+"""Run one random program of test_differential again, on the card and in the simulator (device).
+
+For a program that a run reports without its source (a CUDA error stops a run's process
+from printing it, and every program after it fails too: the context is lost):
+
+    python benchmarks/probes/replay.py SEED NUMBER [--memory] [--warp] [--atomic] [OUT_DIR]
+
+Writes OUT_DIR/program-SEED-NUMBER.py and .ptx and prints where the results differ, or the
+error; then, in a new process under `compute-sanitizer` when it is on the PATH, the card's run
+alone, so that a memory error is named with its instruction and address.
+"""
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
+
+FLAGS = ("--memory", "--warp", "--atomic")
+
+
+def program(seed, number, flags):
+    from test_differential import gen_program
+
+    draws = random.Random(f"{seed}:{number}")
+    return gen_program(lambda lo, hi: draws.randint(lo, hi), "--memory" in flags,
+                       "--warp" in flags, "--atomic" in flags)
+
+
+def run_on(device, source, inputs, out_specs):
+    from kernel_harness import Out, run
+    from test_differential import np_dtype
+
+    os.environ["PTXPY_TEST_DEVICE"] = device
+    args = list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs]
+    return run(source, "kern", args, grid=1, block=64, assemble=False)
+
+
+def main(argv):
+    flags = [a for a in argv[1:] if a in FLAGS]
+    rest = [a for a in argv[1:] if a not in FLAGS and a != "--card-only"]
+    seed, number = rest[0], int(rest[1])
+    out_dir = rest[2] if len(rest) > 2 else "."
+    source, reference, inputs, out_specs = program(seed, number, flags)
+    if "--card-only" in argv:
+        run_on("gpu", source, inputs, out_specs)
+        print("the card ran it without an error")
+        return
+    from kernel_harness import compile_source
+    from test_differential import same_values
+
+    os.makedirs(out_dir, exist_ok=True)
+    stem = os.path.join(out_dir, f"program-{seed}-{number}")
+    with open(stem + ".py", "w") as f:
+        f.write(source)
+    with open(stem + ".ptx", "w") as f:
+        f.write(compile_source(source, "kern", arch="sm_90").ptx)
+    expected = reference(inputs)
+    simulated = run_on("", source, inputs, out_specs)
+    try:
+        card = run_on("gpu", source, inputs, out_specs)
+    except AssertionError as exc:
+        print(f"the card: {exc}")
+        card = None
+    for (name, ty, _), want, sim, got in zip(out_specs, expected, simulated,
+                                             card or simulated):
+        for label, values in (("simulator", sim), ("card", got)):
+            bad = ~same_values(want, values, ty)
+            if bad.any():
+                where = tuple(int(v) for v in next(zip(*bad.nonzero())))
+                print(f"{name}: {label} differs from the reference at {bad.sum()} places, first "
+                      f"{where}: {values[where]!r}, not {want[where]!r}")
+    if card is None and shutil.which("compute-sanitizer"):
+        done = subprocess.run(["compute-sanitizer", "--print-limit", "3", sys.executable,
+                               __file__, seed, str(number), *flags, "--card-only"],
+                              capture_output=True, text=True)
+        print(done.stdout[-6000:], done.stderr[-2000:])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
