@@ -1414,6 +1414,25 @@ def test_atomic_programs_catch_a_float_min_swapped_with_max(monkeypatch):
     assert _mismatches("31", 16, memory=True) == 0
 
 
+@pytest.mark.parametrize("seed, number, line", [
+    ("3103", 546, "ptxpy.atomic_or(s_acc, 3, (~i))"),
+    ("3306", 748, "ptxpy.atomic_min(m, (i, (max(i64(m[i, (i64(v2)) & 3]), i64(a[(i16(v1)) & 63]))) & 3), (v2 ** 2))"),
+])
+def test_atomic_programs_the_card_once_failed(seed, number, line):
+    """Two random programs with atomics and warp functions that stopped the H100 (session 22):
+    546, a 64-bit `atomic_or` on shared memory in a loop (a misaligned shared read: ptxas's
+    own spin loop), and 748, a bf16 `atomic_min` on shared memory in a branch, shuffles after
+    it (an illegal address: ptxas's loop for `atom.shared.cas.b16`). Against the reference,
+    in the simulator here and on the card under PTXPY_TEST_DEVICE=gpu."""
+    import random
+
+    draws = random.Random(f"{seed}:{number}")
+    draw = (lambda lo, hi: draws.randint(lo, hi))
+    assert line in gen_program(draw, False, True, True)[0]     # the generator still makes it
+    draws = random.Random(f"{seed}:{number}")
+    check_program(draw, False, True, True)
+
+
 # ---- checks of the reference itself (against NumPy, ml_dtypes and JAX, not the compiler) ----
 def test_reference_rounding_matches_numpy():
     """round_float and int_to_float against NumPy's and ml_dtypes' conversions."""

@@ -504,6 +504,8 @@ def counters(trips: Array[i32], o: Array[i64], u: Array[u64]):
         t[1] = u64(5)
     ptxpy.syncthreads()
     for k in range(trips[0]):
+        ptxpy.atomic_add(s, 7, ~i64(i))
+    for k in range(trips[0]):
         ptxpy.atomic_add(s, 0, ~i64(i))
         ptxpy.atomic_or(s, 1, i64(i) << 40)
         ptxpy.atomic_xor(s, 2, i64(i) * 1000003)
@@ -515,13 +517,13 @@ def counters(trips: Array[i32], o: Array[i64], u: Array[u64]):
         ptxpy.atomic_max(t, 1, u64(i) * u64(k))
     ptxpy.syncthreads()
     if i == 0:
-        for k in range(7):
+        for k in range(8):
             o[k] = s[k]
         u[0] = t[0]
         u[1] = t[1]
 """)
     n, trips = 64, 3
-    o, u = run(source, "counters", [np.array([trips], np.int32), Out(7, np.int64), Out(2, np.uint64)],
+    o, u = run(source, "counters", [np.array([trips], np.int32), Out(8, np.int64), Out(2, np.uint64)],
                grid=1, block=n)
     i, k = np.arange(n, dtype=np.int64), np.arange(trips, dtype=np.int64)
     with np.errstate(over="ignore"):
@@ -529,9 +531,96 @@ def counters(trips: Array[i32], o: Array[i64], u: Array[u64]):
         cleared = sum(1 << int(b) for b in set((i[:, None] // 8 + 20 * k).ravel()))
         want = [100 + trips * int((~i).sum()), 100 | np.bitwise_or.reduce(i << 40), xor,
                 -1 & ~cleared, max(100, int((i[:, None] * -7 + k).max())),
-                min(100, int((i[:, None] * 3 - k).min())), 100 - trips * int(i.sum())]
+                min(100, int((i[:, None] * 3 - k).min())), 100 - trips * int(i.sum()),
+                100 + trips * int((~i).sum())]
     assert o.tolist() == want
     assert u.tolist() == [trips * int((i << 33).sum()), max(5, (n - 1) * (trips - 1))]
+
+
+def test_float_shared_atomic_adds_in_a_loop_of_run_time_length():
+    """f32, f64, f16 and bf16 `atomic_add` on shared memory, which ptxas would make its own
+    compare-and-swap loops, looped a run-time number of times; the values are small integers,
+    so every order of the sums gives the same result."""
+    source = src("""
+@ptxpy.jit
+def sums(trips: Array[i32], o: Array[f64, 2]):
+    i = ptxpy.global_id(0)
+    s = ptxpy.shared_array(1, f32)
+    d = ptxpy.shared_array(1, f64)
+    h = ptxpy.shared_array(1, f16)
+    g = ptxpy.shared_array(1, bf16)
+    if i == 0:
+        s[0] = f32(1.0)
+        d[0] = f64(2.0)
+        h[0] = f16(3.0)
+        g[0] = bf16(4.0)
+    ptxpy.syncthreads()
+    for k in range(trips[0]):
+        ptxpy.atomic_add(s, 0, f32(i % 5))
+        ptxpy.atomic_add(d, 0, f64(i % 7))
+        ptxpy.atomic_add(h, 0, f16(i % 3))
+        ptxpy.atomic_add(g, 0, bf16(i % 2))
+    ptxpy.syncthreads()
+    if i == 0:
+        o[0, 0] = s[0]
+        o[0, 1] = d[0]
+        o[0, 2] = h[0]
+        o[0, 3] = g[0]
+""")
+    n, trips = 64, 3
+    (o,) = run(source, "sums", [np.array([trips], np.int32), Out((1, 4), np.float64)], grid=1, block=n)
+    i = np.arange(n)
+    assert o[0].tolist() == [1 + trips * (i % 5).sum(), 2 + trips * (i % 7).sum(),
+                             3 + trips * (i % 3).sum(), 4 + trips * (i % 2).sum()]
+
+
+def test_16_bit_shared_atomics_in_a_branch_then_a_shuffle():
+    """f16 and bf16 atomics on shared memory that need a compare-and-swap (min, max, exch,
+    cas), from some threads of each warp and contended, then a shuffle. ptxpy swaps the
+    aligned 32-bit word holding the element: ptxas's own loop for `atom.shared.cas.b16`, in
+    a kernel like this, failed with an illegal address (H100, program 748 of seed 3306)."""
+    source = src("""
+@ptxpy.jit
+def halves(x: Array[f32], h: Array[f16], g: Array[bf16], o: Array[f32], old: Array[f16]):
+    i = ptxpy.global_id(0)
+    s = ptxpy.shared_array(6, f16)
+    t = ptxpy.shared_array(3, bf16)
+    if i < 6:
+        s[i] = f16(0.0)
+    if i < 3:
+        t[i] = bf16(0.0)
+    ptxpy.syncthreads()
+    if x[i] > -0.5:
+        ptxpy.atomic_min(s, 0, f16(x[i]))
+        ptxpy.atomic_max(s, 1, f16(x[i]))
+        ptxpy.atomic_max(t, 1, bf16(x[i]))
+        old[i] = ptxpy.atomic_exch(s, 3, f16(i))
+    else:
+        ptxpy.atomic_min(t, 2, bf16(x[i]))
+        ptxpy.atomic_cas(s, 5, f16(0.0), f16(x[i]))
+        old[i] = f16(-1.0)
+    o[i] = ptxpy.shfl_down_sync(x[i], 1)
+    ptxpy.syncthreads()
+    if i == 0:
+        for k in range(6):
+            h[k] = s[k]
+        for k in range(3):
+            g[k] = t[k]
+""")
+    n = 64
+    x = (rng.standard_normal(n) * 4).astype(np.float16).astype(np.float32)
+    h, g, o, old = run(source, "halves", [x, Out(6, np.float16), Out(3, BF16), Out(n, np.float32),
+                                          Out(n, np.float16)], grid=1, block=n)
+    taken = x > -0.5
+    lane = np.arange(n) % 32
+    np.testing.assert_array_equal(o, np.where(lane < 31, np.roll(x, -1), x))
+    assert h[0] == min(0.0, x[taken].min()) and h[1] == max(0.0, x[taken].max())
+    assert h[2] == 0 and h[4] == 0
+    assert h[5] == x[~taken][0] or h[5] in x[~taken]      # the first swap wins, in some order
+    exchanged = np.sort(np.append(old[taken], h[3]).astype(np.float32))
+    np.testing.assert_array_equal(exchanged, np.sort(np.append(np.flatnonzero(taken), 0.0)))
+    assert float(g[1]) == max(0.0, float(x[taken].astype(BF16).max()))
+    assert float(g[2]) == min(0.0, float(x[~taken].astype(BF16).min())) and g[0] == 0
 
 
 def test_a_warp_function_after_a_contended_compare_and_swap_loop():

@@ -149,7 +149,10 @@ class SharedDecl:
 
     @property
     def nbytes(self) -> int:
-        return self.elem.nbytes * self.count
+        """The size in bytes; shared arrays in whole 32-bit words, which the compare-and-swap
+        loop of a 16-bit atomic reads (lower_intrinsics._cas_loop_in_word)."""
+        size = self.elem.nbytes * self.count
+        return -(-size // 4) * 4 if self.space == "shared" else size
 
 
 @dataclass

@@ -253,17 +253,23 @@ def _native_atomic(op: str, ty: Scalar, arch: str) -> bool:
 
 
 def _spun_by_ptxas(op: str, array) -> bool:
-    """A 64-bit atomic on shared memory other than `cas`: ptxas makes it a compare-and-swap
-    loop of its own (ATOMS.CAST.SPIN.64) that does not reconverge before what follows, and
-    got a loop around it wrong (an `atomic_add` looped a run-time number of times added too
-    little; an `atomic_or` read shared memory at a misaligned address). The same loop written
-    in PTX it compiles right (session 22, benchmarks/probes/red_probe.py, H100)."""
-    return array.space == "shared" and array.elem.bits == 64 and op != "cas"
+    """An atomic on shared memory that ptxas makes a compare-and-swap loop of its own
+    (`red_probe.py --spin`: 64-bit add, and, or, xor, min, max; f32 and f64 add, `ATOMS.CAST.
+    SPIN`; f16 and bf16 add, `ATOMS.CAS` on the word). Its loop does not reconverge before
+    what follows, and a loop around it went wrong: an `atomic_add` looped a run-time number
+    of times added too little, an `atomic_or` read shared memory at a misaligned address.
+    The same loop written in PTX it compiles right (session 22, red_probe.py, H100)."""
+    if array.space != "shared":
+        return False
+    elem = array.elem
+    return (elem.bits == 64 and op not in ("cas", "exch")) or (elem.is_float and op == "add")
 
 
 def _cas_loop_atomic(b, array, addr, op: str, values: list):
     """old = a[i]; repeat: new = op(old, v); swap in new if a[i] still holds old (by bits)."""
     ty, space = array.elem, array.space
+    if ty.bits == 16 and _halves_spun_by_ptxas(space):
+        return _cas_loop_in_word(b, array, addr, op, values)
     bits_type = {16: u16, 32: u32, 64: u64}[ty.bits]
     key = b.hidden(ty)
     b.write(key, b.emit("load", ty, [addr], {"space": space}))
@@ -279,6 +285,41 @@ def _cas_loop_atomic(b, array, addr, op: str, values: list):
     b.seal(retry)
     b.start(retry)
     b.write(key, b.emit("bitcast", ty, [seen]))
+    b.br(header)
+    b.seal(header)
+    b.seal(done)
+    b.start(done)
+    return old
+
+
+def _halves_spun_by_ptxas(space: str) -> bool:
+    """A 16-bit compare-and-swap on shared memory: ptxas makes `atom.shared.cas.b16` a loop of
+    its own on the 32-bit word, and a kernel with one in a branch, warp shuffles after it,
+    failed on the card with an illegal address (session 22, program 748 of seed 3306, H100)."""
+    return space == "shared"
+
+
+def _cas_loop_in_word(b, array, addr, op: str, values: list):
+    """The compare-and-swap loop on the aligned 32-bit word holding the 16-bit element: swap
+    in the word with the element's half replaced, if the word is unchanged."""
+    ty, space = array.elem, array.space
+    word = b.op("and", addr, ir.Const(addr.type, -4))
+    shift = b.coerce(b.op("shl", b.op("and", addr, ir.Const(addr.type, 2)), ir.Const(addr.type, 3)), u32)
+    others = b.op("not", b.op("shl", ir.Const(u32, 0xFFFF), shift))
+    key = b.hidden(u32)
+    b.write(key, b.emit("load", u32, [word], {"space": space}))
+    header, retry, done = b.new_block("cas"), b.new_block("casretry"), b.new_block("casdone")
+    b.br(header)
+    b.start(header)
+    old_word = b.read(key)
+    old = b.emit("bitcast", ty, [b.coerce(b.op("shr", old_word, shift), u16)])
+    new_half = b.coerce(b.emit("bitcast", u16, [_combine(b, op, old, values)]), u32)
+    new_word = b.op("or", b.op("and", old_word, others), b.op("shl", new_half, shift))
+    seen = b.emit("atom", u32, [word, old_word, new_word], {"op": "cas", "space": space})
+    b.cbr(b.emit("cmp", bool_, [seen, old_word], {"pred": "eq"}), done, retry)
+    b.seal(retry)
+    b.start(retry)
+    b.write(key, seen)
     b.br(header)
     b.seal(header)
     b.seal(done)

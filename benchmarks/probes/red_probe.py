@@ -15,6 +15,7 @@ run-time trip count, the sum came out -2048, not -6140. Program 546 as ptxpy com
 now (its own CAS loop in PTX, `lower_intrinsics._spun_by_ptxas`) runs.
 
     python benchmarks/probes/red_probe.py [--sass]
+    python benchmarks/probes/red_probe.py --spin    # which atomics ptxas makes a CAS loop
 """
 import subprocess
 import sys
@@ -189,7 +190,48 @@ def run_one(name):
         print("    " + sass(text).replace("\n", "\n    "))
 
 
+SPIN_FORMS = ["atom.shared.add.u32", "atom.shared.add.u64", "atom.shared.or.b64",
+              "atom.shared.max.s64", "atom.shared.min.u64", "atom.shared.exch.b64",
+              "atom.shared.cas.b64", "atom.shared.exch.b32", "atom.shared.cas.b32",
+              "atom.shared.cas.b16", "atom.shared.add.noftz.f16", "atom.shared.add.noftz.bf16",
+              "atom.shared.add.f32", "atom.shared.add.f64", "atom.global.cas.b16",
+              "atom.global.add.noftz.f16", "atom.global.add.u64", "atom.global.add.f64"]
+
+
+def spin_loops():
+    """Which shared and global atomics ptxas turns into a compare-and-swap loop of its own
+    (`ATOMS.CAST.SPIN`, `ATOMG...CAS` in a loop): one line each, from the SASS."""
+    from min_probe import sass
+
+    for form in SPIN_FORMS:
+        width = int(form[-2:]) if form[-2:].isdigit() else 16
+        reg = {16: "%h", 32: "%r", 64: "%rd"}[width]
+        cls = {16: ".b16", 32: ".b32", 64: ".b64"}[width]
+        operands = f"{reg}3, [%rd5], {reg}1" + (f", {reg}2" if ".cas." in form else "")
+        text = f""".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 po) {{
+    .reg {cls} {reg}<8>; {"" if width == 64 else ".reg .b64 %rd<8>;"}
+    .shared .align 16 .b8 sm[32];
+    ld.param.u64 %rd3, [po];
+    {"mov.u64 %rd5, sm;" if "shared" in form else "cvta.to.global.u64 %rd5, %rd3;"}
+    ld.global{cls.replace("b", "u") if width > 16 else ".b16"} {reg}1, [%rd3];
+    ld.global{cls.replace("b", "u") if width > 16 else ".b16"} {reg}2, [%rd3+8];
+    {form} {operands};
+    st.global{cls} [%rd3+16], {reg}3;
+    ret;
+}}
+"""
+        code = sass(text)
+        spins = [line for line in code.splitlines() if "CAS" in line or "SPIN" in line]
+        print(f"{form:30s} {' | '.join(spins) if spins else 'no compare-and-swap'}")
+
+
 def main():
+    if "--spin" in sys.argv:
+        spin_loops()
+        return
     if "--one" in sys.argv:
         run_one(sys.argv[sys.argv.index("--one") + 1])
         return

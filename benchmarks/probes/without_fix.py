@@ -16,6 +16,7 @@ FIX is one of
   pred-xor                a bool `^`, `==`, `!=` as `xor.pred` instead of `setp` of 0 or 1
   mul-minus-one           an integer `x * -1` as `mul.lo` instead of `~x + 1`
   shared-64-atomics       64-bit shared atomics as `atom`/`red` (ptxas's own spin loop)
+  shared-16-cas           16-bit shared CAS loops on `atom.shared.cas.b16` (not on the word)
 """
 import runpy
 import sys
@@ -101,6 +102,8 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "pred-xor": xor_pred,
          "shared-64-atomics": lambda: setattr(lower_intrinsics, "_spun_by_ptxas",
                                              lambda op, array: False),
+         "shared-16-cas": lambda: setattr(lower_intrinsics, "_halves_spun_by_ptxas",
+                                         lambda space: False),
          "mul-minus-one": lambda: setattr(selector(), "times_minus_one",
                                           staticmethod(lambda instr: None)),
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),
