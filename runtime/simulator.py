@@ -2002,10 +2002,6 @@ class _Batch:
             pcs = np.where(runnable, self.pc, end)
             cur = int(pcs.min())
             group = pcs == cur
-            if self.warp_waiting.any():       # the lanes waiting here go on with the new ones
-                joining = self.warp_waiting & (self.pc == cur)
-                group |= joining
-                self.warp_waiting &= ~joining
             if cur >= end:   # fell off the end of the body: an implicit ret
                 live &= ~group
                 continue
@@ -2058,8 +2054,9 @@ class _Batch:
                 self._arrive(op, cur, group, mask)
                 return
             elif kind == WSYNC:
+                # lanes waiting here (never all of them: then group would be None) join
                 here = self.warp_waiting & (self.pc == cur) if group is not None else None
-                if here is not None and here.any():   # lanes that came here earlier join
+                if here is not None and here.any():
                     self.warp_waiting &= ~here
                     group = group | here
                     mask = group if op.guard is None else group & op.guard(self)

@@ -271,31 +271,22 @@ def _cas_loop_atomic(b, array, addr, op: str, values: list):
     if ty.bits == 16 and _halves_spun_by_ptxas(space):
         return _cas_loop_in_word(b, array, addr, op, values)
     bits_type = {16: u16, 32: u32, 64: u64}[ty.bits]
-    key = b.hidden(ty)
-    b.write(key, b.emit("load", ty, [addr], {"space": space}))
-    header, retry, done = b.new_block("cas"), b.new_block("casretry"), b.new_block("casdone")
-    b.br(header)
-    b.start(header)
-    old = b.read(key)
-    new = _combine(b, op, old, values)
-    old_bits = b.emit("bitcast", bits_type, [old])
-    seen = b.emit("atom", bits_type, [addr, old_bits, b.emit("bitcast", bits_type, [new])],
-                  {"op": "cas", "space": space})
-    b.cbr(b.emit("cmp", bool_, [seen, old_bits], {"pred": "eq"}), done, retry)
-    b.seal(retry)
-    b.start(retry)
-    b.write(key, b.emit("bitcast", ty, [seen]))
-    b.br(header)
-    b.seal(header)
-    b.seal(done)
-    b.start(done)
-    return old
+
+    def attempt(old):
+        new = _combine(b, op, old, values)
+        old_bits = b.emit("bitcast", bits_type, [old])
+        seen = b.emit("atom", bits_type, [addr, old_bits, b.emit("bitcast", bits_type, [new])],
+                      {"op": "cas", "space": space})
+        return seen, old_bits, old
+    return _swap_loop(b, b.emit("load", ty, [addr], {"space": space}), attempt,
+                      lambda seen: b.emit("bitcast", ty, [seen]))
 
 
 def _halves_spun_by_ptxas(space: str) -> bool:
-    """A 16-bit compare-and-swap on shared memory: ptxas makes `atom.shared.cas.b16` a loop of
-    its own on the 32-bit word, and a kernel with one in a branch, warp shuffles after it,
-    failed on the card with an illegal address (session 22, program 748 of seed 3306, H100)."""
+    """A 16-bit compare-and-swap on shared memory, which ptxas makes a loop of its own on the
+    32-bit word (`ATOMS.CAS`, red_probe.py --spin), as it does the 64-bit atomics that went
+    wrong (`_spun_by_ptxas`); ptxpy writes that loop in PTX. Not shown to matter on the card:
+    program 748 of seed 3306 fails there with it and without it (session 22)."""
     return space == "shared"
 
 
@@ -306,25 +297,35 @@ def _cas_loop_in_word(b, array, addr, op: str, values: list):
     word = b.op("and", addr, ir.Const(addr.type, -4))
     shift = b.coerce(b.op("shl", b.op("and", addr, ir.Const(addr.type, 2)), ir.Const(addr.type, 3)), u32)
     others = b.op("not", b.op("shl", ir.Const(u32, 0xFFFF), shift))
-    key = b.hidden(u32)
-    b.write(key, b.emit("load", u32, [word], {"space": space}))
+
+    def attempt(old_word):
+        old = b.emit("bitcast", ty, [b.coerce(b.op("shr", old_word, shift), u16)])
+        new_half = b.coerce(b.emit("bitcast", u16, [_combine(b, op, old, values)]), u32)
+        new_word = b.op("or", b.op("and", old_word, others), b.op("shl", new_half, shift))
+        seen = b.emit("atom", u32, [word, old_word, new_word], {"op": "cas", "space": space})
+        return seen, old_word, old
+    return _swap_loop(b, b.emit("load", u32, [word], {"space": space}), attempt, lambda seen: seen)
+
+
+def _swap_loop(b, loaded, attempt, again):
+    """The loop of a compare-and-swap from the `loaded` value: `attempt(current)` emits one
+    try and returns (the bits the swap found, the bits it expected, the atomic's result); a
+    failed try retries with `again(found bits)` as the current value. Returns the result."""
+    key = b.hidden(loaded.type)
+    b.write(key, loaded)
     header, retry, done = b.new_block("cas"), b.new_block("casretry"), b.new_block("casdone")
     b.br(header)
     b.start(header)
-    old_word = b.read(key)
-    old = b.emit("bitcast", ty, [b.coerce(b.op("shr", old_word, shift), u16)])
-    new_half = b.coerce(b.emit("bitcast", u16, [_combine(b, op, old, values)]), u32)
-    new_word = b.op("or", b.op("and", old_word, others), b.op("shl", new_half, shift))
-    seen = b.emit("atom", u32, [word, old_word, new_word], {"op": "cas", "space": space})
-    b.cbr(b.emit("cmp", bool_, [seen, old_word], {"pred": "eq"}), done, retry)
+    seen, expected, result = attempt(b.read(key))
+    b.cbr(b.emit("cmp", bool_, [seen, expected], {"pred": "eq"}), done, retry)
     b.seal(retry)
     b.start(retry)
-    b.write(key, seen)
+    b.write(key, again(seen))
     b.br(header)
     b.seal(header)
     b.seal(done)
     b.start(done)
-    return old
+    return result
 
 
 def _combine(b, op: str, old, values: list):

@@ -58,14 +58,13 @@ PROGRAM_546 = {"program 546 (today's ptxpy)": None,
 
 
 def program_546(rewrites):
-    import random
     import re
 
     from kernel_harness import compile_source
-    from test_differential import gen_program, np_dtype
+    from replay import program
+    from test_differential import np_dtype
     from ptxpy.transpiler import lower_intrinsics
-    draws = random.Random("3103:546")
-    source, _, inputs, out_specs = gen_program(lambda lo, hi: draws.randint(lo, hi), False, True, True)
+    source, _, inputs, out_specs = program("3103", 546, ["--warp", "--atomic"])
     spun = lower_intrinsics._spun_by_ptxas
     if rewrites is not None:     # as ptxpy compiled it then: red.shared.or.b64
         lower_intrinsics._spun_by_ptxas = lambda op, array: False

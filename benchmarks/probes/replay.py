@@ -17,6 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
+sys.path.insert(0, HERE)
 
 FLAGS = ("--memory", "--warp", "--atomic")
 
@@ -30,12 +31,12 @@ def program(seed, number, flags):
 
 
 def run_on(device, source, inputs, out_specs):
-    from kernel_harness import Out, run
+    from kernel_harness import Out
+    from reduce_gpu import results
     from test_differential import np_dtype
 
-    os.environ["PTXPY_TEST_DEVICE"] = device
-    args = list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs]
-    return run(source, "kern", args, grid=1, block=64, assemble=False)
+    return results(source, list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
+                   device)
 
 
 def main(argv):

@@ -453,10 +453,10 @@ class ISel:
             a, b = self.srcs(instr)
             self.emit(f"mul.lo.{arith(t)}", [dst], [a, b])
             self.emit(f"shr.{arith(t)}", [dst], [dst, Imm("8")])
-        elif op == "mul" and self.times_minus_one(instr) is not None:
+        elif op == "mul" and (negated := self.times_minus_one(instr)) is not None:
             # ptxas makes `x * -1` a negation, which it can then lose (negate); found again
             # with the constant first, `(-1) * v` (session 22, program 423 of seed 3109, H100)
-            self.negate(dst, self.src(self.times_minus_one(instr), imm=False), t)
+            self.negate(dst, self.src(negated, imm=False), t)
         elif op == "sub" and isinstance(instr.args[0], ir.Const) and (
                 t.bits >= 32 or instr.args[0].value == 0):     # 8/16-bit c - x: in_32_bits
             self.subtract_from(dst, int(instr.args[0].value), self.src(instr.args[1], imm=False), t)
