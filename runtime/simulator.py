@@ -1546,7 +1546,9 @@ def _c_trap(k, ins, m: _Mods) -> _Op:
 def _c_bar(k, ins, m: _Mods) -> _Op:
     if m.base == "bar" and m.take("warp"):
         m.take("sync")
-        return _Op(PLAIN, lambda ctx, mask: None)  # lanes at one pc already run together
+        members = k.reader(_operands(k, ins, 1)[0], T_U32, ins)
+        return _Op(WSYNC, lambda ctx, mask: ctx.check_converged(mask, members(ctx), ins),
+                   members=members)
     if not m.take("sync"):
         m.fail("only bar.sync / barrier.sync are supported")
     m.take("aligned")

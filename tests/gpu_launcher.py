@@ -12,8 +12,10 @@ _CTYPES = {"u64": "c_uint64", "s64": "c_int64", "u32": "c_uint32", "s32": "c_int
            "f32": "c_float", "f64": "c_double"}
 
 
-def gpu_run_kernel(ptx, kernel, grid, block, args):
-    """`simulator.run_kernel`'s contract on a real GPU through cuda-python's driver API."""
+def gpu_run_kernel(ptx, kernel, grid, block, args, image=None):
+    """`simulator.run_kernel`'s contract on a real GPU through cuda-python's driver API.
+
+    `image`: a cubin of `ptx` to load instead of having the driver compile the PTX."""
     import ctypes
     try:
         from cuda.bindings import driver as cu
@@ -34,7 +36,7 @@ def gpu_run_kernel(ptx, kernel, grid, block, args):
     device = check(cu.cuDeviceGet(0))
     ctx = check(cu.cuDevicePrimaryCtxRetain(device))
     check(cu.cuCtxSetCurrent(ctx))
-    module = check(cu.cuModuleLoadData(ptx.encode() + b"\0"))
+    module = check(cu.cuModuleLoadData(image if image is not None else ptx.encode() + b"\0"))
     function = check(cu.cuModuleGetFunction(module, kernel.encode()))
     entry = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(([^)]*)\)", ptx)
     types = re.findall(r"\.param \.(\w+) \w+", entry.group(1) if entry else "")   # not vprintf's

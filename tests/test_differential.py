@@ -1421,9 +1421,11 @@ def test_atomic_programs_catch_a_float_min_swapped_with_max(monkeypatch):
 def test_atomic_programs_the_card_once_failed(seed, number, line):
     """Two random programs with atomics and warp functions that stopped the H100 (session 22):
     546, a 64-bit `atomic_or` on shared memory in a loop (a misaligned shared read: ptxas's
-    own spin loop), and 748, a bf16 `atomic_min` on shared memory in a branch, shuffles after
-    it (an illegal address: ptxas's loop for `atom.shared.cas.b16`). Against the reference,
-    in the simulator here and on the card under PTXPY_TEST_DEVICE=gpu."""
+    own spin loop), and 748, a bf16 `atomic_min` on shared memory in one branch and an f32
+    `atomic_max` on global memory in the other, then divisions and shuffles (an illegal address:
+    lanes still in a compare-and-swap loop read a uniform register that others had reused;
+    session 23 made the loops warp-uniform). Against the reference, in the simulator here and
+    on the card under PTXPY_TEST_DEVICE=gpu."""
     import random
 
     draws = random.Random(f"{seed}:{number}")

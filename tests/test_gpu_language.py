@@ -577,8 +577,8 @@ def sums(trips: Array[i32], o: Array[f64, 2]):
 def test_16_bit_shared_atomics_in_a_branch_then_a_shuffle():
     """f16 and bf16 atomics on shared memory that need a compare-and-swap (min, max, exch,
     cas), from some threads of each warp and contended, then a shuffle. ptxpy swaps the
-    aligned 32-bit word holding the element: ptxas's own loop for `atom.shared.cas.b16`, in
-    a kernel like this, failed with an illegal address (H100, program 748 of seed 3306)."""
+    aligned 32-bit word holding the element, in a warp-uniform loop (a kernel like this,
+    program 748 of seed 3306, failed with an illegal address on the H100 until session 23)."""
     source = src("""
 @ptxpy.jit
 def halves(x: Array[f32], h: Array[f16], g: Array[bf16], o: Array[f32], old: Array[f16]):

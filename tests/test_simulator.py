@@ -263,6 +263,32 @@ $MORE:
 }
 """
 
+WARP_SYNC_AFTER_LOOP = HEADER + """
+.visible .entry wsync(.param .u64 out)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    and.b32 %r3, %r1, 3;        // trip count
+    activemask.b32 %r7;
+    mov.u32 %r4, 0;
+$HEAD:
+    setp.ge.u32 %p2, %r4, %r3;
+    @!%p2 bra $MORE;
+    bar.warp.sync %r7;
+    activemask.b32 %r5;
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+    ret;
+$MORE:
+    add.s32 %r4, %r4, 1;
+    bra.uni $HEAD;
+}
+"""
+
 REDUCE = HEADER + """
 .visible .entry reduce(.param .u64 inp, .param .u64 out)
 {
@@ -664,6 +690,14 @@ def test_shuffling_lanes_wait_for_the_rest_of_their_warp():
     np.testing.assert_array_equal(out, np.where(lane < 31, np.roll(counts, -1), counts))
     with pytest.raises(SimulatorError, match=r"`shfl\.sync\.up.* live but never execute it"):
         run_kernel(LATE_LANES, "late", grid=1, block=64, args=[out, 5])
+
+
+def test_bar_warp_sync_makes_lanes_wait_for_their_mask():
+    """Lanes leave a loop at different iterations; after `bar.warp.sync` on the mask they
+    entered with, they run together again: `activemask` names all 32 (a partial warp: its own)."""
+    out = np.zeros(48, np.uint32)
+    run_kernel(WARP_SYNC_AFTER_LOOP, "wsync", grid=1, block=48, args=[out])
+    np.testing.assert_array_equal(out, [0xFFFFFFFF] * 32 + [0xFFFF] * 16)
 
 
 def test_shared_memory_tree_reduction():

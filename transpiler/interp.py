@@ -583,11 +583,15 @@ class _Thread:
         return self.value(instr.args[0])
 
     def op_vote(self, instr: Instr):
-        self.require_lone_thread("vote")
+        if len(instr.args) == 1:   # (a compare-and-swap loop's vote, over the lanes in it, runs alone)
+            self.require_lone_thread("vote")
         taken = bool(self.value(instr.args[0]))
         if instr.attrs["mode"] == "ballot":
             return 1 << self.sreg("laneid") if taken else 0
         return taken
+
+    def op_activemask(self, instr: Instr):
+        return 1 << self.sreg("laneid")   # threads run here one at a time
 
     def require_lone_thread(self, op: str) -> None:
         if not self.lone_thread:

@@ -239,8 +239,9 @@ def _ops() -> dict[str, OpSpec]:
     ops["vstore"] = OpSpec("free", None, effects=True)
     ops["atom"] = OpSpec("free", None, effects=True)
     ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask]
-    ops["vote"] = OpSpec("free", 1, effects=True)
+    ops["vote"] = OpSpec("free", None, effects=True)   # predicate[, member mask]
     ops["barrier"] = OpSpec("free", 0, effects=True)
+    ops["activemask"] = OpSpec("free", 0, effects=True)   # the lanes running it together
     ops["printf"] = OpSpec("free", None, effects=True)
     ops["br"] = OpSpec("free", 0, effects=True)
     ops["cbr"] = OpSpec("free", 1, effects=True)

@@ -286,7 +286,8 @@ def _halves_spun_by_ptxas(space: str) -> bool:
     """A 16-bit compare-and-swap on shared memory, which ptxas makes a loop of its own on the
     32-bit word (`ATOMS.CAS`, red_probe.py --spin), as it does the 64-bit atomics that went
     wrong (`_spun_by_ptxas`); ptxpy writes that loop in PTX. Not shown to matter on the card:
-    program 748 of seed 3306 fails there with it and without it (session 22)."""
+    program 748 of seed 3306 failed with it and without it, from the loop's divergent exit
+    (`_swap_loop`)."""
     return space == "shared"
 
 
@@ -310,22 +311,41 @@ def _cas_loop_in_word(b, array, addr, op: str, values: list):
 def _swap_loop(b, loaded, attempt, again):
     """The loop of a compare-and-swap from the `loaded` value: `attempt(current)` emits one
     try and returns (the bits the swap found, the bits it expected, the atomic's result); a
-    failed try retries with `again(found bits)` as the current value. Returns the result."""
-    key = b.hidden(loaded.type)
-    b.write(key, loaded)
-    header, retry, done = b.new_block("cas"), b.new_block("casretry"), b.new_block("casdone")
+    failed try retries with `again(found bits)` as the current value. Returns the result.
+
+    The lanes that enter the loop leave it together: each pass, the lanes still to swap try
+    once, and a vote over the entering lanes (`activemask`) decides whether to go round
+    again. A loop that each lane leaves when its own swap succeeds went wrong on the H100:
+    ptxas had kept a value in a uniform register (one per warp) and reused that register
+    after the loop, and in the other branch of an `if`, while lanes were still in the loop;
+    they swapped at a wrong address (program 748 of seed 3306, program748_probe.py)."""
+    members = b.emit("activemask", u32, [])
+    current, done = b.hidden(loaded.type), b.hidden(bool_)
+    b.write(current, loaded)
+    b.write(done, ir.Const(bool_, False))
+    entry = b.block
+    header, trying, tried, finished = (b.new_block(hint) for hint in
+                                       ("cas", "castry", "castried", "casdone"))
     b.br(header)
     b.start(header)
-    seen, expected, result = attempt(b.read(key))
-    b.cbr(b.emit("cmp", bool_, [seen, expected], {"pred": "eq"}), done, retry)
-    b.seal(retry)
-    b.start(retry)
-    b.write(key, again(seen))
-    b.br(header)
+    b.cbr(b.read(done), tried, trying)
+    b.seal(trying)
+    b.start(trying)
+    seen, expected, result = attempt(b.read(current))
+    old = b.hidden(result.type)
+    b.write(old, ir.Const(result.type, 0), block=entry)   # read only once swapped
+    b.write(old, result)
+    b.write(done, b.emit("cmp", bool_, [seen, expected], {"pred": "eq"}))
+    b.write(current, again(seen))
+    b.br(tried)
+    b.seal(tried)
+    b.start(tried)
+    pending = b.op("not", b.read(done))
+    b.cbr(b.emit("vote", bool_, [pending, members], {"mode": "any"}), header, finished)
     b.seal(header)
-    b.seal(done)
-    b.start(done)
-    return result
+    b.seal(finished)
+    b.start(finished)
+    return b.read(old)
 
 
 def _combine(b, op: str, old, values: list):

@@ -6,6 +6,7 @@ form below computes one such expression from three loaded values and is compared
 
     python benchmarks/probes/min_probe.py [--sass]
 """
+import re
 import subprocess
 import sys
 import tempfile
@@ -99,14 +100,16 @@ def kernel(name, ty, body):
 """
 
 
-def sass(ptx):
+def sass(ptx, addresses=False):
+    """The SASS of `ptx` for sm_90, an instruction a line (with its address: `addresses`)."""
     with tempfile.TemporaryDirectory() as tmp:
         with open(f"{tmp}/k.ptx", "w") as f:
             f.write(ptx)
         subprocess.run(["ptxas", "-arch", "sm_90", "-o", f"{tmp}/k.cubin", f"{tmp}/k.ptx"], check=True)
         out = subprocess.run(["cuobjdump", "-sass", f"{tmp}/k.cubin"], capture_output=True, text=True).stdout
-    return "\n".join(line.split("/*")[1].split("*/", 1)[1].strip() for line in out.splitlines()
-                     if line.strip().startswith("/*0") and "NOP" not in line)
+    lines = (re.match(r"\s*/\*([0-9a-f]{4,})\*/\s*(.*?)\s*(?:/\*|$)", line) for line in out.splitlines())
+    return "\n".join((f"{m.group(1)}  " if addresses else "") + m.group(2) for m in lines
+                      if m and "NOP" not in m.group(2))
 
 
 def report(name, width, bad, inputs, out, expected, ptx):

@@ -61,8 +61,7 @@ def program_546(rewrites):
     import re
 
     from kernel_harness import compile_source
-    from replay import program
-    from test_differential import np_dtype
+    from replay import kernel_args, program
     from ptxpy.transpiler import lower_intrinsics
     source, _, inputs, out_specs = program("3103", 546, ["--warp", "--atomic"])
     spun = lower_intrinsics._spun_by_ptxas
@@ -73,12 +72,7 @@ def program_546(rewrites):
     for pattern, replacement in rewrites or []:
         text, count = re.subn(pattern, replacement, text)
         assert count, f"pattern not found: {pattern}"
-    args = []
-    for arr in inputs:
-        args += [arr, len(arr)]
-    for _, t, shape in out_specs:
-        args += [np.zeros(shape, np_dtype(t)), *shape]
-    return text, args
+    return text, kernel_args(inputs, out_specs)
 
 
 def ptx(kind, op, bits, trips, offset):

@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
 sys.path.insert(0, HERE)
@@ -28,6 +30,19 @@ def program(seed, number, flags):
     draws = random.Random(f"{seed}:{number}")
     return gen_program(lambda lo, hi: draws.randint(lo, hi), "--memory" in flags,
                        "--warp" in flags, "--atomic" in flags)
+
+
+def kernel_args(inputs, out_specs):
+    """The launch arguments of a random program's PTX: each array with its extents, the
+    outputs zeroed."""
+    from test_differential import np_dtype
+
+    args = []
+    for arr in inputs:
+        args += [arr, len(arr)]
+    for _, t, shape in out_specs:
+        args += [np.zeros(shape, np_dtype(t)), *shape]
+    return args
 
 
 def run_on(device, source, inputs, out_specs):

@@ -17,6 +17,7 @@ FIX is one of
   mul-minus-one           an integer `x * -1` as `mul.lo` instead of `~x + 1`
   shared-64-atomics       64-bit shared atomics as `atom`/`red` (ptxas's own spin loop)
   shared-16-cas           16-bit shared CAS loops on `atom.shared.cas.b16` (not on the word)
+  divergent-cas-loops     compare-and-swap loops that each lane leaves on its own (session 22)
 """
 import runpy
 import sys
@@ -92,6 +93,26 @@ def s16_s8_extension():
     convert.extend_8_bits = extend
 
 
+def divergent_swap_loop(b, loaded, attempt, again):
+    """`lower_intrinsics._swap_loop` as it was until session 23: a lane leaves when its own
+    swap succeeds."""
+    key = b.hidden(loaded.type)
+    b.write(key, loaded)
+    header, retry, done = b.new_block("cas"), b.new_block("casretry"), b.new_block("casdone")
+    b.br(header)
+    b.start(header)
+    seen, expected, result = attempt(b.read(key))
+    b.cbr(b.emit("cmp", lower_intrinsics.bool_, [seen, expected], {"pred": "eq"}), done, retry)
+    b.seal(retry)
+    b.start(retry)
+    b.write(key, again(seen))
+    b.br(header)
+    b.seal(header)
+    b.seal(done)
+    b.start(done)
+    return result
+
+
 FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apart",
                                             lambda *args: None),
          "loop-predicates-tested": lambda: setattr(regalloc, "keep_loop_predicates_apart",
@@ -104,6 +125,8 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
                                              lambda op, array: False),
          "shared-16-cas": lambda: setattr(lower_intrinsics, "_halves_spun_by_ptxas",
                                          lambda space: False),
+         "divergent-cas-loops": lambda: setattr(lower_intrinsics, "_swap_loop",
+                                               divergent_swap_loop),
          "mul-minus-one": lambda: setattr(selector(), "times_minus_one",
                                           staticmethod(lambda instr: None)),
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),

@@ -1032,10 +1032,14 @@ class ISel:
         if mode not in ("any", "all", "ballot"):
             raise BackendError(f"unknown vote mode {mode!r}")
         opcode = "vote.sync.ballot.b32" if mode == "ballot" else f"vote.sync.{mode}.pred"
-        self.emit(opcode, [self.reg(instr)], [self.src(instr.args[0], imm=False), FULL_MASK])
+        members = self.src(instr.args[1]) if len(instr.args) > 1 else FULL_MASK
+        self.emit(opcode, [self.reg(instr)], [self.src(instr.args[0], imm=False), members])
 
     def op_barrier(self, instr: ir.Instr) -> None:
         self.emit("bar.sync", [], [Imm("0")])
+
+    def op_activemask(self, instr: ir.Instr) -> None:
+        self.emit("activemask.b32", [self.reg(instr)], [])
 
     def op_floordiv(self, instr: ir.Instr) -> None:
         raise BackendError(f"{instr.op} reached the backend: passes/ranges.py and "

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .. import ir
 
-OPAQUE_OPS = frozenset({"param", "sreg", "load", "vload", "extract", "atom", "shfl", "vote"})
+OPAQUE_OPS = frozenset({"param", "sreg", "load", "vload", "extract", "atom", "shfl", "vote",
+                        "activemask"})
 
 
 class Opaque:
