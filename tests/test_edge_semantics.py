@@ -575,6 +575,65 @@ def kern(a: Array[i32], b: Array[f32], c: Array[i16], d: Array[u32], o_u16: Arra
     assert (int(o_i8[0, 1]), bool(o_bool[0, 1])) == (0, v3)
 
 
+def test_inverted_bits_of_a_value_a_branch_on_not_equal_pins():
+    """`~x & 3` where a branch on `x != c` was false (so x == c): ptxas took x for c and dropped
+    the inversion, `m[i, (~i) & 3]` under `if not bool(i)` stored at column 0, not 3 (H100,
+    program 98 of seed 3708, known_index_probe.py); ptxpy branches on `x == c` instead. The
+    program cut down, then the forms the probe found wrong: the `else` of `!=`, `not (x != 5)`,
+    a loaded `x`, `~x | 4`, 64 bits."""
+    source = HEADER + """
+@ptxpy.jit
+def cut(o: Array[f32, 2]):
+    i = ptxpy.global_id(0)
+    v2: bool = bool(i)
+    m = ptxpy.shared_array((64, 4), f32)
+    m[i, 0] = 0
+    m[i, 1] = 0
+    m[i, 2] = 0
+    m[i, 3] = 0
+    if (not v2):
+        m[i, ((~i)) & 3] = 1
+    o[i, 0] = m[i, 0]
+    o[i, 1] = m[i, 3]
+
+@ptxpy.jit
+def forms(a: Array[i32], o: Array[i32, 2]):
+    i = ptxpy.global_id(0)
+    x = a[i]
+    for k in range(6):
+        o[i, k] = -9
+    if x != 0:
+        o[i, 0] = 7
+    else:
+        o[i, 0] = (~x) & 3
+    if not (x != 5):
+        o[i, 1] = (~x) & 3
+    if not bool(x):
+        o[i, 2] = (~x) | 4
+    w = i64(x)
+    if not bool(w):
+        o[i, 3] = i32((~w) & 3)
+    if not (i != 5):
+        o[i, 4] = (~i) & 3
+    v = not (x != 5)
+    if v:
+        o[i, 5] = 1
+    o[i, 6] = i32(v)
+"""
+    (o,) = run(source, "cut", [Out((64, 2), np.float32)], grid=1, block=64)
+    assert o[:, 0].tolist() == [0.0] * 64
+    assert o[:, 1].tolist() == [1.0] + [0.0] * 63
+    x = np.array([0, 5, 3, 0, -1, 5, 7, 0], np.int32)
+    (o,) = run(source, "forms", [x, Out((8, 7), np.int32)], grid=1, block=8)
+    assert o[:, 0].tolist() == [3 if v == 0 else 7 for v in x]
+    assert o[:, 1].tolist() == [2 if v == 5 else -9 for v in x]
+    assert o[:, 2].tolist() == [-1 if v == 0 else -9 for v in x]
+    assert o[:, 3].tolist() == [3 if v == 0 else -9 for v in x]
+    assert o[:, 4].tolist() == [2 if i == 5 else -9 for i in range(8)]
+    assert o[:, 5].tolist() == [1 if v == 5 else -9 for v in x]    # (the `!=` kept for `v`)
+    assert o[:, 6].tolist() == [int(v == 5) for v in x]
+
+
 def test_a_three_way_min_of_a_value_times_minus_one():
     """`min(i, i32((-1) * v1), 0)` is -i: ptxas turned `mul.lo.s64 -1, x` into a negation,
     folded the two `min`s into one three-way min and lost it (0 for every thread; H100,

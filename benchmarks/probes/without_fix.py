@@ -18,6 +18,7 @@ FIX is one of
   shared-64-atomics       64-bit shared atomics as `atom`/`red` (ptxas's own spin loop)
   shared-16-cas           16-bit shared CAS loops on `atom.shared.cas.b16` (not on the word)
   divergent-cas-loops     compare-and-swap loops that each lane leaves on its own (session 22)
+  branch-on-ne            branches on an integer `!=` (and on `not c`) as written
 """
 import runpy
 import sys
@@ -127,6 +128,7 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
                                          lambda space: False),
          "divergent-cas-loops": lambda: setattr(lower_intrinsics, "_swap_loop",
                                                divergent_swap_loop),
+         "branch-on-ne": lambda: setattr(selector(), "_plan_branch_tests", lambda self: None),
          "mul-minus-one": lambda: setattr(selector(), "times_minus_one",
                                           staticmethod(lambda instr: None)),
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),

@@ -84,6 +84,8 @@ class ISel:
         self.params = self._param_table()
         self.symbols = {decl.name: decl for decl in func.arrays}
         self.skipped: set[ir.Instr] = set()
+        self.branch_tests: dict = {}   # cbr -> (the value it tests, whether its negation)
+        self.tested_equal: set[ir.Instr] = set()     # integer `!=`s a branch tests as `==`
         self.mad_of: dict[ir.Instr, ir.Instr] = {}   # add -> the mul it absorbs
         self.narrow: set[ir.Instr] = set()           # i64 values computed in 32 bits only
         self.narrow_copy: set[ir.Instr] = set()      # i64 values also needed in 32 bits
@@ -98,6 +100,7 @@ class ISel:
     # --- driver -------------------------------------------------------------------------
     def run(self) -> MFunction:
         self._plan_folds()
+        self._plan_branch_tests()
         self._plan_narrow()
         for block in self.order:
             self._lower_block(block)
@@ -196,6 +199,30 @@ class ISel:
                 if mul is not None:
                     self.mad_of[instr] = mul
                     self.skipped.add(mul)
+
+    def _plan_branch_tests(self) -> None:
+        """A branch on `not c` branches on `c` to the other target; a branch on an integer
+        `x != y` tests `x == y` (a `setp.eq` of its own) to the other target. Where the test of
+        a `setp.ne` was false, ptxas took x for y and dropped the inversion of `~x` in a LOP3:
+        `if i != 0: ... else: ~i & 3` gave 0, `not (i != 5)`: `~i & 3` gave 1 (H100, program 98
+        of seed 3708, known_index_probe.py); after `setp.eq` it was right. The `not` and the
+        `!=` are not emitted where the branch is their only use."""
+        for instr in self.instrs:
+            if instr.op != "cbr":
+                continue
+            cond, negated, user, alone = instr.args[0], False, instr, True
+            while cond.__class__ is ir.Instr and cond.op == "not" and cond.type.is_bool:
+                alone = alone and self.users.get(cond) == [user]   # only the branch needs it
+                if alone:
+                    self.skipped.add(cond)
+                cond, negated, user = cond.args[0], not negated, cond
+            if (cond.__class__ is ir.Instr and cond.op == "cmp" and cond.attrs["pred"] == "ne"
+                    and cond.args[0].type.is_int):
+                self.tested_equal.add(cond)
+                negated = not negated
+                if alone and self.users.get(cond) == [user]:
+                    self.skipped.add(cond)
+            self.branch_tests[instr] = (cond, negated)
 
     @staticmethod
     def _repeated_wide(mul: ir.Instr, fused_wide: dict) -> bool:
@@ -810,7 +837,11 @@ class ISel:
         self.emit(f"testp.{test}.{arith(t)}", [self.reg(instr)], [a])
 
     def op_cmp(self, instr: ir.Instr) -> None:
-        t, pred, dst = instr.args[0].type, instr.attrs["pred"], self.reg(instr)
+        self.compare(self.reg(instr), instr.attrs["pred"], instr)
+
+    def compare(self, dst: VReg, pred: str, instr: ir.Instr) -> None:
+        """dst = the comparison `pred` of the arguments of `instr` (a `cmp`)."""
+        t = instr.args[0].type
         if t.is_bool:
             return self.bool_cmp(dst, pred, *self.srcs(instr, imm=False))
         if t.bits == 16 and t.is_float:
@@ -1055,9 +1086,15 @@ class ISel:
         self.block.term = Terminator("br", [self.mblocks[instr.targets[0]]], loc=self.loc)
 
     def op_cbr(self, instr: ir.Instr) -> None:
-        cond = self.src(instr.args[0], imm=False)
+        cond, negated = self.branch_tests.get(instr, (instr.args[0], False))
+        if cond in self.tested_equal:
+            test = self.new("p")
+            self.compare(test, "eq", cond)
+        else:
+            test = self.src(cond, imm=False)
         targets = [self.mblocks[b] for b in instr.targets]
-        self.block.term = Terminator("cbr", targets, cond, loc=self.loc)
+        self.block.term = Terminator("cbr", targets[::-1] if negated else targets, test,
+                                     loc=self.loc)
 
     def op_ret(self, instr: ir.Instr) -> None:
         self.block.term = Terminator("ret", loc=self.loc)
