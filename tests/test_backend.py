@@ -1079,3 +1079,19 @@ def test_every_target_name_compiles_16_bit_atomics(arch):
     if find_ptxas():
         ok, log, _ = assemble(ptx, arch)
         assert ok, log
+
+
+def test_a_register_read_but_never_written_is_an_internal_error():
+    """The instruction selector's check that nothing reads a register no instruction writes
+    (what an instruction left out while still used would leave behind)."""
+    from ptxpy.transpiler.backend.isel import _check_written
+    from ptxpy.transpiler.backend.machine import MBlock, MInstr, Terminator
+
+    written, lost = VReg("r"), VReg("r")
+    block = MBlock("entry", [MInstr("mov.u32", [written], [Imm("1")]),
+                             MInstr("add.u32", [written], [written, Imm("2")])],
+                   term=Terminator("ret"))
+    _check_written([block])
+    block.instrs.append(MInstr("add.u32", [written], [written, lost]))
+    with pytest.raises(BackendError, match=r"%rv\d+ is read by `add\.u32 .*` in entry but never written"):
+        _check_written([block])

@@ -71,6 +71,23 @@ def copy_instr(dst: VReg, src, loc=None) -> MInstr:
     return MInstr(f"mov.{MOV_TYPE[dst.cls]}", [dst], [src], loc)
 
 
+def _check_written(blocks: list) -> None:
+    """Every register read is written somewhere. An instruction left out (`ISel.skipped`)
+    while something still reads its result would read whatever the register held: 0 in the
+    simulator, anything on the card (session 23's first `_plan_branch_tests`)."""
+    written = {phi.dst for block in blocks for phi in block.phis}
+    written.update(dst for block in blocks for instr in block.instrs for dst in instr.dsts)
+    for block in blocks:
+        readers = [(instr.uses, instr) for instr in block.instrs]
+        readers += [(phi.args, "a phi") for phi in block.phis]
+        readers.append((block.term.uses if block.term else [], "a branch"))
+        for regs, reader in readers:
+            for reg in regs:
+                if reg.__class__ is VReg and reg not in written:
+                    text = reader if isinstance(reader, str) else f"`{reader.text()}`"
+                    raise BackendError(f"{reg!r} is read by {text} in {block.name} but never written")
+
+
 class ISel:
     def __init__(self, func: ir.Function, target: Target):
         self.func = func
@@ -105,6 +122,7 @@ class ISel:
         for block in self.order:
             self._lower_block(block)
         blocks = [self.mblocks[b] for b in self.order]
+        _check_written(blocks)
         return MFunction(self.func.name, blocks, self.target.version, self.target.arch,
                          self.strings, self.printf_buffer)
 
