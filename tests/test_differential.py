@@ -49,6 +49,10 @@ What the generator covers:
   max and or xor`, float `min max`), in branches and loops: global `o_acc`, or shared `s_acc`
   copied out after a barrier; thread 0 sets the start values before a barrier. The order of
   the threads' updates is unknown, the final values are not. Off by default, as `memory`.
+* with `loops=True` (`--loops`), half the loops run a number of times known only at run time:
+  different in each lane (`i & 3`, `(a[i] & 3)`, a warp divided in halves), or the same in all
+  (`len(a) >> 4`), so that lanes leave a loop at different iterations, as they leave a
+  compare-and-swap loop. Off by default, as `memory`.
 
 The reference is written from the language's rules (docs/language.md, SPEC 2.1), never from
 the compiler: integers wrap at their width; floats are held as Python floats with the exact
@@ -415,6 +419,7 @@ class Gen:
         self.memory = None                    # (kind, name, element type) of the scratch array
         self.atomic = False                   # atomics on the scratch and shared-counter arrays
         self.acc = None                       # (array name, element type, op of each slot)
+        self.runtime_loops = False            # trip counts from run-time values (`--loops`)
 
     def fresh(self, prefix):
         self.counter += 1
@@ -1021,6 +1026,11 @@ class Gen:
             is_while = k == 8
             var = self.fresh("w" if is_while else "k")
             var_ty = "i32" if is_while or self.chance(2, 3) else self.pick(INT_TYPES)
+            stop, count_of = str(count), (lambda env: count)
+            if self.runtime_loops and self.chance(1, 2):
+                stop, count_of = self.pick(RUN_TIME_COUNTS)
+                if var_ty != "i32":
+                    stop = f"{var_ty}({stop})"
             self.loop_depth += 1
             if not is_while:
                 self.readonly[var] = var_ty
@@ -1028,14 +1038,15 @@ class Gen:
             self.loop_depth -= 1
             self.readonly.pop(var, None)
             if is_while:
-                lines = [f"{var} = 0", f"while {var} < {count}:", f"    {var} += 1"]
+                lines = [f"{var} = 0", f"while {var} < {stop}:", f"    {var} += 1"]
             elif var_ty == "i32":
-                lines = [f"for {var} in range({start}, {count}, {step}):"]
+                lines = [f"for {var} in range({start}, {stop}, {step}):"]
             else:      # the variable takes the type of the cast start
-                lines = [f"for {var} in range({var_ty}({start}), {count}, {step}):"]
+                lines = [f"for {var} in range({var_ty}({start}), {stop}, {step}):"]
             lines += ["    " + line for line in body_lines]
 
             def f(env):
+                count = count_of(env)
                 for it in (range(count) if is_while else range(start, count, step)):
                     env[var] = it if not is_while else it + 1
                     try:
@@ -1049,6 +1060,12 @@ class Gen:
             return lines, f
         return self.assign()
 
+
+# (source, value) of the run-time trip counts of `--loops`: 0 to 4, per lane or for all
+RUN_TIME_COUNTS = [("(i & 3)", lambda env: env["i"] & 3),
+                   ("(a[i] & 3)", lambda env: env["@a"][env["i"]] & 3),
+                   ("((i >> 4) & 1)", lambda env: (env["i"] >> 4) & 1),
+                   ("(len(a) >> 4)", lambda env: NTHREADS >> 4)]
 
 ATOMIC_TYPES = ("i32", "i64", "u32", "u64", "f16", "bf16", "f32", "f64")
 ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exch", "cas")
@@ -1168,17 +1185,18 @@ def input_values(ty: str, rng) -> np.ndarray:
         return np.array([round_float(float(v), ty) for v in values]).astype(np_dtype(ty))
 
 
-def gen_program(draw, memory=False, warp=False, atomic=False):
+def gen_program(draw, memory=False, warp=False, atomic=False, loops=False):
     """Returns (source, reference(inputs) -> outputs, inputs, output (name, type, shape) list).
     `memory`: with a scratch array in some programs; `warp`: with warp functions at the top
-    level; `atomic`: with atomics, on the scratch array and on a counter array (the module's
-    docstring)."""
+    level; `atomic`: with atomics, on the scratch array and on a counter array; `loops`: loops
+    of run-time trip counts (the module's docstring)."""
     memory = memory or atomic
     lines = [HEADER]
     arrays = {"a": "i32", "b": "f32"}
     for name in ARRAY_NAMES[:draw(0, 2)]:
         arrays[name] = NUM_TYPES[draw(0, len(NUM_TYPES) - 1)]
     g = Gen(draw, arrays)
+    g.runtime_loops = loops
     if draw(0, 2) == 0:
         hl, g.helper = gen_helper(draw)
         lines += hl
@@ -1336,9 +1354,9 @@ def same_values(x, y, ty):
     return x == y
 
 
-def check_program(draw, memory=False, warp=False, atomic=False):
+def check_program(draw, memory=False, warp=False, atomic=False, loops=False):
     """Generate, compile + simulate, compare. Raises AssertionError on a mismatch."""
-    source, reference, inputs, out_specs = gen_program(draw, memory, warp, atomic)
+    source, reference, inputs, out_specs = gen_program(draw, memory, warp, atomic, loops)
     expected = reference(inputs)
     got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
               grid=1, block=NTHREADS)
@@ -1520,14 +1538,22 @@ if given is not None:
     def test_random_kernels_with_atomics_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), atomic=True)
 
+    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // 3, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def test_random_kernels_with_run_time_loop_counts_match_reference(data):
+        check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), warp=True, atomic=True,
+                      loops=True)
+
 
 def main(argv):
     import random
     import time
     import traceback
 
-    memory, warp, atomic = "--memory" in argv, "--warp" in argv, "--atomic" in argv
-    argv = [a for a in argv if a not in ("--memory", "--warp", "--atomic")]
+    memory, warp, atomic, loops = ("--memory" in argv, "--warp" in argv, "--atomic" in argv,
+                                   "--loops" in argv)
+    argv = [a for a in argv if a not in ("--memory", "--warp", "--atomic", "--loops")]
     n = int(argv[1]) if len(argv) > 1 else 100
     seed = int(argv[2]) if len(argv) > 2 else 0
     mismatches = errors = 0
@@ -1535,11 +1561,12 @@ def main(argv):
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic)
+            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic, loops)
         except AssertionError as exc:
             if str(exc).startswith("CUDA error"):    # the card's context is lost: stop here
                 r = random.Random(f"{seed}:{k}")
-                source = gen_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic)[0]
+                source = gen_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic,
+                                     loops)[0]
                 print(f"--- program {k}: {exc}\n{source}", flush=True)
                 errors += 1
                 n = k + 1
@@ -1556,7 +1583,8 @@ def main(argv):
             print(f"... {k + 1} programs, {mismatches} mismatches, {errors} internal errors, "
                   f"{time.time() - start:.0f} s", flush=True)
     print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}"
-          f"{' --memory' if memory else ''}{' --warp' if warp else ''}{' --atomic' if atomic else ''}, "
+          f"{' --memory' if memory else ''}{' --warp' if warp else ''}{' --atomic' if atomic else ''}"
+          f"{' --loops' if loops else ''}, "
           f"{time.time() - start:.0f} s")
 
 

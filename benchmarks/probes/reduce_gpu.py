@@ -17,6 +17,7 @@ docstring) and prints one summary line per program.
 """
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import re
@@ -59,11 +60,9 @@ def generated_inputs(program):
 
     if program["seed"] is None:
         return None
-    for memory, warp, atomic in ((False, False, False), (True, False, False), (False, True, False),
-                                 (True, True, False), (True, False, True), (True, True, True)):
-        draws = random.Random(f"{program['seed']}:{program['number']}")   # (the run's flags)
-        source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), memory, warp,
-                                           atomic)
+    for flags in itertools.product((False, True), repeat=4):   # (the run's flags)
+        draws = random.Random(f"{program['seed']}:{program['number']}")
+        source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), *flags)
         if source.strip() == program.get("original", program["source"]).strip():
             return inputs
     return None

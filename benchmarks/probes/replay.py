@@ -3,7 +3,7 @@
 For a program that a run reports without its source (a CUDA error stops a run's process
 from printing it, and every program after it fails too: the context is lost):
 
-    python benchmarks/probes/replay.py SEED NUMBER [--memory] [--warp] [--atomic] [OUT_DIR]
+    python benchmarks/probes/replay.py SEED NUMBER [--memory] [--warp] [--atomic] [--loops] [OUT_DIR]
 
 Writes OUT_DIR/program-SEED-NUMBER.py and .ptx and prints where the results differ, or the
 error; then, in a new process under `compute-sanitizer` when it is on the PATH, the card's run
@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
 sys.path.insert(0, HERE)
 
-FLAGS = ("--memory", "--warp", "--atomic")
+FLAGS = ("--memory", "--warp", "--atomic", "--loops")
 
 
 def program(seed, number, flags):
@@ -29,7 +29,7 @@ def program(seed, number, flags):
 
     draws = random.Random(f"{seed}:{number}")
     return gen_program(lambda lo, hi: draws.randint(lo, hi), "--memory" in flags,
-                       "--warp" in flags, "--atomic" in flags)
+                       "--warp" in flags, "--atomic" in flags, "--loops" in flags)
 
 
 def kernel_args(inputs, out_specs):
