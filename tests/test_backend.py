@@ -623,7 +623,8 @@ def test_line_comments_for_every_statement():
 def test_bool_lowering():
     ptx = compile_all(bool_ops())["sm_90"]
     assert "ld.param.u8" in ptx and "setp.ne.u16" in ptx
-    assert "and.pred" in ptx and "or.pred" in ptx and "xor.pred" in ptx and "not.pred" in ptx
+    assert "and.pred" in ptx and "or.pred" in ptx and "not.pred" in ptx
+    assert "xor.pred" not in ptx     # (ptxas merged it wrongly: pred_differ, bool_select)
     assert "st.global.u8" in ptx and "selp.u16" in ptx
     assert "selp.s32" in ptx and "selp.pred" not in ptx
 

@@ -684,6 +684,35 @@ def forms(a: Array[i32], o: Array[i64, 2]):
     assert o.tolist() == np.stack(want, axis=1).tolist()
 
 
+def test_a_bool_select_beside_an_or_of_its_inputs_in_a_loop():
+    """Random program 775 of seed 3847 (`--loops`), cut down: `v5 = False` in one arm and
+    `v2 = v5` in the other became selects, `c ? false : v5` and `c ? true : v5`; as
+    `v5 ^ (v5 & c)` beside `c | v5`, ptxas merged them into PLOP3s and thread 1 stored False
+    (H100). ptxpy selects bools as 0 or 1 in 32-bit registers. v5 ends as `i != 0`."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], o_bool: Array[bool, 2]):
+    i = ptxpy.global_id(0)
+    v1: bool = (0 > 0)
+    v3: u16 = u8(a[i])
+    v4: i64 = i
+    v5: bool = bool(v4)
+    v2 = (not 0)
+    if v3:
+        if (v4 <= 0):
+            v5 = bool(0)
+        else:
+            v2 = v5
+        for k7 in range(0, 1, 1):
+            if (0 >= v2):
+                v5 = v1
+    o_bool[i, 2] = v5
+"""
+    a = np.array([-2125543687, 256, 7] * 21 + [0], np.int32)
+    (o,) = run(source, "kern", [a, Out((64, 3), np.bool_)], grid=1, block=64)
+    assert o[:, 2].tolist() == [i != 0 for i in range(64)]
+
+
 def test_bool_selects_of_every_form():
     """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
     source = HEADER + """

@@ -3,7 +3,9 @@
 Random program 98 of seed 3708 (`--atomic --warp`) stored `b[63]` at `m[0, 0]` instead of
 `m[0, 3]`: thread 0 ran `if not bool(i): m[i, (~i) & 3] = ...`, where the branch tells ptxas
 that `i` is 0. Each form below computes something from `x` under such a branch (or without
-one) and is compared with NumPy; then the cut-down program 98 with rewrites of its PTX.
+one) and is compared with NumPy; then the same for floats, where `x == 0.0` may be -0.0 (all
+right, with and without the fix: ptxas does not put 0.0 for x there); then the cut-down
+program 98 with rewrites of its PTX.
 
     python benchmarks/probes/known_index_probe.py [--sass]
 """
@@ -18,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 HEAD = """
 import ptxpy
-from ptxpy import Array, f32, i16, i32, i64
+from ptxpy import Array, f32, f64, i16, i32, i64
 
 @ptxpy.jit
 def kern(a: Array[i32], b: Array[f32], o: Array[f32, 2]):
@@ -80,6 +82,37 @@ FORMS = {
         "    x = i16(i)\n    if not bool(x):\n        o[i, 0] = f32((~x) & 3)\n",
         lambda i, x: (0, ~i & 3) if i == 0 else None),
 }
+
+# the same question for floats: where `x == 0.0` holds, x may be -0.0 (compared by bits)
+FLOAT_FORMS = {
+    "if x != 0.0: .. else: o = 1 / x": (
+        "    x = b[i]\n    if x != 0.0:\n        o[i, 0] = f32(5)\n    else:\n        o[i, 0] = 1.0 / x\n",
+        lambda x: 5.0 if x != 0 else np.float32(1) / x),
+    "if x == 0.0: o = 1 / x": ("    x = b[i]\n    if x == 0.0:\n        o[i, 0] = 1.0 / x\n",
+                               lambda x: np.float32(1) / x if x == 0 else 0.0),
+    "if not (x != 0.0): o = x * -1": ("    x = b[i]\n    if not (x != 0.0):\n        o[i, 0] = x * -1.0\n",
+                                      lambda x: x * np.float32(-1) if x == 0 else 0.0),
+    "f64: if x == 0.0: o = 1 / x": ("    x = f64(b[i])\n    if x == 0.0:\n        o[i, 0] = f32(1.0 / x)\n",
+                                    lambda x: np.float32(np.float64(1) / np.float64(x)) if x == 0 else 0.0),
+}
+
+
+def run_float_forms():
+    from kernel_harness import compile_source
+
+    b = np.array([0.0, -0.0, 1.5, -0.0] * 16, np.float32)
+    a = np.zeros(64, np.int32)
+    for name, (body, value) in FLOAT_FORMS.items():
+        text = compile_source(HEAD.replace("    for k in range(4):\n        o[i, k] = f32(k)\n", "")
+                              + body, "kern", arch="sm_90").ptx
+        out = np.zeros((64, 4), np.float32)
+        launcher()(text, "kern", (1,), (64,), [a, 64, b, 64, out, 64, 4])
+        want = np.zeros((64, 4), np.float32)
+        with np.errstate(divide="ignore"):
+            want[:, 0] = [value(x) for x in b]
+        report(name, out.view(np.uint32), want.view(np.uint32))
+        show_sass(text)
+
 
 # program 98 cut down (reduce_gpu.py), and rewrites of its PTX
 REDUCED = """
@@ -178,4 +211,5 @@ def run_ptx_forms():
 
 if __name__ == "__main__":
     run_forms()
+    run_float_forms()
     run_ptx_forms()

@@ -10,7 +10,8 @@ FIX is one of
   loop-predicates-tested  session 18's first rule: apart only from the values branches test
   neg-f16                 `neg.f16`/`neg.bf16` instead of flipping the sign bit
   f32-known-add           `add`/`sub.rn.f32` on values ptxas knows instead of an fma by 1 or -1
-  bool-select             a bool select as (c & a) | (!c & b) instead of b ^ ((a ^ b) & c)
+  bool-select             a bool select as (c & a) | (!c & b) instead of a `selp` of 0 or 1
+  bool-select-xor         a bool select as b ^ ((a ^ b) & c) (sessions 18-22) instead of a `selp`
   cvt-s16-s8              i8 extended by `cvt.s16.s8` instead of through a 32-bit register
   cvt-select              `T(int(b))` and `T(k1 if c else k2)` left as a cvt of a select
   pred-xor                a bool `^`, `==`, `!=` as `xor.pred` instead of `setp` of 0 or 1
@@ -80,6 +81,35 @@ def and_or_select():
     selector().bool_select = bool_select
 
 
+def xor_select():
+    """`isel.bool_select` as it was from session 18 to 22: predicate logic with `xor`."""
+    def bool_select(self, dst, cond, a, b):
+        const = isel.ir.Const
+        if isinstance(a, const) and isinstance(b, const):
+            return select(self, dst, cond, a, b)
+        if isinstance(a, const):
+            if a.value:
+                self.emit("or.pred", [dst], [cond, self.src(b)])
+            else:
+                both = self.new("p")
+                self.emit("and.pred", [both], [self.src(b), cond])
+                self.emit("xor.pred", [dst], [self.src(b), both])
+            return
+        if isinstance(b, const):
+            if b.value:
+                self.emit("not.pred", [dst], [cond])
+                self.emit("or.pred", [dst], [dst, self.src(a)])
+            else:
+                self.emit("and.pred", [dst], [cond, self.src(a)])
+            return
+        differ = self.new("p")
+        self.emit("xor.pred", [differ], [self.src(a), self.src(b)])
+        self.emit("and.pred", [differ], [differ, cond])
+        self.emit("xor.pred", [dst], [self.src(b), differ])
+    select = selector().bool_select
+    selector().bool_select = bool_select
+
+
 def xor_pred():
     def differ(self, dst, pred, a, b):
         self.emit("xor.pred", [dst], [a, b])
@@ -120,6 +150,7 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
                                                    tested_only),
          "neg-f16": neg_instruction,
          "bool-select": and_or_select,
+         "bool-select-xor": xor_select,
          "cvt-s16-s8": s16_s8_extension,
          "pred-xor": xor_pred,
          "shared-64-atomics": lambda: setattr(lower_intrinsics, "_spun_by_ptxas",

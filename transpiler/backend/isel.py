@@ -905,6 +905,11 @@ class ISel:
         self.emit(f"selp.{bits(t) if t.bits == 16 and t.is_float else arith(t)}", [dst], [a, b, cond])
 
     def bool_select(self, dst: VReg, cond: VReg, a: ir.Value, b: ir.Value) -> None:
+        """dst = a if cond else b for bools, as a `selp` of 0 or 1 in a 32-bit register. ptxas
+        merged the predicate logic of selects with the `or`s and `and`s beside them into PLOP3s
+        and got them wrong: `(c & a) | (!c & b)` with b = c | a came out false (program 564),
+        and `b ^ (b & c)` (`c ? false : b`) beside `c | b` gave the wrong value in a loop
+        (program 775 of seed 3847, H100), as `xor.pred` did in `pred_differ`."""
         if isinstance(a, ir.Const) and isinstance(b, ir.Const):
             if bool(a.value) == bool(b.value):
                 self.block.instrs.append(copy_instr(dst, self.const_imm(bool_, a.value), self.loc))
@@ -913,27 +918,17 @@ class ISel:
             else:
                 self.emit("not.pred", [dst], [cond])
             return
-        if isinstance(a, ir.Const):      # c ? true : b == c | b;  c ? false : b == !c & b
-            if a.value:
-                self.emit("or.pred", [dst], [cond, self.src(b)])
-            else:                        # !c & b as b ^ (b & c): see below
-                both = self.new("p")
-                self.emit("and.pred", [both], [self.src(b), cond])
-                self.emit("xor.pred", [dst], [self.src(b), both])
-            return
-        if isinstance(b, ir.Const):      # c ? a : true == !c | a;  c ? a : false == c & a
-            if b.value:
-                self.emit("not.pred", [dst], [cond])
-                self.emit("or.pred", [dst], [dst, self.src(a)])
-            else:
-                self.emit("and.pred", [dst], [cond, self.src(a)])
-            return
-        # b ^ ((a ^ b) & c). ptxas simplified (c & a) | (!c & b) with b = c | a to
-        # c & a: `!c & (c | a)` came out false (benchmarks/probes/reduced/program-564.py, H100)
-        differ = self.new("p")
-        self.emit("xor.pred", [differ], [self.src(a), self.src(b)])
-        self.emit("and.pred", [differ], [differ, cond])
-        self.emit("xor.pred", [dst], [self.src(b), differ])
+        bits = self.new("r")
+        self.emit("selp.u32", [bits], [self.bit_of(a), self.bit_of(b), cond])
+        self.emit("setp.ne.u32", [dst], [bits, Imm("0")])
+
+    def bit_of(self, value: ir.Value):
+        """A bool as 0 or 1: an immediate, or a 32-bit register."""
+        if isinstance(value, ir.Const):
+            return Imm("1" if value.value else "0")
+        bit = self.new("r")
+        self.emit("selp.u32", [bit], [Imm("1"), Imm("0"), self.src(value)])
+        return bit
 
     # --- conversions -----------------------------------------------------------------------
     def op_cvt(self, instr: ir.Instr) -> None:
