@@ -103,6 +103,7 @@ class ISel:
         self.skipped: set[ir.Instr] = set()
         self.branch_tests: dict = {}   # cbr -> (the value it tests, whether its negation)
         self.tested_equal: set[ir.Instr] = set()     # integer `!=`s a branch tests as `==`
+        self.emitted_equal: set[ir.Instr] = set()    # those emitted as `==` (only branches use them)
         self.mad_of: dict[ir.Instr, ir.Instr] = {}   # add -> the mul it absorbs
         self.narrow: set[ir.Instr] = set()           # i64 values computed in 32 bits only
         self.narrow_copy: set[ir.Instr] = set()      # i64 values also needed in 32 bits
@@ -223,24 +224,31 @@ class ISel:
         `x != y` tests `x == y` (a `setp.eq` of its own) to the other target. Where the test of
         a `setp.ne` was false, ptxas took x for y and dropped the inversion of `~x` in a LOP3:
         `if i != 0: ... else: ~i & 3` gave 0, `not (i != 5)`: `~i & 3` gave 1 (H100, program 98
-        of seed 3708, known_index_probe.py); after `setp.eq` it was right. The `not` and the
-        `!=` are not emitted where the branch is their only use."""
+        of seed 3708, known_index_probe.py); after `setp.eq` it was right. The `not`s that only
+        branches use are not emitted, and a `!=` that only branches use is emitted as `==`."""
+        through = set()      # the `not`s and `!=`s some branch looks through
         for instr in self.instrs:
             if instr.op != "cbr":
                 continue
-            cond, negated, user, alone = instr.args[0], False, instr, True
+            cond, negated = instr.args[0], False
             while cond.__class__ is ir.Instr and cond.op == "not" and cond.type.is_bool:
-                alone = alone and self.users.get(cond) == [user]   # only the branch needs it
-                if alone:
-                    self.skipped.add(cond)
-                cond, negated, user = cond.args[0], not negated, cond
+                through.add(cond)
+                cond, negated = cond.args[0], not negated
             if (cond.__class__ is ir.Instr and cond.op == "cmp" and cond.attrs["pred"] == "ne"
                     and cond.args[0].type.is_int):
                 self.tested_equal.add(cond)
+                through.add(cond)
                 negated = not negated
-                if alone and self.users.get(cond) == [user]:
-                    self.skipped.add(cond)
             self.branch_tests[instr] = (cond, negated)
+        left_out, changed = set(through), True   # those only branches (and each other) use
+        while changed:
+            changed = False
+            for value in list(left_out):
+                if not all(u.op == "cbr" or u in left_out for u in self.users.get(value, [])):
+                    left_out.discard(value)
+                    changed = True
+        self.skipped |= {value for value in left_out if value.op == "not"}
+        self.emitted_equal = self.tested_equal & left_out   # one `setp.eq` for every branch
 
     @staticmethod
     def _repeated_wide(mul: ir.Instr, fused_wide: dict) -> bool:
@@ -855,7 +863,8 @@ class ISel:
         self.emit(f"testp.{test}.{arith(t)}", [self.reg(instr)], [a])
 
     def op_cmp(self, instr: ir.Instr) -> None:
-        self.compare(self.reg(instr), instr.attrs["pred"], instr)
+        pred = "eq" if instr in self.emitted_equal else instr.attrs["pred"]
+        self.compare(self.reg(instr), pred, instr)
 
     def compare(self, dst: VReg, pred: str, instr: ir.Instr) -> None:
         """dst = the comparison `pred` of the arguments of `instr` (a `cmp`)."""
@@ -1100,7 +1109,7 @@ class ISel:
 
     def op_cbr(self, instr: ir.Instr) -> None:
         cond, negated = self.branch_tests.get(instr, (instr.args[0], False))
-        if cond in self.tested_equal:
+        if cond in self.tested_equal and cond not in self.emitted_equal:
             test = self.new("p")
             self.compare(test, "eq", cond)
         else:
