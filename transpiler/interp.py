@@ -583,7 +583,7 @@ class _Thread:
         return self.value(instr.args[0])
 
     def op_vote(self, instr: Instr):
-        if len(instr.args) == 1:   # (a compare-and-swap loop's vote, over the lanes in it, runs alone)
+        if len(instr.args) == 1:   # (a compare-and-swap loop's vote: the thread runs it alone)
             self.require_lone_thread("vote")
         taken = bool(self.value(instr.args[0]))
         if instr.attrs["mode"] == "ballot":

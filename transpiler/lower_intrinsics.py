@@ -316,9 +316,9 @@ def _swap_loop(b, loaded, attempt, again):
     The lanes that enter the loop leave it together: each pass, the lanes still to swap try
     once, and a vote over the entering lanes (`activemask`) decides whether to go round
     again. A loop that each lane leaves when its own swap succeeds went wrong on the H100:
-    ptxas had kept a value in a uniform register (one per warp) and reused that register
-    after the loop, and in the other branch of an `if`, while lanes were still in the loop;
-    they swapped at a wrong address (program 748 of seed 3306, program748_probe.py)."""
+    ptxas kept the address in a uniform register (one per warp), code after the loop set
+    that register to another value while lanes were still in the loop, and they swapped at
+    address 4 (program 748 of seed 3306: cuda-gdb, program748_probe.py)."""
     members = b.emit("activemask", u32, [])
     current, done = b.hidden(loaded.type), b.hidden(bool_)
     b.write(current, loaded)
