@@ -229,21 +229,40 @@ $JOIN:
 }
 """
 
-# out[i] = the loop count (i % 4) of lane i + 1, shuffled down after a loop whose back edge is
-# laid out after the shuffle (as a compare-and-swap loop's retry block can be): the lanes leave
-# the loop at different times and meet at the shfl.sync, which waits for the whole warp
-LATE_LANES = HEADER + """
-.visible .entry late(.param .u64 out, .param .u32 split)
-{
+def leaving_a_loop(entry: str, params: str, before: str, on_leaving: str) -> str:
+    """A kernel whose lane i leaves a loop after i % 4 trips, the back edge laid out after the
+    exit (as a compare-and-swap loop's retry block can be): `before` runs ahead of the loop,
+    `on_leaving` on the way out and sets %r5, which is stored at out[i]."""
+    return HEADER + f"""
+.visible .entry {entry}({params})
+{{
     .reg .pred %p<4>;
     .reg .b32 %r<12>;
     .reg .b64 %rd<4>;
     mov.u32 %r1, %tid.x;
     and.b32 %r3, %r1, 3;        // trip count
+{before}
     mov.u32 %r4, 0;
 $HEAD:
     setp.ge.u32 %p2, %r4, %r3;
     @!%p2 bra $MORE;
+{on_leaving}
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+    ret;
+$MORE:
+    add.s32 %r4, %r4, 1;
+    bra.uni $HEAD;
+}}
+"""
+
+
+# out[i] = the loop count of lane i + 1, shuffled down: the lanes leave the loop at different
+# times and meet at the shfl.sync, which waits for the whole warp (threads below `split`
+# shuffle up instead)
+LATE_LANES = leaving_a_loop("late", ".param .u64 out, .param .u32 split", "", """
     ld.param.u32 %r6, [split];
     setp.lt.u32 %p3, %r1, %r6;
     @%p3 bra $ELSE;
@@ -251,43 +270,12 @@ $HEAD:
     bra.uni $STORE;
 $ELSE:
     shfl.sync.up.b32 %r5, %r4, 1, 0x0, 0xffffffff;
-$STORE:
-    ld.param.u64 %rd1, [out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r5;
-    ret;
-$MORE:
-    add.s32 %r4, %r4, 1;
-    bra.uni $HEAD;
-}
-"""
+$STORE:""")
 
-WARP_SYNC_AFTER_LOOP = HEADER + """
-.visible .entry wsync(.param .u64 out)
-{
-    .reg .pred %p<4>;
-    .reg .b32 %r<12>;
-    .reg .b64 %rd<4>;
-    mov.u32 %r1, %tid.x;
-    and.b32 %r3, %r1, 3;        // trip count
-    activemask.b32 %r7;
-    mov.u32 %r4, 0;
-$HEAD:
-    setp.ge.u32 %p2, %r4, %r3;
-    @!%p2 bra $MORE;
+# out[i] = activemask after a bar.warp.sync on the mask the lanes entered the loop with
+WARP_SYNC_AFTER_LOOP = leaving_a_loop("wsync", ".param .u64 out", "    activemask.b32 %r7;", """
     bar.warp.sync %r7;
-    activemask.b32 %r5;
-    ld.param.u64 %rd1, [out];
-    mul.wide.u32 %rd2, %r1, 4;
-    add.s64 %rd3, %rd1, %rd2;
-    st.global.u32 [%rd3], %r5;
-    ret;
-$MORE:
-    add.s32 %r4, %r4, 1;
-    bra.uni $HEAD;
-}
-"""
+    activemask.b32 %r5;""")
 
 REDUCE = HEADER + """
 .visible .entry reduce(.param .u64 inp, .param .u64 out)
