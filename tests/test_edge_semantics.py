@@ -713,6 +713,31 @@ def kern(a: Array[i32], o_bool: Array[bool, 2]):
     assert o[:, 2].tolist() == [i != 0 for i in range(64)]
 
 
+def test_a_max_of_a_max_by_zero_tested_for_zero():
+    """Random program 1064 of seed 4026 (`--loops`), cut down: `if max(0, i, 0): ... else:
+    v = d[i]` loaded d[i] for i > 0. ptxas made `max(max(x, 0), 0)` and its test for 0 one
+    `VIMNMX.RELU` whose predicate was wrong for x > 0, branch or stored bool (H100,
+    max_branch_probe.py). ptxpy keeps one max."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], d: Array[i64], o: Array[i64, 2]):
+    i = ptxpy.global_id(0)
+    x = a[i]
+    v: i64 = 0
+    if max(0, i, 0):
+        pass
+    else:
+        v = d[i]
+    o[i, 0] = v
+    o[i, 1] = max(0, x, 0) == 0
+"""
+    a = (np.arange(64, dtype=np.int32) - 20) * np.where(np.arange(64) % 2, 1, -1).astype(np.int32)
+    d = np.arange(1000, 1064, dtype=np.int64)
+    (o,) = run(source, "kern", [a, d, Out((64, 2), np.int64)], grid=1, block=64)
+    assert o[:, 0].tolist() == [1000] + [0] * 63
+    assert o[:, 1].tolist() == [int(x <= 0) for x in a]
+
+
 def test_bool_selects_of_every_form():
     """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
     source = HEADER + """

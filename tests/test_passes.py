@@ -955,6 +955,33 @@ def test_sccp_compares_a_shifted_value_before_the_shift(t, k):
                         (pred, constant, swapped, x)
 
 
+# --- repeated min/max ---------------------------------------------------------------------------
+REPEATED_MIN_MAX = {"op(op(a, b), b)": lambda m, a, b, z: m(m(a, b), b),
+                    "op(b, op(a, b))": lambda m, a, b, z: m(b, m(a, b)),
+                    "op(op(a, b), a)": lambda m, a, b, z: m(m(a, b), a),
+                    "op(op(a, 0), 0)": lambda m, a, b, z: m(m(a, z), z),
+                    "op(0, op(0, a))": lambda m, a, b, z: m(z, m(z, a))}
+
+
+@pytest.mark.parametrize("t", [i32, u32, i64])
+@pytest.mark.parametrize("op", ["min", "max"])
+@pytest.mark.parametrize("form", [*REPEATED_MIN_MAX, "op(op(a, 0), b)"])
+def test_sccp_drops_a_min_or_max_repeated_on_one_of_its_operands(t, op, form):
+    """`max(max(a, b), b)` is `max(a, b)`: one instruction stays (a workaround as well: ptxas
+    got `max(max(x, 0), 0) == 0` wrong, max_branch_probe.py). `max(max(a, 0), b)` keeps both."""
+    build = REPEATED_MIN_MAX.get(form, lambda m, a, b, z: m(m(a, z), b))
+
+    def body(builder, a, b):
+        return build(lambda x, y: builder(op, t, x, y), a, b, Const(t, 0))
+    func = run_pass(sccp.run, scalar_kernel(t, body))
+    reference = scalar_kernel(t, body)
+    assert len([i for i in func.instrs() if i.op == op]) == (1 if form in REPEATED_MIN_MAX else 2)
+    values = [0, 1, 5, -1, -7, INT_MIN, INT_MAX] if t.is_signed else [0, 1, 5, 7, 2**32 - 1]
+    for x in values:
+        for y in values:
+            assert run_scalar(func, t, x, y) == run_scalar(reference, t, x, y), (x, y)
+
+
 # --- FMA contraction (fast_math) ---------------------------------------------------------------
 def fused_reference(a, b, c):
     """fma(a, b, c) for f32 arrays: the f64 product is exact, the f64 sum is rounded to odd

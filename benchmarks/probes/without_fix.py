@@ -20,6 +20,7 @@ FIX is one of
   shared-16-cas           16-bit shared CAS loops on `atom.shared.cas.b16` (not on the word)
   divergent-cas-loops     compare-and-swap loops that each lane leaves on its own (session 22)
   branch-on-ne            branches on an integer `!=` (and on `not c`) as written
+  repeated-max            `max(max(x, y), y)` (and min) left as two instructions
 """
 import runpy
 import sys
@@ -163,6 +164,7 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "mul-minus-one": lambda: setattr(selector(), "times_minus_one",
                                           staticmethod(lambda instr: None)),
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),
+         "repeated-max": lambda: setattr(sccp, "_repeated_min_max", lambda *args: None),
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 
 

@@ -100,7 +100,8 @@ def _simplify_all(func: Function, uses: dict) -> bool:
         for instr in block.instrs:
             if instr.op == "cvt":
                 changed |= _convert_select(instr, uses)
-            if instr.op in _SIMPLIFIED_OPS and _may_simplify(instr.args):
+            if instr.op in _SIMPLIFIED_OPS and (_may_simplify(instr.args)
+                                                or instr.op in ("min", "max")):
                 if instr.op == "cmp":
                     changed |= _compare_unshifted(instr, uses)
                 replacement = simplify(instr)
@@ -337,6 +338,10 @@ def simplify(instr: Instr) -> Value | None:
     a, b = args
     if t.is_int and op in ("and", "or", "min", "max") and _same(a, b):
         return a
+    if t.is_int and op in ("min", "max"):
+        inner = _repeated_min_max(op, a, b)
+        if inner is not None:
+            return inner
     if t.is_int and op in ("sub", "xor") and _same(a, b):
         return Const(t, 0)
     if t.is_int:
@@ -361,6 +366,17 @@ def simplify(instr: Instr) -> Value | None:
         return _float_identity(op, a, b)
     if op == "cmp" and a.type.is_int and _same(a, b):
         return Const(t, instr.attrs["pred"] in ("eq", "le", "ge"))
+    return None
+
+
+def _repeated_min_max(op: str, a: Value, b: Value) -> Value | None:
+    """`max(max(x, y), y)` -> `max(x, y)` (and so for min, either side). Also a workaround:
+    ptxas made `max(max(x, 0), 0) == 0` one `VIMNMX.RELU` whose predicate was wrong for x > 0
+    (program 1064 of seed 4026, max_branch_probe.py, H100)."""
+    for inner, other in ((a, b), (b, a)):
+        if inner.__class__ is Instr and inner.op == op \
+                and any(_same(arg, other) for arg in inner.args):
+            return inner
     return None
 
 
