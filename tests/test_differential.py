@@ -53,6 +53,10 @@ What the generator covers:
   different in each lane (`i & 3`, `(a[i] & 3)`, a warp divided in halves), or the same in all
   (`len(a) >> 4`), so that lanes leave a loop at different iterations, as they leave a
   compare-and-swap loop. Off by default, as `memory`.
+* with `returns=True` (`--returns`), early returns: `if c: return` at any depth, also in
+  loops, after storing the thread's outputs as they stand, as the end of the kernel does; the
+  thread's later statements do not run. Not with `warp` or `atomic` (the other lanes' warp
+  functions and barriers need every thread). Off by default, as `memory`.
 
 The reference is written from the language's rules (docs/language.md, SPEC 2.1), never from
 the compiler: integers wrap at their width; floats are held as Python floats with the exact
@@ -281,6 +285,10 @@ class Continue(Exception):
     pass
 
 
+class Return(Exception):
+    pass
+
+
 class Expr:
     """Source text, type, evaluator (env -> value); `weak` literals carry their `value`."""
 
@@ -420,6 +428,7 @@ class Gen:
         self.atomic = False                   # atomics on the scratch and shared-counter arrays
         self.acc = None                       # (array name, element type, op of each slot)
         self.runtime_loops = False            # trip counts from run-time values (`--loops`)
+        self.returns_left = 0                 # early returns still to place (`--returns`)
 
     def fresh(self, prefix):
         self.counter += 1
@@ -1020,6 +1029,14 @@ class Gen:
                 if fc(env):
                     raise exc()
             return [f"if {c.src}:", f"    {word}"], f
+        if k == 9 and self.returns_left:
+            self.returns_left -= 1
+            c = self.test(1)
+
+            def f(env, fc=c.fn):
+                if fc(env):
+                    raise Return()
+            return [f"if {c.src}:", f"    {OUTPUTS}", "    return"], f
         if k <= 8 and self.loop_depth < 2:
             count = self.draw(0, 6)
             start, step = (0, 1) if self.chance(2, 3) else (self.draw(0, 2), self.draw(1, 3))
@@ -1060,6 +1077,8 @@ class Gen:
             return lines, f
         return self.assign()
 
+
+OUTPUTS = "@outputs"     # where an early return stores the outputs: a line gen_program fills
 
 # (source, value) of the run-time trip counts of `--loops`: 0 to 4, per lane or for all
 RUN_TIME_COUNTS = [("(i & 3)", lambda env: env["i"] & 3),
@@ -1185,11 +1204,13 @@ def input_values(ty: str, rng) -> np.ndarray:
         return np.array([round_float(float(v), ty) for v in values]).astype(np_dtype(ty))
 
 
-def gen_program(draw, memory=False, warp=False, atomic=False, loops=False):
+def gen_program(draw, memory=False, warp=False, atomic=False, loops=False, returns=False):
     """Returns (source, reference(inputs) -> outputs, inputs, output (name, type, shape) list).
     `memory`: with a scratch array in some programs; `warp`: with warp functions at the top
     level; `atomic`: with atomics, on the scratch array and on a counter array; `loops`: loops
-    of run-time trip counts (the module's docstring)."""
+    of run-time trip counts; `returns`: early returns (the module's docstring)."""
+    if returns and (warp or atomic):
+        raise ValueError("early returns go with neither warp functions nor atomics")
     memory = memory or atomic
     lines = [HEADER]
     arrays = {"a": "i32", "b": "f32"}
@@ -1197,6 +1218,7 @@ def gen_program(draw, memory=False, warp=False, atomic=False, loops=False):
         arrays[name] = NUM_TYPES[draw(0, len(NUM_TYPES) - 1)]
     g = Gen(draw, arrays)
     g.runtime_loops = loops
+    g.returns_left = 2 if returns else 0
     if draw(0, 2) == 0:
         hl, g.helper = gen_helper(draw)
         lines += hl
@@ -1257,9 +1279,10 @@ def gen_program(draw, memory=False, warp=False, atomic=False, loops=False):
             if s != t:
                 columns[t].append((n, s))
     outputs = list(columns)
-    for t in outputs:
-        for j, (n, _) in enumerate(columns[t]):
-            body.append(f"o_{t}[i, {j}] = {n}")
+    stores = [f"o_{t}[i, {j}] = {n}" for t in outputs for j, (n, _) in enumerate(columns[t])]
+    if g.memory and g.memory[0] != "global":
+        stores += [f"o_mem[i, {j}] = {g.mem_ref(j)[0]}" for j in range(MEM_SLOTS)]
+    body = fill_outputs(body, stores) + stores
     params = [f"{n}: Array[{t}]" for n, t in arrays.items()]
     params += [f"o_{t}: Array[{t}, 2]" for t in outputs]
     if g.acc:
@@ -1267,8 +1290,6 @@ def gen_program(draw, memory=False, warp=False, atomic=False, loops=False):
     if g.memory:
         kind, name, mty = g.memory
         params.append(f"o_mem: Array[{mty}, 2]")
-        if kind != "global":
-            body += [f"o_mem[i, {j}] = {g.mem_ref(j)[0]}" for j in range(MEM_SLOTS)]
     lines += ["@ptxpy.jit", f"def kern({', '.join(params)}):", "    i = ptxpy.global_id(0)"]
     lines += ["    " + line for line in body]
     source = "\n".join(lines) + "\n"
@@ -1293,9 +1314,13 @@ def gen_program(draw, memory=False, warp=False, atomic=False, loops=False):
         for fn, whole_block in steps:    # the threads in step at the top level
             if whole_block:
                 fn(envs)
-            else:
-                for env in envs:
-                    fn(env)
+                continue
+            for env in envs:
+                if "@returned" not in env:
+                    try:
+                        fn(env)
+                    except Return:
+                        env["@returned"] = True
         for tid, env in enumerate(envs):
             for k, t in enumerate(outputs):
                 for j, (n, s) in enumerate(columns[t]):
@@ -1315,6 +1340,18 @@ def gen_program(draw, memory=False, warp=False, atomic=False, loops=False):
     if g.memory:
         out_specs.append(("o_mem", g.memory[2], (NTHREADS, MEM_SLOTS)))
     return source, reference, inputs, out_specs
+
+
+def fill_outputs(body, stores):
+    """Each early return's OUTPUTS line becomes the output stores, at its indentation."""
+    filled = []
+    for line in body:
+        if line.strip() == OUTPUTS:
+            indent = line[:len(line) - len(line.lstrip())]
+            filled += [indent + store for store in stores]
+        else:
+            filled.append(line)
+    return filled
 
 
 def counter_array(g, body):
@@ -1354,9 +1391,9 @@ def same_values(x, y, ty):
     return x == y
 
 
-def check_program(draw, memory=False, warp=False, atomic=False, loops=False):
+def check_program(draw, memory=False, warp=False, atomic=False, loops=False, returns=False):
     """Generate, compile + simulate, compare. Raises AssertionError on a mismatch."""
-    source, reference, inputs, out_specs = gen_program(draw, memory, warp, atomic, loops)
+    source, reference, inputs, out_specs = gen_program(draw, memory, warp, atomic, loops, returns)
     expected = reference(inputs)
     got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
               grid=1, block=NTHREADS)
@@ -1371,14 +1408,15 @@ def check_program(draw, memory=False, warp=False, atomic=False, loops=False):
 
 
 # ---- the scratch array catches what it is for: compilers broken on purpose ----
-def _mismatches(seed: str, n: int, memory: bool, warp: bool = False, atomic: bool = False) -> int:
+def _mismatches(seed: str, n: int, memory: bool, warp: bool = False, atomic: bool = False,
+                returns: bool = False) -> int:
     import random
 
     found = 0
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic)
+            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic, returns=returns)
         except AssertionError:
             found += 1
     return found
@@ -1429,6 +1467,18 @@ def test_atomic_programs_catch_a_float_min_swapped_with_max(monkeypatch):
     monkeypatch.setattr(lower_intrinsics, "_combine", lambda b, op, old, values: combine(
         b, {"min": "max", "max": "min"}.get(op, op), old, values))
     assert _mismatches("31", 16, memory=False, atomic=True) > 0
+    assert _mismatches("31", 16, memory=True) == 0
+
+
+def test_return_programs_catch_a_return_that_does_not_leave(monkeypatch):
+    """A compiler that goes on after a kernel's early return (as if it were `pass`) fails
+    seed 31's first 16 programs with early returns, and none without."""
+    from ptxpy.transpiler import ssa_builder
+
+    returns = ssa_builder._Builder.s_Return
+    monkeypatch.setattr(ssa_builder._Builder, "s_Return", lambda self, s: (
+        None if self.scope.func.is_kernel else returns(self, s)))
+    assert _mismatches("31", 16, memory=True, returns=True) > 0
     assert _mismatches("31", 16, memory=True) == 0
 
 
@@ -1513,37 +1563,42 @@ except ImportError:  # pragma: no cover
     given = None
 
 if given is not None:
-    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")), deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
+    def random_programs(share):
+        """Hypothesis drives the generator: PTXPY_DIFF_EXAMPLES (300) programs over `share`."""
+        def decorate(test):
+            return settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // share,
+                            deadline=None, suppress_health_check=list(HealthCheck))(
+                given(st.data())(test))
+        return decorate
+
+    @random_programs(1)
     def test_random_kernels_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)))
 
-    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // 2, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
+    @random_programs(2)
     def test_random_kernels_with_memory_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), memory=True)
 
-    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // 2, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
+    @random_programs(2)
     def test_random_kernels_with_warp_functions_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), warp=True)
 
-
-    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // 2, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
+    @random_programs(2)
     def test_random_kernels_with_atomics_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), atomic=True)
 
-    @settings(max_examples=int(os.environ.get("PTXPY_DIFF_EXAMPLES", "300")) // 3, deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
+    @random_programs(3)
     def test_random_kernels_with_run_time_loop_counts_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), warp=True, atomic=True,
                       loops=True)
+
+    @random_programs(3)
+    def test_random_kernels_with_early_returns_match_reference(data):
+        check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), memory=True, loops=True,
+                      returns=True)
+
+
+FLAGS = ("--memory", "--warp", "--atomic", "--loops", "--returns")
 
 
 def main(argv):
@@ -1551,9 +1606,9 @@ def main(argv):
     import time
     import traceback
 
-    memory, warp, atomic, loops = ("--memory" in argv, "--warp" in argv, "--atomic" in argv,
-                                   "--loops" in argv)
-    argv = [a for a in argv if a not in ("--memory", "--warp", "--atomic", "--loops")]
+    flags = [flag for flag in FLAGS if flag in argv]
+    memory, warp, atomic, loops, returns = (flag in flags for flag in FLAGS)
+    argv = [a for a in argv if a not in FLAGS]
     n = int(argv[1]) if len(argv) > 1 else 100
     seed = int(argv[2]) if len(argv) > 2 else 0
     mismatches = errors = 0
@@ -1561,12 +1616,12 @@ def main(argv):
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic, loops)
+            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic, loops, returns)
         except AssertionError as exc:
             if str(exc).startswith("CUDA error"):    # the card's context is lost: stop here
                 r = random.Random(f"{seed}:{k}")
                 source = gen_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic,
-                                     loops)[0]
+                                     loops, returns)[0]
                 print(f"--- program {k}: {exc}\n{source}", flush=True)
                 errors += 1
                 n = k + 1
@@ -1583,8 +1638,7 @@ def main(argv):
             print(f"... {k + 1} programs, {mismatches} mismatches, {errors} internal errors, "
                   f"{time.time() - start:.0f} s", flush=True)
     print(f"{n} programs, {mismatches} mismatches, {errors} internal errors, seed {seed}"
-          f"{' --memory' if memory else ''}{' --warp' if warp else ''}{' --atomic' if atomic else ''}"
-          f"{' --loops' if loops else ''}, "
+          f"{''.join(' ' + flag for flag in flags)}, "
           f"{time.time() - start:.0f} s")
 
 

@@ -60,9 +60,12 @@ def generated_inputs(program):
 
     if program["seed"] is None:
         return None
-    for flags in itertools.product((False, True), repeat=4):   # (the run's flags)
+    for flags in itertools.product((False, True), repeat=5):   # (the run's flags)
         draws = random.Random(f"{program['seed']}:{program['number']}")
-        source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), *flags)
+        try:
+            source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), *flags)
+        except ValueError:          # flags that do not go together
+            continue
         if source.strip() == program.get("original", program["source"]).strip():
             return inputs
     return None

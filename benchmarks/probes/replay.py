@@ -3,7 +3,7 @@
 For a program that a run reports without its source (a CUDA error stops a run's process
 from printing it, and every program after it fails too: the context is lost):
 
-    python benchmarks/probes/replay.py SEED NUMBER [--memory] [--warp] [--atomic] [--loops] [OUT_DIR]
+    python benchmarks/probes/replay.py SEED NUMBER [--memory] [--warp] [--atomic] [--loops] [--returns] [OUT_DIR]
 
 Writes OUT_DIR/program-SEED-NUMBER.py and .ptx and prints where the results differ, or the
 error; then, in a new process under `compute-sanitizer` when it is on the PATH, the card's run
@@ -21,15 +21,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
 sys.path.insert(0, HERE)
 
-FLAGS = ("--memory", "--warp", "--atomic", "--loops")
-
-
 def program(seed, number, flags):
-    from test_differential import gen_program
+    from test_differential import FLAGS, gen_program
 
     draws = random.Random(f"{seed}:{number}")
-    return gen_program(lambda lo, hi: draws.randint(lo, hi), "--memory" in flags,
-                       "--warp" in flags, "--atomic" in flags, "--loops" in flags)
+    return gen_program(lambda lo, hi: draws.randint(lo, hi), *(flag in flags for flag in FLAGS))
 
 
 def kernel_args(inputs, out_specs):
@@ -55,6 +51,8 @@ def run_on(device, source, inputs, out_specs):
 
 
 def main(argv):
+    from test_differential import FLAGS
+
     flags = [a for a in argv[1:] if a in FLAGS]
     rest = [a for a in argv[1:] if a not in FLAGS and a != "--card-only"]
     seed, number = rest[0], int(rest[1])
