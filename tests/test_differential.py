@@ -57,6 +57,11 @@ What the generator covers:
   loops, after storing the thread's outputs as they stand, as the end of the kernel does; the
   thread's later statements do not run. Not with `warp` or `atomic` (the other lanes' warp
   functions and barriers need every thread). Off by default, as `memory`.
+* with `vectors=True` (`--vectors`), vector access (`.v2`/`.v4`, at most 128 bits): loads from
+  the input arrays (`t1, t2 = a[s:s + 2]`, `s` a constant or the width times a masked run-time
+  value) and from the scratch array when it is global or shared, whose values then set some
+  variables (cast), and stores of converted values to the scratch array (`m[i, 0:4] = (...)`).
+  Off by default, as `memory`.
 
 The reference is written from the language's rules (docs/language.md, SPEC 2.1), never from
 the compiler: integers wrap at their width; floats are held as Python floats with the exact
@@ -429,6 +434,7 @@ class Gen:
         self.acc = None                       # (array name, element type, op of each slot)
         self.runtime_loops = False            # trip counts from run-time values (`--loops`)
         self.returns_left = 0                 # early returns still to place (`--returns`)
+        self.vectors = False                  # vector loads and stores (`--vectors`)
 
     def fresh(self, prefix):
         self.counter += 1
@@ -941,6 +947,8 @@ class Gen:
         return lines, run_block
 
     def assign(self):
+        if self.vectors and self.chance(1, 4):
+            return self.vector_stmt()
         if self.atomic and self.chance(1, 4):
             stmt = self.atomic_stmt()
             if stmt is not None:
@@ -973,6 +981,74 @@ class Gen:
         def f(env):
             env[name] = fe(env)
         return [f"{name} = {e.src}"], f
+
+    # ---- vector access (`--vectors`) ------------------------------------------------------------
+    def vector_stmt(self):
+        """A vector load from an input array or the scratch array, or a vector store to the
+        scratch array (global or shared: there are no local vectors)."""
+        scratch = self.memory and self.memory[0] != "local" and self.memory[2] != "bool"
+        if scratch and self.chance(1, 2):
+            if self.chance(1, 2):
+                return self.vector_store()
+            start, width, fstart = self.vector_start(MEM_SLOTS, BITS[self.memory[2]])
+            source = f"{self.memory[1]}[i, {start}:{start} + {width}]"
+            return self.vector_load(source, self.memory[2], width,
+                                    lambda env, k: env["@mem"][fstart(env) + k])
+        arr = self.pick(list(self.arrays))
+        start, width, fstart = self.vector_start(NTHREADS, BITS[self.arrays[arr]])
+        return self.vector_load(f"{arr}[{start}:{start} + {width}]", self.arrays[arr], width,
+                                lambda env, k: env["@" + arr][fstart(env) + k])
+
+    def vector_start(self, length, bits):
+        """(source, width, start(env)) of an aligned run of at most 128 bits in `length`
+        elements (8 only of a 16-bit type): a constant start, or the width times a masked
+        run-time value."""
+        widths = [w for w in (2, 4, 8) if w * bits <= 128 and w <= length and (w < 8 or bits == 16)]
+        width = self.pick(widths)
+        runs = length // width
+        if runs == 1 or self.chance(1, 3):
+            start = width * self.draw(0, runs - 1)
+            return str(start), width, (lambda env: start)
+        e = self.expr(self.pick(INT_TYPES), 1)
+        f = e.fn
+        return (f"({width} * (({e.src}) & {runs - 1}))", width,
+                lambda env: width * (f(env) & (runs - 1)))
+
+    def vector_load(self, source, ty, width, element):
+        """`t1, t2, ... = source`, then some variables set from the loaded values."""
+        names = [self.fresh("t") for _ in range(width)]
+        lines = [f"{', '.join(names)} = {source}"]
+        setters = []
+        for name in names:
+            if self.chance(1, 3):
+                continue
+            target = self.pick(list(self.vars))
+            value = self.cast(Expr(name, ty, lambda env, n=name: env[n]), self.vars[target])
+            lines.append(f"{target} = {value.src}")
+            setters.append((target, value.fn))
+
+        def f(env):
+            for k, name in enumerate(names):
+                env[name] = element(env, k)
+            for target, fn in setters:
+                env[target] = fn(env)
+        return lines, f
+
+    def vector_store(self):
+        """`m[i, s:s + W] = (e1, ..., eW)`: each value converts to the element type."""
+        ty = self.memory[2]
+        start, width, fstart = self.vector_start(MEM_SLOTS, BITS[ty])
+        values = [self.expr(ty if self.chance(3, 5) else self.pick(ALL_TYPES), 2)
+                  for _ in range(width)]
+        fns = [operand_fn(e, ty) for e in values]
+
+        def f(env):
+            results = [fn(env) for fn in fns]      # all values first, then the stores
+            first = fstart(env)
+            for k, value in enumerate(results):
+                env["@mem"][first + k] = value
+        return [f"{self.memory[1]}[i, {start}:{start} + {width}] = "
+                f"({', '.join(e.src for e in values)})"], f
 
     def augmented(self, name, ty):
         """`name op= e` where `name op e` converts implicitly back to ty, or (None, None)."""
@@ -1204,11 +1280,13 @@ def input_values(ty: str, rng) -> np.ndarray:
         return np.array([round_float(float(v), ty) for v in values]).astype(np_dtype(ty))
 
 
-def gen_program(draw, memory=False, warp=False, atomic=False, loops=False, returns=False):
+def gen_program(draw, memory=False, warp=False, atomic=False, loops=False, returns=False,
+                vectors=False):
     """Returns (source, reference(inputs) -> outputs, inputs, output (name, type, shape) list).
     `memory`: with a scratch array in some programs; `warp`: with warp functions at the top
     level; `atomic`: with atomics, on the scratch array and on a counter array; `loops`: loops
-    of run-time trip counts; `returns`: early returns (the module's docstring)."""
+    of run-time trip counts; `returns`: early returns; `vectors`: vector loads and stores (the
+    module's docstring)."""
     if returns and (warp or atomic):
         raise ValueError("early returns go with neither warp functions nor atomics")
     memory = memory or atomic
@@ -1219,6 +1297,7 @@ def gen_program(draw, memory=False, warp=False, atomic=False, loops=False, retur
     g = Gen(draw, arrays)
     g.runtime_loops = loops
     g.returns_left = 2 if returns else 0
+    g.vectors = vectors
     if draw(0, 2) == 0:
         hl, g.helper = gen_helper(draw)
         lines += hl
@@ -1391,9 +1470,11 @@ def same_values(x, y, ty):
     return x == y
 
 
-def check_program(draw, memory=False, warp=False, atomic=False, loops=False, returns=False):
+def check_program(draw, memory=False, warp=False, atomic=False, loops=False, returns=False,
+                  vectors=False):
     """Generate, compile + simulate, compare. Raises AssertionError on a mismatch."""
-    source, reference, inputs, out_specs = gen_program(draw, memory, warp, atomic, loops, returns)
+    source, reference, inputs, out_specs = gen_program(draw, memory, warp, atomic, loops, returns,
+                                                       vectors)
     expected = reference(inputs)
     got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
               grid=1, block=NTHREADS)
@@ -1409,14 +1490,15 @@ def check_program(draw, memory=False, warp=False, atomic=False, loops=False, ret
 
 # ---- the scratch array catches what it is for: compilers broken on purpose ----
 def _mismatches(seed: str, n: int, memory: bool, warp: bool = False, atomic: bool = False,
-                returns: bool = False) -> int:
+                returns: bool = False, vectors: bool = False) -> int:
     import random
 
     found = 0
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic, returns=returns)
+            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic, returns=returns,
+                          vectors=vectors)
         except AssertionError:
             found += 1
     return found
@@ -1479,6 +1561,20 @@ def test_return_programs_catch_a_return_that_does_not_leave(monkeypatch):
     monkeypatch.setattr(ssa_builder._Builder, "s_Return", lambda self, s: (
         None if self.scope.func.is_kernel else returns(self, s)))
     assert _mismatches("31", 16, memory=True, returns=True) > 0
+    assert _mismatches("31", 16, memory=True) == 0
+
+
+def test_vector_programs_catch_a_vector_load_read_backwards(monkeypatch):
+    """A compiler whose vector loads give the elements in the wrong order fails seed 31's
+    first 16 programs with vector access, and none without."""
+    import dataclasses
+
+    from ptxpy.transpiler import ssa_builder
+
+    load = ssa_builder._Builder.s_VectorLoad
+    monkeypatch.setattr(ssa_builder._Builder, "s_VectorLoad", lambda self, s: load(
+        self, dataclasses.replace(s, targets=s.targets[::-1])))
+    assert _mismatches("31", 16, memory=True, vectors=True) > 0
     assert _mismatches("31", 16, memory=True) == 0
 
 
@@ -1593,12 +1689,17 @@ if given is not None:
                       loops=True)
 
     @random_programs(3)
+    def test_random_kernels_with_vector_access_match_reference(data):
+        check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), memory=True, warp=True,
+                      loops=True, vectors=True)
+
+    @random_programs(3)
     def test_random_kernels_with_early_returns_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), memory=True, loops=True,
                       returns=True)
 
 
-FLAGS = ("--memory", "--warp", "--atomic", "--loops", "--returns")
+FLAGS = ("--memory", "--warp", "--atomic", "--loops", "--returns", "--vectors")
 
 
 def main(argv):
@@ -1607,7 +1708,7 @@ def main(argv):
     import traceback
 
     flags = [flag for flag in FLAGS if flag in argv]
-    memory, warp, atomic, loops, returns = (flag in flags for flag in FLAGS)
+    switches = [flag in flags for flag in FLAGS]
     argv = [a for a in argv if a not in FLAGS]
     n = int(argv[1]) if len(argv) > 1 else 100
     seed = int(argv[2]) if len(argv) > 2 else 0
@@ -1616,12 +1717,11 @@ def main(argv):
     for k in range(n):
         r = random.Random(f"{seed}:{k}")
         try:
-            check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic, loops, returns)
+            check_program(lambda lo, hi: r.randint(lo, hi), *switches)
         except AssertionError as exc:
             if str(exc).startswith("CUDA error"):    # the card's context is lost: stop here
                 r = random.Random(f"{seed}:{k}")
-                source = gen_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic,
-                                     loops, returns)[0]
+                source = gen_program(lambda lo, hi: r.randint(lo, hi), *switches)[0]
                 print(f"--- program {k}: {exc}\n{source}", flush=True)
                 errors += 1
                 n = k + 1

@@ -60,7 +60,7 @@ def generated_inputs(program):
 
     if program["seed"] is None:
         return None
-    for flags in itertools.product((False, True), repeat=5):   # (the run's flags)
+    for flags in itertools.product((False, True), repeat=6):   # (the run's flags)
         draws = random.Random(f"{program['seed']}:{program['number']}")
         try:
             source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), *flags)
