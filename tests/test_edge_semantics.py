@@ -738,6 +738,38 @@ def kern(a: Array[i32], d: Array[i64], o: Array[i64, 2]):
     assert o[:, 1].tolist() == [int(x <= 0) for x in a]
 
 
+def test_8_bit_vector_loads_converted_through_u32():
+    """Random program 285 of seed 4150 (`--vectors`), cut down: `t0, t1, t2, t3 = x[4 * i:
+    4 * i + 4]` of i8 and then `bf16(u32(t3))`: from `ld.v4.s8`, ptxas converted the
+    sign-extended element as a signed byte (`I2F.S8`), -125 instead of 4294967171.0 (H100,
+    vector_probe.py: every float type; 16-bit elements and scalar loads right). ptxpy loads
+    8-bit vectors as one word and extracts each byte with `bfe`."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(x: Array[i8], y: Array[u8], o: Array[f32, 2], w: Array[f64, 2], n: Array[i32, 2]):
+    i = ptxpy.global_id(0)
+    t0, t1, t2, t3 = x[4 * i:4 * i + 4]
+    s0, s1 = x[2 * i:2 * i + 2]
+    u0, u1, u2, u3 = y[4 * i:4 * i + 4]
+    o[i, 0] = f32(u32(t3))
+    o[i, 1] = f32(u32(s1))
+    w[i, 0] = f64(u32(t0))
+    n[i, 0] = t0 + t1 + t2
+    n[i, 1] = i32(u0) - u3
+"""
+    x = np.arange(-128, 128).astype(np.int8)
+    y = np.arange(256).astype(np.uint8)[::-1].copy()
+    o, w, n = run(source, "kern", [x, y, Out((64, 2), np.float32), Out((64, 1), np.float64),
+                                   Out((64, 2), np.int32)], grid=1, block=64)
+    as_u32 = x.astype(np.int64) % 2**32
+    assert o[:, 0].tolist() == as_u32[3::4].astype(np.float32).tolist()
+    assert o[:, 1].tolist() == as_u32[1:128:2].astype(np.float32).tolist()
+    assert w[:, 0].tolist() == as_u32[0::4].astype(np.float64).tolist()
+    quads = x.astype(np.int32).reshape(64, 4)
+    assert n[:, 0].tolist() == quads[:, :3].sum(axis=1).astype(np.int8).tolist()   # i8 wraps
+    assert n[:, 1].tolist() == (y[0::4].astype(np.int32) - y[3::4]).tolist()
+
+
 def test_bool_selects_of_every_form():
     """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
     source = HEADER + """

@@ -21,6 +21,7 @@ FIX is one of
   divergent-cas-loops     compare-and-swap loops that each lane leaves on its own (session 22)
   branch-on-ne            branches on an integer `!=` (and on `not c`) as written
   repeated-max            `max(max(x, y), y)` (and min) left as two instructions
+  vector-bytes            vector loads of 8-bit integers as `ld.v2`/`ld.v4.s8` (or `.u8`)
 """
 import runpy
 import sys
@@ -145,6 +146,11 @@ def divergent_swap_loop(b, loaded, attempt, again):
     return result
 
 
+def vector_bytes(self, elems, used, t, addr, ld):
+    """8-bit vector loads as they were until session 24: one `ld.v2`/`ld.v4` of the type."""
+    self.emit(f"{ld}.v{len(elems)}.{isel.mem(t)}", elems, [addr], vec_dst=True)
+
+
 FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apart",
                                             lambda *args: None),
          "loop-predicates-tested": lambda: setattr(regalloc, "keep_loop_predicates_apart",
@@ -165,6 +171,7 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
                                           staticmethod(lambda instr: None)),
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),
          "repeated-max": lambda: setattr(sccp, "_repeated_min_max", lambda *args: None),
+         "vector-bytes": lambda: setattr(selector(), "bytes_from_one_word", vector_bytes),
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 
 

@@ -988,10 +988,12 @@ class ISel:
         elems = [self.new(t) for _ in range(n)] if n in (2, 4, 8) else None
         if elems is None:
             raise BackendError(f"vload of {n} elements (2, 4 or 8 are supported)")
+        used = set()
         for user in self.users.get(instr, []):
             if user.op != "extract":
                 raise BackendError("a vload's value may only be used by extract")
             elems[user.attrs["index"]] = self.reg(user)
+            used.add(user.attrs["index"])
         addr, ld = self.address(instr.args[0], self._space(instr)), self._ld(instr)
         if t.bits == 16 and n == 8:
             words = [self.new("r") for _ in range(4)]
@@ -1000,6 +1002,8 @@ class ISel:
                 self.emit("mov.b32", elems[2 * k:2 * k + 2], [word], vec_dst=True)
         elif n == 8:
             raise BackendError(f"vload of 8 {t} elements: only 16-bit types have an 8-wide form")
+        elif t.is_int and t.bits == 8:
+            self.bytes_from_one_word(elems, used, t, addr, ld)
         elif t.is_bool:
             bytes_ = [self.new("rs") for _ in range(n)]
             self.emit(f"{ld}.v{n}.u8", bytes_, [addr], vec_dst=True)
@@ -1007,6 +1011,25 @@ class ISel:
                 self.emit("setp.ne.u16", [elem], [byte, Imm("0")])
         else:
             self.emit(f"{ld}.v{n}.{mem(t)}", elems, [addr], vec_dst=True)
+
+    def bytes_from_one_word(self, elems: list, used: set, t: Scalar, addr, ld: str) -> None:
+        """2 or 4 8-bit integers as one 16- or 32-bit load and a `bfe` each. Also a workaround:
+        from `ld.v4.s8`, ptxas converted `cvt.rn.f32.u32` of an element sign-extended to 32 bits
+        as a signed byte (`I2F.S8`: -125, not 4294967171; program 285 of seed 4150,
+        vector_probe.py, H100)."""
+        word = self.new("r")
+        if len(elems) == 2:
+            half = self.new("rs")
+            self.emit(f"{ld}.u16", [half], [addr])
+            self.emit("cvt.u32.u16", [word], [half])
+        else:
+            self.emit(f"{ld}.u32", [word], [addr])
+        for k, elem in enumerate(elems):
+            if k not in used:
+                continue
+            field = self.new("r")
+            self.emit(f"bfe.{'s' if t.is_signed else 'u'}32", [field], [word, Imm(str(8 * k)), Imm("8")])
+            self.emit("cvt.u16.u32", [elem], [field])
 
     def op_extract(self, instr: ir.Instr) -> None:
         if instr.args[0].op != "vload":

@@ -1,0 +1,122 @@
+"""The two random programs with vector access that the card got wrong (session 24, device only).
+
+1. Program 285 of seed 4150, cut down: an `i8` from `ld.global.v4.s8`, sign-extended
+   (`cvt.s32.s16`), then `cvt.rn.bf16.u32`: the card stored -70 where u32(-70) is 4294967226.
+   Source forms: `T(u32(x))` for x an i8 or i16 loaded alone or in a vector, T each float type.
+2. Program 571 of seed 4149, cut down: thread 0 loaded `b[62:64]` where it must load
+   `b[60:62]`. Rewrites of its PTX.
+
+    python benchmarks/probes/vector_probe.py [--sass]
+"""
+import os
+import random
+import re
+import sys
+
+import numpy as np
+
+sys.path.insert(0, "tests")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from known_index_probe import launcher, report, show_sass  # noqa: E402
+
+CONVERT = """
+import ptxpy
+from ptxpy import Array, i8, i16, u8, u32, f16, bf16, f32, f64
+
+@ptxpy.jit
+def kern(x: Array[{S}], o: Array[{T}]):
+    i = ptxpy.global_id(0)
+    {load}
+    o[i] = {T}(u32(t3))
+"""
+# (the workaround: isel.bytes_from_one_word; `without_fix.py vector-bytes` puts `ld.v4.s8` back)
+LOADS = {"vector": "t0, t1, t2, t3 = x[4 * i:4 * i + 4]", "scalar": "t3 = x[4 * i + 3]"}
+
+
+def run_conversions():
+    from kernel_harness import compile_source
+    from test_differential import np_dtype
+
+    for source_type in ("i8", "i16", "u8"):
+        x = np.arange(-128, 128).astype(np_dtype(source_type))
+        expected_u32 = (x[3::4].astype(np.int64) % 2**32).astype(np.float64)
+        np.seterr(over="ignore")           # u32 values past f16's largest number are inf
+        for target in ("bf16", "f16", "f32", "f64"):
+            for load_name, load in LOADS.items():
+                text = compile_source(CONVERT.format(S=source_type, T=target, load=load), "kern",
+                                      arch="sm_90").ptx
+                out = np.zeros(64, np_dtype(target))
+                launcher()(text, "kern", (1,), (64,), [x, 256, out, 64])
+                report(f"{target}(u32({source_type})), {load_name} load", out,
+                       expected_u32.astype(np_dtype(target)))
+                show_sass(text)
+
+
+def reduced(name):
+    text = open(os.path.join(HERE, "reduced", name)).read()
+    return text.split('"""', 2)[2]
+
+
+def program_inputs(seed, number):
+    from replay import kernel_args
+    from test_differential import gen_program
+
+    draws = random.Random(f"{seed}:{number}")
+    _, _, inputs, out_specs = gen_program(lambda lo, hi: draws.randint(lo, hi), True, True,
+                                          False, True, False, True)
+    return lambda: kernel_args(inputs, out_specs)
+
+
+FALSE = r"setp\.ne\.u32 %p1, 0, 0;"
+TRUE = r"setp\.ne\.u32 %p1, 1, 0;"
+DIVISION = r"mov\.b16 %h2, 0x0000;.*?cvt\.rmi\.f16\.f16 %h1, %h1;"
+VECTOR = r"ld\.global\.nc\.v2\.f32 \{%f1, %f2\}, \[%rd3\];"
+PTX_FORMS_571 = {
+    "as emitted": [],
+    "false as mov.pred": [(FALSE, "mov.pred %p1, 0;")],
+    "true as mov.pred": [(TRUE, "mov.pred %p1, 1;")],
+    "both as mov.pred": [(FALSE, "mov.pred %p1, 0;"), (TRUE, "mov.pred %p1, 1;")],
+    "no f16 division": [(DIVISION, "")],
+    "one scalar load": [(VECTOR, "ld.global.nc.f32 %f2, [%rd3+4];")],
+    "v4's selp in 32 bits": [(r"selp\.s16 %rs1, 1, 0, %p1;",
+                              "selp.u32 %r6, 1, 0, %p1; cvt.u16.u32 %rs1, %r6;")],
+    "v1's True through %p2": [(TRUE, "setp.ne.u32 %p2, 1, 0; mov.pred %p1, %p2;")],
+}
+
+
+def run_program_571():
+    from kernel_harness import compile_source
+    from ptxpy.runtime.simulator import run_kernel
+
+    base = compile_source(reduced("program-571-4149.py"), "kern", arch="sm_90").ptx
+    args = program_inputs("4149", 571)
+    for name, rewrites in PTX_FORMS_571.items():
+        text = base
+        for pattern, replacement in rewrites:
+            text, count = re.subn(pattern, replacement, text, flags=re.S)
+            assert count, f"{name}: pattern not found: {pattern}"
+        want, got = args(), args()
+        run_kernel(text, "kern", grid=(1,), block=(64,), args=want)
+        launcher()(text, "kern", (1,), (64,), got)
+        report(f"program 571: {name}", got[14], want[14])      # o_i16
+        show_sass(text)
+
+
+def run_program_285():
+    from kernel_harness import compile_source
+    from ptxpy.runtime.simulator import run_kernel
+
+    text = compile_source(reduced("program-285-4150.py"), "kern", arch="sm_90").ptx
+    args = program_inputs("4150", 285)
+    want, got = args(), args()
+    run_kernel(text, "kern", grid=(1,), block=(64,), args=want)
+    launcher()(text, "kern", (1,), (64,), got)
+    report("program 285 as emitted", got[8], want[8])      # o_bf16
+    show_sass(text)
+
+
+if __name__ == "__main__":
+    run_conversions()
+    run_program_285()
+    run_program_571()
