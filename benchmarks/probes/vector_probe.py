@@ -2,7 +2,8 @@
 
 1. Program 285 of seed 4150, cut down: an `i8` from `ld.global.v4.s8`, sign-extended
    (`cvt.s32.s16`), then `cvt.rn.bf16.u32`: the card stored -70 where u32(-70) is 4294967226.
-   Source forms: `T(u32(x))` for x an i8 or i16 loaded alone or in a vector, T each float type.
+   Source forms: `T(u32(x))` for x an i8, i16 or u8 loaded alone or in a vector, T each float
+   type; then rewrites of the PTX that session 24 started with (one `ld.v4.s8`).
 2. Program 571 of seed 4149, cut down: thread 0 loaded `b[62:64]` where it must load
    `b[60:62]`. Rewrites of its PTX.
 
@@ -30,7 +31,7 @@ def kern(x: Array[{S}], o: Array[{T}]):
     {load}
     o[i] = {T}(u32(t3))
 """
-# (the workaround: isel.bytes_from_one_word; `without_fix.py vector-bytes` puts `ld.v4.s8` back)
+# (the workaround: isel.bytes_one_by_one; `without_fix.py vector-bytes` puts `ld.v4.s8` back)
 LOADS = {"vector": "t0, t1, t2, t3 = x[4 * i:4 * i + 4]", "scalar": "t3 = x[4 * i + 3]"}
 
 
@@ -116,7 +117,45 @@ def run_program_285():
     show_sass(text)
 
 
+U32_TO_F32 = r"cvt\.rn\.f32\.u32 (%f\d+), (%r\d+);"
+SPARE = (r"(\.reg \.b32 %r<\d+>;)", r"\1 .reg .b32 %qr; .reg .b64 %qd; .reg .f64 %qfd;")
+V4 = r"ld\.global\.nc\.v4\.s8 \{%rs\d+, %rs\d+, %rs\d+, (%rs\d+)\}, \[(%rd\d+)\];"
+# rewrites of the PTX of session 24's start (one `ld.v4.s8`); None: today's ptxpy
+CONVERSION_FORMS = {
+    "today's ptxpy (a load per byte)": None,
+    "ld.v4.s8": [],
+    "u32 through u64": [SPARE, (U32_TO_F32, r"cvt.u64.u32 %qd, \2; cvt.rn.f32.u64 \1, %qd;")],
+    "u32 through f64": [SPARE, (U32_TO_F32, r"cvt.rn.f64.u32 %qfd, \2; cvt.rn.f32.f64 \1, %qfd;")],
+    "sign extension from s8": [(r"cvt\.s32\.s16 (%r\d+), (%rs\d+);", r"cvt.s32.s8 \1, \2;")],
+    "one 32-bit load, bfe.s32 (wrong in session 24)": [
+        SPARE, (V4, r"ld.global.nc.u32 %qr, [\2]; bfe.s32 %qr, %qr, 24, 8; cvt.u16.u32 \1, %qr;")],
+}
+
+
+def run_conversion_rewrites():
+    """f32(u32(t3)) of an i8 vector element, its PTX rewritten."""
+    from kernel_harness import compile_source
+
+    from without_fix import FIXES
+    x = np.arange(-128, 128).astype(np.int8)
+    want = (x[3::4].astype(np.int64) % 2**32).astype(np.float32)
+    source = CONVERT.format(S="i8", T="f32", load=LOADS["vector"])
+    today = compile_source(source, "kern", arch="sm_90").ptx
+    FIXES["vector-bytes"]()
+    base = compile_source(source, "kern", arch="sm_90").ptx
+    for name, rewrites in CONVERSION_FORMS.items():
+        text = today if rewrites is None else base
+        for pattern, replacement in rewrites or []:
+            text, count = re.subn(pattern, replacement, text)
+            assert count, f"{name}: pattern not found: {pattern}"
+        out = np.zeros(64, np.float32)
+        launcher()(text, "kern", (1,), (64,), [x, 256, out, 64])
+        report(f"f32(u32(i8)) vector: {name}", out, want)
+        show_sass(text)
+
+
 if __name__ == "__main__":
     run_conversions()
     run_program_285()
     run_program_571()
+    run_conversion_rewrites()     # last: it takes the workaround out of this process

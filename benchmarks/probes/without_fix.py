@@ -171,7 +171,7 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
                                           staticmethod(lambda instr: None)),
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),
          "repeated-max": lambda: setattr(sccp, "_repeated_min_max", lambda *args: None),
-         "vector-bytes": lambda: setattr(selector(), "bytes_from_one_word", vector_bytes),
+         "vector-bytes": lambda: setattr(selector(), "bytes_one_by_one", vector_bytes),
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 
 

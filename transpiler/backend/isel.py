@@ -1003,7 +1003,7 @@ class ISel:
         elif n == 8:
             raise BackendError(f"vload of 8 {t} elements: only 16-bit types have an 8-wide form")
         elif t.is_int and t.bits == 8:
-            self.bytes_from_one_word(elems, used, t, addr, ld)
+            self.bytes_one_by_one(elems, used, t, addr, ld)
         elif t.is_bool:
             bytes_ = [self.new("rs") for _ in range(n)]
             self.emit(f"{ld}.v{n}.u8", bytes_, [addr], vec_dst=True)
@@ -1012,24 +1012,15 @@ class ISel:
         else:
             self.emit(f"{ld}.v{n}.{mem(t)}", elems, [addr], vec_dst=True)
 
-    def bytes_from_one_word(self, elems: list, used: set, t: Scalar, addr, ld: str) -> None:
-        """2 or 4 8-bit integers as one 16- or 32-bit load and a `bfe` each. Also a workaround:
-        from `ld.v4.s8`, ptxas converted `cvt.rn.f32.u32` of an element sign-extended to 32 bits
-        as a signed byte (`I2F.S8`: -125, not 4294967171; program 285 of seed 4150,
-        vector_probe.py, H100)."""
-        word = self.new("r")
-        if len(elems) == 2:
-            half = self.new("rs")
-            self.emit(f"{ld}.u16", [half], [addr])
-            self.emit("cvt.u32.u16", [word], [half])
-        else:
-            self.emit(f"{ld}.u32", [word], [addr])
+    def bytes_one_by_one(self, elems: list, used: set, t: Scalar, addr: Addr, ld: str) -> None:
+        """The used elements of a vector of 8-bit integers, each by its own `ld.s8`/`ld.u8`.
+        A workaround: after `ld.v4.s8` (and after one 32-bit load and a `bfe.s32` per byte, tried
+        too), ptxas converted `cvt.rn.f32.u32` of an element sign-extended to 32 bits as a signed
+        byte (`I2F.S8`: -125, not 4294967171; program 285 of seed 4150, vector_probe.py, H100);
+        from a scalar byte load it was right."""
         for k, elem in enumerate(elems):
-            if k not in used:
-                continue
-            field = self.new("r")
-            self.emit(f"bfe.{'s' if t.is_signed else 'u'}32", [field], [word, Imm(str(8 * k)), Imm("8")])
-            self.emit("cvt.u16.u32", [elem], [field])
+            if k in used:
+                self.emit(f"{ld}.{mem(t)}", [elem], [Addr(addr.base, addr.offset + k)])
 
     def op_extract(self, instr: ir.Instr) -> None:
         if instr.args[0].op != "vload":
