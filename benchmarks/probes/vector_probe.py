@@ -86,35 +86,41 @@ PTX_FORMS_571 = {
 }
 
 
+def rewritten(text, rewrites, name):
+    """`text` with each (pattern, replacement) applied; a pattern must match."""
+    for pattern, replacement in rewrites or []:
+        text, count = re.subn(pattern, replacement, text, flags=re.S)
+        assert count, f"{name}: pattern not found: {pattern}"
+    return text
+
+
+def card_against_simulator(name, text, args, output):
+    """Run `text` on the simulator and on the card with fresh `args()`; compare args[output]."""
+    from ptxpy.runtime.simulator import run_kernel
+
+    want, got = args(), args()
+    run_kernel(text, "kern", grid=(1,), block=(64,), args=want)
+    launcher()(text, "kern", (1,), (64,), got)
+    report(name, got[output], want[output])
+    show_sass(text)
+
+
 def run_program_571():
     from kernel_harness import compile_source
-    from ptxpy.runtime.simulator import run_kernel
 
     base = compile_source(reduced("program-571-4149.py"), "kern", arch="sm_90").ptx
     args = program_inputs("4149", 571)
     for name, rewrites in PTX_FORMS_571.items():
-        text = base
-        for pattern, replacement in rewrites:
-            text, count = re.subn(pattern, replacement, text, flags=re.S)
-            assert count, f"{name}: pattern not found: {pattern}"
-        want, got = args(), args()
-        run_kernel(text, "kern", grid=(1,), block=(64,), args=want)
-        launcher()(text, "kern", (1,), (64,), got)
-        report(f"program 571: {name}", got[14], want[14])      # o_i16
-        show_sass(text)
+        card_against_simulator(f"program 571: {name}", rewritten(base, rewrites, name), args,
+                               14)      # o_i16
 
 
 def run_program_285():
     from kernel_harness import compile_source
-    from ptxpy.runtime.simulator import run_kernel
 
     text = compile_source(reduced("program-285-4150.py"), "kern", arch="sm_90").ptx
-    args = program_inputs("4150", 285)
-    want, got = args(), args()
-    run_kernel(text, "kern", grid=(1,), block=(64,), args=want)
-    launcher()(text, "kern", (1,), (64,), got)
-    report("program 285 as emitted", got[8], want[8])      # o_bf16
-    show_sass(text)
+    card_against_simulator("program 285 as emitted", text, program_inputs("4150", 285),
+                           8)           # o_bf16
 
 
 U32_TO_F32 = r"cvt\.rn\.f32\.u32 (%f\d+), (%r\d+);"
@@ -144,10 +150,7 @@ def run_conversion_rewrites():
     FIXES["vector-bytes"]()
     base = compile_source(source, "kern", arch="sm_90").ptx
     for name, rewrites in CONVERSION_FORMS.items():
-        text = today if rewrites is None else base
-        for pattern, replacement in rewrites or []:
-            text, count = re.subn(pattern, replacement, text)
-            assert count, f"{name}: pattern not found: {pattern}"
+        text = today if rewrites is None else rewritten(base, rewrites, name)
         out = np.zeros(64, np.float32)
         launcher()(text, "kern", (1,), (64,), [x, 256, out, 64])
         report(f"f32(u32(i8)) vector: {name}", out, want)

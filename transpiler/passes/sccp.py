@@ -460,7 +460,8 @@ def _float_identity(op: str, a: Value, b: Value) -> Value | None:
 
 def _may_simplify(args: list) -> bool:
     """Whether an identity could apply: every one needs a constant operand or the same operand
-    twice (`select`: the last two)."""
+    twice (`select`: the last two), except `_repeated_min_max`, which the caller tries on every
+    min and max."""
     a, b = args[-2], args[-1]
     return a is b or a.__class__ is Const or b.__class__ is Const or args[0].__class__ is Const
 
