@@ -744,7 +744,7 @@ def test_8_bit_vector_loads_converted_through_u32():
     sign-extended element as a signed byte (`I2F.S8`), -125 instead of 4294967171.0 (H100,
     vector_probe.py: every float type; 16-bit elements and scalar loads right; one 32-bit load
     and a `bfe.s32` per byte wrong too). ptxpy loads each used byte of an 8-bit vector by itself,
-    as the scalar loads the card got right (this form not yet run on the card: session 24)."""
+    as the scalar loads the card got right (and this form was right on the card: session 25)."""
     source = HEADER + """
 @ptxpy.jit
 def kern(x: Array[i8], y: Array[u8], o: Array[f32, 2], w: Array[f64, 2], n: Array[i32, 2]):
@@ -769,6 +769,54 @@ def kern(x: Array[i8], y: Array[u8], o: Array[f32, 2], w: Array[f64, 2], n: Arra
     quads = x.astype(np.int32).reshape(64, 4)
     assert n[:, 0].tolist() == quads[:, :3].sum(axis=1).astype(np.int8).tolist()   # i8 wraps
     assert n[:, 1].tolist() == (y[0::4].astype(np.int32) - y[3::4]).tolist()
+
+
+SELECTED_BOOL = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], b: Array[f32], o_bool: Array[bool, 2], o_i16: Array[i16, 2]):
+    i = ptxpy.global_id(0)
+    v1: bool = (0 <= 2)
+    v3: bool = (i and a[i])
+    v4: i16 = v3
+    v5: i64 = 0
+    if (v4 >= v5):
+        o_i16[i, 1] = 7
+        v1 = True
+    else:
+        v1 = v3
+    t6, t7 = b[(2 * (((v4 - 2)) & 31)):(2 * (((v4 - 2)) & 31)) + 2]
+    o_bool[i, 0] = v1
+    o_i16[i, 0] = i16(t7)
+"""
+
+
+def test_a_selected_bool_whose_register_a_later_bool_takes():
+    """Random program 571 of seed 4149 (`--vectors`), cut down: `v4: i16 = v3` of a bool, then
+    `if v4 >= 0: v1 = True else: v1 = v3`, and a load at `2 * ((v4 - 2) & 31)`. With v1 in v3's
+    predicate register, ptxas selected v4 from v1 (True, as `v4 >= 0` always holds) and threads
+    whose v3 is False loaded b[62:64] (H100, vector_probe.py: eight rewrites of the PTX wrong,
+    v1 in a register of its own right). ptxpy keeps a selected predicate's register to itself
+    while the selected value lives (`regalloc.keep_selected_predicates_live`)."""
+    a = np.where(np.arange(64) % 3 == 0, 0, np.arange(64) - 30).astype(np.int32)
+    b = np.arange(64, dtype=np.float32) + 100
+    o_bool, o_i16 = run(SELECTED_BOOL, "kern", [a, b, Out((64, 2), np.bool_),
+                                               Out((64, 2), np.int16)], grid=1, block=64)
+    v4 = ((np.arange(64) != 0) & (a != 0)).astype(np.int64)
+    start = 2 * ((v4 - 2) & 31)
+    assert o_bool[:, 0].tolist() == [True] * 64
+    assert o_i16[:, 0].tolist() == b[start + 1].astype(np.int16).tolist()
+    assert o_i16[:, 1].tolist() == [7] * 64
+
+
+def test_no_bool_is_written_to_a_selected_predicate_while_the_selection_lives():
+    """The PTX of the kernel above: `%p` of `selp.s16 %rs, 1, 0, %p` (v4 from v3) is written
+    by nothing before the load reads `%rs`, though the `if` between writes v1."""
+    ptx = compile_source(SELECTED_BOOL, "kern", arch="sm_90").ptx
+    selp = re.search(r"selp\.s16 (%rs\d+), 1, 0, (%p\d+);", ptx)
+    after = ptx[selp.end():]
+    until_read = after[:re.search(rf"{selp.group(1)}\b", after).start()]
+    assert "setp.ne.u32" in until_read, ptx          # v1 = True is written there
+    assert not re.search(rf"(setp|mov)\.\S+ {selp.group(2)}\b", until_read), ptx
 
 
 def test_bool_selects_of_every_form():

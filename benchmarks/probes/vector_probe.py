@@ -5,7 +5,8 @@
    Source forms: `T(u32(x))` for x an i8, i16 or u8 loaded alone or in a vector, T each float
    type; then rewrites of the PTX that session 24 started with (one `ld.v4.s8`).
 2. Program 571 of seed 4149, cut down: thread 0 loaded `b[62:64]` where it must load
-   `b[60:62]`. Rewrites of its PTX.
+   `b[60:62]`. Rewrites of its PTX as session 24's allocator gave it (v1 and v3 in `%p1`),
+   and today's ptxpy (a `selp`'s predicate kept to itself while the selected value lives).
 
     python benchmarks/probes/vector_probe.py [--sass]
 """
@@ -83,6 +84,11 @@ PTX_FORMS_571 = {
     "v4's selp in 32 bits": [(r"selp\.s16 %rs1, 1, 0, %p1;",
                               "selp.u32 %r6, 1, 0, %p1; cvt.u16.u32 %rs1, %r6;")],
     "v1's True through %p2": [(TRUE, "setp.ne.u32 %p2, 1, 0; mov.pred %p1, %p2;")],
+    "v1 in a register of its own": [
+        (r"\.reg \.pred %p<3>;", ".reg .pred %p<4>;"),
+        (r"(selp\.s64 %rd3, 1, 0, %p1;)", r"mov.pred %p3, %p1; \1"),
+        (TRUE, "setp.ne.u32 %p3, 1, 0;"),
+        (r"selp\.u16 %rs1, 1, 0, %p1;", "selp.u16 %rs1, 1, 0, %p3;")],
 }
 
 
@@ -108,8 +114,16 @@ def card_against_simulator(name, text, args, output):
 def run_program_571():
     from kernel_harness import compile_source
 
-    base = compile_source(reduced("program-571-4149.py"), "kern", arch="sm_90").ptx
+    import ptxpy.transpiler.backend.regalloc as regalloc
+
+    source = reduced("program-571-4149.py")
+    today = compile_source(source, "kern", arch="sm_90").ptx
+    rule = regalloc.keep_selected_predicates_live
+    regalloc.keep_selected_predicates_live = lambda *args: None
+    base = compile_source(source, "kern", arch="sm_90").ptx
+    regalloc.keep_selected_predicates_live = rule
     args = program_inputs("4149", 571)
+    card_against_simulator("program 571: today's ptxpy", today, args, 14)
     for name, rewrites in PTX_FORMS_571.items():
         card_against_simulator(f"program 571: {name}", rewritten(base, rewrites, name), args,
                                14)      # o_i16

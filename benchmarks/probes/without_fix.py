@@ -22,6 +22,8 @@ FIX is one of
   branch-on-ne            branches on an integer `!=` (and on `not c`) as written
   repeated-max            `max(max(x, y), y)` (and min) left as two instructions
   vector-bytes            vector loads of 8-bit integers as `ld.v2`/`ld.v4.s8` (or `.u8`)
+  selected-predicates     a `selp`'s predicate register free for another bool while the
+                          selected value lives (session 24's allocator)
 """
 import runpy
 import sys
@@ -172,6 +174,8 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "cvt-select": lambda: setattr(sccp, "_convert_select", lambda *args: False),
          "repeated-max": lambda: setattr(sccp, "_repeated_min_max", lambda *args: None),
          "vector-bytes": lambda: setattr(selector(), "bytes_one_by_one", vector_bytes),
+         "selected-predicates": lambda: setattr(regalloc, "keep_selected_predicates_live",
+                                               lambda *args: None),
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
 
 

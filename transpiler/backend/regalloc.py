@@ -14,6 +14,7 @@ from .machine import MBlock, MFunction, VReg
 
 def allocate_registers(mfunc: MFunction) -> None:
     registers = Registers(mfunc)
+    keep_selected_predicates_live(mfunc, registers)
     graph = interference_graph(mfunc, registers)
     loops = _loop_bodies(mfunc)
     keep_loop_predicates_apart(mfunc, loops, registers, graph)
@@ -99,6 +100,44 @@ def keep_loop_predicates_apart(mfunc: MFunction, loops: list, registers: Registe
                 outside |= bits
         for reg in carried:
             _add_edges(graph, bit_of[reg], outside & ~bit_of[reg])
+
+
+def keep_selected_predicates_live(mfunc: MFunction, registers: Registers) -> None:
+    """Take the predicate a `selp` reads as read also wherever the selected value (or a copy
+    of it) is read, so that no other predicate shares its register while the value lives.
+
+    The H100's ptxas moved `selp.s16 %rs1, 1, 0, %p1` past a later write of `%p1` (the
+    register of another bool, given by the coalescing of a phi copy): the selected value
+    came out as if the later bool had been selected (program 571 of seed 4149,
+    docs/ptx-dialect.md).
+    """
+    bit_of, reads_mask = registers.bit, registers.reads_mask
+    selected = {}    # bit of a selected value or a copy of it -> bits of the predicates
+    for block in mfunc.blocks:
+        for instr in block.instrs:
+            if instr.opcode.startswith("selp.") and instr.srcs[2].__class__ is VReg:
+                bit = bit_of[instr.dsts[0]]
+                selected[bit] = selected.get(bit, 0) | bit_of[instr.srcs[2]]
+    if not selected:
+        return
+    copies = [(bit_of[i.dsts[0]], bit_of[i.srcs[0]]) for i in registers.copies]
+    grown = True
+    while grown:     # a copy of a copy of a selected value: to a fixed point
+        grown = False
+        for dst, src in copies:
+            preds = selected.get(src, 0)
+            if preds & ~selected.get(dst, 0):
+                selected[dst] = selected.get(dst, 0) | preds
+                grown = True
+    any_selected = sum(selected)
+    for instr, read in reads_mask.items():
+        if not read & any_selected:
+            continue
+        extra = 0
+        for bit, preds in selected.items():
+            if read & bit:
+                extra |= preds
+        reads_mask[instr] = read | extra
 
 
 def _add_edges(graph: list, bit: int, others: int) -> None:
