@@ -62,6 +62,12 @@ What the generator covers:
   value) and from the scratch array when it is global or shared, whose values then set some
   variables (cast), and stores of converted values to the scratch array (`m[i, 0:4] = (...)`).
   Off by default, as `memory`.
+* with `exchange=True` (`--exchange`), threads trade values through a shared array `xs` of 64
+  elements between the kernel's top-level statements: `ptxpy.syncthreads()`, `xs[i] = e`,
+  `ptxpy.syncthreads()`, `v = T(xs[j])` with `j` another thread's index (`(i + k) & 63`,
+  `i ^ k`, `63 - i`, or a masked run-time value), so that a load moved across a barrier, or a
+  store moved past one, reads another thread's stale or unwritten element. Not with `returns`
+  (every thread must reach the barriers). Off by default, as `memory`.
 
 The reference is written from the language's rules (docs/language.md, SPEC 2.1), never from
 the compiler: integers wrap at their width; floats are held as Python floats with the exact
@@ -435,6 +441,7 @@ class Gen:
         self.runtime_loops = False            # trip counts from run-time values (`--loops`)
         self.returns_left = 0                 # early returns still to place (`--returns`)
         self.vectors = False                  # vector loads and stores (`--vectors`)
+        self.exchange = None                  # the element type of `xs` (`--exchange`)
 
     def fresh(self, prefix):
         self.counter += 1
@@ -863,6 +870,36 @@ class Gen:
                 env[name] = f_target(env)
         return [f"{name} = {target.src}"], f
 
+    # ---- exchanges through shared memory (top level only: every thread reaches the barriers) --
+    def exchange_stmt(self):
+        """`xs[i] = e` between barriers, then `v = T(xs[j])` of another thread's j: (lines,
+        fn(envs)), fn taking every thread's env in thread order."""
+        ty = self.exchange
+        value = self.cast(self.expr(ty, 2), ty)
+        form = self.draw(0, 3)
+        if form == 3:
+            e = self.expr(self.pick(INT_TYPES), 1)
+            index, f_index = f"({e.src}) & {NTHREADS - 1}", e.fn
+        else:
+            k = self.draw(1, NTHREADS - 1)
+            index = [f"(i + {k}) & {NTHREADS - 1}", f"i ^ {k}", f"{NTHREADS - 1} - i"][form]
+            f_index = [lambda env: env["i"] + k, lambda env: env["i"] ^ k,
+                       lambda env: NTHREADS - 1 - env["i"]][form]
+        key = self.fresh("@xs")
+        name = self.pick(list(self.vars))
+        target = self.cast(Expr(f"xs[{index}]", ty, lambda env: env[key]), self.vars[name])
+        f_value, f_target = operand_fn(value, ty), operand_fn(target, self.vars[name])
+
+        def f(envs):
+            stored = [f_value(env) for env in envs]
+            for env in envs:
+                env[key] = stored[f_index(env) & (NTHREADS - 1)]
+            for env in envs:
+                env[name] = f_target(env)
+        lines = ["ptxpy.syncthreads()", f"xs[i] = {value.src}", "ptxpy.syncthreads()",
+                 f"{name} = {target.src}"]
+        return lines, f
+
     # ---- atomics -----------------------------------------------------------------------------
     def atomic_stmt(self):
         """An atomic on the thread's own scratch element (its old value assigned, or unused), or
@@ -1281,14 +1318,14 @@ def input_values(ty: str, rng) -> np.ndarray:
 
 
 def gen_program(draw, memory=False, warp=False, atomic=False, loops=False, returns=False,
-                vectors=False):
+                vectors=False, exchange=False):
     """Returns (source, reference(inputs) -> outputs, inputs, output (name, type, shape) list).
     `memory`: with a scratch array in some programs; `warp`: with warp functions at the top
     level; `atomic`: with atomics, on the scratch array and on a counter array; `loops`: loops
-    of run-time trip counts; `returns`: early returns; `vectors`: vector loads and stores (the
-    module's docstring)."""
-    if returns and (warp or atomic):
-        raise ValueError("early returns go with neither warp functions nor atomics")
+    of run-time trip counts; `returns`: early returns; `vectors`: vector loads and stores;
+    `exchange`: values traded through shared memory between barriers (the module's docstring)."""
+    if returns and (warp or atomic or exchange):
+        raise ValueError("early returns go with neither warp functions, atomics nor exchanges")
     memory = memory or atomic
     lines = [HEADER]
     arrays = {"a": "i32", "b": "f32"}
@@ -1335,6 +1372,9 @@ def gen_program(draw, memory=False, warp=False, atomic=False, loops=False, retur
     g.atomic = atomic
     if atomic and draw(0, 2) != 0:
         acc_init = counter_array(g, body)
+    if exchange and draw(0, 3) != 0:
+        g.exchange = g.pick(ALL_TYPES)
+        body.append(f"xs = ptxpy.shared_array({NTHREADS}, {g.exchange})")
     steps = []     # the top level: (fn(env) of each thread, or fn(envs) of all of them)
     for _ in range(draw(1, 6)):
         lines_, f = g.stmt(3)
@@ -1342,6 +1382,10 @@ def gen_program(draw, memory=False, warp=False, atomic=False, loops=False, retur
         steps.append((f, False))
         if warp and draw(0, 1) == 0:
             lines_, f = g.warp_stmt()
+            body += lines_
+            steps.append((f, True))
+        if g.exchange and draw(0, 1) == 0:
+            lines_, f = g.exchange_stmt()
             body += lines_
             steps.append((f, True))
     if g.acc and g.acc[0] == "s_acc":
@@ -1471,10 +1515,10 @@ def same_values(x, y, ty):
 
 
 def check_program(draw, memory=False, warp=False, atomic=False, loops=False, returns=False,
-                  vectors=False):
+                  vectors=False, exchange=False):
     """Generate, compile + simulate, compare. Raises AssertionError on a mismatch."""
     source, reference, inputs, out_specs = gen_program(draw, memory, warp, atomic, loops, returns,
-                                                       vectors)
+                                                       vectors, exchange)
     expected = reference(inputs)
     got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
               grid=1, block=NTHREADS)
@@ -1490,7 +1534,7 @@ def check_program(draw, memory=False, warp=False, atomic=False, loops=False, ret
 
 # ---- the scratch array catches what it is for: compilers broken on purpose ----
 def _mismatches(seed: str, n: int, memory: bool, warp: bool = False, atomic: bool = False,
-                returns: bool = False, vectors: bool = False) -> int:
+                returns: bool = False, vectors: bool = False, exchange: bool = False) -> int:
     import random
 
     found = 0
@@ -1498,7 +1542,7 @@ def _mismatches(seed: str, n: int, memory: bool, warp: bool = False, atomic: boo
         r = random.Random(f"{seed}:{k}")
         try:
             check_program(lambda lo, hi: r.randint(lo, hi), memory, warp, atomic, returns=returns,
-                          vectors=vectors)
+                          vectors=vectors, exchange=exchange)
         except AssertionError:
             found += 1
     return found
@@ -1516,6 +1560,16 @@ def _every_global_array_read_only(monkeypatch):
     def read_only(self, name, elem, shape, space, base=None, nc=False, decl=None, uid=0):
         init(self, name, elem, shape, space, base, nc or space == "global", decl, uid)
     monkeypatch.setattr(ssa_builder._Array, "__init__", read_only)
+
+
+def test_exchange_programs_catch_a_load_merged_across_a_barrier(monkeypatch):
+    """What the exchanges are for: a compiler whose CSE merges two loads of `xs[63 - i]` (or any
+    other repeated index) across the stores and barriers between them fails some of seed 32's
+    first 24 programs with exchanges, and none of those without. (The simulator runs the block's
+    threads in step, so a barrier left out altogether shows only on the card.)"""
+    _merge_every_load(monkeypatch)
+    assert _mismatches("32", 24, memory=False, exchange=True) > 0
+    assert _mismatches("32", 24, memory=False) == 0
 
 
 @pytest.mark.parametrize("break_compiler", [_merge_every_load, _every_global_array_read_only])
@@ -1694,12 +1748,17 @@ if given is not None:
                       loops=True, vectors=True)
 
     @random_programs(3)
+    def test_random_kernels_with_exchanges_through_shared_memory_match_reference(data):
+        check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), warp=True, loops=True,
+                      exchange=True)
+
+    @random_programs(3)
     def test_random_kernels_with_early_returns_match_reference(data):
         check_program(lambda lo, hi: data.draw(st.integers(lo, hi)), memory=True, loops=True,
                       returns=True)
 
 
-FLAGS = ("--memory", "--warp", "--atomic", "--loops", "--returns", "--vectors")
+FLAGS = ("--memory", "--warp", "--atomic", "--loops", "--returns", "--vectors", "--exchange")
 
 
 def main(argv):

@@ -56,11 +56,11 @@ def generated_inputs(program):
     """The run's own inputs, generated again from its seed (None if the source differs)."""
     import random
 
-    from test_differential import gen_program
+    from test_differential import FLAGS, gen_program
 
     if program["seed"] is None:
         return None
-    for flags in itertools.product((False, True), repeat=6):   # (the run's flags)
+    for flags in itertools.product((False, True), repeat=len(FLAGS)):   # (the run's flags)
         draws = random.Random(f"{program['seed']}:{program['number']}")
         try:
             source, _, inputs, _ = gen_program(lambda lo, hi: draws.randint(lo, hi), *flags)
@@ -160,8 +160,9 @@ def candidates(module):
             self.protected = 0
 
         def visit_IndentedBlock(self, node):
-            # not the kernel's first stores to its scratch array: without them a load could
-            # read an element never stored, and the program would be undefined, not smaller
+            # not the kernel's first stores to its scratch array, nor an exchange's store:
+            # without them a load could read an element never stored, and the program would
+            # be undefined, not smaller
             statements.extend(s for s in node.body if not (node is kernel.body and fills(s))
                               and not counts(s) and not synchronises(s))
 
@@ -214,12 +215,14 @@ def candidates(module):
 
 
 def fills(statement) -> bool:
-    """`m[k] = ...`, `m[i, k] = ...` or `o_mem[i, k] = ...` with a constant slot k."""
+    """`m[k] = ...`, `m[i, k] = ...` or `o_mem[i, k] = ...` with a constant slot k, or an
+    exchange's `xs[i] = ...` (another thread reads the element after the barrier)."""
     import libcst.matchers as m
 
     slot = m.SubscriptElement(slice=m.Index(value=m.Integer()))
     row = m.SubscriptElement(slice=m.Index(value=m.Name("i")))
     target = m.Subscript(value=m.Name("m") | m.Name("o_mem"), slice=m.OneOf([slot], [row, slot]))
+    target |= m.Subscript(value=m.Name("xs"), slice=[row])
     store = m.Assign(targets=[m.AssignTarget(target=target)])
     return m.matches(statement, m.SimpleStatementLine(body=[store]))
 

@@ -3,7 +3,7 @@
 For a program that a run reports without its source (a CUDA error stops a run's process
 from printing it, and every program after it fails too: the context is lost):
 
-    python benchmarks/probes/replay.py SEED NUMBER [--memory] [--warp] [--atomic] [--loops] [--returns] [--vectors] [OUT_DIR]
+    python benchmarks/probes/replay.py SEED NUMBER [--memory] [--warp] [--atomic] [--loops] [--returns] [--vectors] [--exchange] [OUT_DIR]
 
 Writes OUT_DIR/program-SEED-NUMBER.py and .ptx and prints where the results differ, or the
 error; then, in a new process under `compute-sanitizer` when it is on the PATH, the card's run
