@@ -84,6 +84,17 @@ def test_check_reports_registers(kernels_file, capsys, tmp_path):
     assert "scale: ptxas sm_90:" in out and "registers" in out
 
 
+def test_check_says_when_ptxas_crashed(kernels_file, capsys, tmp_path, monkeypatch):
+    """A ptxas killed by a signal prints nothing; `--check` says what happened."""
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PTXAS", str(fake))
+    assert main(["transpile", str(kernels_file), "-o", str(tmp_path), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "scale: ptxas rejected the PTX:" in err and "ptxas crashed (SIGSEGV)" in err
+
+
 def test_error_in_input_exits_1_with_located_message(tmp_path, capsys):
     path = tmp_path / "broken.py"
     path.write_text(BROKEN)

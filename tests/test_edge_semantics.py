@@ -819,6 +819,36 @@ def test_no_bool_is_written_to_a_selected_predicate_while_the_selection_lives():
     assert not re.search(rf"(setp|mov)\.\S+ {selp.group(2)}\b", until_read), ptx
 
 
+def test_a_branch_on_a_bool_inside_the_branch_on_its_negation():
+    """Random program 206 of seed 4330 (`--exchange --atomic --vectors --loops`), cut down:
+    `if not v3: if v3: ...` left a dead body (a predicate written, an atomic) that made ptxas
+    for sm_80 (CUDA 13.0 and 13.5) crash with a segmentation fault when an earlier store was
+    there too; sm_90 assembled it. ptxpy drops a branch that a dominating branch on the same
+    bool decided (`simplifycfg.fold_known_branches`), so no such body reaches ptxas."""
+    source = HEADER + """
+@ptxpy.jit
+def kern(a: Array[i32], acc: Array[i64, 2], o: Array[u16]):
+    i = ptxpy.global_id(0)
+    v3: bool = bool(bf16(a[i]))
+    if i == 0:
+        acc[0, 3] = i64(-2147483647)
+    xs = ptxpy.shared_array(64, u16)
+    if (not v3):
+        if v3:
+            if a[i]:
+                v3 = bool(0)
+            else:
+                ptxpy.atomic_xor(acc, (0, 0), 0)
+    xs[i] = v3
+    o[i] = xs[63 - i]
+"""
+    a = np.where(np.arange(64) % 3 == 0, 0, np.arange(64) - 30).astype(np.int32)
+    acc = np.zeros((1, 4), np.int64)
+    (o,) = run(source, "kern", [a, acc, Out(64, np.uint16)], grid=1, block=64)
+    assert o.tolist() == (a[::-1] != 0).astype(np.uint16).tolist()
+    assert "atom" not in compile_source(source, "kern", arch="sm_80").ptx
+
+
 def test_bool_selects_of_every_form():
     """c ? a : b for bool a, b, with the arms constants, values, and values that contain c."""
     source = HEADER + """

@@ -1272,6 +1272,32 @@ def test_simplifycfg_collapses_cbr_whose_arms_agree():
     assert "cbr" not in ops(func) and len(func.blocks) == 1
 
 
+def test_simplifycfg_drops_a_branch_that_a_dominating_branch_decided():
+    """`if c and d: if not c: out = 1 (unreachable) else: out = 2` `else: if c: out = 3`:
+    where `c and d` held, `c` did; where it did not, `c` may be either."""
+    b = Builder()
+    out, p = b.param("out", ptr=True), b.param("p")
+    then, dead, live, other, third, done = (b.block("then"), b.block("dead"), b.block("live"),
+                                            b.block("other"), b.block("third"), b.block("done"))
+    c = b("cmp", bool_, p, 0, pred="gt")
+    d = b("cmp", bool_, p, 5, pred="lt")
+    b.cbr(b("and", bool_, c, d), then, other)
+    b.at(then).cbr(b("not", bool_, c), dead, live)
+    b.at(dead).store(out, Const(i32, 0), Const(i32, 1))
+    b.br(done)
+    b.at(live).store(out, Const(i32, 0), Const(i32, 2))
+    b.br(done)
+    b.at(other).cbr(c, third, done)
+    b.at(third).store(out, Const(i32, 0), Const(i32, 3))
+    b.br(done)
+    b.at(done).ret()
+    func = run_pass(simplifycfg.run, b.func)
+    assert dead not in func.blocks
+    assert [blk.terminator.op for blk in func.blocks].count("cbr") == 2
+    for p_value, want in ((-1, 0), (3, 2), (7, 3)):
+        assert execute(func, {"p": p_value, "out": np.zeros(1, np.int32)})["out"][0] == want
+
+
 # --- the whole pipeline ----------------------------------------------------------------------
 def test_optimize_saxpy_like_kernel():
     def build():

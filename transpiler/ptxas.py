@@ -5,6 +5,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,5 +35,14 @@ def assemble(ptx: str, arch: str = "sm_90") -> tuple[bool, str, int | None]:
         proc = subprocess.run([ptxas, "-v", f"-arch={arch}", src, "-o", os.path.join(tmp, "k.cubin")],
                               capture_output=True, text=True)
     messages = proc.stdout + proc.stderr
+    if proc.returncode < 0:      # killed by a signal: ptxas itself crashed, it printed nothing
+        messages += f"ptxas crashed ({_signal_name(-proc.returncode)}) on this PTX\n"
     found = re.search(r"Used (\d+) registers", messages)
     return proc.returncode == 0, messages, int(found.group(1)) if found else None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

@@ -123,7 +123,12 @@ def program_ptx(today=False):
 
 def rewritten(form):
     text, args = program_ptx(today=form == TODAY)
-    change = FORMS[form]
+    return changed(text, args, form, FORMS[form])
+
+
+def changed(text, args, form, change):
+    """(text, args, cubin or None): `text` rewritten by `change`, a list of (pattern,
+    replacement), or ("ptxas", options) for a cubin of the device's ptxas."""
     if isinstance(change, tuple):
         return text, args, cubin(text, change[1])
     for pattern, replacement in change:
@@ -142,32 +147,43 @@ def cubin(text, options):
             return f.read()
 
 
-def run_one(form):
+def run_one(form, rewrite=None, width=24):
+    """One form (`rewrite(form)`: text, args, cubin or None) on the simulator, then on the card
+    (only the simulator without PTXPY_TEST_DEVICE=gpu); prints what happened."""
     from gpu_launcher import gpu_run_kernel
     from ptxpy.runtime.simulator import run_kernel
 
-    text, args, image = rewritten(form)
+    text, args, image = (rewrite or rewritten)(form)
     simulated = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     run_kernel(text, "kern", grid=(1,), block=(64,), args=simulated)
+    if os.environ.get("PTXPY_TEST_DEVICE") != "gpu":
+        print(f"{form:{width}s} simulated")
+        return
     try:
         gpu_run_kernel(text, "kern", (1,), (64,), args, image=image)
     except AssertionError as exc:
-        print(f"{form:24s} {exc}")
+        print(f"{form:{width}s} {exc}")
         return
     differ = [k for k, (a, b) in enumerate(zip(args, simulated))
               if isinstance(a, np.ndarray) and a.tobytes() != b.tobytes()]
-    print(f"{form:24s} ran" + (f", arrays {differ} differ from the simulator" if differ else ""))
+    print(f"{form:{width}s} ran" + (f", arrays {differ} differ from the simulator" if differ else ""))
+
+
+def run_in_processes(script, forms, width=24):
+    """Each form named on the command line (all of `forms` if none) `RUNS` times, each in a new
+    process (`script --one FORM`): a bad address loses the context."""
+    for form in [f for f in forms if f in sys.argv] or forms:
+        for _ in range(RUNS if os.environ.get("PTXPY_TEST_DEVICE") == "gpu" else 1):
+            done = subprocess.run([sys.executable, script, "--one", form], capture_output=True,
+                                  text=True, timeout=120)
+            print((done.stdout.strip() or f"{form:{width}s} " + done.stderr[-400:]), flush=True)
 
 
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--one":
         run_one(sys.argv[2])
         return
-    for form in [f for f in FORMS if f in sys.argv] or FORMS:
-        for _ in range(RUNS):
-            done = subprocess.run([sys.executable, __file__, "--one", form], capture_output=True,
-                                  text=True, timeout=120)
-            print((done.stdout.strip() or f"{form:24s} " + done.stderr[-400:]), flush=True)
+    run_in_processes(__file__, FORMS)
     if "--sass" in sys.argv:
         from min_probe import sass
         print(sass(program_ptx()[0], addresses=True))

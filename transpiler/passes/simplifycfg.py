@@ -1,13 +1,15 @@
-"""CFG clean-up: fold constant branches, drop unreachable blocks, merge straight-line blocks,
-bypass empty forwarding blocks, and lay the blocks out in reverse postorder."""
+"""CFG clean-up: fold constant branches and those a dominating branch decides, drop unreachable
+blocks, merge straight-line blocks, bypass empty forwarding blocks, and lay the blocks out in
+reverse postorder."""
 from __future__ import annotations
 
+from ..cfg import DomTree
 from ..ir import Block, Const, Function, Instr, add_pred, set_targets, users
 from .copyprop import replace_all_uses
 
 
 def run(func: Function) -> Function:
-    edited = False
+    edited = fold_known_branches(func)
     while _clean_up(func):
         edited = True
     order = layout(func)
@@ -47,6 +49,72 @@ def make_branch(term: Instr, target: Block) -> None:
     """Turn terminator `term` into `br target` (`target` must be one of its targets)."""
     set_targets(term, [target])
     term.op, term.args = "br", []
+
+
+def fold_known_branches(func: Function) -> bool:
+    """Give a constant condition to each branch on a bool (or its `not`) that a dominating
+    branch on the same bool decided: in `if not v: if v: ...` the inner body is unreachable,
+    and `fold_constant_branches` then drops it. (The H100's ptxas for sm_80 crashed on such
+    dead code: docs/ptx-dialect.md.)"""
+    branches = [b.terminator for b in func.blocks
+                if b.terminator is not None and b.terminator.op == "cbr"]
+    atoms = [atom for term in branches for atom in _atoms(term.args[0])]
+    if len(atoms) == len(set(atoms)):
+        return False     # no two branches test one value: none decides another
+    dom = DomTree(func)
+    known: dict[Block, dict] = {}    # block -> {bool value: what it holds there}
+    changed = False
+    for block in dom.order:     # each block after its immediate dominator
+        parent = dom.idom[block]
+        facts = known[parent] if parent is not None else {}
+        term = parent.terminator if parent is not None else None
+        if (len(block.preds) == 1 and term.op == "cbr"    # reached from `parent` only
+                and term.targets[0] is not term.targets[1]):
+            facts = dict(facts)
+            _learn(facts, term.args[0], block is term.targets[0])
+        known[block] = facts
+        own = block.terminator
+        if facts and own is not None and own.op == "cbr":
+            value = _decided(facts, own.args[0])
+            if value is not None:
+                own.args[0] = Const(own.args[0].type, value)
+                changed = True
+    return changed
+
+
+def _atoms(cond) -> list:
+    """The values a branch condition is made of through `not`, `and`, `or`."""
+    if cond.__class__ is not Instr:
+        return []
+    if cond.op == "not":
+        return _atoms(cond.args[0])
+    if cond.op in ("and", "or") and cond.type.is_bool:
+        return [cond] + _atoms(cond.args[0]) + _atoms(cond.args[1])
+    return [cond]
+
+
+def _learn(facts: dict, cond, holds: bool) -> None:
+    """Record that `cond` is `holds`, and what follows for its parts."""
+    if cond.__class__ is not Instr:
+        return
+    facts[cond] = holds
+    if cond.op == "not":
+        _learn(facts, cond.args[0], not holds)
+    elif cond.type.is_bool and (cond.op, holds) in (("and", True), ("or", False)):
+        _learn(facts, cond.args[0], holds)
+        _learn(facts, cond.args[1], holds)
+
+
+def _decided(facts: dict, cond):
+    """What `cond` is where `facts` hold, or None if they do not say."""
+    if cond.__class__ is not Instr:
+        return None
+    if cond in facts:
+        return facts[cond]
+    if cond.op == "not":
+        inner = _decided(facts, cond.args[0])
+        return None if inner is None else not inner
+    return None
 
 
 def fold_constant_branches(func: Function) -> bool:
