@@ -840,6 +840,7 @@ def kern(a: Array[i32], acc: Array[i64, 2], o: Array[u16]):
             else:
                 ptxpy.atomic_xor(acc, (0, 0), 0)
     xs[i] = v3
+    ptxpy.syncthreads()
     o[i] = xs[63 - i]
 """
     a = np.where(np.arange(64) % 3 == 0, 0, np.arange(64) - 30).astype(np.int32)
