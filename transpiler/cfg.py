@@ -110,6 +110,26 @@ class DomTree:
         return out
 
 
+def facts_along_dominators(dom: DomTree, learn) -> dict[Block, dict]:
+    """For each block of `dom.order`, what the branches taken to reach it tell: its immediate
+    dominator's facts, extended by `learn(facts, term, block)` (a new dict; `facts` unchanged)
+    where `block` is reached only by the conditional branch `term` of its immediate dominator
+    (whose two targets differ)."""
+    known: dict[Block, dict] = {}
+    for block in dom.order:     # each block after its immediate dominator
+        parent = dom.idom[block]
+        if parent is None:
+            known[block] = {}
+            continue
+        term = parent.terminator
+        if (len(block.preds) == 1 and term.op == "cbr"     # its only predecessor is `parent`
+                and term.targets[0] is not term.targets[1]):
+            known[block] = learn(known[parent], term, block)
+        else:
+            known[block] = known[parent]
+    return known
+
+
 def dom_tree(func: Function) -> DomTree:
     """`DomTree(func)`, computed once while `passes.optimize` runs and the control flow is the
     same (`Function.analyses`, `_same_edges`). For a pass to call before it changes the control

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterator, Optional
 
-from ..cfg import DomTree, dom_tree
+from ..cfg import dom_tree, facts_along_dominators
 from ..ir import Block, Const, Function, Instr, Undef, Value, u32
 from ptxpy.types import Scalar
 
@@ -101,7 +101,9 @@ class Ranges:
         dom = dom_tree(func)
         blocks = dom.order   # (reverse postorder; only read)
         self.shapes = _shape_params(func)
-        self.facts = _block_facts(blocks, dom)
+        # per block, {value: ((pred, other), ...)}: `value pred other` holds there
+        self.facts = facts_along_dominators(
+            dom, lambda facts, term, block: _by_value(_branch_facts(term, block), facts))
         self.edge_facts = {(p, b): _by_value(_branch_facts(p.terminator, b))
                            for b in blocks for p in b.preds if p in self.facts}
         order = [i for b in blocks for group in (b.phis, b.instrs) for i in group
@@ -240,20 +242,6 @@ def _is_int(t: Optional[Scalar]) -> bool:
 
 
 # --- facts from branches -------------------------------------------------------------------------
-def _block_facts(blocks: list[Block], dom: DomTree) -> dict[Block, dict]:
-    """For each reachable block, {value: ((pred, other), ...)}: `value pred other` holds there."""
-    facts: dict[Block, dict] = {}
-    for block in blocks:
-        parent = dom.idom[block]
-        if parent is None:
-            facts[block] = {}
-        elif len(block.preds) == 1:   # its only predecessor is its immediate dominator
-            facts[block] = _by_value(_branch_facts(parent.terminator, block), facts[parent])
-        else:
-            facts[block] = facts[parent]
-    return facts
-
-
 def _by_value(facts: list, base: Optional[dict] = None) -> dict:
     merged = dict(base or {})
     for value, pred, other in facts:

@@ -3,7 +3,7 @@ blocks, merge straight-line blocks, bypass empty forwarding blocks, and lay the 
 reverse postorder."""
 from __future__ import annotations
 
-from ..cfg import DomTree
+from ..cfg import dom_tree, facts_along_dominators
 from ..ir import Block, Const, Function, Instr, add_pred, set_targets, users
 from .copyprop import replace_all_uses
 
@@ -61,18 +61,8 @@ def fold_known_branches(func: Function) -> bool:
     atoms = [atom for term in branches for atom in _atoms(term.args[0])]
     if len(atoms) == len(set(atoms)):
         return False     # no two branches test one value: none decides another
-    dom = DomTree(func)
-    known: dict[Block, dict] = {}    # block -> {bool value: what it holds there}
     changed = False
-    for block in dom.order:     # each block after its immediate dominator
-        parent = dom.idom[block]
-        facts = known[parent] if parent is not None else {}
-        term = parent.terminator if parent is not None else None
-        if (len(block.preds) == 1 and term.op == "cbr"    # reached from `parent` only
-                and term.targets[0] is not term.targets[1]):
-            facts = dict(facts)
-            _learn(facts, term.args[0], block is term.targets[0])
-        known[block] = facts
+    for block, facts in facts_along_dominators(dom_tree(func), _learned).items():
         own = block.terminator
         if facts and own is not None and own.op == "cbr":
             value = _decided(facts, own.args[0])
@@ -80,6 +70,13 @@ def fold_known_branches(func: Function) -> bool:
                 own.args[0] = Const(own.args[0].type, value)
                 changed = True
     return changed
+
+
+def _learned(facts: dict, term: Instr, block: Block) -> dict:
+    """`facts` and what the branch `term` taken to `block` tells."""
+    facts = dict(facts)
+    _learn(facts, term.args[0], block is term.targets[0])
+    return facts
 
 
 def _atoms(cond) -> list:
