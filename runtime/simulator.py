@@ -11,6 +11,7 @@ docs/simulator.md describes the semantics, accuracy and limits.
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ SHARED_WINDOW = 1 << 48       # generic address of shared offset 0
 LOCAL_WINDOW = 1 << 49        # generic address of local offset 0
 WINDOW_SIZE = 1 << 32
 BATCH_THREADS = 1 << 17       # threads simulated together (whole blocks)
+RACECHECK_BYTES = 1 << 28     # at most this much race-check state per batch (fewer blocks)
 U64 = np.uint64
 U32 = np.uint32
 
@@ -1868,11 +1870,18 @@ class _Batch:
         return flat[name]()
 
     def describe(self, lane: int) -> str:
+        return f"thread {self.thread_index(lane % self.T)} block {self.block_index(lane // self.T)}"
+
+    def thread_index(self, t: int) -> str:
+        """`(x,y,z)` of the thread of linear index t within its block."""
         bx, by, _ = self.launch.block
+        return f"({t % bx},{(t // bx) % by},{t // (bx * by)})"
+
+    def block_index(self, b: int) -> str:
+        """`(x,y,z)` of the batch's b-th block."""
         gx, gy, _ = self.launch.grid
-        t, b = lane % self.T, self.first_block + lane // self.T
-        return (f"thread ({t % bx},{(t // bx) % by},{t // (bx * by)}) "
-                f"block ({b % gx},{(b // gx) % gy},{b // (gx * gy)})")
+        b += self.first_block
+        return f"({b % gx},{(b // gx) % gy},{b // (gx * gy)})"
 
     # memory
     def locate(self, space: str, addr, lanes, size: int, what: str, ins):
@@ -2139,6 +2148,157 @@ class _Batch:
         self.waiting[:] = False
 
 
+# ---- shared-memory race check (racecheck=True) -------------------------------------------------
+
+_NOW = {"load": "reads", "store": "writes", "atomic": "atomically updates",
+        "cas": "atomically updates"}
+_EARLIER = {"load": "read", "store": "wrote", "atomic": "atomically updated",
+            "cas": "atomically updated"}
+# The earlier kinds of access, by other threads in the same barrier interval, that each kind
+# races with. A plain load and an atom.cas do not: a compare-and-swap loop (ptxpy's for the
+# atomics PTX lacks, CUDA's atomicCAS idiom) seeds its first try with a plain load, and a
+# stale value only makes that try fail.
+_CONFLICTS = {"load": ("store", "atomic"), "store": ("store", "load", "atomic", "cas"),
+              "atomic": ("store", "load"), "cas": ("store",)}
+
+
+class _SharedRaces:
+    """Per byte of a batch's shared memory, which threads (linear index within the block, -1
+    for none) accessed it since their block's last barrier: the plain writer (a second one is
+    a race), and for plain reads, atomics and compare-and-swaps two distinct threads, enough
+    to name one other than any given thread."""
+    BYTES_PER_BYTE = 14     # the seven int16 records
+
+    def __init__(self, batch: _Batch):
+        self.batch, self.T = batch, batch.T
+        self.pad = batch.launch.shared_pad
+        size = batch.shared.size
+
+        def ids():
+            return np.full(size, -1, np.int16)
+        self.seen = {"store": (ids(), None), "load": (ids(), ids()), "atomic": (ids(), ids()),
+                     "cas": (ids(), ids())}
+        self.records = [ids for pair in self.seen.values() for ids in pair if ids is not None]
+
+    def release(self, blocks):
+        """A barrier released these blocks (bool per block of the batch): a new interval."""
+        end = self.batch.B * self.pad
+        for ids in self.records if end else ():
+            ids[:end].reshape(self.batch.B, self.pad)[blocks] = -1
+
+    def access(self, what: str, off, lanes, size: int, ins):
+        """Check, then record, one instruction's shared accesses: `size` bytes from byte `off`
+        of the batch's shared buffer for each lane."""
+        byte = off[:, None] + np.arange(size)
+        tid = (lanes % self.T).astype(np.int16)[:, None]
+        races = []
+        for earlier in _CONFLICTS[what]:
+            other = self._other(earlier, byte, tid)
+            bad = (other >= 0).any(axis=1)
+            if bad.any():
+                races.append((int(np.argmax(bad)), earlier, other))
+        if races:
+            self._race(what, min(races, key=lambda race: race[0]), off, lanes, size, ins)
+        if what == "store":
+            self._same_instruction_stores(byte, off, lanes, size, ins)
+        self._record(what, byte, np.broadcast_to(tid, byte.shape))
+
+    def _other(self, kind: str, byte, tid):
+        """Per lane and byte: a thread other than the lane's that made a `kind` access, or -1."""
+        first, second = self.seen[kind]
+        a = first[byte]
+        other = np.where(a != tid, a, -1)
+        if second is not None:
+            b = second[byte]
+            other = np.where(other >= 0, other, np.where(b != tid, b, -1))
+        return other
+
+    def _record(self, what: str, byte, tid):
+        first, second = self.seen[what]
+        byte, tid = byte.reshape(-1), tid.reshape(-1)
+        if second is None:
+            first[byte] = tid
+            return
+        _fill_once(first, byte, tid, first[byte] < 0)
+        _fill_once(second, byte, tid, (first[byte] != tid) & (second[byte] < 0))
+
+    def _same_instruction_stores(self, byte, off, lanes, size: int, ins):
+        """Two lanes of one store instruction that write the same byte (their threads are not
+        ordered): a write-write race, reported for the later lane."""
+        flat = byte.reshape(-1)
+        order = np.argsort(flat, kind="stable")
+        dup = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+        if dup.size == 0:
+            return
+        later = order[dup + 1] // size
+        i = int(later.min())
+        earlier = int(order[dup[np.argmax(later == i)]] // size)
+        self._report(i, off, lanes, size, ins, "store",
+                     f"that thread {self.batch.thread_index(int(lanes[earlier]) % self.T)} "
+                     "also writes in the same instruction")
+
+    def _race(self, what: str, race, off, lanes, size: int, ins):
+        """Report the race of the first lane with one: (lane index, earlier kind, other ids)."""
+        i, earlier, other = race
+        who = int(other[i][np.argmax(other[i] >= 0)])
+        self._report(i, off, lanes, size, ins, what,
+                     f"that thread {self.batch.thread_index(who)} {_EARLIER[earlier]} "
+                     "since the last barrier")
+
+    def _report(self, i: int, off, lanes, size: int, ins, what: str, clause: str):
+        lane, batch = int(lanes[i]), self.batch
+        block = lane // self.T
+        offset = int(off[i]) - block * self.pad
+        raise SimulatorError(
+            f"{batch.kernel.where(ins)}: shared memory race: thread {batch.thread_index(lane % self.T)} "
+            f"{_NOW[what]} {size} byte{'s' * (size != 1)} at shared offset {offset:#x} {clause}; "
+            f"block {batch.block_index(block)}")
+
+
+def _fill_once(ids, byte, tid, where):
+    """ids[byte] = tid where `where`, the first lane winning where several name one byte (a
+    plain fancy-index assignment leaves the winner unspecified)."""
+    byte, tid = byte[where], tid[where]
+    if byte.size:
+        unique, first = np.unique(byte, return_index=True)
+        ids[unique] = tid[first]
+
+
+class _RacecheckBatch(_Batch):
+    """A batch that checks its shared-memory accesses for races between barriers."""
+
+    def __init__(self, launch: _Launch, first_block: int, nblocks: int):
+        super().__init__(launch, first_block, nblocks)
+        self.races = _SharedRaces(self)
+
+    def locate(self, space: str, addr, lanes, size: int, what: str, ins):
+        segs = super().locate(space, addr, lanes, size, what, ins)
+        if space in ("shared", "generic"):
+            for buf, off, sel, _ in segs:
+                if buf is self.shared:
+                    who = np.arange(self.n) if lanes is None else lanes
+                    kind = "cas" if what == "atomic" and "cas" in ins.parts else what
+                    self.races.access(kind, off, who if sel is None else who[sel], size, ins)
+        return segs
+
+    def _release_barrier(self):
+        released = self.waiting.reshape(self.B, self.T).all(axis=1)
+        super()._release_barrier()
+        self.races.release(released)
+
+
+def _batching(launch: _Launch, racecheck: bool | None):
+    """A launch's batch class and blocks per batch: fewer blocks under the race check, whose
+    state takes BYTES_PER_BYTE bytes per byte of shared memory."""
+    if racecheck is None:
+        racecheck = os.environ.get("PTXPY_SIM_RACECHECK", "").strip() not in ("", "0")
+    per_batch = max(1, BATCH_THREADS // launch.T)
+    if not racecheck:
+        return _Batch, per_batch
+    state = _SharedRaces.BYTES_PER_BYTE * max(1, launch.shared_pad)
+    return _RacecheckBatch, max(1, min(per_batch, RACECHECK_BYTES // state))
+
+
 # ---- public API --------------------------------------------------------------------------------
 
 class Module:
@@ -2179,7 +2339,10 @@ class Module:
             return f"{self.ptx.files[ins.loc[0]]}:{ins.loc[1]}"
         return f"PTX line {ins.line}"
 
-    def run(self, kernel_name: str, grid=1, block=1, args=(), *, dynamic_shared_bytes: int = 0):
+    def run(self, kernel_name: str, grid=1, block=1, args=(), *, dynamic_shared_bytes: int = 0,
+            racecheck: bool | None = None):
+        """One launch. `racecheck`: check shared memory for races (docs/simulator.md); None
+        (the default) takes it from the environment variable PTXPY_SIM_RACECHECK."""
         kernel = self.kernels.get(kernel_name)
         if kernel is None:
             raise SimulatorError(f"no kernel {kernel_name!r} in the module "
@@ -2192,10 +2355,10 @@ class Module:
                                  "no extern .shared array")
         launch = _Launch(kernel, grid, block, list(args), dynamic_shared_bytes)
         blocks = grid[0] * grid[1] * grid[2]
-        per_batch = max(1, BATCH_THREADS // launch.T)
+        batch_class, per_batch = _batching(launch, racecheck)
         with np.errstate(all="ignore"):
             for first in range(0, blocks, per_batch):
-                _Batch(launch, first, min(per_batch, blocks - first)).run()
+                batch_class(launch, first, min(per_batch, blocks - first)).run()
         launch.copy_back()
 
 
@@ -2208,7 +2371,9 @@ def _dims(value, what: str) -> tuple[int, int, int]:
 
 
 def run_kernel(mod_or_ptx, kernel_name: str, grid=1, block=1, args=(), *,
-               dynamic_shared_bytes: int = 0) -> None:
-    """Run one kernel launch on the CPU; arrays passed for .u64 parameters are updated in place."""
+               dynamic_shared_bytes: int = 0, racecheck: bool | None = None) -> None:
+    """Run one kernel launch on the CPU; arrays passed for .u64 parameters are updated in place.
+    `racecheck` as for Module.run."""
     module = mod_or_ptx if isinstance(mod_or_ptx, Module) else Module(mod_or_ptx)
-    module.run(kernel_name, grid, block, args, dynamic_shared_bytes=dynamic_shared_bytes)
+    module.run(kernel_name, grid, block, args, dynamic_shared_bytes=dynamic_shared_bytes,
+               racecheck=racecheck)

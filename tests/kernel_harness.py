@@ -43,10 +43,11 @@ def assemble_all(source: str, name: str, consts=None, compiled=None, **kw) -> di
 
 
 def run(source: str, name: str, args: list, grid, block, consts=None, debug=False,
-        fast_math=False, assemble=True):
+        fast_math=False, assemble=True, racecheck=None):
     """Compile, assemble (sm_80, sm_90) and simulate; return the outputs (a list of arrays).
 
     `args` lists the call's inputs in parameter order, with `Out(...)` for each output array.
+    `racecheck`: the simulator's shared-memory race check (None: PTXPY_SIM_RACECHECK decides).
     """
     from ptxpy.runtime.simulator import run_kernel
 
@@ -75,7 +76,8 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
 
         gpu_run_kernel(kernel.ptx, kernel.name, _dim3(grid), _dim3(block), ptx_args)
     else:
-        run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=ptx_args)
+        run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=ptx_args,
+                   racecheck=racecheck)
     return outputs
 
 

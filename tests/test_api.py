@@ -1,4 +1,5 @@
 """`@ptxpy.jit` without a GPU: `.ptx`, `.transpile`, and interpret mode from JAX (SPEC 2.6)."""
+import inspect
 import logging
 import re
 
@@ -230,6 +231,29 @@ def test_environment_variable_forces_interpret(monkeypatch):
     monkeypatch.setenv("PTXPY_INTERPRET", "1")
     x, y = data()
     np.testing.assert_array_equal(np.asarray(saxpy2(x, y, 2.0)), np.float32(2.0) * x + y)
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=BLOCK, interpret=True)
+def rotate_without_barrier(x: Array[f32], out: Array[f32]):
+    i = ptxpy.thread_idx.x
+    s = ptxpy.shared_array(BLOCK, f32)
+    s[i] = x[i]
+    out[i] = s[(i + 1) % BLOCK]
+
+
+def test_race_check_environment_variable_reaches_interpret_mode(monkeypatch):
+    """PTXPY_SIM_RACECHECK=1 checks interpret-mode kernels for shared-memory races (the
+    simulator runs a block's threads in step, so without it the missing barrier goes unseen)."""
+    x = np.arange(BLOCK, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(rotate_without_barrier(x)), np.roll(x, -1))
+    lines, first = inspect.getsourcelines(rotate_without_barrier.fn)
+    load_line = first + next(k for k, line in enumerate(lines) if "out[i] = s[" in line)
+    monkeypatch.setenv("PTXPY_SIM_RACECHECK", "1")
+    with pytest.raises(SimulatorError, match=rf"^\S*test_api\.py:{load_line}: shared memory race: thread "
+                                             r"\(0,0,0\) reads 4 bytes at shared offset 0x4 that "
+                                             r"thread \(1,0,0\) wrote since the last barrier; "
+                                             r"block \(0,0,0\)$"):
+        rotate_without_barrier(x)
 
 
 def test_host_side_helpers():

@@ -87,6 +87,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -106,6 +107,9 @@ from ptxpy import Array, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f
 # with its wrap-around). The regressions are tests/test_kernels.py::
 # test_floor_division_of_an_overflowed_product, _sum and _shift.
 NTHREADS = 64
+# every program runs under the simulator's shared-memory race check (docs/simulator.md):
+# the generator's barriers must order every exchange, counter and scratch access
+RACECHECK = True
 INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 NUM_TYPES = INT_TYPES + FLOAT_TYPES
@@ -1521,7 +1525,7 @@ def check_program(draw, memory=False, warp=False, atomic=False, loops=False, ret
                                                        vectors, exchange)
     expected = reference(inputs)
     got = run(source, "kern", list(inputs) + [Out(shape, np_dtype(t)) for _, t, shape in out_specs],
-              grid=1, block=NTHREADS)
+              grid=1, block=NTHREADS, racecheck=RACECHECK)
     for (name, t, _), e, g in zip(out_specs, expected, got):
         bad = np.argwhere(~same_values(e, g, t))
         if len(bad):
@@ -1566,10 +1570,40 @@ def test_exchange_programs_catch_a_load_merged_across_a_barrier(monkeypatch):
     """What the exchanges are for: a compiler whose CSE merges two loads of `xs[63 - i]` (or any
     other repeated index) across the stores and barriers between them fails some of seed 32's
     first 24 programs with exchanges, and none of those without. (The simulator runs the block's
-    threads in step, so a barrier left out altogether shows only on the card.)"""
+    threads in step, so a barrier left out altogether gives the right values: the race check
+    finds it, next test.)"""
     _merge_every_load(monkeypatch)
     assert _mismatches("32", 24, memory=False, exchange=True) > 0
     assert _mismatches("32", 24, memory=False) == 0
+
+
+def test_exchange_programs_without_their_barrier_race(monkeypatch):
+    """An exchange whose barrier between the store and the load is left out still matches the
+    reference (the block's threads run in step), but the simulator's race check (RACECHECK)
+    stops the program at the load, naming another thread's store: in some of seed 32's first
+    24 programs with exchanges."""
+    exchange = Gen.exchange_stmt
+
+    def without_barrier(self):
+        lines, f = exchange(self)
+        assert lines[2] == "ptxpy.syncthreads()"
+        return lines[:2] + lines[3:], f
+    monkeypatch.setattr(Gen, "exchange_stmt", without_barrier)
+    import random
+
+    from ptxpy.runtime.simulator import SimulatorError
+
+    races = 0
+    for k in range(24):
+        r = random.Random(f"32:{k}")
+        try:
+            check_program(lambda lo, hi: r.randint(lo, hi), exchange=True)
+        except SimulatorError as err:
+            assert re.search(r"^kernels\.py:\d+: shared memory race: thread \(\d+,0,0\) reads \d+ "
+                             r"bytes? at shared offset 0x[0-9a-f]+ that thread \(\d+,0,0\) wrote "
+                             r"since the last barrier; block \(0,0,0\)$", str(err)), str(err)
+            races += 1
+    assert races > 0
 
 
 @pytest.mark.parametrize("break_compiler", [_merge_every_load, _every_global_array_read_only])

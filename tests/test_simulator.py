@@ -881,6 +881,286 @@ def test_bad_arguments():
         run_kernel(TRAP, "nope", 1, 1, [1])
 
 
+# ---- the shared-memory race check (racecheck=True, PTXPY_SIM_RACECHECK) ------------------------
+
+# out[i] = xs[(t + block) % 64] after every thread stored xs[t] = t: block 0 reads its own
+# element, the others another thread's
+EXCHANGE = HEADER + """.file 1 "kernels.py"
+.visible .entry exchange(.param .u64 out)
+{
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    .shared .align 4 .b32 xs[64];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, xs;
+    shl.b32 %r4, %r1, 2;
+    add.s32 %r5, %r3, %r4;
+    .loc 1 7 4
+    st.shared.u32 [%r5], %r1;
+    .loc 1 8 4
+    BARRIER
+    add.s32 %r6, %r1, %r2;
+    and.b32 %r6, %r6, 63;
+    shl.b32 %r7, %r6, 2;
+    add.s32 %r8, %r3, %r7;
+    .loc 1 9 4
+    ld.shared.u32 %r9, [%r8];
+    mov.u32 %r10, %ntid.x;
+    mad.lo.s32 %r11, %r2, %r10, %r1;
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r11, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r9;
+    ret;
+}
+"""
+RACY = EXCHANGE.replace("BARRIER", "")
+SYNCED = EXCHANGE.replace("BARRIER", "bar.sync 0;")
+EXCHANGE_RACE = ("kernels.py:9: shared memory race: thread (0,0,0) reads 4 bytes at shared offset 0x4 "
+                 "that thread (1,0,0) wrote since the last barrier; block (1,0,0)")
+
+
+def _exchanged(blocks: int) -> np.ndarray:
+    return (np.arange(64) + np.arange(blocks)[:, None]).reshape(-1) % 64
+
+
+def test_racecheck_reports_a_load_of_another_threads_store_without_a_barrier():
+    out = np.zeros(128, np.uint32)
+    with pytest.raises(SimulatorError) as err:
+        run_kernel(RACY, "exchange", 2, 64, [out], racecheck=True)
+    assert str(err.value) == EXCHANGE_RACE
+    assert not out.any()
+    run_kernel(RACY, "exchange", 1, 64, [out[:64]], racecheck=True)   # each its own element
+    np.testing.assert_array_equal(out[:64], np.arange(64))
+
+
+def test_racecheck_names_the_block_of_a_later_batch(monkeypatch):
+    """Under the race check a batch holds fewer blocks (RACECHECK_BYTES of state): here one."""
+    from ptxpy.runtime import simulator
+
+    monkeypatch.setattr(simulator, "RACECHECK_BYTES", 14 * 256)
+    batches = []
+    run = simulator._RacecheckBatch.run
+    monkeypatch.setattr(simulator._RacecheckBatch, "run", lambda self: batches.append(self.B) or run(self))
+    out = np.zeros(3 * 64, np.uint32)
+    run_kernel(SYNCED, "exchange", 3, 64, [out], racecheck=True)
+    np.testing.assert_array_equal(out, _exchanged(3))
+    assert batches == [1, 1, 1]
+    with pytest.raises(SimulatorError) as err:
+        run_kernel(RACY, "exchange", 3, 64, [out], racecheck=True)
+    assert str(err.value) == EXCHANGE_RACE
+
+
+def test_racecheck_passes_the_kernel_with_its_barrier():
+    out = np.zeros(3 * 64, np.uint32)
+    run_kernel(Module(SYNCED), "exchange", 3, 64, [out], racecheck=True)
+    np.testing.assert_array_equal(out, _exchanged(3))
+
+
+def test_racecheck_is_off_by_default():
+    """The threads of a block run in step, so the racy kernel gives what the barrier would."""
+    out = np.zeros(2 * 64, np.uint32)
+    Module(RACY).run("exchange", 2, 64, [out])
+    np.testing.assert_array_equal(out, _exchanged(2))
+
+
+def test_racecheck_environment_variable(monkeypatch):
+    out = np.zeros(2 * 64, np.uint32)
+    monkeypatch.setenv("PTXPY_SIM_RACECHECK", "1")
+    with pytest.raises(SimulatorError) as err:
+        run_kernel(RACY, "exchange", 2, 64, [out])
+    assert str(err.value) == EXCHANGE_RACE
+    run_kernel(RACY, "exchange", 2, 64, [out], racecheck=False)    # the keyword wins
+    np.testing.assert_array_equal(out, _exchanged(2))
+    monkeypatch.setenv("PTXPY_SIM_RACECHECK", "0")
+    run_kernel(RACY, "exchange", 2, 64, [out])
+
+
+# thread a makes the FIRST access, then thread b the SECOND, to a 16-byte shared array
+PAIR = HEADER + """.file 1 "kernels.py"
+.visible .entry pair(.param .u32 a, .param .u32 b)
+{
+    .reg .pred %p<3>;
+    .reg .b16 %rs<2>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<4>;
+    .shared .align 4 .b32 xs[4];
+    mov.u32 %r1, %tid.x;
+    ld.param.u32 %r2, [a];
+    ld.param.u32 %r3, [b];
+    setp.eq.u32 %p1, %r1, %r2;
+    setp.eq.u32 %p2, %r1, %r3;
+    mov.u64 %rd1, xs;
+    cvta.shared.u64 %rd2, %rd1;
+    .loc 1 4 4
+    @%p1 FIRST
+    BARRIER
+    .loc 1 5 4
+    @%p2 SECOND
+    ret;
+}
+"""
+ST, LD = "st.shared.u32 [xs+4], %r1;", "ld.shared.u32 %r9, [xs+4];"
+ATOM, RED = "atom.shared.add.u32 %r9, [xs+4], 1;", "red.shared.add.u32 [xs+4], 1;"
+CAS = "atom.shared.cas.b32 %r9, [xs+4], 0, 1;"
+
+
+@pytest.mark.parametrize("first, second, race", [
+    (ST, LD, "reads 4 bytes at shared offset 0x4 that thread (2,0,0) wrote"),
+    (ST, ST, "writes 4 bytes at shared offset 0x4 that thread (2,0,0) wrote"),
+    (LD, ST, "writes 4 bytes at shared offset 0x4 that thread (2,0,0) read"),
+    (ATOM, LD, "reads 4 bytes at shared offset 0x4 that thread (2,0,0) atomically updated"),
+    (LD, RED, "atomically updates 4 bytes at shared offset 0x4 that thread (2,0,0) read"),
+    (ST, ATOM, "atomically updates 4 bytes at shared offset 0x4 that thread (2,0,0) wrote"),
+    (CAS, ST, "writes 4 bytes at shared offset 0x4 that thread (2,0,0) atomically updated"),
+    ("st.shared.u8 [xs+5], %r1;", LD, "reads 4 bytes at shared offset 0x4 that thread (2,0,0) wrote"),
+    ("st.u32 [%rd2+4], %r1;", "ld.shared.v2.u32 {%r9, %r10}, [xs];",
+     "reads 8 bytes at shared offset 0x0 that thread (2,0,0) wrote"),        # generic address
+    (LD, LD, None), (ATOM, RED, None), (RED, CAS, None),
+    (CAS, LD, None), (LD, CAS, None),     # a compare-and-swap loop's plain first load
+    ("st.shared.u16 [xs+6], %r1;", "ld.shared.u16 %rs1, [xs+4];", None),   # other bytes
+])
+def test_racecheck_pairs_of_accesses_by_two_threads(first, second, race):
+    ptx = PAIR.replace("FIRST", first).replace("SECOND", second)
+    racy = ptx.replace("BARRIER", "")
+    if race is None:
+        run_kernel(racy, "pair", 1, 8, [2, 5], racecheck=True)
+    else:
+        with pytest.raises(SimulatorError) as err:
+            run_kernel(racy, "pair", 1, 8, [2, 5], racecheck=True)
+        assert str(err.value) == (f"kernels.py:5: shared memory race: thread (5,0,0) {race} since "
+                                  "the last barrier; block (0,0,0)")
+    run_kernel(racy, "pair", 1, 8, [5, 5], racecheck=True)        # one thread is no race
+    run_kernel(ptx.replace("BARRIER", "bar.sync 0;"), "pair", 1, 8, [2, 5], racecheck=True)
+
+
+# each thread stores xs[t >> shift]
+STORES = HEADER + """.file 1 "kernels.py"
+.visible .entry stores(.param .u32 shift)
+{
+    .reg .b32 %r<8>;
+    .shared .align 4 .b32 xs[64];
+    mov.u32 %r1, %tid.x;
+    ld.param.u32 %r2, [shift];
+    shr.u32 %r3, %r1, %r2;
+    shl.b32 %r4, %r3, 2;
+    mov.u32 %r5, xs;
+    add.s32 %r6, %r5, %r4;
+    .loc 1 3 8
+    st.shared.u32 [%r6], %r1;
+    ret;
+}
+"""
+
+
+def test_racecheck_reports_two_lanes_of_one_store_writing_the_same_bytes():
+    run_kernel(STORES, "stores", 2, 64, [0], racecheck=True)
+    with pytest.raises(SimulatorError) as err:
+        run_kernel(STORES, "stores", (1, 2), (1, 64), [1], racecheck=True)
+    assert str(err.value) == ("kernels.py:3: shared memory race: thread (0,1,0) writes 4 bytes at "
+                              "shared offset 0x0 that thread (0,0,0) also writes in the same "
+                              "instruction; block (0,0,0)")
+
+
+# every thread adds 1 to a shared counter, then thread 0 reads it
+COUNTER = HEADER + """.file 1 "kernels.py"
+.visible .entry counter(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<2>;
+    .shared .align 4 .u32 count;
+    mov.u32 %r1, %tid.x;
+    setp.eq.u32 %p1, %r1, 0;
+    .loc 1 12 4
+    atom.shared.add.u32 %r2, [count], 1;
+    red.shared.add.u32 [count], 2;
+    BARRIER
+    .loc 1 13 4
+    @%p1 ld.shared.u32 %r3, [count];
+    ld.param.u64 %rd1, [out];
+    @%p1 st.global.u32 [%rd1], %r3;
+    ret;
+}
+"""
+
+
+def test_racecheck_atomics_of_many_threads_race_only_with_plain_accesses():
+    out = np.zeros(1, np.uint32)
+    run_kernel(COUNTER.replace("BARRIER", "bar.sync 0;"), "counter", 1, 96, [out], racecheck=True)
+    assert out[0] == 3 * 96
+    with pytest.raises(SimulatorError) as err:
+        run_kernel(COUNTER.replace("BARRIER", ""), "counter", 1, 96, [out], racecheck=True)
+    assert str(err.value) == ("kernels.py:13: shared memory race: thread (0,0,0) reads 4 bytes at "
+                              "shared offset 0x0 that thread (1,0,0) atomically updated since the "
+                              "last barrier; block (0,0,0)")
+
+
+# the float maximum of a block's values through a compare-and-swap loop seeded by a plain load
+FMAX = HEADER + """
+.visible .entry fmax(.param .u64 vals, .param .u64 out)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<16>;
+    .reg .b64 %rd<4>;
+    .reg .f32 %f<4>;
+    .shared .align 4 .f32 best;
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    ld.param.u64 %rd1, [vals];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    ld.global.f32 %f1, [%rd3];
+    @!%p1 st.shared.f32 [best], %f1;
+    bar.sync 0;
+    ld.shared.u32 %r10, [best];
+$RETRY:
+    mov.b32 %f2, %r10;
+    max.f32 %f3, %f2, %f1;
+    mov.b32 %r11, %f3;
+    atom.shared.cas.b32 %r12, [best], %r10, %r11;
+    setp.ne.u32 %p2, %r12, %r10;
+    mov.u32 %r10, %r12;
+    @%p2 bra $RETRY;
+    bar.sync 0;
+    @%p1 bra $END;
+    ld.shared.u32 %r13, [best];
+    ld.param.u64 %rd1, [out];
+    st.global.u32 [%rd1], %r13;
+$END:
+    ret;
+}
+"""
+
+
+HAND_WRITTEN += [SYNCED, STORES, COUNTER.replace("BARRIER", "bar.sync 0;"), FMAX,
+                 PAIR.replace("FIRST", CAS).replace("SECOND", LD).replace("BARRIER", "bar.sync 0;")]
+
+
+def test_racecheck_accepts_a_compare_and_swap_loop():
+    vals = np.random.default_rng(5).standard_normal(128).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    run_kernel(FMAX, "fmax", 1, 128, [vals, out], racecheck=True)
+    assert out[0] == vals.max()
+
+
+def test_racecheck_of_the_reduction_and_generic_addresses():
+    data = np.random.default_rng(1).standard_normal(4 * 256).astype(np.float32)
+    out = np.zeros(4, np.float32)
+    run_kernel(REDUCE, "reduce", 4, 256, [data, out], racecheck=True)
+    np.testing.assert_allclose(out, data.reshape(4, 256).sum(axis=1), rtol=1e-5)
+    out = np.zeros(64, np.uint32)
+    run_kernel(GENERIC, "generic", 2, 64, [out], racecheck=True)
+    racy = GENERIC.replace("    bar.sync 0;\n", "")
+    line = racy.splitlines().index("    ld.u32 %r5, [%rd6];") + 1
+    with pytest.raises(SimulatorError) as err:
+        run_kernel(racy, "generic", 2, 64, [out], racecheck=True)
+    assert str(err.value) == (f"PTX line {line}: shared memory race: thread (0,0,0) reads 4 bytes "
+                              "at shared offset 0xfc that thread (63,0,0) wrote since the last "
+                              "barrier; block (0,0,0)")
+
+
 # ---- integers ----------------------------------------------------------------------------------
 
 def _u(values, t):
