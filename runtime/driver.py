@@ -2,8 +2,10 @@
 
 ptxpy runs in the *primary* context of each device, the one JAX (XLA) uses, so device pointers
 from JAX arrays and XLA's streams are valid for the functions loaded here. A kernel's PTX is
-JIT-compiled to a cubin once per (PTX, GPU arch, driver version) with `cuLink*` (the cubin is kept
-in the disk cache beside the PTX), then loaded with `cuModuleLoadData` once per device context.
+assembled to a cubin once per (PTX, GPU arch, driver version, compiler): by a `ptxas` newer than
+the driver's own JIT where one is installed (runtime/compiler.py says why), else by the driver's
+JIT (`cuLink*`); the cubin is kept in the disk cache beside the PTX, then loaded with
+`cuModuleLoadData` once per device context.
 
 Every failing CUDA call raises `CudaError`, which names the call, the kernel and the device.
 Nothing here runs at import time: importing this module needs no GPU.
@@ -15,7 +17,7 @@ import hashlib
 import threading
 from dataclasses import dataclass
 
-from ptxpy.runtime import cache
+from ptxpy.runtime import cache, compiler
 
 try:  # cuda-python >= 12.6 spells it cuda.bindings; older releases cuda.cuda
     from cuda.bindings import driver as cu
@@ -247,10 +249,21 @@ class KernelImage:
             "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)", self.name, ordinal))
 
     def cubin(self, ordinal: int) -> bytes:
-        """The cubin for device `ordinal`'s arch (the current context's), from the caches or JIT."""
-        key = {"kind": "cubin", "name": self.name, "ptx_sha256": self.digest,
-               "sm": device_limits(ordinal).arch, "driver": driver_version()}
-        return cache.get_or_compile_cubin(key, lambda: jit_ptx(self.ptx, self.name, ordinal))
+        """The cubin for device `ordinal`'s arch (the current context's), from the caches, or
+        from a ptxas newer than the driver's JIT (runtime/compiler.py), or the driver's JIT."""
+        sm, driver = device_limits(ordinal).arch, driver_version()
+        ptxas = compiler.chosen_ptxas(driver)
+        key = {"kind": "cubin", "name": self.name, "ptx_sha256": self.digest, "sm": sm,
+               "driver": driver, "compiler": str(ptxas or "driver")}
+        if ptxas is None:
+            return cache.get_or_compile_cubin(key, lambda: jit_ptx(self.ptx, self.name, ordinal))
+        return cache.get_or_compile_cubin(key, lambda: self._assemble(ptxas, sm, ordinal))
+
+    def _assemble(self, ptxas, sm: int, ordinal: int) -> bytes:
+        try:
+            return compiler.assemble(ptxas, self.ptx, compiler.target_arch(self.ptx, sm))
+        except compiler.PtxasError as e:
+            raise CudaError("ptxas", 218, self.name, ordinal, str(e)) from None  # CUDA_ERROR_INVALID_PTX
 
 
 _LOG_SIZE = 1 << 16

@@ -12,10 +12,23 @@ _CTYPES = {"u64": "c_uint64", "s64": "c_int64", "u32": "c_uint32", "s32": "c_int
            "f32": "c_float", "f64": "c_double"}
 
 
+def runtime_image(ptx, driver_version, capability):
+    """The cubin of `ptx` from the ptxas the runtime would choose (runtime/compiler.py), or
+    None where it would take the driver's JIT."""
+    from ptxpy.runtime import compiler
+
+    ptxas = compiler.chosen_ptxas(driver_version)
+    if ptxas is None:
+        return None
+    major, minor = capability
+    return compiler.assemble(ptxas, ptx, compiler.target_arch(ptx, 10 * major + minor))
+
+
 def gpu_run_kernel(ptx, kernel, grid, block, args, image=None):
     """`simulator.run_kernel`'s contract on a real GPU through cuda-python's driver API.
 
-    `image`: a cubin of `ptx` to load instead of having the driver compile the PTX."""
+    `image`: a cubin of `ptx` to load; without one, the PTX is compiled as the runtime would
+    (runtime/compiler.py: by a ptxas newer than the driver's JIT, else by the driver)."""
     import ctypes
     try:
         from cuda.bindings import driver as cu
@@ -36,6 +49,11 @@ def gpu_run_kernel(ptx, kernel, grid, block, args, image=None):
     device = check(cu.cuDeviceGet(0))
     ctx = check(cu.cuDevicePrimaryCtxRetain(device))
     check(cu.cuCtxSetCurrent(ctx))
+    if image is None:
+        attr = cu.CUdevice_attribute
+        capability = [check(cu.cuDeviceGetAttribute(getattr(
+            attr, f"CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_{part}"), device)) for part in ("MAJOR", "MINOR")]
+        image = runtime_image(ptx, check(cu.cuDriverGetVersion()), capability)
     module = check(cu.cuModuleLoadData(image if image is not None else ptx.encode() + b"\0"))
     function = check(cu.cuModuleGetFunction(module, kernel.encode()))
     entry = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(([^)]*)\)", ptx)

@@ -1687,6 +1687,24 @@ def test_atomic_programs_the_card_once_failed(seed, number, line):
     check_program(draw, False, True, True)
 
 
+def test_the_program_the_drivers_jit_compiled_wrong():
+    """Random program 767 of seed 4323 (`--exchange --atomic --vectors --loops`, session 25):
+    the JIT of driver 580 (ptxas 13.0) gave `c`'s address and the `if` side's loop bound one
+    uniform register, so the `else` side of the divergent `if a[i] == 7:` read a misaligned
+    address. ptxas 13.5 compiles it right, and the runtime (and the card's tests) assemble with
+    a ptxas newer than the driver's where one is installed (runtime/compiler.py;
+    `without_fix.py driver-jit` fails this on the card). Against the reference, in the
+    simulator here and on the card under PTXPY_TEST_DEVICE=gpu."""
+    import random
+
+    draws = random.Random("4323:767")
+    draw = (lambda lo, hi: draws.randint(lo, hi))
+    flags = dict(atomic=True, loops=True, vectors=True, exchange=True)
+    assert "ptxpy.atomic_min(s_acc, 3, ((b[i] + bool(c[i])) ** 1))" in gen_program(draw, **flags)[0]
+    draws = random.Random("4323:767")
+    check_program(draw, **flags)
+
+
 # ---- checks of the reference itself (against NumPy, ml_dtypes and JAX, not the compiler) ----
 def test_reference_rounding_matches_numpy():
     """round_float and int_to_float against NumPy's and ml_dtypes' conversions."""

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import ptxpy
 from ptxpy import types as T
 from ptxpy.runtime import cache, driver, ffi
+from ptxpy.runtime import compiler as runtime_compiler
 from ptxpy.runtime import launch as launch_mod
 from ptxpy.runtime.launch import launch
 from ptxpy.transpiler.abi import CompiledKernel, ParamSpec
@@ -255,6 +256,92 @@ def test_corrupt_entry_is_recomputed(cache_dir, damage):
     cache.clear_memory()
     assert cache.get_or_compile(parts, lambda: "good ptx") == "good ptx"
     assert path.read_bytes() == data
+
+
+def _fake_ptxas(directory, version: str) -> str:
+    """A script that answers `--version` as ptxas `version` ("13.5.37") does."""
+    major, minor, _ = version.split(".")
+    path = directory / f"ptxas-{version}"
+    path.write_text(f"#!/bin/sh\necho 'Cuda compilation tools, release {major}.{minor}, V{version}'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture
+def installed(monkeypatch, tmp_path, cache_dir):
+    """Four fake ptxas installed: 13.0.88, 13.5.37, 12.8.0 and 14.0.0."""
+    from ptxpy.runtime import compiler
+
+    fakes = {v: _fake_ptxas(tmp_path, v) for v in ("13.0.88", "13.5.37", "12.8.0", "14.0.0")}
+    monkeypatch.setattr(compiler, "installed_ptxas", lambda: list(fakes.values()))
+    monkeypatch.delenv("PTXPY_PTXAS", raising=False)
+    return fakes
+
+
+@pytest.mark.parametrize("driver_version, chosen", [
+    (13000, "13.5.37"),     # driver 580: its JIT is 13.0, which builds programs 748 and 767 wrong
+    (13020, "13.5.37"),
+    (13050, None),          # nothing newer than the driver of the same major version
+    (13060, None),
+    (12060, "12.8.0"),
+    (12080, None),
+    (14000, None),          # 14.0 is not newer than the driver's own 14.0
+    (11080, None),
+])
+def test_the_runtime_assembles_with_the_newest_ptxas_of_the_drivers_major_version(
+        installed, driver_version, chosen):
+    from ptxpy.runtime import compiler
+
+    ptxas = compiler.chosen_ptxas(driver_version)
+    assert (ptxas and ptxas.path) == (chosen and installed[chosen])
+    if chosen:
+        assert str(ptxas) == f"ptxas {chosen}"
+
+
+def test_ptxpy_ptxas_names_the_compiler_or_the_drivers_jit(installed, monkeypatch):
+    from ptxpy.runtime import compiler
+
+    monkeypatch.setenv("PTXPY_PTXAS", "driver")
+    assert compiler.chosen_ptxas(13000) is None
+    monkeypatch.setenv("PTXPY_PTXAS", installed["13.0.88"])      # named: used, even if older
+    assert compiler.chosen_ptxas(13050).path == installed["13.0.88"]
+    monkeypatch.setenv("PTXPY_PTXAS", installed["14.0.0"])       # another major version: not
+    assert compiler.chosen_ptxas(13000) is None
+
+
+def test_ptxas_target_arch():
+    from ptxpy.runtime import compiler
+
+    assert compiler.target_arch(".version 8.0\n.target sm_90a\n", 90) == "sm_90a"
+    assert compiler.target_arch(".version 7.8\n.target sm_80\n", 90) == "sm_90"
+    assert compiler.target_arch(".version 7.8\n.target sm_90\n", 100) == "sm_100"
+
+
+def test_assemble_makes_a_cubin_or_says_what_ptxas_said():
+    from ptxpy.runtime import compiler
+    from ptxpy.transpiler.ptxas import find_ptxas, ptxas_version
+
+    path = find_ptxas()
+    if path is None:
+        pytest.skip("no ptxas")
+    ptxas = compiler.Ptxas(path, ptxas_version(path))
+    assert compiler.assemble(ptxas, SAXPY.ptx, "sm_90")[:4] == b"\x7fELF"
+    with pytest.raises(compiler.PtxasError, match=r"^ptxas \d+\.\d+\.\d+ \(-arch=sm_90\): .*error"):
+        compiler.assemble(ptxas, SAXPY.ptx.replace("fma.rn.f32", "fma.rn.f33"), "sm_90")
+
+
+def test_the_cubins_cache_key_names_the_compiler(monkeypatch, installed):
+    """A cubin from the driver's JIT is never taken for one from a newer ptxas, nor one
+    ptxas's for another's."""
+    keys = []
+    monkeypatch.setattr(driver, "device_limits", lambda ordinal: type("L", (), {"arch": 90}))
+    monkeypatch.setattr(driver, "driver_version", lambda: 13000)
+    monkeypatch.setattr(driver.cache, "get_or_compile_cubin", lambda key, make: keys.append(key))
+    image = driver.KernelImage("saxpy", SAXPY.ptx)
+    image.cubin(0)
+    monkeypatch.setenv("PTXPY_PTXAS", "driver")
+    image.cubin(0)
+    assert [k["compiler"] for k in keys] == ["ptxas 13.5.37", "driver"]
 
 
 def test_cache_disabled(cache_dir, monkeypatch):
@@ -828,13 +915,25 @@ def test_too_much_shared_memory_is_refused():
 
 @gpu
 @needs_gpu
-def test_invalid_ptx_error_names_kernel_and_call(cache_dir):
-    bad = kernel("bad_kernel", [arr("x"), arr("out")], "    bogus.op.f32 %f1, %f2;\n    ret;")
+@pytest.mark.parametrize("compiler", ["driver", "ptxas"])
+def test_invalid_ptx_error_names_kernel_and_call(cache_dir, monkeypatch, compiler):
+    """The driver's JIT or a ptxas (runtime/compiler.py): either way the error names the
+    kernel, the call, and what ptxas said."""
+    from ptxpy.transpiler.ptxas import find_ptxas
+
+    if compiler == "ptxas" and find_ptxas() is None:
+        pytest.skip("no ptxas")
+    monkeypatch.setenv("PTXPY_PTXAS", "driver" if compiler == "driver" else find_ptxas())
+    if compiler == "ptxas" and runtime_compiler.chosen_ptxas(driver.driver_version()) is None:
+        pytest.skip("the ptxas found is not of the driver's major version")
+    name = f"bad_kernel_{compiler}"
+    bad = kernel(name, [arr("x"), arr("out")], "    bogus.op.f32 %f1, %f2;\n    ret;")
     with pytest.raises(driver.CudaError) as info:
         launch(bad, [jnp.ones(4)], [f32((4,))], 1, 32)
     msg = str(info.value)
-    assert "bad_kernel" in msg and "cuLink" in msg and "ptxas" in msg
-    assert info.value.kernel == "bad_kernel"
+    call = "cuLink" if compiler == "driver" else "ptxas failed"
+    assert name in msg and call in msg and "ptxas" in msg and "bogus" in msg, msg
+    assert info.value.kernel == name
 
 
 @gpu

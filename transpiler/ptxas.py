@@ -11,16 +11,37 @@ import sys
 import tempfile
 
 
-def find_ptxas() -> str | None:
-    """`ptxas` from $PTXAS, the PATH, /usr/local/cuda, or the `nvidia-cuda-nvcc` wheel."""
+def installed_ptxas() -> list[str]:
+    """Every `ptxas` found, in this order: $PTXAS, the PATH, /usr/local/cuda, the
+    `nvidia-cuda-nvcc` wheel."""
     candidates = [os.environ.get("PTXAS"), shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"]
     for site in sys.path:
         candidates += sorted(glob.glob(os.path.join(site, "nvidia", "cu*", "bin", "ptxas")))
         candidates.append(os.path.join(site, "nvidia", "cuda_nvcc", "bin", "ptxas"))
+    found = []
     for path in candidates:
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
+            real = os.path.realpath(path)
+            if real not in map(os.path.realpath, found):
+                found.append(path)
+    return found
+
+
+def find_ptxas() -> str | None:
+    """The first of `installed_ptxas()`, or None."""
+    found = installed_ptxas()
+    return found[0] if found else None
+
+
+def ptxas_version(path: str) -> tuple[int, int, int] | None:
+    """(major, minor, build) from `ptxas --version` ("release 13.5, V13.5.37"), None if it
+    does not say."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"V(\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(g) for g in found.groups()) if found else None
 
 
 def assemble(ptx: str, arch: str = "sm_90") -> tuple[bool, str, int | None]:

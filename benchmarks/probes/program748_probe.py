@@ -141,7 +141,7 @@ def cubin(text, options):
     with tempfile.TemporaryDirectory() as tmp:
         with open(f"{tmp}/k.ptx", "w") as f:
             f.write(text)
-        subprocess.run(["ptxas", "-arch", "sm_90", *options, "-o", f"{tmp}/k.cubin",
+        subprocess.run([os.environ.get("PTXAS", "ptxas"), "-arch", "sm_90", *options, "-o", f"{tmp}/k.cubin",
                         f"{tmp}/k.ptx"], check=True)
         with open(f"{tmp}/k.cubin", "rb") as f:
             return f.read()

@@ -24,7 +24,10 @@ FIX is one of
   vector-bytes            vector loads of 8-bit integers as `ld.v2`/`ld.v4.s8` (or `.u8`)
   selected-predicates     a `selp`'s predicate register free for another bool while the
                           selected value lives (session 24's allocator)
+  driver-jit              the driver's JIT (ptxas 13.0 under driver 580) instead of a newer
+                          ptxas (runtime/compiler.py)
 """
+import os
 import runpy
 import sys
 
@@ -176,7 +179,8 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "vector-bytes": lambda: setattr(selector(), "bytes_one_by_one", vector_bytes),
          "selected-predicates": lambda: setattr(regalloc, "keep_selected_predicates_live",
                                                lambda *args: None),
-         "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False)}
+         "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False),
+         "driver-jit": lambda: os.environ.__setitem__("PTXPY_PTXAS", "driver")}
 
 
 def main():

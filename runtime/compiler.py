@@ -1,0 +1,88 @@
+"""Which compiler turns a kernel's PTX into the cubin the driver loads.
+
+The driver's own JIT (`cuLink*`) is ptxas as it was when the driver was built. Driver 580's
+(CUDA 13.0) sometimes keeps a value in a uniform register (`URn`, one per warp) that lanes on one
+side of a divergent branch still need while lanes on the other side, which the warp runs first,
+write that register: random programs 748 and 767 read and wrote wrong addresses on the H100
+that way. ptxas 13.5 builds both right, and a cubin from a newer ptxas of the same major version
+loads on the older driver (CUDA's minor-version compatibility; BENCHMARKS.md, session 26). So
+ptxpy assembles with the newest `ptxas` it finds of the driver's major version when that is
+newer than the driver, and with the driver's JIT otherwise.
+
+`PTXPY_PTXAS=PATH` names the ptxas to use (when its major version is the driver's);
+`PTXPY_PTXAS=driver` always takes the driver's JIT.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from ptxpy.runtime import cache
+from ptxpy.transpiler.ptxas import installed_ptxas, ptxas_version
+
+
+@dataclass(frozen=True)
+class Ptxas:
+    path: str
+    version: tuple[int, int, int]
+
+    def __str__(self):
+        return "ptxas " + ".".join(map(str, self.version))
+
+
+@functools.lru_cache(maxsize=None)
+def _version(path: str):
+    """ptxas_version(path), kept in the disk cache by the file's size and time (running
+    `ptxas --version` takes about 8 ms, more than a whole warm start may)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    key = {"kind": "ptxas version", "path": os.path.realpath(path), "size": stat.st_size,
+           "mtime_ns": stat.st_mtime_ns}
+    text = cache.get_or_compile(key, lambda: ".".join(map(str, ptxas_version(path) or ())))
+    return tuple(int(part) for part in text.split(".")) if text else None
+
+
+def chosen_ptxas(driver_version: int) -> Ptxas | None:
+    """The ptxas to assemble with under a driver of `driver_version` (cuDriverGetVersion's
+    1000 * major + 10 * minor), or None for the driver's JIT."""
+    setting = os.environ.get("PTXPY_PTXAS", "")
+    if setting == "driver":
+        return None
+    major, minor = driver_version // 1000, driver_version % 1000 // 10
+    usable = []
+    for path in [setting] if setting else installed_ptxas():
+        version = _version(path)
+        if version and version[0] == major and (setting or version[1] > minor):
+            usable.append(Ptxas(path, version))
+    return max(usable, key=lambda p: p.version, default=None)
+
+
+def target_arch(ptx: str, device_arch: int) -> str:
+    """ptxas's `-arch` for a device of compute capability `device_arch` (90 for sm_90): the
+    PTX's own target where it is arch-specific (`sm_90a`), else the device's."""
+    target = re.search(r"^\s*\.target\s+(sm_\d+a)\b", ptx, flags=re.M)
+    return target.group(1) if target else f"sm_{device_arch}"
+
+
+class PtxasError(RuntimeError):
+    pass
+
+
+def assemble(ptxas: Ptxas, ptx: str, arch: str) -> bytes:
+    """The cubin ptxas makes of `ptx` for `arch`; PtxasError with its messages if it fails."""
+    with tempfile.TemporaryDirectory(prefix="ptxpy-") as tmp:
+        src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        done = subprocess.run([ptxas.path, f"-arch={arch}", src, "-o", out],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise PtxasError(f"{ptxas} (-arch={arch}): {(done.stdout + done.stderr).strip()}")
+        with open(out, "rb") as f:
+            return f.read()
