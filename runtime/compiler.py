@@ -1,16 +1,18 @@
 """Which compiler turns a kernel's PTX into the cubin the driver loads.
 
-The driver's own JIT (`cuLink*`) is ptxas as it was when the driver was built. Driver 580's
+By default the driver's own JIT (`cuLink*`), which is ptxas as it was when the driver was built,
+and which every workaround in the backend was checked against on the card. Driver 580's
 (CUDA 13.0) sometimes keeps a value in a uniform register (`URn`, one per warp) that lanes on one
 side of a divergent branch still need while lanes on the other side, which the warp runs first,
-write that register: random programs 748 and 767 read and wrote wrong addresses on the H100
-that way. ptxas 13.5 builds both right, and a cubin from a newer ptxas of the same major version
-loads on the older driver (CUDA's minor-version compatibility; BENCHMARKS.md, session 26). So
-ptxpy assembles with the newest `ptxas` it finds of the driver's major version when that is
-newer than the driver, and with the driver's JIT otherwise.
+write that register: random program 767 read a wrong address on the H100 that way. ptxas 13.5
+builds it right, and a cubin from a newer ptxas of the same major version loads on the older
+driver (CUDA's minor-version compatibility); but on the card ptxas 13.5 built two other random
+programs wrong that the driver's JIT builds right (BENCHMARKS.md, session 26), so it is a
+choice, not the default:
 
-`PTXPY_PTXAS=PATH` names the ptxas to use (when its major version is the driver's);
-`PTXPY_PTXAS=driver` always takes the driver's JIT.
+`PTXPY_PTXAS=newest` takes the newest installed `ptxas` of the driver's major version when it
+is newer than the driver; `PTXPY_PTXAS=PATH` that ptxas (when its major version is the
+driver's); unset or `driver`, the driver's JIT.
 """
 from __future__ import annotations
 
@@ -50,15 +52,16 @@ def _version(path: str):
 
 def chosen_ptxas(driver_version: int) -> Ptxas | None:
     """The ptxas to assemble with under a driver of `driver_version` (cuDriverGetVersion's
-    1000 * major + 10 * minor), or None for the driver's JIT."""
-    setting = os.environ.get("PTXPY_PTXAS", "")
-    if setting == "driver":
+    1000 * major + 10 * minor) as PTXPY_PTXAS says, or None for the driver's JIT."""
+    setting = os.environ.get("PTXPY_PTXAS", "driver")
+    if setting in ("", "driver"):
         return None
+    newest = setting == "newest"
     major, minor = driver_version // 1000, driver_version % 1000 // 10
     usable = []
-    for path in [setting] if setting else installed_ptxas():
+    for path in installed_ptxas() if newest else [setting]:
         version = _version(path)
-        if version and version[0] == major and (setting or version[1] > minor):
+        if version and version[0] == major and (not newest or version[1] > minor):
             usable.append(Ptxas(path, version))
     return max(usable, key=lambda p: p.version, default=None)
 

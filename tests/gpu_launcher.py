@@ -24,11 +24,21 @@ def runtime_image(ptx, driver_version, capability):
     return compiler.assemble(ptxas, ptx, compiler.target_arch(ptx, 10 * major + minor))
 
 
+def newer_ptxas_chosen() -> bool:
+    """Whether PTXPY_PTXAS picks a ptxas, not the driver's JIT, under this machine's driver."""
+    from cuda.bindings import driver as cu
+
+    from ptxpy.runtime import compiler
+
+    cu.cuInit(0)
+    return compiler.chosen_ptxas(int(cu.cuDriverGetVersion()[1])) is not None
+
+
 def gpu_run_kernel(ptx, kernel, grid, block, args, image=None):
     """`simulator.run_kernel`'s contract on a real GPU through cuda-python's driver API.
 
     `image`: a cubin of `ptx` to load; without one, the PTX is compiled as the runtime would
-    (runtime/compiler.py: by a ptxas newer than the driver's JIT, else by the driver)."""
+    (runtime/compiler.py: by the driver's JIT, or the ptxas PTXPY_PTXAS names)."""
     import ctypes
     try:
         from cuda.bindings import driver as cu

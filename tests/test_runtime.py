@@ -274,7 +274,7 @@ def installed(monkeypatch, tmp_path, cache_dir):
 
     fakes = {v: _fake_ptxas(tmp_path, v) for v in ("13.0.88", "13.5.37", "12.8.0", "14.0.0")}
     monkeypatch.setattr(compiler, "installed_ptxas", lambda: list(fakes.values()))
-    monkeypatch.delenv("PTXPY_PTXAS", raising=False)
+    monkeypatch.setenv("PTXPY_PTXAS", "newest")
     return fakes
 
 
@@ -288,7 +288,7 @@ def installed(monkeypatch, tmp_path, cache_dir):
     (14000, None),          # 14.0 is not newer than the driver's own 14.0
     (11080, None),
 ])
-def test_the_runtime_assembles_with_the_newest_ptxas_of_the_drivers_major_version(
+def test_ptxpy_ptxas_newest_takes_the_newest_ptxas_of_the_drivers_major_version(
         installed, driver_version, chosen):
     from ptxpy.runtime import compiler
 
@@ -302,6 +302,8 @@ def test_ptxpy_ptxas_names_the_compiler_or_the_drivers_jit(installed, monkeypatc
     from ptxpy.runtime import compiler
 
     monkeypatch.setenv("PTXPY_PTXAS", "driver")
+    assert compiler.chosen_ptxas(13000) is None
+    monkeypatch.delenv("PTXPY_PTXAS")                             # the default: the driver's
     assert compiler.chosen_ptxas(13000) is None
     monkeypatch.setenv("PTXPY_PTXAS", installed["13.0.88"])      # named: used, even if older
     assert compiler.chosen_ptxas(13050).path == installed["13.0.88"]
@@ -339,7 +341,7 @@ def test_the_cubins_cache_key_names_the_compiler(monkeypatch, installed):
     monkeypatch.setattr(driver.cache, "get_or_compile_cubin", lambda key, make: keys.append(key))
     image = driver.KernelImage("saxpy", SAXPY.ptx)
     image.cubin(0)
-    monkeypatch.setenv("PTXPY_PTXAS", "driver")
+    monkeypatch.delenv("PTXPY_PTXAS")
     image.cubin(0)
     assert [k["compiler"] for k in keys] == ["ptxas 13.5.37", "driver"]
 
