@@ -19,12 +19,10 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass
 
 from ptxpy.runtime import cache
-from ptxpy.transpiler.ptxas import installed_ptxas, ptxas_version
+from ptxpy.transpiler.ptxas import installed_ptxas, ptxas_version, run_ptxas
 
 
 @dataclass(frozen=True)
@@ -77,15 +75,11 @@ class PtxasError(RuntimeError):
     pass
 
 
-def assemble(ptxas: Ptxas, ptx: str, arch: str) -> bytes:
-    """The cubin ptxas makes of `ptx` for `arch`; PtxasError with its messages if it fails."""
-    with tempfile.TemporaryDirectory(prefix="ptxpy-") as tmp:
-        src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
-        with open(src, "w") as f:
-            f.write(ptx)
-        done = subprocess.run([ptxas.path, f"-arch={arch}", src, "-o", out],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            raise PtxasError(f"{ptxas} (-arch={arch}): {(done.stdout + done.stderr).strip()}")
-        with open(out, "rb") as f:
-            return f.read()
+def assemble(ptxas: Ptxas, ptx: str, device_arch: int) -> bytes:
+    """The cubin ptxas makes of `ptx` for a device of compute capability `device_arch`;
+    PtxasError with its messages if it fails."""
+    arch = target_arch(ptx, device_arch)
+    cubin, messages = run_ptxas(ptxas.path, ptx, [f"-arch={arch}"])
+    if cubin is None:
+        raise PtxasError(f"{ptxas} (-arch={arch}): {messages.strip()}")
+    return cubin

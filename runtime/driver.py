@@ -2,10 +2,9 @@
 
 ptxpy runs in the *primary* context of each device, the one JAX (XLA) uses, so device pointers
 from JAX arrays and XLA's streams are valid for the functions loaded here. A kernel's PTX is
-assembled to a cubin once per (PTX, GPU arch, driver version, compiler): by a `ptxas` newer than
-the driver's own JIT where one is installed (runtime/compiler.py says why), else by the driver's
-JIT (`cuLink*`); the cubin is kept in the disk cache beside the PTX, then loaded with
-`cuModuleLoadData` once per device context.
+assembled to a cubin once per (PTX, GPU arch, driver version, compiler): by the driver's JIT
+(`cuLink*`), or by the `ptxas` that PTXPY_PTXAS names (runtime/compiler.py); the cubin is kept in
+the disk cache beside the PTX, then loaded with `cuModuleLoadData` once per device context.
 
 Every failing CUDA call raises `CudaError`, which names the call, the kernel and the device.
 Nothing here runs at import time: importing this module needs no GPU.
@@ -250,7 +249,7 @@ class KernelImage:
 
     def cubin(self, ordinal: int) -> bytes:
         """The cubin for device `ordinal`'s arch (the current context's), from the caches, or
-        from a ptxas newer than the driver's JIT (runtime/compiler.py), or the driver's JIT."""
+        from the driver's JIT, or from the ptxas PTXPY_PTXAS names (runtime/compiler.py)."""
         sm, driver = device_limits(ordinal).arch, driver_version()
         ptxas = compiler.chosen_ptxas(driver)
         key = {"kind": "cubin", "name": self.name, "ptx_sha256": self.digest, "sm": sm,
@@ -261,7 +260,7 @@ class KernelImage:
 
     def _assemble(self, ptxas, sm: int, ordinal: int) -> bytes:
         try:
-            return compiler.assemble(ptxas, self.ptx, compiler.target_arch(self.ptx, sm))
+            return compiler.assemble(ptxas, self.ptx, sm)
         except compiler.PtxasError as e:
             raise CudaError("ptxas", 218, self.name, ordinal, str(e)) from None  # CUDA_ERROR_INVALID_PTX
 

@@ -21,7 +21,7 @@ def runtime_image(ptx, driver_version, capability):
     if ptxas is None:
         return None
     major, minor = capability
-    return compiler.assemble(ptxas, ptx, compiler.target_arch(ptx, 10 * major + minor))
+    return compiler.assemble(ptxas, ptx, 10 * major + minor)
 
 
 def newer_ptxas_chosen() -> bool:

@@ -327,9 +327,9 @@ def test_assemble_makes_a_cubin_or_says_what_ptxas_said():
     if path is None:
         pytest.skip("no ptxas")
     ptxas = compiler.Ptxas(path, ptxas_version(path))
-    assert compiler.assemble(ptxas, SAXPY.ptx, "sm_90")[:4] == b"\x7fELF"
+    assert compiler.assemble(ptxas, SAXPY.ptx, 90)[:4] == b"\x7fELF"
     with pytest.raises(compiler.PtxasError, match=r"^ptxas \d+\.\d+\.\d+ \(-arch=sm_90\): .*error"):
-        compiler.assemble(ptxas, SAXPY.ptx.replace("fma.rn.f32", "fma.rn.f33"), "sm_90")
+        compiler.assemble(ptxas, SAXPY.ptx.replace("fma.rn.f32", "fma.rn.f33"), 90)
 
 
 def test_the_cubins_cache_key_names_the_compiler(monkeypatch, installed):

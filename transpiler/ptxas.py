@@ -44,22 +44,30 @@ def ptxas_version(path: str) -> tuple[int, int, int] | None:
     return tuple(int(g) for g in found.groups()) if found else None
 
 
+def run_ptxas(ptxas: str, ptx: str, options: list[str]) -> tuple[bytes | None, str]:
+    """(the cubin, or None if ptxas failed; its messages) of `ptxas OPTIONS` on `ptx`."""
+    with tempfile.TemporaryDirectory(prefix="ptxpy-") as tmp:
+        src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run([ptxas, *options, src, "-o", out], capture_output=True, text=True)
+        messages = proc.stdout + proc.stderr
+        if proc.returncode < 0:      # killed by a signal: ptxas itself crashed, it printed nothing
+            messages += f"ptxas crashed ({_signal_name(-proc.returncode)}) on this PTX\n"
+        if proc.returncode != 0:
+            return None, messages
+        with open(out, "rb") as f:
+            return f.read(), messages
+
+
 def assemble(ptx: str, arch: str = "sm_90") -> tuple[bool, str, int | None]:
     """(ok, ptxas's messages, registers per thread from `ptxas -v`, None when not reported)."""
     ptxas = find_ptxas()
     if ptxas is None:
         return False, "ptxas not found (install nvidia-cuda-nvcc or put ptxas on the PATH)", None
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "kernel.ptx")
-        with open(src, "w") as f:
-            f.write(ptx)
-        proc = subprocess.run([ptxas, "-v", f"-arch={arch}", src, "-o", os.path.join(tmp, "k.cubin")],
-                              capture_output=True, text=True)
-    messages = proc.stdout + proc.stderr
-    if proc.returncode < 0:      # killed by a signal: ptxas itself crashed, it printed nothing
-        messages += f"ptxas crashed ({_signal_name(-proc.returncode)}) on this PTX\n"
+    cubin, messages = run_ptxas(ptxas, ptx, ["-v", f"-arch={arch}"])
     found = re.search(r"Used (\d+) registers", messages)
-    return proc.returncode == 0, messages, int(found.group(1)) if found else None
+    return cubin is not None, messages, int(found.group(1)) if found else None
 
 
 def _signal_name(number: int) -> str:
