@@ -1687,14 +1687,27 @@ def test_atomic_programs_the_card_once_failed(seed, number, line):
     check_program(draw, False, True, True)
 
 
-def test_the_program_the_drivers_jit_compiled_wrong(monkeypatch):
-    """Random program 767 of seed 4323 (`--exchange --atomic --vectors --loops`, session 25):
-    the JIT of driver 580 (ptxas 13.0) gave `c`'s address and the `if` side's loop bound one
-    uniform register, so the `else` side of the divergent `if a[i] == 7:` read a misaligned
-    address. ptxas 13.5 compiles it right: on the card this runs it with PTXPY_PTXAS=newest
-    (runtime/compiler.py; skipped where no ptxas newer than the driver's is installed, as
-    under the driver's JIT it is open; `without_fix.py driver-jit` fails it). Against the
-    reference, in the simulator here and on the card under PTXPY_TEST_DEVICE=gpu."""
+ALL_BUT_RETURNS = dict(memory=True, warp=True, atomic=True, loops=True, vectors=True,
+                       exchange=True)
+
+
+@pytest.mark.parametrize("seed, number, flags, line", [
+    ("4323", 767, dict(atomic=True, loops=True, vectors=True, exchange=True),
+     "ptxpy.atomic_min(s_acc, 3, ((b[i] + bool(c[i])) ** 1))"),
+    ("4706", 1529, ALL_BUT_RETURNS, "ptxpy.atomic_max(o_acc, (0, 3), ((u16(v1) + v1) if"),
+    ("4728", 819, ALL_BUT_RETURNS, "ptxpy.atomic_max(o_acc, (0, 3), u32(a[i]))"),
+])
+def test_the_programs_the_drivers_jit_compiled_wrong(monkeypatch, seed, number, flags, line):
+    """Random programs that the JIT of driver 580 (ptxas 13.0) compiled with one uniform
+    register for two values, where a divergent branch's side still needed the first:
+    767 of seed 4323 (session 25: `c`'s address and the `if` side's loop bound, a misaligned
+    address), 1529 of seed 4706 and 819 of seed 4728 (session 27: a compare-and-swap loop's
+    address and a warp function's mask after the `if`, which lanes that skipped it reached
+    while the loop `YIELD`ed; an invalid address space). ptxas 13.5 compiles them right: on
+    the card this runs them with PTXPY_PTXAS=newest (runtime/compiler.py; skipped where no
+    ptxas newer than the driver's is installed, as under the driver's JIT they are open;
+    `without_fix.py driver-jit` fails them). Against the reference, in the simulator here and
+    on the card under PTXPY_TEST_DEVICE=gpu."""
     import random
 
     if os.environ.get("PTXPY_TEST_DEVICE") == "gpu":
@@ -1702,13 +1715,13 @@ def test_the_program_the_drivers_jit_compiled_wrong(monkeypatch):
 
         monkeypatch.setenv("PTXPY_PTXAS", "newest")
         if not newer_ptxas_chosen():
-            pytest.skip("no ptxas newer than the driver's JIT, under which program 767 is open")
+            pytest.skip(f"no ptxas newer than the driver's JIT, under which program {number} "
+                        "is open")
 
-    draws = random.Random("4323:767")
+    draws = random.Random(f"{seed}:{number}")
     draw = (lambda lo, hi: draws.randint(lo, hi))
-    flags = dict(atomic=True, loops=True, vectors=True, exchange=True)
-    assert "ptxpy.atomic_min(s_acc, 3, ((b[i] + bool(c[i])) ** 1))" in gen_program(draw, **flags)[0]
-    draws = random.Random("4323:767")
+    assert line in gen_program(draw, **flags)[0]
+    draws = random.Random(f"{seed}:{number}")
     check_program(draw, **flags)
 
 

@@ -972,3 +972,67 @@ def kern(o: Array[u32]):
 """
     (o,) = run(source, "kern", [Out(1, np.uint32)], grid=1, block=64)
     assert o.tolist() == [3]
+
+
+def test_products_of_values_with_known_low_bits():
+    """A 32-bit product of values whose low bits are known ones, then `|` or `&` with a small
+    constant: ptxas 13.5.37 (`PTXPY_PTXAS=newest`) takes the product's low bits to be zeros,
+    turning `| 7` into `+ 7` and `& 3` into 0, where the driver's JIT (ptxas 13.0) is right
+    (H100; benchmarks/probes/reduced/program-1186-4528.py and program-398-4533.py,
+    known_bits_probe.py). Run on the card under PTXPY_PTXAS=newest, this fails there."""
+    source = HEADER + """
+@ptxpy.jit
+def products(x: Array[u32], y: Array[u32], a: Array[u32], b: Array[u32], c: Array[u32],
+             d: Array[u32], e: Array[i16]):
+    i = ptxpy.global_id(0)
+    a[i] = (x[i] | 1) ** 4 | 3
+    b[i] = (x[i] | 1) ** 4 & 3
+    c[i] = (x[i] | 255) ** 3 | 7
+    d[i] = (x[i] | 3) * (y[i] | 3) | 3
+    v = (x[i] | 1) ** 4
+    e[i] = (i16(v) | 3) ^ i16(v)
+"""
+    rng = np.random.default_rng(7)
+    x, y = (rng.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    outs = run(source, "products", [x, y] + [Out(64, np.uint32)] * 4 + [Out(64, np.int16)],
+               grid=1, block=64)
+    with np.errstate(over="ignore"):
+        fourth = (x | 1) ** 4
+        expected = [fourth | 3, fourth & 3, (x | 255) ** 3 | 7, (x | 3) * (y | 3) | 3,
+                    (fourth.astype(np.int16) | 3) ^ fourth.astype(np.int16)]
+    for got, want in zip(outs, expected):
+        np.testing.assert_array_equal(got, want)
+    assert set(expected[1].tolist()) == {1} and set(expected[4].tolist()) == {2}
+
+
+@pytest.mark.parametrize("t, start", [("i32", 2147483647), ("i32", 8), ("i64", 2**63 - 1),
+                                      ("i16", 32767), ("u8", 127)])
+def test_xor_with_all_ones_in_a_loop(t, start):
+    """`x ^= -1` (every bit set) repeated in a loop of constant trip count, from x = 2**31 - 1:
+    ptxas 13.0 (the driver's JIT), evaluating the loop while compiling, left x unchanged, so
+    `d[x & 63]` read d[63], not d[0] (H100; benchmarks/probes/reduced/program-845-4713.py).
+    The backend emits such an `xor` as `not`, which it evaluates right."""
+    ones = -1 if t[0] == "i" else 255
+    source = HEADER + f"""
+@ptxpy.func
+def toggle(p0: {t}, n: i32) -> {t}:
+    p0 = {start}
+    for k in range(0, n, 1):
+        p0 ^= {ones}
+    return p0
+
+@ptxpy.jit
+def kern(d: Array[i16], o: Array[i16], q: Array[i16], r: Array[{t}]):
+    i = ptxpy.global_id(0)
+    o[i] = d[toggle(i, 5) & 63]
+    q[i] = d[toggle(i, 2) & 63]
+    r[i] = toggle(i, 3) ^ {t}(i)
+"""
+    dtype = NUMPY[t]
+    d = np.arange(100, 164, dtype=np.int16)
+    o, q, r = run(source, "kern", [d, Out(64, np.int16), Out(64, np.int16), Out(64, dtype)],
+                  grid=1, block=64)
+    odd = int(np.array(start, dtype) ^ np.array(ones).astype(dtype))
+    assert o.tolist() == [d[odd & 63]] * 64
+    assert q.tolist() == [d[start & 63]] * 64
+    assert r.tolist() == (np.full(64, odd, dtype) ^ np.arange(64).astype(dtype)).tolist()

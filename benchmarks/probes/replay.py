@@ -5,6 +5,9 @@ from printing it, and every program after it fails too: the context is lost):
 
     python benchmarks/probes/replay.py SEED NUMBER [--memory] [--warp] [--atomic] [--loops] [--returns] [--vectors] [--exchange] [OUT_DIR]
 
+`--source FILE` runs FILE's kernel `kern` (a cut-down form of the program, with its parameters)
+on the program's inputs instead of the program itself.
+
 Writes OUT_DIR/program-SEED-NUMBER.py and .ptx and prints where the results differ, or the
 error; then, in a new process under `compute-sanitizer` when it is on the PATH, the card's run
 alone, so that a memory error is named with its instruction and address.
@@ -53,11 +56,18 @@ def run_on(device, source, inputs, out_specs):
 def main(argv):
     from test_differential import FLAGS
 
+    replacement = None
+    if "--source" in argv:
+        at = argv.index("--source")
+        replacement, argv = argv[at + 1], argv[:at] + argv[at + 2:]
     flags = [a for a in argv[1:] if a in FLAGS]
     rest = [a for a in argv[1:] if a not in FLAGS and a != "--card-only"]
     seed, number = rest[0], int(rest[1])
     out_dir = rest[2] if len(rest) > 2 else "."
     source, reference, inputs, out_specs = program(seed, number, flags)
+    if replacement:
+        with open(replacement) as f:
+            source = f.read()
     if "--card-only" in argv:
         run_on("gpu", source, inputs, out_specs)
         print("the card ran it without an error")
@@ -87,8 +97,9 @@ def main(argv):
                 print(f"{name}: {label} differs from the reference at {bad.sum()} places, first "
                       f"{where}: {values[where]!r}, not {want[where]!r}")
     if card is None and shutil.which("compute-sanitizer"):
+        again = ["--source", replacement] if replacement else []
         done = subprocess.run(["compute-sanitizer", "--print-limit", "3", sys.executable,
-                               __file__, seed, str(number), *flags, "--card-only"],
+                               __file__, seed, str(number), *flags, *again, "--card-only"],
                               capture_output=True, text=True)
         print(done.stdout[-6000:], done.stderr[-2000:])
 

@@ -23,7 +23,7 @@ for the pattern in the SASS of `ptxas` 13.0 (`nvdisasm` from the `nvidia-cuda-nv
     python benchmarks/probes/sass_hazards.py --reduce PROGRAM.py
 
 PTXAS (default /usr/local/cuda-13.0/bin/ptxas) and NVDISASM (default: on the PATH) name the
-tools. `--random` compiles the generator's programs (tests/test_differential.py) and prints
+tools; PTXAS_OPTIONS adds options to ptxas (`-O1`). `--random` compiles the generator's programs (tests/test_differential.py) and prints
 those with a hazard; `--reduce` cuts one of them down while its SASS keeps a hazard
 (reduce_gpu.py's changes). Neither needs a GPU.
 """
@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 
 PTXAS = os.environ.get("PTXAS", "/usr/local/cuda-13.0/bin/ptxas")
 NVDISASM = os.environ.get("NVDISASM", "nvdisasm")
+PTXAS_OPTIONS = tuple(os.environ.get("PTXAS_OPTIONS", "").split())
 # SASS_BSYNC=0: check as if a BSYNC never held lanes back
 STOP_AT_BSYNC = os.environ.get("SASS_BSYNC", "1") != "0"
 
@@ -406,7 +407,7 @@ def sass_of(ptx, arch="sm_90", options=()):
         src, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        subprocess.run([PTXAS, f"-arch={arch}", *options, src, "-o", cubin], check=True,
+        subprocess.run([PTXAS, f"-arch={arch}", *PTXAS_OPTIONS, *options, src, "-o", cubin], check=True,
                        capture_output=True)
         return subprocess.run([NVDISASM, "-c", "-g", cubin], check=True, capture_output=True,
                               text=True).stdout

@@ -24,6 +24,7 @@ FIX is one of
   vector-bytes            vector loads of 8-bit integers as `ld.v2`/`ld.v4.s8` (or `.u8`)
   selected-predicates     a `selp`'s predicate register free for another bool while the
                           selected value lives (session 24's allocator)
+  xor-all-ones            an integer `x ^ -1` as `xor` instead of `not`
   driver-jit              the driver's JIT (ptxas 13.0 under driver 580) for the card's tests
                           even where PTXPY_PTXAS names a newer ptxas (runtime/compiler.py)
 """
@@ -187,6 +188,8 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "selected-predicates": lambda: setattr(regalloc, "keep_selected_predicates_live",
                                                lambda *args: None),
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False),
+         "xor-all-ones": lambda: setattr(selector(), "_all_ones_operand",
+                                         staticmethod(lambda instr: None)),
          "driver-jit": driver_jit}
 
 
