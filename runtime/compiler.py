@@ -6,9 +6,10 @@ and which every workaround in the backend was checked against on the card. Drive
 side of a divergent branch still need while lanes on the other side, which the warp runs first,
 write that register: random program 767 read a wrong address on the H100 that way. ptxas 13.5
 builds it right, and a cubin from a newer ptxas of the same major version loads on the older
-driver (CUDA's minor-version compatibility); but on the card ptxas 13.5 built two other random
-programs wrong that the driver's JIT builds right (BENCHMARKS.md, session 26), so it is a
-choice, not the default:
+driver (CUDA's minor-version compatibility); but ptxas 13.5.37 has a bug of its own (it takes
+the known low one-bits of a 32-bit product for zeros: two random programs, docs/ptx-dialect.md,
+benchmarks/probes/known_bits_probe.py) that the driver's JIT has not, so it is a choice, not
+the default:
 
 `PTXPY_PTXAS=newest` takes the newest installed `ptxas` of the driver's major version when it
 is newer than the driver; `PTXPY_PTXAS=PATH` that ptxas (when its major version is the

@@ -16,10 +16,9 @@ Each form loads `x` and `y` (u32), computes `%r8` and is compared with NumPy:
     PTXPY_PTXAS=newest python benchmarks/probes/known_bits_probe.py
     python benchmarks/probes/known_bits_probe.py --sass PTXAS ...   # no GPU: each ptxas's SASS
 """
+import os
 import re
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -67,20 +66,18 @@ def kernel(name, body):
 
 
 def sass(ptxas, ptx):
-    """The arithmetic of `ptx`'s SASS for sm_90 under `ptxas` (nvdisasm on the PATH)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        with open(f"{tmp}/k.ptx", "w") as f:
-            f.write(ptx)
-        subprocess.run([ptxas, "-arch=sm_90", f"{tmp}/k.ptx", "-o", f"{tmp}/k.cubin"], check=True)
-        out = subprocess.run(["nvdisasm", "-c", f"{tmp}/k.cubin"], capture_output=True,
-                             text=True, check=True).stdout
-    body = (re.search(r"/\*[0-9a-f]{4}\*/\s*(.*?)\s*;", line) for line in out.splitlines())
+    """The arithmetic of `ptx`'s SASS for sm_90 under `ptxas` (nvdisasm: NVDISASM or the PATH)."""
+    from sass_hazards import sass_of
+
+    body = (re.search(r"/\*[0-9a-f]{4}\*/\s*(.*?)\s*;", line)
+            for line in sass_of(ptx, ptxas=ptxas).splitlines())
     return [m.group(1) for m in body
             if m and not re.match(r"(LDC|ULDC|LDG|STG|S2R|EXIT|BRA|NOP|ACQBULK|IADD3|IMAD\.X|IMAD\.WIDE)\b",
                                   m.group(1))]
 
 
 def main(argv):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if argv and argv[0] == "--sass":
         for name, (body, _) in FORMS.items():
             print(name)

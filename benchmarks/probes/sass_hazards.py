@@ -402,12 +402,13 @@ def side_hazards(prog, branch, writer, reader):
     return found
 
 
-def sass_of(ptx, arch="sm_90", options=()):
+def sass_of(ptx, arch="sm_90", options=(), ptxas=None):
+    """nvdisasm's text of the cubin that `ptxas` (default PTXAS) makes of `ptx`."""
     with tempfile.TemporaryDirectory() as tmp:
         src, cubin = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        subprocess.run([PTXAS, f"-arch={arch}", *PTXAS_OPTIONS, *options, src, "-o", cubin], check=True,
+        subprocess.run([ptxas or PTXAS, f"-arch={arch}", *PTXAS_OPTIONS, *options, src, "-o", cubin], check=True,
                        capture_output=True)
         return subprocess.run([NVDISASM, "-c", "-g", cubin], check=True, capture_output=True,
                               text=True).stdout

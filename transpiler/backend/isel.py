@@ -622,8 +622,8 @@ class ISel:
                 self.pred_differ(dst, "ne", *self.srcs(instr, imm=False))
         elif t.is_bool:
             self.emit(f"{instr.op}.pred", [dst], self.srcs(instr, imm=False))
-        elif t.is_int and instr.op == "xor" and self._all_ones_operand(instr) is not None:
-            self.emit(f"not.{bits(t)}", [dst], [self.src(self._all_ones_operand(instr), imm=False)])
+        elif t.is_int and instr.op == "xor" and (inverted := self._all_ones_operand(instr)):
+            self.emit(f"not.{bits(t)}", [dst], [self.src(inverted, imm=False)])
         elif t.is_int:
             self.emit(f"{instr.op}.{bits(t)}", [dst], self.srcs(instr))
         else:
