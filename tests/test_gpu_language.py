@@ -426,6 +426,101 @@ def emulated(x: Array[f32], f: Array[f32], d: Array[f64], h: Array[f16], b: Arra
     assert ("global.add.noftz.bf16" in kernel.ptx) == (arch == "sm_90")
 
 
+def _bits(values, dtype):
+    return np.asarray(values, dtype).view(np.uint32 if np.dtype(dtype).itemsize == 4 else np.uint64)
+
+
+def _float_extreme(op: str, candidates):
+    """min/max as `max.f32` orders floats: NaNs ignored (NaN if all are), -0.0 below 0.0."""
+    numbers = [c for c in candidates if not np.isnan(c)]
+    if not numbers:
+        return np.nan
+    return (max if op == "max" else min)(numbers, key=lambda c: (c, not np.signbit(c)))
+
+
+def _assert_same_floats(got, expect, dtype):
+    got, expect = np.asarray(got, dtype), np.asarray(expect, dtype)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expect))
+    numbers = ~np.isnan(expect)
+    np.testing.assert_array_equal(_bits(got[numbers], dtype), _bits(expect[numbers], dtype))
+
+
+FLOAT_ATOMIC_INITS = [np.nan, -np.nan, -0.0, 0.0, -np.inf, np.inf, 1.5, -2.5]
+
+
+def _float_atomic_values(dtype, count: int):
+    """Values for the elements of FLOAT_ATOMIC_INITS (thread t updates element t % 8): numbers
+    of both signs, signed zeros, subnormals, infinities and NaNs of both signs; element 7's
+    are all NaN (its -2.5 stays)."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    pool = np.array([1.0, -1.0, 3.25, -7.5, 0.0, -0.0, tiny, -tiny, 2 * tiny, np.inf, -np.inf,
+                     np.nan, -np.nan, 1e30, -1e30], dtype)
+    values = pool[rng.integers(0, len(pool), count)]
+    values[7::8] = np.where(np.arange(count)[7::8] % 16 == 7, np.nan, -np.nan)
+    return values
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("space", ["global", "shared"])
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_float_atomic_min_max_order_nan_and_signed_zero(op, space, dtype):
+    """A float `atomic_min`/`atomic_max` computes what `min`/`max` do (NaN ignored, -0.0 below
+    0.0) and returns the element's old value, whatever the element holds: its NaN that the
+    integer atomics on the bits (f32, and f64 in global memory) cannot order is replaced by
+    `atom.cas`, and the threads that raced to do so run the integer atomic again. One thread
+    applies them in order (each old value checked), then 128 threads at once."""
+    np_dtype = np.float32 if dtype == "f32" else np.float64
+    where = "s" if space == "shared" else "acc"
+    declare = f"s = ptxpy.shared_array(8, {dtype})" if space == "shared" else ""
+    copy_out = "acc[t] = s[t]" if space == "shared" else "pass"
+    source = src(f"""
+@ptxpy.jit
+def in_order(x: Array[{dtype}], init: Array[{dtype}], acc: Array[{dtype}], old: Array[{dtype}]):
+    {declare}
+    for e in range(8):
+        {where}[e] = init[e]
+    for k in range(len(x)):
+        old[k] = ptxpy.atomic_{op}({where}, k % 8, x[k])
+    for t in range(8):
+        {copy_out}
+
+@ptxpy.jit
+def at_once(x: Array[{dtype}], init: Array[{dtype}], acc: Array[{dtype}], old: Array[{dtype}]):
+    {declare}
+    t = ptxpy.thread_idx.x
+    if t < 8:
+        {where}[t] = init[t]
+    ptxpy.syncthreads()
+    old[t] = ptxpy.atomic_{op}({where}, t % 8, x[t])
+    ptxpy.syncthreads()
+    if t < 8:
+        {copy_out}
+""")
+    init = np.array(FLOAT_ATOMIC_INITS, np_dtype)
+    init[1] = -init[0]
+    x = _float_atomic_values(np_dtype, 128)
+    outputs = [Out(8, np_dtype), Out(128, np_dtype)]
+
+    acc, old = run(source, "in_order", [x, init, *outputs], grid=1, block=1)
+    current, expect_old = list(init), []
+    for k, v in enumerate(x):
+        expect_old.append(current[k % 8])
+        current[k % 8] = _float_extreme(op, [current[k % 8], v])
+    _assert_same_floats(old, expect_old, np_dtype)
+    _assert_same_floats(acc, current, np_dtype)
+
+    acc, old = run(source, "at_once", [x, init, *outputs], grid=1, block=128)
+    _assert_same_floats(acc, current, np_dtype)     # min and max do not depend on the order
+    for t, got in enumerate(old):       # each thread saw the initial value or another's
+        seen = [init[t % 8], *x[t % 8::8]]
+        assert np.isnan(got) or any(_bits(got, np_dtype) == _bits(c, np_dtype) for c in seen)
+        if not np.isnan(got) and not np.isnan(current[t % 8]):
+            assert _float_extreme(op, [got, current[t % 8]]) == current[t % 8]
+    if (dtype, space) != ("f64", "shared"):      # f64 on shared memory: a compare-and-swap loop
+        assert f"{space}.{'max' if op == 'max' else 'min'}.s" in body_of(
+            compile_source(source, "at_once").ptx)
+
+
 @pytest.mark.parametrize("space", ["global", "shared", "local"])
 def test_atomic_cas_compares_bits_in_every_memory(space):
     """`atomic_cas` swaps when the element's bits equal the expected value's, as `atom.cas`

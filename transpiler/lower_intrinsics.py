@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import types
 
-from ptxpy.types import Scalar, bf16, bool_, f16, f32, i32, u16, u32, u64
+from ptxpy.types import Scalar, bf16, bool_, f16, f32, f64, i32, i64, u16, u32, u64
 
 from . import ir, mathlib, typed
 from .errors import CompileError
@@ -238,6 +238,8 @@ def atomic(b, e, op: str):
     if op == "sub":
         op, values = "add", [b.op("neg", values[0])]
     addr = b.element_address(array, indices)
+    if _float_min_max_on_bits(op, array):
+        return _float_min_max(b, addr, op, values[0], array.space)
     if not _native_atomic(op, array.elem, b.func.arch) or _spun_by_ptxas(op, array):
         return _cas_loop_atomic(b, array, addr, op, values)
     return b.emit("atom", array.elem, [addr, *values], {"op": op, "space": array.space})
@@ -263,6 +265,94 @@ def _spun_by_ptxas(op: str, array) -> bool:
         return False
     elem = array.elem
     return (elem.bits == 64 and op not in ("cas", "exch")) or (elem.is_float and op == "add")
+
+
+def _float_min_max_on_bits(op: str, array) -> bool:
+    """A float `atomic_min`/`atomic_max` that integer atomics on its bits can do without a loop:
+    f32 in global or shared memory, f64 in global memory (64-bit min/max on shared memory is
+    itself a loop, `_spun_by_ptxas`)."""
+    elem = array.elem
+    return (op in ("min", "max") and elem in (f32, f64)
+            and (elem.bits == 32 or array.space != "shared"))
+
+
+#: per width: the signed and unsigned integer types, and the bits of +inf and -inf
+_FLOAT_BITS = {32: (i32, u32, 0x7F800000, 0xFF800000),
+               64: (i64, u64, 0x7FF0000000000000, 0xFFF0000000000000)}
+
+
+def _float_min_max(b, addr, op: str, value, space: str):
+    """`atomic_max(a, i, v)` of a float as one integer atomic on the element's bits, as Triton
+    does: a v >= +0.0 orders as a signed integer (`atom.max.s32`, a negative element stays
+    below it), a negative v as an unsigned one the other way round (`atom.min.u32`, a
+    positive element stays above it); `atomic_min` likewise with min and max exchanged. A NaN
+    v changes nothing (it takes the operation's identity), and -0.0 counts below 0.0: both as
+    `max.f32` does. No loop: a compare-and-swap loop `YIELD`s, and ptxas 13.0 then let lanes
+    that skipped a divergent `if` around it overwrite uniform registers the loop's lanes
+    still read (program 767's class, docs/ptx-dialect.md).
+
+    One element the integer order gets wrong: a NaN with the sign that sorts it beyond every
+    number (+NaN for max, -NaN for min) stays. When the old value is such a NaN and v is not,
+    one `atom.cas` swaps v in; if the element changed meanwhile, the integer atomic runs once
+    more on what is there."""
+    signed, unsigned, plus_inf, minus_inf = _FLOAT_BITS[value.type.bits]
+    bits = b.emit("bitcast", signed, [value])
+    nan = b.emit("isnan", bool_, [value])
+    old = _min_max_on_bits(b, addr, op, bits, nan, space)
+    if op == "max":
+        stuck_nan = b.emit("cmp", bool_, [old, ir.Const(signed, plus_inf)], {"pred": "gt"})
+    else:
+        stuck_nan = b.emit("cmp", bool_, [b.emit("bitcast", unsigned, [old]),
+                                          ir.Const(unsigned, minus_inf)], {"pred": "gt"})
+    stuck = b.op("and", stuck_nan, b.op("not", nan))
+
+    def replace_the_nan():
+        seen = b.emit("bitcast", signed, [b.emit("atom", unsigned, [
+            addr, b.emit("bitcast", unsigned, [old]), b.emit("bitcast", unsigned, [bits])],
+            {"op": "cas", "space": space})])
+        swapped = b.emit("cmp", bool_, [seen, old], {"pred": "eq"})
+        def again():
+            return _min_max_on_bits(b, addr, op, bits, nan, space)
+        return _diamond(b, swapped, lambda: old, again, signed, "nanswap")
+    result = _diamond(b, stuck, replace_the_nan, lambda: old, signed, "nanfix")
+    return b.emit("bitcast", value.type, [result])
+
+
+def _min_max_on_bits(b, addr, op: str, bits, nan, space: str):
+    """The integer atomic of `_float_min_max` for the float whose bits (signed) are `bits`;
+    returns the element's old bits, signed."""
+    signed = bits.type
+    unsigned = {32: u32, 64: u64}[signed.bits]
+    negative = b.emit("cmp", bool_, [bits, ir.Const(signed, 0)], {"pred": "lt"})
+    other = "min" if op == "max" else "max"
+    signed_identity = -(1 << (signed.bits - 1)) if op == "max" else (1 << (signed.bits - 1)) - 1
+    unsigned_identity = (1 << signed.bits) - 1 if other == "min" else 0
+
+    def as_signed():
+        operand = b.emit("select", signed, [nan, ir.Const(signed, signed_identity), bits])
+        return b.emit("atom", signed, [addr, operand], {"op": op, "space": space})
+
+    def as_unsigned():
+        operand = b.emit("select", unsigned, [nan, ir.Const(unsigned, unsigned_identity),
+                                              b.emit("bitcast", unsigned, [bits])])
+        return b.emit("bitcast", signed, [b.emit("atom", unsigned, [addr, operand],
+                                                 {"op": other, "space": space})])
+    return _diamond(b, negative, as_unsigned, as_signed, signed, "fatom")
+
+
+def _diamond(b, cond, then, orelse, ty: Scalar, hint: str):
+    """`then()` where `cond` holds, else `orelse()`, each in a block of its own; their value."""
+    result = b.hidden(ty)
+    yes, no, join = b.new_block(hint), b.new_block(hint + "else"), b.new_block(hint + "done")
+    b.cbr(cond, yes, no)
+    for block, arm in ((yes, then), (no, orelse)):
+        b.seal(block)
+        b.start(block)
+        b.write(result, arm())
+        b.br(join)
+    b.seal(join)
+    b.start(join)
+    return b.read(result)
 
 
 def _cas_loop_atomic(b, array, addr, op: str, values: list):

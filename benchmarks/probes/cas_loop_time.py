@@ -1,11 +1,13 @@
-"""What does a warp-uniform compare-and-swap loop cost against one each lane leaves alone? (device)
+"""What does an f32 `atomic_max` cost in each form ptxpy has written it in? (device)
 
-ptxpy writes float `atomic_max` (and the other atomics without a PTX instruction) as a
-compare-and-swap loop that the lanes of a warp leave together (`lower_intrinsics._swap_loop`,
-session 23); until session 22 each lane left when its own swap succeeded. This times
-`atomic_max(out, i & mask, x[i])` over 2**24 f32 values in both forms, for a mask that makes
-every thread contend for one element, for 256 elements, and for none (each its own), with CUDA
-events around 20 launches after a warm-up.
+Since session 28 ptxpy writes a float `atomic_max` as one integer atomic on the bits
+(`lower_intrinsics._float_min_max`); from session 23 it was a compare-and-swap loop that the
+lanes of a warp leave together (`_swap_loop`), and until session 22 a loop each lane left when
+its own swap succeeded. This times `atomic_max(out, i & mask, x[i])` over 2**24 f32 values in
+the three forms, for a mask that makes every thread contend for one element, for 256 elements,
+and for none (each its own), with values of both signs (normal) and all positive (their
+absolute values: the integer form then needs one atomic per warp, not one per sign), with
+CUDA events around 20 launches after a warm-up.
 
     python benchmarks/probes/cas_loop_time.py
 """
@@ -32,17 +34,22 @@ N = 1 << 24
 LAUNCHES = 20
 
 
-def ptx(uniform: bool) -> str:
+FORMS = ("integer atomic", "warp-uniform loop", "divergent loop")
+
+
+def ptx(form: str) -> str:
     from ptxpy.transpiler import driver, lower_intrinsics
     from without_fix import divergent_swap_loop
 
-    today = lower_intrinsics._swap_loop
-    if not uniform:
+    today = lower_intrinsics._swap_loop, lower_intrinsics._float_min_max_on_bits
+    if form != "integer atomic":
+        lower_intrinsics._float_min_max_on_bits = lambda op, array: False
+    if form == "divergent loop":
         lower_intrinsics._swap_loop = divergent_swap_loop
     try:
         return driver.transpile(SOURCE, "amax.py", arch="sm_90")["amax"]
     finally:
-        lower_intrinsics._swap_loop = today
+        lower_intrinsics._swap_loop, lower_intrinsics._float_min_max_on_bits = today
 
 
 def check(result):
@@ -51,41 +58,48 @@ def check(result):
     return rest[0] if len(rest) == 1 else rest
 
 
+def measure(cu, form: str, x, dx, dout, mask: int, events) -> tuple:
+    """Milliseconds per launch of `form` on `x` (already at `dx`), and whether it was right."""
+    start, stop = events
+    module = check(cu.cuModuleLoadData(ptx(form).encode() + b"\0"))
+    fn = check(cu.cuModuleGetFunction(module, b"amax"))
+    values = [ctypes.c_uint64(int(dx)), ctypes.c_uint32(N), ctypes.c_uint64(int(dout)),
+              ctypes.c_uint32(N), ctypes.c_int32(mask)]
+    args = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+    check(cu.cuMemsetD32(dout, 0xFF800000, N))       # -inf
+    launch = lambda: check(cu.cuLaunchKernel(fn, N // 256, 1, 1, 256, 1, 1, 0, 0,
+                                             ctypes.addressof(args), 0))
+    launch()
+    check(cu.cuEventRecord(start, 0))
+    for _ in range(LAUNCHES):
+        launch()
+    check(cu.cuEventRecord(stop, 0))
+    check(cu.cuEventSynchronize(stop))
+    ms = check(cu.cuEventElapsedTime(start, stop)) / LAUNCHES
+    out = np.empty(N, np.float32)
+    check(cu.cuMemcpyDtoH(out.ctypes.data, dout, out.nbytes))
+    want = np.full(N, -np.inf, np.float32)
+    np.maximum.at(want, np.arange(N) & mask, x)
+    check(cu.cuModuleUnload(module))
+    return ms, np.array_equal(out, want)
+
+
 def main():
     from cuda.bindings import driver as cu
 
     check(cu.cuInit(0))
     ctx = check(cu.cuDevicePrimaryCtxRetain(check(cu.cuDeviceGet(0))))
     check(cu.cuCtxSetCurrent(ctx))
-    x = np.random.default_rng(0).standard_normal(N).astype(np.float32)
-    dx, dout = check(cu.cuMemAlloc(x.nbytes)), check(cu.cuMemAlloc(x.nbytes))
-    check(cu.cuMemcpyHtoD(dx, x.ctypes.data, x.nbytes))
-    start, stop = check(cu.cuEventCreate(0)), check(cu.cuEventCreate(0))
-    for mask in (0, 255, N - 1):
-        for uniform in (True, False):
-            module = check(cu.cuModuleLoadData(ptx(uniform).encode() + b"\0"))
-            fn = check(cu.cuModuleGetFunction(module, b"amax"))
-            values = [ctypes.c_uint64(int(dx)), ctypes.c_uint32(N), ctypes.c_uint64(int(dout)),
-                      ctypes.c_uint32(N), ctypes.c_int32(mask)]
-            args = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
-            check(cu.cuMemsetD32(dout, 0xFF800000, N))       # -inf
-            launch = lambda: check(cu.cuLaunchKernel(fn, N // 256, 1, 1, 256, 1, 1, 0, 0,
-                                                     ctypes.addressof(args), 0))
-            launch()
-            check(cu.cuEventRecord(start, 0))
-            for _ in range(LAUNCHES):
-                launch()
-            check(cu.cuEventRecord(stop, 0))
-            check(cu.cuEventSynchronize(stop))
-            ms = check(cu.cuEventElapsedTime(start, stop)) / LAUNCHES
-            out = np.empty(N, np.float32)
-            check(cu.cuMemcpyDtoH(out.ctypes.data, dout, out.nbytes))
-            want = np.full(N, -np.inf, np.float32)
-            np.maximum.at(want, np.arange(N) & mask, x)
-            right = "right" if np.array_equal(out, want) else "WRONG"
-            print(f"mask {mask:>8}  {'warp-uniform' if uniform else 'divergent   '}  "
-                  f"{ms * 1000:9.1f} us  {right}", flush=True)
-            check(cu.cuModuleUnload(module))
+    normal = np.random.default_rng(0).standard_normal(N).astype(np.float32)
+    dx, dout = check(cu.cuMemAlloc(normal.nbytes)), check(cu.cuMemAlloc(normal.nbytes))
+    events = check(cu.cuEventCreate(0)), check(cu.cuEventCreate(0))
+    for signs, x in (("both signs", normal), ("positive", np.abs(normal))):
+        check(cu.cuMemcpyHtoD(dx, x.ctypes.data, x.nbytes))
+        for mask in (0, 255, N - 1):
+            for form in FORMS:
+                ms, right = measure(cu, form, x, dx, dout, mask, events)
+                print(f"{signs:<10}  mask {mask:>8}  {form:<17}  {ms * 1000:9.1f} us  "
+                      f"{'right' if right else 'WRONG'}", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ A workaround's edge test should fail on the card without it (docs/design.md, "Te
     python benchmarks/probes/without_fix.py FIX pytest [PYTEST ARGS ...]
     python benchmarks/probes/without_fix.py FIX SCRIPT.py [ARGS ...]
 
-FIX is one of
+FIX is one of these, or several joined by commas (`driver-jit,float-min-max-bits`):
   loop-predicates         no register rule for loop-carried predicates (session 17's allocator)
   loop-predicates-tested  session 18's first rule: apart only from the values branches test
   neg-f16                 `neg.f16`/`neg.bf16` instead of flipping the sign bit
@@ -25,6 +25,8 @@ FIX is one of
   selected-predicates     a `selp`'s predicate register free for another bool while the
                           selected value lives (session 24's allocator)
   xor-all-ones            an integer `x ^ -1` as `xor` instead of `not`
+  float-min-max-bits      float `atomic_min`/`atomic_max` as a compare-and-swap loop (until
+                          session 28) instead of integer atomics on the bits
   driver-jit              the driver's JIT (ptxas 13.0 under driver 580) for the card's tests
                           even where PTXPY_PTXAS names a newer ptxas (runtime/compiler.py)
 """
@@ -190,11 +192,14 @@ FIXES = {"loop-predicates": lambda: setattr(regalloc, "keep_loop_predicates_apar
          "f32-known-add": lambda: setattr(selector(), "_known_to_ptxas", lambda self, instr: False),
          "xor-all-ones": lambda: setattr(selector(), "_all_ones_operand",
                                          staticmethod(lambda instr: None)),
+         "float-min-max-bits": lambda: setattr(lower_intrinsics, "_float_min_max_on_bits",
+                                               lambda op, array: False),
          "driver-jit": driver_jit}
 
 
 def main():
-    FIXES[sys.argv[1]]()
+    for fix in sys.argv[1].split(","):
+        FIXES[fix]()
     sys.argv = sys.argv[2:]
     if sys.argv[0] == "pytest":
         import pytest
