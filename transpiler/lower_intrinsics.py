@@ -295,16 +295,11 @@ def _float_min_max(b, addr, op: str, value, space: str):
     number (+NaN for max, -NaN for min) stays. When the old value is such a NaN and v is not,
     one `atom.cas` swaps v in; if the element changed meanwhile, the integer atomic runs once
     more on what is there."""
-    signed, unsigned, plus_inf, minus_inf = _FLOAT_BITS[value.type.bits]
+    signed, unsigned = _FLOAT_BITS[value.type.bits][:2]
     bits = b.emit("bitcast", signed, [value])
     nan = b.emit("isnan", bool_, [value])
     old = _min_max_on_bits(b, addr, op, bits, nan, space)
-    if op == "max":
-        stuck_nan = b.emit("cmp", bool_, [old, ir.Const(signed, plus_inf)], {"pred": "gt"})
-    else:
-        stuck_nan = b.emit("cmp", bool_, [b.emit("bitcast", unsigned, [old]),
-                                          ir.Const(unsigned, minus_inf)], {"pred": "gt"})
-    stuck = b.op("and", stuck_nan, b.op("not", nan))
+    stuck = b.op("and", _stuck_nan(b, op, old), b.op("not", nan))
 
     def replace_the_nan():
         seen = b.emit("bitcast", signed, [b.emit("atom", unsigned, [
@@ -316,6 +311,16 @@ def _float_min_max(b, addr, op: str, value, space: str):
         return _diamond(b, swapped, lambda: old, again, signed, "nanswap")
     result = _diamond(b, stuck, replace_the_nan, lambda: old, signed, "nanfix")
     return b.emit("bitcast", value.type, [result])
+
+
+def _stuck_nan(b, op: str, bits):
+    """Whether the float whose (signed) bits are `bits` is the NaN that `_min_max_on_bits`
+    cannot replace: +NaN for max, -NaN for min."""
+    signed, unsigned, plus_inf, minus_inf = _FLOAT_BITS[bits.type.bits]
+    if op == "max":
+        return b.emit("cmp", bool_, [bits, ir.Const(signed, plus_inf)], {"pred": "gt"})
+    return b.emit("cmp", bool_, [b.emit("bitcast", unsigned, [bits]),
+                                 ir.Const(unsigned, minus_inf)], {"pred": "gt"})
 
 
 def _min_max_on_bits(b, addr, op: str, bits, nan, space: str):

@@ -1,17 +1,19 @@
 """What does an f32 `atomic_max` cost in each form ptxpy has written it in? (device)
 
 Since session 28 ptxpy writes a float `atomic_max` as one integer atomic on the bits
-(`lower_intrinsics._float_min_max`); from session 23 it was a compare-and-swap loop that the
-lanes of a warp leave together (`_swap_loop`), and until session 22 a loop each lane left when
-its own swap succeeded. This times `atomic_max(out, i & mask, x[i])` over 2**24 f32 values in
-the three forms, for a mask that makes every thread contend for one element, for 256 elements,
-and for none (each its own), with values of both signs (normal) and all positive (their
-absolute values: the integer form then needs one atomic per warp, not one per sign), with
-CUDA events around 20 launches after a warm-up.
+(`lower_intrinsics._float_min_max`, an `atom`); `red_after_load` below is a form measured then
+and not kept (faster with no contention, slower with it). From session 23 it was a
+compare-and-swap loop that the lanes of a warp leave together (`_swap_loop`), and until session
+22 a loop each lane left when its own swap succeeded. This times `atomic_max(out, i & mask,
+x[i])` over 2**24 f32 values in the four forms, for a mask that makes every thread contend for
+one element, for 256 elements, and for none (each its own), with values of both signs (normal)
+and all positive (their absolute values: the integer form then needs one atomic per warp, not
+one per sign), with CUDA events around 20 launches after a warm-up.
 
     python benchmarks/probes/cas_loop_time.py
 """
 import ctypes
+import functools
 import os
 import sys
 
@@ -34,22 +36,50 @@ N = 1 << 24
 LAUNCHES = 20
 
 
-FORMS = ("integer atomic", "warp-uniform loop", "divergent loop")
+FORMS = ("integer atom", "load + red", "warp-uniform loop", "divergent loop")
+
+
+def red_after_load(careful_form, b, addr, op, value, space):
+    """A form measured in session 28 and not kept: where the program drops the old value, a
+    plain load of the element first, then (where it holds no NaN that the integer order gets
+    wrong) the integer atomic as a `red`, which returns nothing."""
+    from ptxpy.transpiler import ir, lower_intrinsics as li
+
+    signed = li._FLOAT_BITS[value.type.bits][0]
+    bits = b.emit("bitcast", signed, [value])
+    nan = b.emit("isnan", li.bool_, [value])
+    current = b.emit("load", signed, [addr], {"space": space})
+    stuck = b.op("and", li._stuck_nan(b, op, current), b.op("not", nan))
+    careful, quick, done = (b.new_block(hint) for hint in ("fnanfix", "fred", "freddone"))
+    b.cbr(stuck, careful, quick)
+    for block, arm in ((careful, lambda: careful_form(b, addr, op, value, space)),
+                       (quick, lambda: li._min_max_on_bits(b, addr, op, bits, nan, space))):
+        b.seal(block)
+        b.start(block)
+        arm()
+        b.br(done)
+    b.seal(done)
+    b.start(done)
+    return ir.Undef(value.type)
 
 
 def ptx(form: str) -> str:
     from ptxpy.transpiler import driver, lower_intrinsics
     from without_fix import divergent_swap_loop
 
-    today = lower_intrinsics._swap_loop, lower_intrinsics._float_min_max_on_bits
-    if form != "integer atomic":
+    names = ("_swap_loop", "_float_min_max_on_bits", "_float_min_max")
+    today = [getattr(lower_intrinsics, name) for name in names]
+    if form == "load + red":
+        lower_intrinsics._float_min_max = functools.partial(red_after_load, today[2])
+    if form.endswith("loop"):
         lower_intrinsics._float_min_max_on_bits = lambda op, array: False
     if form == "divergent loop":
         lower_intrinsics._swap_loop = divergent_swap_loop
     try:
         return driver.transpile(SOURCE, "amax.py", arch="sm_90")["amax"]
     finally:
-        lower_intrinsics._swap_loop, lower_intrinsics._float_min_max_on_bits = today
+        for name, function in zip(names, today):
+            setattr(lower_intrinsics, name, function)
 
 
 def check(result):
