@@ -1627,15 +1627,23 @@ def test_warp_programs_catch_a_shuffle_in_the_wrong_direction(monkeypatch):
     assert _mismatches("31", 16, memory=False, warp=False) == 0
 
 
-def test_atomic_programs_catch_a_float_min_swapped_with_max(monkeypatch):
-    """A compiler whose compare-and-swap loops (float `atomic_min`/`atomic_max`) compute max
-    for min and min for max fails seed 31's first 16 programs with atomics (programs 3, 11, 13
-    and 14), and none without."""
+@pytest.mark.parametrize("form", ["integer atomics", "compare-and-swap loops"])
+def test_atomic_programs_catch_a_float_min_swapped_with_max(monkeypatch, form):
+    """A compiler whose float `atomic_min`/`atomic_max` compute max for min and min for max
+    fails seed 31's first 16 programs with atomics, and none without: in the integer atomics on
+    the bits (f32, global f64: program 3) and in the compare-and-swap loops (f16, bf16, shared
+    f64: programs 11, 13 and 14)."""
     from ptxpy.transpiler import lower_intrinsics
 
-    combine = lower_intrinsics._combine
-    monkeypatch.setattr(lower_intrinsics, "_combine", lambda b, op, old, values: combine(
-        b, {"min": "max", "max": "min"}.get(op, op), old, values))
+    swap = {"min": "max", "max": "min"}
+    if form == "integer atomics":
+        on_bits = lower_intrinsics._float_min_max
+        monkeypatch.setattr(lower_intrinsics, "_float_min_max", lambda b, addr, op, value, space:
+                            on_bits(b, addr, swap[op], value, space))
+    else:
+        combine = lower_intrinsics._combine
+        monkeypatch.setattr(lower_intrinsics, "_combine", lambda b, op, old, values: combine(
+            b, swap.get(op, op), old, values))
     assert _mismatches("31", 16, memory=False, atomic=True) > 0
     assert _mismatches("31", 16, memory=True) == 0
 

@@ -389,7 +389,8 @@ def fadd(x: Array[f32], f: Array[f32, 2], d: Array[f64, 2], h: Array[f16], b: Ar
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_atomics_without_an_instruction_use_a_compare_and_swap_loop(arch):
-    # float min/max, 16-bit float min/max/exch/cas, and bf16 add before sm_90
+    # 16-bit float min/max/exch/cas and bf16 add before sm_90 (its f32 min/max and f64 min
+    # are integer atomics on the bits since session 28)
     source = src("""
 @ptxpy.jit
 def emulated(x: Array[f32], f: Array[f32], d: Array[f64], h: Array[f16], b: Array[bf16],
@@ -517,7 +518,7 @@ def at_once(x: Array[{dtype}], init: Array[{dtype}], acc: Array[{dtype}], old: A
         if not np.isnan(got) and not np.isnan(current[t % 8]):
             assert _float_extreme(op, [got, current[t % 8]]) == current[t % 8]
     if (dtype, space) != ("f64", "shared"):      # f64 on shared memory: a compare-and-swap loop
-        assert f"{space}.{'max' if op == 'max' else 'min'}.s" in body_of(
+        assert f"{space}.{op}.s" in body_of(
             compile_source(source, "at_once").ptx)
 
 
@@ -722,22 +723,23 @@ def test_a_warp_function_after_a_contended_compare_and_swap_loop():
     """Lanes leave a float atomic_min's compare-and-swap loop at different iterations (a lane
     whose swap lost retries), then the warp shuffles: the shuffle waits for the whole warp.
     The retry block lies after the shuffle in the PTX (found by the random programs with
-    atomics and warp functions, seed 6 program 14, which the simulator once stopped)."""
+    atomics and warp functions, seed 6 program 14, which the simulator once stopped; an f32
+    one then, f64 on shared memory since f32 min/max are integer atomics, session 28)."""
     source = src("""
 @ptxpy.jit
-def late(a: Array[i32], b: Array[f32], lowest: Array[f32], o: Array[f32]):
+def late(a: Array[i32], b: Array[f32], lowest: Array[f64], o: Array[f32]):
     i = ptxpy.global_id(0)
-    s = ptxpy.shared_array(1, f32)
+    s = ptxpy.shared_array(1, f64)
     if i == 0:
-        s[0] = f32(100.0)
+        s[0] = 100.0
     ptxpy.syncthreads()
     v = b[i]
     if a[i] > 2:
         v = v * 2.0
         if a[i] > 4:
-            ptxpy.atomic_min(s, 0, b[i])
+            ptxpy.atomic_min(s, 0, f64(b[i]))
     else:
-        ptxpy.atomic_min(s, 0, -b[i])
+        ptxpy.atomic_min(s, 0, -f64(b[i]))
     o[i] = ptxpy.shfl_down_sync(v, 1)
     ptxpy.syncthreads()
     if i == 0:
@@ -745,12 +747,13 @@ def late(a: Array[i32], b: Array[f32], lowest: Array[f32], o: Array[f32]):
 """)
     a = rng.integers(0, 8, 64).astype(np.int32)
     b = rng.standard_normal(64).astype(np.float32)
-    lowest, o = run(source, "late", [a, b, Out(1, np.float32), Out(64, np.float32)], grid=1, block=64)
+    lowest, o = run(source, "late", [a, b, Out(1, np.float64), Out(64, np.float32)], grid=1, block=64)
     v = np.where(a > 2, b * np.float32(2), b)
     lane = np.arange(64) % 32
     np.testing.assert_array_equal(o, np.where(lane < 31, np.roll(v, -1), v))
-    candidates = np.concatenate([[100.0], b[a > 4], -b[a <= 2]]).astype(np.float32)
+    candidates = np.concatenate([[100.0], b[a > 4], -b[a <= 2]]).astype(np.float64)
     assert lowest[0] == candidates.min()
+    assert "atom.shared.cas.b64" in compile_source(source, "late").ptx
 
 
 def test_shared_memory_histogram_privatised_per_block():
