@@ -1,7 +1,8 @@
 """`ptxpy transpile FILE.py ...` and `ptxpy --version` (SPEC 3).
 
 Exit status: 0 on success, 1 on an error in the input (reported as `file.py:L:C: error: ...`),
-2 on bad usage.
+2 on bad usage; as the command itself, 130 on Ctrl-C and 141 when the reader of its output
+has gone (`| head`), both quietly, as a tool killed by SIGINT or SIGPIPE would.
 """
 from __future__ import annotations
 
@@ -17,15 +18,26 @@ from ptxpy.transpiler import driver
 from ptxpy.transpiler.errors import CompileError
 
 EXIT_OK, EXIT_INPUT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 128 + 2, 128 + 13     # 128 + SIGINT, 128 + SIGPIPE
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ptxpy", description="Compile type-annotated Python kernels to PTX.")
-    parser.add_argument("--version", action="version", version=f"ptxpy {ptxpy.__version__}")
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, its errors printed as `ptxpy: error: ...` (docs/cli.md), after the
+    usage of the command at fault (`ptxpy transpile` or `ptxpy`)."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"ptxpy: error: {message}\n")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="ptxpy", description="Compile type-annotated Python kernels to PTX.")
+    parser.add_argument("--version", action="store_true", help="print ptxpy's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     t = commands.add_parser("transpile", help="write one NAME.ptx per @ptxpy.jit kernel of FILE.py",
                             description="Read FILE.py without running it and write one DIR/NAME.ptx "
                                         "per @ptxpy.jit kernel.")
+    t.set_defaults(command_parser=t)
     t.add_argument("file", metavar="FILE.py")
     t.add_argument("-o", "--output-dir", metavar="DIR", help="where to write (default: beside FILE.py)")
     t.add_argument("--arch", default=driver.DEFAULT_ARCH, help="target, e.g. sm_80, sm_90 (default: sm_90)")
@@ -44,25 +56,57 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        hint = " (one NAME per --kernel: --kernel a --kernel b)" if args.kernel else ""
-        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
-    if args.command != "transpile":
-        parser.print_usage(sys.stderr)
-        return EXIT_USAGE
+    """`ptxpy ARGV...`: the command itself when `argv` is None (it then takes sys.argv, and
+    owns the process's streams), else a call from Python."""
+    if argv is not None:
+        return run(argv)
+    if getattr(sys.stdout, "errors", None) == "strict":
+        # a path its encoding cannot show is printed escaped, as on stderr (where Python
+        # chose surrogateescape, undecodable bytes of a file name go back out as they came)
+        sys.stdout.reconfigure(errors="backslashreplace")
+    try:
+        status = run(sys.argv[1:], own_process=True)
+        sys.stdout.flush()          # a reader gone shows here, not in Python's exit
+        return status
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # what is still buffered goes nowhere, instead of failing again at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def run(argv: list[str], own_process: bool = False) -> int:
+    args = parse_arguments(build_parser(), argv)
+    if args.version:
+        print(f"ptxpy {ptxpy.__version__}")
+        return EXIT_OK
     try:
         defines = parse_defines(args.defines)
         check_arch(args.arch)
         source = read_source(args.file)
-        return transpile_file(args, source, defines, own_process=argv is None)
+        return transpile_file(args, source, defines, own_process)
     except UsageError as err:
         print(f"ptxpy: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except CompileError as err:
         print(err, file=sys.stderr)
         return EXIT_INPUT_ERROR
+
+
+def parse_arguments(parser: Parser, argv: list[str]) -> argparse.Namespace:
+    """The arguments, if they are a command or `--version` alone; else SystemExit(2)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        kernels_named = getattr(args, "kernel", None)
+        hint = " (one NAME per --kernel: --kernel a --kernel b)" if kernels_named else ""
+        at_fault = getattr(args, "command_parser", parser)
+        at_fault.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    if args.version and args.command:
+        parser.error("--version takes no other arguments")
+    if not args.version and not args.command:
+        parser.error("a command is required (ptxpy transpile FILE.py)")
+    return args
 
 
 class UsageError(Exception):
@@ -138,9 +182,10 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
         elif args.emit == "ssa":
             print(stages.ssa)
         else:
-            path = write_ptx(out_dir, name, stages.kernel.ptx)
+            ptx = with_absolute_file(stages.kernel.ptx, args.file)
+            path = write_ptx(out_dir, name, ptx)
             print(f"{path}  ({elapsed:.1f} ms)")
-            if args.check and not check_with_ptxas(name, stages.kernel.ptx, options.arch):
+            if args.check and not check_with_ptxas(name, ptx, options.arch):
                 return EXIT_INPUT_ERROR
     return EXIT_OK
 
@@ -153,8 +198,18 @@ def warn_unused_defines(defines: dict, kernels: list) -> None:
                   f"'{name}'", file=sys.stderr)
 
 
+def with_absolute_file(ptx: str, path: str) -> str:
+    """`ptx` naming its source by absolute path in `.file`, as nvcc does. The compile itself
+    is given the path as typed, for its error messages to show."""
+    from ptxpy.transpiler.backend.emit import file_directive
+
+    as_typed, absolute = file_directive(path), file_directive(os.path.abspath(path))
+    return ptx.replace(f"\n{as_typed}\n", f"\n{absolute}\n", 1)
+
+
 def write_ptx(out_dir: str, name: str, text: str) -> str:
-    """Write DIR/NAME.ptx whole or not at all (through a temporary file and a rename)."""
+    """Write DIR/NAME.ptx whole or not at all (through a temporary file and a rename, the
+    temporary file removed whatever stops the write, Ctrl-C included)."""
     path = os.path.join(out_dir, f"{name}.ptx")
     tmp = f"{path}.tmp{os.getpid()}"
     try:
@@ -163,9 +218,10 @@ def write_ptx(out_dir: str, name: str, text: str) -> str:
             f.write(text)
         os.replace(tmp, path)
     except OSError as err:
-        if os.path.exists(tmp):
-            os.remove(tmp)
         raise UsageError(f"cannot write '{path}': {err.strerror}") from None
+    finally:
+        if os.path.isfile(tmp):
+            os.remove(tmp)
     return path
 
 
@@ -175,7 +231,10 @@ def check_with_ptxas(name: str, ptx: str, arch: str) -> bool:
     if ptxas.find_ptxas() is None:
         print(f"{name}: ptxas not found on the PATH; not checked", file=sys.stderr)
         return True
-    ok, log, registers = ptxas.assemble(ptx, arch)
+    try:
+        ok, log, registers = ptxas.assemble(ptx, arch)
+    except ptxas.PtxasUnusable as err:
+        raise UsageError(str(err)) from None
     if not ok:
         print(f"{name}: ptxas rejected the PTX:\n{log}", file=sys.stderr)
         return False

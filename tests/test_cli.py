@@ -1,7 +1,9 @@
 """`ptxpy transpile` as SPEC 3 fixes it: files written, stages printed, exit statuses, errors."""
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,6 +97,22 @@ def test_check_says_when_ptxas_crashed(kernels_file, capsys, tmp_path, monkeypat
     assert "scale: ptxas rejected the PTX:" in err and "ptxas crashed (SIGSEGV)" in err
 
 
+@pytest.mark.parametrize("script, error", [
+    ("not a program\n", "cannot run ptxas '{ptxas}': Exec format error"),
+    ("#!/bin/sh\nexit 0\n", "ptxas '{ptxas}' exited with status 0 but wrote no output"),
+])
+def test_check_with_a_broken_ptxas_is_one_line_of_bad_usage(kernels_file, capsys, tmp_path,
+                                                           monkeypatch, script, error):
+    fake = tmp_path / "ptxas"
+    fake.write_text(script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PTXAS", str(fake))
+    assert main(["transpile", str(kernels_file), "-o", str(tmp_path), "--check"]) == 2
+    assert capsys.readouterr().err == f"ptxpy: error: {error.format(ptxas=fake)}\n"
+    with pytest.raises(OSError):        # what runtime/compiler.py got from such a ptxas before
+        ptxas.run_ptxas(str(fake), "", [])
+
+
 def test_error_in_input_exits_1_with_located_message(tmp_path, capsys):
     path = tmp_path / "broken.py"
     path.write_text(BROKEN)
@@ -108,13 +126,34 @@ def test_error_in_input_exits_1_with_located_message(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv", [["transpile"], ["transpile", "missing.py"], ["frobnicate"],
                                   ["transpile", "x.py", "--emit", "llvm"], [],
-                                  ["transpile", "x.py", "-D", "noequals"]])
+                                  ["transpile", "x.py", "-D", "noequals"], ["-V"], ["--bogus"],
+                                  ["--version", "extra"], ["--version", "transpile", "x.py"]])
 def test_bad_usage_exits_2(argv, capsys):
     try:
         status = main(argv)
     except SystemExit as exit:
         status = exit.code
     assert status == 2
+
+
+@pytest.mark.parametrize("argv, usage, error", [
+    (["-V"], "usage: ptxpy [-h]", "unrecognized arguments: -V"),
+    (["--bogus"], "usage: ptxpy [-h]", "unrecognized arguments: --bogus"),
+    ([], "usage: ptxpy [-h]", "a command is required (ptxpy transpile FILE.py)"),
+    (["--version", "transpile", "x.py"], "usage: ptxpy [-h]", "--version takes no other arguments"),
+    (["--version", "extra"], "usage: ptxpy [-h]", "argument COMMAND: invalid choice: 'extra'"),
+    (["transpile"], "usage: ptxpy transpile", "the following arguments are required: FILE.py"),
+    (["transpile", "x.py", "--emit", "llvm"], "usage: ptxpy transpile",
+     "argument --emit: invalid choice: 'llvm'"),
+    (["transpile", "x.py", "--bogus"], "usage: ptxpy transpile", "unrecognized arguments: --bogus"),
+])
+def test_malformed_command_line_prints_usage_then_ptxpy_error(argv, usage, error, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage)
+    assert err.splitlines()[-1].startswith(f"ptxpy: error: {error}")
 
 
 def test_unsupported_arch_is_bad_usage(kernels_file, capsys):
@@ -234,3 +273,117 @@ def test_main_called_from_python_never_freezes(kernels_file, tmp_path):
     before = gc.get_freeze_count()
     assert main(["transpile", str(kernels_file), "-o", str(tmp_path)]) == 0
     assert gc.get_freeze_count() == before
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_the_error_examples_of_the_docs_are_what_ptxpy_prints(tmp_path, monkeypatch, capsys):
+    cli_md = (DOCS / "cli.md").read_text()
+    example = re.search(r"For this `acc.py`\n\n```python\n(.*?)```\n\n`ptxpy transpile acc.py` "
+                        r"prints\n\n```\n(.*?)```", cli_md, re.S)
+    (tmp_path / "acc.py").write_text(example.group(1))
+    monkeypatch.chdir(tmp_path)
+    assert main(["transpile", "acc.py"]) == 1
+    assert capsys.readouterr().err == example.group(2)
+    usage = re.search(r"the command at fault,\n`ptxpy` or `ptxpy transpile`:\n\n```\n(.*?)```",
+                      cli_md, re.S)
+    with pytest.raises(SystemExit):
+        main(["-V"])
+    assert capsys.readouterr().err == usage.group(1)
+
+
+def test_version_table_of_the_docs_has_every_target(kernels_file):
+    import ptxpy
+    from ptxpy.transpiler.driver import SUPPORTED_ARCHS
+
+    rows = re.search(r"^\| target \|(.*)\|\n.*\n\| `\.version` \|(.*)\|$",
+                     (DOCS / "ptx-dialect.md").read_text(), re.M)
+    table = dict(zip(rows.group(1).split("|"), rows.group(2).split("|")))
+    table = {arch.strip(): version.strip() for arch, version in table.items()}
+    assert sorted(table) == sorted(SUPPORTED_ARCHS)
+    for arch, version in table.items():
+        ptx = ptxpy.transpile(KERNELS, str(kernels_file), arch=arch)["copy"]
+        assert f"\n.version {version}\n" in ptx, arch
+
+
+DIRECTORIES = ["plain", 'qu"ote', "back\\slash", "caf\xe9"]
+
+
+@pytest.mark.parametrize("directory", DIRECTORIES)
+def test_file_line_has_the_absolute_path_and_messages_the_typed_one(tmp_path, monkeypatch,
+                                                                    capsys, directory):
+    (tmp_path / directory).mkdir()
+    bad = "\n@ptxpy.jit\ndef bad(x: Array[f32]):\n    x[0] = undefined_name\n"
+    (tmp_path / directory / "kernels.py").write_text(KERNELS + bad)
+    monkeypatch.chdir(tmp_path)
+    typed = f"{directory}/kernels.py"
+    assert main(["transpile", typed, "-o", "out", "--kernel", "copy"]) == 0
+    absolute = str(tmp_path / typed).replace('"', "'").encode("ascii", "backslashreplace").decode()
+    assert f'\n.file 1 "{absolute}"\n' in (tmp_path / "out" / "copy.ptx").read_text()
+    assert main(["transpile", typed, "-o", "out", "--kernel", "bad"]) == 1
+    assert capsys.readouterr().err.startswith(f"{typed}:")
+
+
+@pytest.mark.skipif(ptxas.find_ptxas() is None, reason="ptxas not installed")
+@pytest.mark.parametrize("directory", DIRECTORIES)
+def test_file_line_assembles_whatever_the_directory_name(tmp_path, capsys, directory):
+    (tmp_path / directory).mkdir()
+    (tmp_path / directory / "kernels.py").write_text(KERNELS)
+    assert main(["transpile", str(tmp_path / directory / "kernels.py"), "--check"]) == 0
+    assert "copy: ptxas sm_90:" in capsys.readouterr().out
+
+
+def run_command(*args, **options) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ptxpy", *args], capture_output=True, text=True,
+                          timeout=120, **options)
+
+
+def test_the_command_never_shows_a_traceback_for_bad_usage():
+    done = run_command("-V")
+    assert done.returncode == 2
+    assert done.stderr.endswith("ptxpy: error: unrecognized arguments: -V\n")
+
+
+def test_the_command_stops_quietly_when_its_reader_has_gone(kernels_file, tmp_path):
+    with open(tmp_path / "stderr", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "ptxpy", "transpile", str(kernels_file),
+                                 "--emit", "ssa"], stdout=subprocess.PIPE, stderr=err)
+        proc.stdout.close()             # long before the compiler has printed anything
+        assert proc.wait(timeout=120) == 141
+    assert (tmp_path / "stderr").read_text() == ""
+
+
+_INTERRUPT_PROBE = """
+import sys
+from ptxpy import cli
+from ptxpy.transpiler import driver
+
+def interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+driver.compile_kernel = interrupted
+sys.argv = ["ptxpy", "transpile", sys.argv[1]]
+sys.exit(cli.main())
+"""
+
+
+def test_the_command_stops_quietly_on_ctrl_c(kernels_file):
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPT_PROBE, str(kernels_file)],
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (130, "")
+
+
+def test_ctrl_c_while_writing_leaves_no_temporary_file(kernels_file, tmp_path, monkeypatch):
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["transpile", str(kernels_file), "-o", str(tmp_path / "out")])
+    assert os.listdir(tmp_path / "out") == []
+
+
+def test_the_command_escapes_a_path_its_output_encoding_cannot_show(kernels_file, tmp_path):
+    done = run_command("transpile", str(kernels_file), "-o", str(tmp_path / "ob_\xe4"),
+                       env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    assert f"{tmp_path}/ob_\\xe4/scale.ptx" in done.stdout

@@ -44,24 +44,42 @@ def ptxas_version(path: str) -> tuple[int, int, int] | None:
     return tuple(int(g) for g in found.groups()) if found else None
 
 
+class PtxasUnusable(OSError):
+    """`ptxas` could not be started, or it succeeded without writing the cubin. An OSError, as
+    the errors it replaces were, so that code catching those still catches it."""
+
+
 def run_ptxas(ptxas: str, ptx: str, options: list[str]) -> tuple[bytes | None, str]:
-    """(the cubin, or None if ptxas failed; its messages) of `ptxas OPTIONS` on `ptx`."""
+    """(the cubin, or None if ptxas failed; its messages) of `ptxas OPTIONS` on `ptx`;
+    PtxasUnusable when `ptxas` is no working ptxas."""
     with tempfile.TemporaryDirectory(prefix="ptxpy-") as tmp:
         src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        proc = subprocess.run([ptxas, *options, src, "-o", out], capture_output=True, text=True)
+        proc = _run([ptxas, *options, src, "-o", out])
         messages = proc.stdout + proc.stderr
         if proc.returncode < 0:      # killed by a signal: ptxas itself crashed, it printed nothing
             messages += f"ptxas crashed ({_signal_name(-proc.returncode)}) on this PTX\n"
         if proc.returncode != 0:
             return None, messages
-        with open(out, "rb") as f:
-            return f.read(), messages
+        try:
+            with open(out, "rb") as f:
+                return f.read(), messages
+        except FileNotFoundError:
+            message = f"ptxas '{ptxas}' exited with status 0 but wrote no output"
+            raise PtxasUnusable(message) from None
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, errors="replace")
+    except OSError as err:
+        raise PtxasUnusable(f"cannot run ptxas '{command[0]}': {err.strerror or err}") from err
 
 
 def assemble(ptx: str, arch: str = "sm_90") -> tuple[bool, str, int | None]:
-    """(ok, ptxas's messages, registers per thread from `ptxas -v`, None when not reported)."""
+    """(ok, ptxas's messages, registers per thread from `ptxas -v`, None when not reported);
+    PtxasUnusable when the ptxas found does not work."""
     ptxas = find_ptxas()
     if ptxas is None:
         return False, "ptxas not found (install nvidia-cuda-nvcc or put ptxas on the PATH)", None
