@@ -16,7 +16,7 @@ from ptxpy import cells
 from ptxpy.runtime import cache
 from ptxpy.transpiler import driver
 from ptxpy.transpiler.abi import CompiledKernel
-from ptxpy.transpiler.errors import CompileError
+from ptxpy.transpiler.errors import CompileError, source_lines
 from ptxpy.types import ArrayType, ConstType, from_numpy
 
 
@@ -58,6 +58,18 @@ def jit(fn=None, *, out_shape=None, grid=None, block=None, input_output_aliases=
     return wrap(fn) if fn is not None else wrap
 
 
+def _located_errors(method):
+    """A Kernel entry point whose CompileError shows the user's frames only: the message
+    locates the error in their source (PTXPY_TRACEBACK=1 keeps ptxpy's frames)."""
+    @functools.wraps(method)
+    def entry(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except CompileError as err:
+            raise _shown(err) from None
+    return entry
+
+
 class Kernel:
     def __init__(self, fn, *, out_shape, grid, block, input_output_aliases, debug, fast_math,
                  interpret, arch):
@@ -79,7 +91,9 @@ class Kernel:
     def source(self) -> tuple[str, str]:
         """(filename, text) of the file that defines the kernel, read once."""
         if self._source is None:
-            filename = inspect.getsourcefile(self.fn) or inspect.getfile(self.fn)
+            # through any decorator under @ptxpy.jit (the compiler reports it, located)
+            fn = inspect.unwrap(self.fn)
+            filename = inspect.getsourcefile(fn) or inspect.getfile(fn)
             text = "".join(linecache.getlines(filename))
             if not text:
                 try:
@@ -108,8 +122,8 @@ class Kernel:
         return self._program
 
     def _not_found_error(self, filename: str, source: str) -> CompileError:
-        line = self.fn.__code__.co_firstlineno
-        lines = source.splitlines()
+        line = inspect.unwrap(self.fn).__code__.co_firstlineno
+        lines = source_lines(source)
         text = lines[line - 1] if 0 < line <= len(lines) else None
         where = (line, len(text) - len(text.lstrip())) if text is not None else None
         if "." in self.__qualname__:     # Python's name for a function in a function or class
@@ -145,6 +159,7 @@ class Kernel:
                 "compiler": cache.compiler_fingerprint(), **specialisation}
 
     # --- calls ----------------------------------------------------------------------------
+    @_located_errors
     def __call__(self, *args, **kwargs):
         call = self._prepare(args, kwargs)
         if 0 in call.grid:
@@ -170,6 +185,7 @@ class Kernel:
         return [jnp.asarray(call.inputs[source_of[k]]) if k in source_of
                 else jnp.zeros(out.shape, out.dtype) for k, out in enumerate(call.out_types)]
 
+    @_located_errors
     def ptx(self, *args, **kwargs) -> str:
         """The PTX text this call would run (no GPU needed)."""
         return self._prepare(args, kwargs).kernel.ptx
@@ -178,6 +194,7 @@ class Kernel:
         """Like `ptx`, for `jax.ShapeDtypeStruct`s (or arrays) in place of array arguments."""
         return self.ptx(*args, **kwargs)
 
+    @_located_errors
     def compiled(self, *args, **kwargs) -> CompiledKernel:
         return self._prepare(args, kwargs).kernel
 
@@ -197,7 +214,9 @@ class Kernel:
         self._check_arrays(bound)
         for k, out in enumerate(out_types):
             self._check_extents(f"output {k}", out.shape)
-        layout = {"aliased": self._aliased_inputs(bound), "whole_warps": math.prod(block) % 32 == 0}
+        layout = {"aliased": self._aliased_inputs(bound), "whole_warps": math.prod(block) % 32 == 0,
+                  "narrow_refs": self._narrow_refs(by_ref),
+                  "large_arrays": self._large_arrays(bound, out_types)}
         kernel = self._specialise(consts, by_ref, **layout)
         call = _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
         call.respecialise = functools.partial(self._specialise, consts, by_ref, **layout)
@@ -217,13 +236,20 @@ class Kernel:
 
     def _raise_argument_error(self, out_shape, args, kwargs, err: Exception) -> None:
         """The kernel's own TypeError when out_shape's function failed on arguments that fit no
-        number of outputs, or that it could not take (its signature mirrors the kernel's inputs)."""
+        number of outputs, that it could not take (its signature mirrors the kernel's inputs), or
+        that put something other than an array where the kernel takes one."""
         n_arrays = sum(isinstance(p.type, ArrayType) for p in self.params)
         fits_none = all(self._matching(args, kwargs, n)[1] for n in range(1, n_arrays + 1))
+        n_outputs = self._output_count_like(out_shape)
         if (fits_none and n_arrays) or (isinstance(err, TypeError) and not _accepts(out_shape, args, kwargs)):
-            error = self._matching(args, kwargs, self._output_count_like(out_shape))[1]
+            error = self._matching(args, kwargs, n_outputs)[1]
             if error is not None:
                 raise error from None
+        values, error = self._matching(args, kwargs, n_outputs) if n_arrays else ({}, True)
+        for p in self._inputs(n_outputs) if error is None else ():
+            value = values.get(p.name)
+            if isinstance(p.type, ArrayType) and p.name in values and not _array_like(value):
+                raise self._not_an_array(p.name, value) from None
 
     def _output_count_like(self, fn) -> int:
         """The number of outputs that leaves the kernel as many inputs as `fn` has parameters;
@@ -236,6 +262,26 @@ class Kernel:
         fitting = [n for n in range(1, n_arrays + 1) if len(self.params) - n == count]
         return fitting[0] if fitting else 1
 
+    def _large_arrays(self, bound, out_types) -> tuple:
+        """The array parameters given 2**31 elements or more (each extent is below 2**31, their
+        product need not be): the kernel computes their element offsets in 64 bits."""
+        arrays = [p.name for p in self.params if isinstance(p.type, ArrayType)]
+        shapes = [(name, getattr(value, "shape", ())) for name, value in bound]
+        shapes += zip(arrays[len(arrays) - len(out_types):], (t.shape for t in out_types))
+        return tuple(sorted(name for name, shape in shapes
+                            if len(shape) > 1 and math.prod(int(n) for n in shape) >= 1 << 31))
+
+    def _narrow_refs(self, by_ref: frozenset) -> tuple:
+        """The by-reference scalars of a 64-bit type while JAX holds those in 32 bits
+        (jax_enable_x64 off): the kernel takes the 32-bit value and widens it."""
+        if not by_ref:
+            return ()
+        import jax
+        import numpy as np
+
+        return tuple(sorted(p.name for p in self.params if p.name in by_ref and
+                            np.dtype(jax.dtypes.canonicalize_dtype(p.type.numpy)) != p.type.numpy))
+
     def _aliased_inputs(self, bound) -> tuple:
         """The names of the array arguments that `input_output_aliases` makes share an output's
         memory (a key that is not an array argument's index is reported by the launch checks)."""
@@ -244,16 +290,19 @@ class Kernel:
                             if isinstance(i, int) and 0 <= i < len(names)))
 
     def _specialise(self, consts: dict, by_ref: frozenset, batched: tuple = (),
-                    aliased: tuple = (), whole_warps: bool = False) -> CompiledKernel:
+                    aliased: tuple = (), whole_warps: bool = False,
+                    narrow_refs: tuple = (), large_arrays: tuple = ()) -> CompiledKernel:
         """The kernel for these Const values and by-reference scalars; `batched` names the
         arrays of a batched specialisation (vmap as grid axis z: ptxpy.runtime.batching),
         `aliased` the array arguments that share memory with an output; `whole_warps`: the
-        launch's block is a multiple of 32 threads."""
+        launch's block is a multiple of 32 threads; `narrow_refs` the by-reference 64-bit
+        scalars JAX holds in 32 bits; `large_arrays` the arrays of 2**31 elements or more."""
         arch = self.arch or _gpu_arch() or driver.DEFAULT_ARCH
-        key = (tuple(sorted(consts.items())), by_ref, arch, aliased, whole_warps, tuple(batched))
+        key = (tuple(sorted(consts.items())), by_ref, arch, aliased, whole_warps, narrow_refs,
+               large_arrays, tuple(batched))
         if key not in self._compiled:
             options = driver.Options(arch, self.fast_math, self.debug, tuple(batched), aliased,
-                                     whole_warps)
+                                     whole_warps, narrow_refs, large_arrays)
             disk_key = self._cache_key(consts=repr(key[0]), by_ref=sorted(by_ref), **options.as_dict())
             self._compiled[key] = cache.get_or_make_object(
                 "kernel", disk_key, lambda: self._compile(consts, by_ref, options))
@@ -332,12 +381,15 @@ class Kernel:
                 continue
             shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
             if shape is None or dtype is None:
-                raise TypeError(f"{self.__name__}: argument '{name}' must be an array, got {type(value).__name__}")
-            if len(shape) != expected.rank:
-                raise TypeError(f"{self.__name__}: argument '{name}' must have rank {expected.rank}, got shape {tuple(shape)}")
+                raise self._not_an_array(name, value)
             if _scalar_type_of(dtype) != expected.elem:
                 raise TypeError(f"{self.__name__}: argument '{name}' must have dtype {expected.elem}, got {dtype}")
+            if len(shape) != expected.rank:
+                raise ValueError(f"{self.__name__}: argument '{name}' must have rank {expected.rank}, got shape {tuple(shape)}")
             self._check_extents(f"argument '{name}'", shape)
+
+    def _not_an_array(self, name: str, value) -> TypeError:
+        return TypeError(f"{self.__name__}: argument '{name}' must be an array, got {type(value).__name__}")
 
     def _check_scalar(self, name: str, expected, value) -> None:
         """A scalar parameter takes a real number: Python's, NumPy's, or a 0-d array."""
@@ -493,6 +545,10 @@ def _scalar_type_of(dtype):
         return from_numpy(dtype)
     except TypeError:
         return None
+
+
+def _array_like(value) -> bool:
+    return getattr(value, "shape", None) is not None and getattr(value, "dtype", None) is not None
 
 
 def _is_jax_array_scalar(value) -> bool:

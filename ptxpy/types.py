@@ -141,11 +141,27 @@ class TupleType:
 class _Subscriptable:
     """`Array[f32]`, `Array[f32, 2]`, `Const[int]` as annotations that also work at run time."""
 
-    def __init__(self, make):
-        self._make = make
+    def __init__(self, name: str, make):
+        self._name, self._make = name, make
 
     def __getitem__(self, item):
-        return self._make(*(item if isinstance(item, tuple) else (item,)))
+        items = item if isinstance(item, tuple) else (item,)
+        try:
+            return self._make(*items)
+        except TypeError:
+            # Python evaluates annotations when it defines the function: the compiler, which
+            # reads the source, reports the mistake with its line and column at the first call
+            return UncheckedAnnotation(self._name, items)
+
+
+@dataclass(frozen=True)
+class UncheckedAnnotation:
+    """An `Array[...]` or `Const[...]` with arguments it does not take, as Python evaluated it."""
+    name: str
+    items: tuple
+
+    def __repr__(self) -> str:
+        return f"{self.name}[{', '.join(map(repr, self.items))}]"
 
 
 def _array(elem, rank: int = 1) -> ArrayType:
@@ -162,8 +178,8 @@ def _const(base) -> ConstType:
     return ConstType(base)
 
 
-Array = _Subscriptable(_array)
-Const = _Subscriptable(_const)
+Array = _Subscriptable("Array", _array)
+Const = _Subscriptable("Const", _const)
 
 
 # --- promotion -------------------------------------------------------------------------------

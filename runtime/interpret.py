@@ -87,7 +87,7 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
             args.append(array)
             args.extend(int(n) for n in array.shape[1 if spec.name in batched else 0:])
         elif spec.by_ref:
-            args.append(np.asarray(value, dtype=spec.dtype.numpy).reshape(1).copy())
+            args.append(np.asarray(value, dtype=(spec.carrier or spec.dtype).numpy).reshape(1).copy())
         else:   # a NumPy scalar: the simulator would take a 0-d u64 array for an array
             args.append(np.asarray(value).reshape(())[()])
     launches += 1

@@ -232,10 +232,23 @@ def _check_array(kernel, spec, value):
         raise TypeError(f"{_where(kernel, spec)}: expected an array of {spec.dtype} with rank "
                         f"{spec.rank}, got {type(value).__name__}")
     _check_type(kernel, spec, value.dtype, value.shape, "array")
+    _check_jax_holds(kernel, spec, "an array")
     if isinstance(value, np.ndarray):
         import jax.numpy as jnp
         value = jnp.asarray(value)
     return value
+
+
+def _check_jax_holds(kernel, spec, what: str) -> None:
+    """JAX keeps 64-bit elements only with jax_enable_x64; without it a 64-bit array would be
+    made 32-bit, and the kernel would read and write past the end of its buffer."""
+    import jax
+
+    numpy_type = spec.dtype.numpy
+    if np.dtype(jax.dtypes.canonicalize_dtype(numpy_type)) != numpy_type:
+        raise TypeError(f"{_where(kernel, spec)}: {what} of {spec.dtype} needs "
+                        "jax.config.update('jax_enable_x64', True); without it JAX holds 64-bit "
+                        "values in 32 bits")
 
 
 def _check_type(kernel, spec, dtype, shape, what: str) -> None:
@@ -312,10 +325,12 @@ def _scalar_buffer(kernel, spec, value):
         array = jnp.asarray(_scalar_value(kernel, spec, value))
     if int(np.prod(array.shape)) != 1:
         raise ValueError(f"{_where(kernel, spec)}: expected a scalar, got shape {tuple(array.shape)}")
-    array = array.reshape(()).astype(spec.dtype.numpy)
-    if np.dtype(array.dtype) != spec.dtype.numpy:
+    held = (spec.carrier or spec.dtype).numpy
+    array = array.reshape(()).astype(held)
+    if np.dtype(array.dtype) != held:
         raise TypeError(f"{_where(kernel, spec)}: JAX made {array.dtype} of a {spec.dtype} value; "
-                        "64-bit scalars need jax.config.update('jax_enable_x64', True)")
+                        "64-bit scalars need jax.config.update('jax_enable_x64', True), or a "
+                        "kernel compiled for them held in 32 bits (Options.narrow_refs)")
     return array
 
 
@@ -328,6 +343,7 @@ def check_out_types(kernel, outputs: list[ParamSpec], out_types: list) -> list:
             raise TypeError(f"{_where(kernel, spec)}: out_types entries must be "
                             f"jax.ShapeDtypeStruct, got {type(t).__name__}")
         _check_type(kernel, spec, t.dtype, t.shape, "output")
+        _check_jax_holds(kernel, spec, "an output")
         checked.append(jax.ShapeDtypeStruct(tuple(int(d) for d in t.shape), t.dtype))
     return checked
 

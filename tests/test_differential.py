@@ -1561,8 +1561,8 @@ def _every_global_array_read_only(monkeypatch):
     from ptxpy.transpiler import ssa_builder
     init = ssa_builder._Array.__init__
 
-    def read_only(self, name, elem, shape, space, base=None, nc=False, decl=None, uid=0):
-        init(self, name, elem, shape, space, base, nc or space == "global", decl, uid)
+    def read_only(self, name, elem, shape, space, base=None, nc=False, decl=None, uid=0, **rest):
+        init(self, name, elem, shape, space, base, nc or space == "global", decl, uid, **rest)
     monkeypatch.setattr(ssa_builder._Array, "__init__", read_only)
 
 

@@ -1036,3 +1036,111 @@ def kern(d: Array[i16], o: Array[i16], q: Array[i16], r: Array[{t}]):
     assert o.tolist() == [d[odd & 63]] * 64
     assert q.tolist() == [d[start & 63]] * 64
     assert r.tolist() == (np.full(64, odd, dtype) ^ np.arange(64).astype(dtype)).tolist()
+
+
+@pytest.mark.parametrize("ty", INTS)
+def test_cdiv_is_the_hosts_ceiling_division_for_every_sign_and_value(ty):
+    """`ptxpy.cdiv(a, d)` in a kernel is what the host and constant folding compute,
+    -(-a // d), wrapped to the type: a negative divisor rounds up too, and no intermediate
+    overflows near the type's end (`(a + d - 1) // d` gave 0 for `cdiv(u8(250), 10)`)."""
+    info = np.iinfo(NUMPY[ty])
+    low, high = int(info.min), int(info.max)
+    rng = np.random.default_rng(len(ty) * 7 + info.bits)
+    edges = [low, low + 1, high - 1, high, 0, 1, 2, 3, 7, 10, -1, -2, -3, -7, 250, 255, 100]
+    values = [v for v in edges if low <= v <= high] + [int(v) for v in rng.integers(low, high, 24, endpoint=True, dtype=NUMPY[ty])]
+    pairs = [(a, d) for a in values for d in values if d != 0][:512]
+    a = np.array([p[0] for p in pairs], NUMPY[ty])
+    d = np.array([p[1] for p in pairs], NUMPY[ty])
+    source = HEADER + f"""
+@ptxpy.jit
+def ceil_div(a: Array[{ty}], d: Array[{ty}], out: Array[{ty}]):
+    i = ptxpy.global_id(0)
+    if i < a.shape[0]:
+        out[i] = ptxpy.cdiv(a[i], d[i])
+"""
+    (got,) = run(source, "ceil_div", [a, d, Out(len(a), NUMPY[ty])], grid=cdiv_host(len(a), 128),
+                 block=128)
+    span = high - low + 1
+    want = [(-(-x // y) - low) % span + low for x, y in pairs]
+    wrong = [(x, y, int(g), w) for (x, y), g, w in zip(pairs, got, want) if int(g) != w]
+    assert not wrong, wrong[:10]
+
+
+def cdiv_host(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def test_a_constant_part_of_an_index_beyond_32_bits_of_byte_offset():
+    """An address's immediate offset is 32 bits: `x[v + 600000000]` of an f32 array is 2.4e9
+    bytes from `x + 4 * v`, which the backend adds before the access (it used to stop with
+    an internal error). With v = 3 - 600000000 every access below is element 3 or 5."""
+    source = HEADER + """
+@ptxpy.jit
+def far(x: Array[f32], v: i32, out: Array[f32], o2: Array[f32, 2]):
+    s = ptxpy.shared_array(8, f32)
+    s[v + 600000002] = x[v + 600000000] * 2.0
+    ptxpy.syncthreads()
+    out[v + 600000000] = s[5]
+    out[0] = s[v + 600000002]
+    ptxpy.atomic_add(out, v + 600000002, 1.5)
+    o2[1, v + 600000000] = 4.0
+"""
+    x = np.arange(8, dtype=np.float32) + 1
+    v = np.int32(3 - 600000000)
+    out, o2 = run(source, "far", [x, v, Out(8, np.float32), Out((2, 4), np.float32)], grid=1, block=1)
+    assert out.tolist() == [8.0, 0, 0, 8.0, 0, 1.5, 0, 0]
+    assert o2.tolist() == [[0, 0, 0, 0], [0, 0, 0, 4.0]]
+
+
+@pytest.mark.parametrize("ty", ["f64", "i64", "u64"])
+@pytest.mark.parametrize("memory", ["global", "shared"])
+def test_four_wide_vector_access_of_a_64_bit_type(ty, memory):
+    """`a, b, c, d = x[i:i + 4]` of a 64-bit type is 256 bits: two 128-bit accesses (the
+    widest before sm_100), each one instruction; the store likewise."""
+    staged = ("    s = ptxpy.shared_array(16, " + ty + ")\n    s[t] = x[t]\n    ptxpy.syncthreads()\n"
+              if memory == "shared" else "")
+    src = "s" if memory == "shared" else "x"
+    source = HEADER + f"""
+@ptxpy.jit
+def quad(x: Array[{ty}], out: Array[{ty}]):
+    t = ptxpy.thread_idx.x
+{staged}    if t < 4:
+        i = 4 * t
+        a, b, c, d = {src}[i:i + 4]
+        out[i:i + 4] = (d, c, b, a)
+"""
+    x = np.arange(16).astype(NUMPY[ty]) * 3 + 1
+    (got,) = run(source, "quad", [x, Out(16, NUMPY[ty])], grid=1, block=16)
+    assert got.tolist() == x.reshape(4, 4)[:, ::-1].reshape(-1).tolist()
+    ptx = compile_source(source, "quad").ptx
+    width = {"f64": "f64", "i64": "s64", "u64": "u64"}[ty]
+    space = "global.nc" if memory == "global" else "shared"
+    assert ptx.count(f"ld.{space}.v2.{width}") == 2, ptx
+    assert ptx.count(f"st.global.v2.{width}") == 2, ptx
+
+
+def test_min_and_max_of_bools_are_bools():
+    """As Python's `min(True, False)` and jax.numpy's promotion: a bool (not an i32)."""
+    source = HEADER + """
+@ptxpy.jit
+def pick(x: Array[i32], lo: Array[i32], hi: Array[i32], kinds: Array[i32]):
+    i = ptxpy.global_id(0)
+    a = x[i] > 0
+    b = x[i] > 5
+    m = min(a, b)
+    M = max(a, b, False)
+    lo[i] = m
+    hi[i] = M
+    kinds[i] = i32(m == True) + 2 * i32(max(a, 3))
+"""
+    x = np.array([-1, 0, 1, 5, 6, 7, -3, 10], np.int32)
+    lo, hi, kinds = run(source, "pick", [x, Out(8, np.int32), Out(8, np.int32), Out(8, np.int32)],
+                        grid=1, block=8)
+    assert lo.tolist() == [int(min(v > 0, v > 5)) for v in x]
+    assert hi.tolist() == [int(max(v > 0, v > 5, False)) for v in x]
+    assert kinds.tolist() == [int(min(v > 0, v > 5)) + 6 for v in x]
+    from ptxpy.transpiler import typed
+    from ptxpy.transpiler.frontend import check_kernel, parse_module
+
+    body = typed.format_body(check_kernel(parse_module(source), "pick").kernel.body)
+    assert "    m = (a:bool and b:bool):bool" in body

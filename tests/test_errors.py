@@ -12,6 +12,18 @@ from ptxpy.transpiler.frontend import check_kernel, parse_module
 HEADER = "import math\nimport ptxpy\nfrom ptxpy import Array, Const, f32, f64, i32, i64\n"
 
 CASES = [
+    ('huge_local_array',
+     '@ptxpy.jit\ndef k(x: Array[f32], v: i32):\n    s = ptxpy.local_array(2 ** 62, f32)\n',
+     'kernels.py:6:9: error: local arrays take 18446744073709551616 bytes per thread; the limit is 524288'),
+    ('float_axis',
+     '@ptxpy.jit\ndef k(out: Array[i32]):\n    out[0] = ptxpy.program_id(1.0)\n',
+     'kernels.py:6:31: error: the axis of ptxpy.program_id must be 0, 1 or 2, got 1.0'),
+    ('float_vector_width_load',
+     '@ptxpy.jit\ndef k(x: Array[f32], v: i32):\n    a, b = x[v:v + 2.0]\n',
+     'kernels.py:6:12: error: the width of a vector access must be an integer, got 2.0'),
+    ('float_vector_width_store',
+     '@ptxpy.jit\ndef k(x: Array[f32], v: i32):\n    x[v:v + 2.0] = (1.0, 2.0)\n',
+     'kernels.py:6:5: error: the width of a vector access must be an integer, got 2.0'),
     ('syntax_error',
      '@ptxpy.jit\ndef k(x: Array[f32]:\n    pass\n',
      'kernels.py:5:20: error: invalid syntax'),
@@ -246,7 +258,7 @@ CASES = [
      "kernels.py:5:33: error: parameter 'a' has a default value, which only Const parameters may have"),
     ('vector_width',
      '@ptxpy.jit\ndef k(x: Array[f32], i: i32):\n    a, b, c = x[i:i + 3]\n',
-     'kernels.py:6:15: error: vector access of 3 f32 elements is not supported (2 or 4 elements of at most 128 bits in all, or 8 of a 16-bit type)'),
+     'kernels.py:6:15: error: vector access of 3 f32 elements is not supported (2 or 4 elements, or 8 of a 16-bit type)'),
     ('vector_not_constant',
      '@ptxpy.jit\ndef k(x: Array[f32], i: i32, w: i32):\n    a, b = x[i:i + w]\n',
      "kernels.py:6:20: error: the width of a vector access (x[i:i + 4]) must be a compile-time constant: literals, module constants, Const parameters and arithmetic on them ('w' is a variable)"),
@@ -416,6 +428,23 @@ def test_caret_sits_under_the_reported_column():
     lines = str(compile_error(source)).splitlines()
     assert lines[0] == "kernels.py:6:14: error: name 'oops' is not defined"
     assert lines[2] == " " * 13 + "^"
+
+
+@pytest.mark.parametrize("odd", ["\f", "\v", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_lines_are_numbered_as_python_numbers_them(odd):
+    """A form feed (GNU style puts one between sections) or a Unicode line separator in a
+    comment is no line break for Python: the error shows the right line, and the PTX puts
+    each statement's comment above its own instructions."""
+    from ptxpy.transpiler import driver
+
+    body = (f"\f\n@ptxpy.jit\ndef k(out: Array[f32]):\n    # a{odd}b\n    i = ptxpy.global_id(0)\n"
+            "    out[i] = 2.0\n")
+    lines = str(compile_error(HEADER + body.replace("2.0", "2.0 + oops"))).splitlines()
+    assert lines[:2] == ["kernels.py:9:20: error: name 'oops' is not defined",
+                         "    out[i] = 2.0 + oops"]
+    ptx = driver.transpile(HEADER + body, "kernels.py")["k"]
+    assert "// line 8: i = ptxpy.global_id(0)\n    .loc 1 8 " in ptx
+    assert "// line 9: out[i] = 2.0\n    .loc 1 9 " in ptx
 
 
 def test_syntax_error_from_libcst_or_python_is_located():

@@ -358,7 +358,7 @@ def test_thread_intrinsics():
     assert lines[1] == ("    b = ((program_id(2:i32):i32 add num_programs(1:i32):i32):i32 add "
                         "global_id(1:i32):i32):i32")
     assert lines[2] == "    c = ((lane_id():i32 add warp_id():i32):i32 add 32:i32):i32"
-    assert lines[3] == "    d = (((a:i32 add 4:i32):i32 sub 1:i32):i32 floordiv 4:i32):i32"
+    assert lines[3] == "    d = cdiv(a:i32, 4:i32):i32"
     sync = k.body[4]
     assert isinstance(sync, typed.ExprStmt) and sync.value.name == "syncthreads"
     assert sync.value.type is None

@@ -2,13 +2,14 @@
 
 The `.param` list of the PTX entry is derived from `params` as docs/ptx-dialect.md says:
 an array gives a u64 pointer then one u32 extent per dimension; a scalar is passed by value,
-or, when `by_ref` (a traced JAX scalar), as a u64 pointer to one element in global memory.
+or, when `by_ref` (a traced JAX scalar), as a u64 pointer to one element in global memory (of
+type `carrier` when set).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxpy.types import Scalar
+from ptxpy.types import Scalar, f32, i32, u32
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,9 @@ class ParamSpec:
     rank: int = 0      # arrays: 1..4
     by_ref: bool = False
     written: bool = False  # arrays: whether the kernel stores or atomically updates it
+    #: a by-reference 64-bit scalar that JAX holds in 32 bits (jax_enable_x64 off): the
+    #: element's type in memory; the kernel widens it to `dtype` as a cast does
+    carrier: Scalar | None = None
 
     def ptx_params(self, kernel: str) -> list[tuple[str, str]]:
         """(name, ptx type) of each `.param` this parameter becomes."""
@@ -29,6 +33,9 @@ class ParamSpec:
             return [(base, "u64")]
         return [(base, PARAM_TYPE[self.dtype.name])]
 
+
+#: the 32-bit type JAX holds a 64-bit scalar in when jax_enable_x64 is off
+NARROW_CARRIER = {"i64": i32, "u64": u32, "f64": f32}
 
 PARAM_TYPE = {
     "bool": "u8", "i8": "s8", "u8": "u8", "i16": "s16", "u16": "u16", "i32": "s32", "u32": "u32",

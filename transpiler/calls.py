@@ -139,10 +139,12 @@ class CallChecker:
             fold = min if name == "min" else max
             return weak_constant(fold(v.value for v in values), self.loc(node))
         t = join(values)
-        t = i32 if t.is_bool else t
+        op = name
+        if t.is_bool:    # as Python's min(True, False) and jax.numpy's: a bool
+            op = "and" if name == "min" else "or"
         result = convert(values[0], t)
         for value in values[1:]:
-            result = typed.Binary(self.loc(node), t, name, result, convert(value, t))
+            result = typed.Binary(self.loc(node), t, op, result, convert(value, t))
         return result
 
     def array_arg(self, node: cst.BaseExpression, what: str) -> str:
@@ -249,7 +251,7 @@ class CallChecker:
         low = 0 if name == "global_id" else 1
         (axis_node,) = self.args(node, f"ptxpy.{name}", low, 1, keywords=("axis",))
         axis = 0 if axis_node is None else self.const_value(axis_node, f"the axis of ptxpy.{name}")
-        if axis not in (0, 1, 2) or isinstance(axis, bool):
+        if type(axis) is not int or axis not in (0, 1, 2):
             raise self.error(f"the axis of ptxpy.{name} must be 0, 1 or 2, got {axis!r}", axis_node)
         axis_const = typed.Constant(self.loc(axis_node or node), i32, axis)
         return typed.Intrinsic(self.loc(node), i32, name, [axis_const])
@@ -257,18 +259,15 @@ class CallChecker:
     def cdiv(self, node: cst.Call) -> typed.Expr:
         a, b = [self.value(n) for n in self.args(node, "ptxpy.cdiv", 2)]
         loc = self.loc(node)
-        if is_weak(a) and is_weak(b):
-            if not isinstance(b.value, (int, float)) or b.value == 0:
-                raise self.error("ptxpy.cdiv by zero", node)
-            return weak_constant(CONST_FUNCS["ptxpy.cdiv"](a.value, b.value), loc)
         if a.type.is_float or b.type.is_float:
             raise self.error(f"ptxpy.cdiv needs integers, got {a.type} and {b.type}", node)
+        if is_weak(a) and is_weak(b):
+            if b.value == 0:
+                raise self.error("ptxpy.cdiv by zero", node)
+            return weak_constant(CONST_FUNCS["ptxpy.cdiv"](a.value, b.value), loc)
         t = join([a, b])
         t = i32 if t.is_bool else t
-        a, b = convert(a, t), convert(b, t)
-        one = typed.Constant(loc, t, 1)
-        total = typed.Binary(loc, t, "sub", typed.Binary(loc, t, "add", a, b), one)
-        return typed.Binary(loc, t, "floordiv", total, b)
+        return typed.Intrinsic(loc, t, "cdiv", [convert(a, t), convert(b, t)])
 
     def atomic(self, name: str, node: cst.Call) -> typed.Expr:
         count = 4 if name == "atomic_cas" else 3

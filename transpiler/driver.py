@@ -7,7 +7,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .abi import CompiledKernel
-from .errors import CompileError
+from .errors import CompileError, source_lines
 
 DEFAULT_ARCH = "sm_90"
 SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
@@ -26,9 +26,19 @@ class Options:
     #: every launch of the kernel has blocks of a multiple of 32 threads (the decorator knows its
     #: block): warp reductions need no path for a warp with lanes missing
     whole_warps: bool = False
+    #: by-reference 64-bit scalars that arrive in 32 bits (JAX without jax_enable_x64 holds
+    #: i64, u64, f64 as i32, u32, f32): the kernel loads that and widens it
+    narrow_refs: tuple = ()
+    #: array parameters of rank 2 or more with 2**31 elements or more (each extent is below
+    #: 2**31, their product need not be): their elements are found with 64-bit arithmetic
+    large_arrays: tuple = ()
 
     def as_dict(self) -> dict:
         extra = {"batched": self.batched} if self.batched else {}
+        if self.narrow_refs:
+            extra["narrow_refs"] = self.narrow_refs
+        if self.large_arrays:
+            extra["large_arrays"] = self.large_arrays
         if self.aliased:
             extra["aliased"] = self.aliased
         if self.whole_warps:
@@ -218,7 +228,7 @@ def _located(step, filename: str, source: str):
         return step()
     except CompileError as err:
         if err.filename is None or err.source_line is None:
-            err.located(filename, source.splitlines())
+            err.located(filename, source_lines(source))
         raise
     except RecursionError:
         raise CompileError("the kernel is nested too deeply to compile", None, filename)

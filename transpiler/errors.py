@@ -1,6 +1,20 @@
 """Errors in the user's kernel: `file.py:LINE:COL: error: message`, the line, and a caret."""
 from __future__ import annotations
 
+import re
+
+# str.splitlines also breaks at these, which Python's tokenizer keeps inside a line
+_NOT_PYTHON_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_PYTHON_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """`text`'s lines as Python numbers them: broken at \\n, \\r\\n and \\r only."""
+    if _NOT_PYTHON_BREAKS.search(text) is None:
+        return text.splitlines()
+    lines = _PYTHON_BREAK.split(text)
+    return lines[:-1] if lines[-1] == "" else lines
+
 
 class CompileError(Exception):
     """An error in user code. `loc` is (line, col) with a 1-based line and 0-based col;

@@ -22,7 +22,7 @@ import libcst as cst
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType
 
 from . import typed
-from .errors import CompileError
+from .errors import CompileError, source_lines
 from .scope import ModuleScope, NotConstant, code_of, const_eval, resolve_type
 from .toplevel import Definition, TopLevel, parse_top_level
 from .typecheck import FunctionChecker, TupleExpr, literal_value
@@ -110,7 +110,7 @@ def parse_module(source: str, filename: str = "<string>", keep: set | None = Non
     """Parse `source` (never importing or running it) and find its kernels and device functions
     (with `keep`, only those of its top-level names: `toplevel.parse_top_level`; `tree`: Python's
     ast of `source`, when the caller has it already)."""
-    lines = source.splitlines()
+    lines = source_lines(source)
     try:
         return _parse(source, filename, lines, keep, tree)
     except CompileError as err:

@@ -305,6 +305,8 @@ def format_function(func: Function) -> str:
 def _param_text(spec) -> str:
     if spec.kind == "array":
         return f"Array[{spec.dtype}, {spec.rank}]"
+    if spec.by_ref and spec.carrier is not None:
+        return f"{spec.dtype} (by ref, held as {spec.carrier})"
     return f"{spec.dtype}" + (" (by ref)" if spec.by_ref else "")
 
 

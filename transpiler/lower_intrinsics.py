@@ -57,6 +57,17 @@ def _axis(b, e) -> str:
     return "xyz"[value]
 
 
+def _cdiv(b, e):
+    """`ptxpy.cdiv(a, d)` as the host computes it, -(-a // d), for every sign and value: the
+    floor quotient, plus one when a remainder is left. (`(a + d - 1) // d` overflows near
+    the end of the type: `cdiv(u8(250), 10)` would be 0.)"""
+    a, d = _args(b, e)
+    quotient = b.binary("floordiv", e.type, a, d)
+    rest = b.binary("mod", e.type, a, d)
+    inexact = b.emit("cmp", bool_, [rest, ir.Const(e.type, 0)], {"pred": "ne"})
+    return b.emit("select", e.type, [inexact, b.op("add", quotient, ir.Const(e.type, 1)), quotient])
+
+
 def _global_id(b, e):
     axis = _axis(b, e)
     block = b.op("mul", sreg(b, f"ctaid.{axis}"), sreg(b, f"ntid.{axis}"))
@@ -569,6 +580,7 @@ HANDLERS = {
     "lane_id": lambda b, e: sreg(b, "laneid"),
     "warp_id": _warp_id,
     "global_id": _global_id,
+    "cdiv": _cdiv,
     "program_id": lambda b, e: sreg(b, f"ctaid.{_axis(b, e)}"),
     "num_programs": lambda b, e: sreg(b, f"nctaid.{_axis(b, e)}"),
     "syncthreads": _syncthreads,

@@ -16,7 +16,7 @@ import threading
 from dataclasses import fields, is_dataclass
 
 from . import typed
-from .errors import CompileError
+from .errors import CompileError, source_lines
 
 LIBRARY_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ptxpy", "libm.py")
 
@@ -61,7 +61,7 @@ def _check(name: str) -> tuple:
         except CompileError:
             return _typed(source, name, None)
     except CompileError as err:
-        err.located("ptxpy/libm.py", source.splitlines())
+        err.located("ptxpy/libm.py", source_lines(source))
         raise CompileError(f"internal error in the math library: {err}") from None
 
 

@@ -41,7 +41,7 @@ import sys
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, bool_, f32, f64, i32, i64, u32, u64
 
 from . import ir, typed
-from .abi import ParamSpec
+from .abi import NARROW_CARRIER, ParamSpec
 from .errors import CompileError
 
 PRINTF_MAX_ARGS = 32      # CUDA's printf drops arguments beyond 32
@@ -82,7 +82,8 @@ class _Demote(Exception):
 class _Array:
     """What an array name means in a scope: where its elements live and its shape values."""
 
-    def __init__(self, name, elem, shape, space, base=None, nc=False, decl=None, uid=0):
+    def __init__(self, name, elem, shape, space, base=None, nc=False, decl=None, uid=0,
+                 large=False):
         self.name = name
         self.elem: Scalar = elem
         self.shape: list = shape      # one i32 Value per dimension
@@ -91,6 +92,7 @@ class _Array:
         self.nc = nc                  # read through the read-only path
         self.decl = decl
         self.uid = uid
+        self.large = large            # 2**31 elements or more: the linear index is 64-bit
 
 
 class _Scope:
@@ -160,6 +162,8 @@ class _Builder:
     def emit_params(self, kernel: typed.FuncDef) -> None:
         batched = {name: (div, mod) for name, div, mod in self.func.options.get("batched", ())}
         aliased = set(self.func.options.get("aliased", ()))
+        narrow = set(self.func.options.get("narrow_refs", ()))
+        large = set(self.func.options.get("large_arrays", ()))
         for p in kernel.params:
             self.loc = getattr(p, "loc", None) or kernel.loc
             pname = f"{kernel.name}_{p.name}"
@@ -174,15 +178,19 @@ class _Builder:
                 if p.name in batched:
                     base = self.batch_item_base(base, shape, p.type.elem, *batched[p.name])
                 nc = not written and p.name not in aliased   # an aliased input's memory is written
-                self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=nc)
+                self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=nc,
+                                                   large=p.name in large)
                 continue
             if not isinstance(p.type, Scalar):
                 raise CompileError(f"parameter '{p.name}' of type {p.type} cannot be passed to a kernel",
                                    kernel.loc)
-            self.func.params.append(ParamSpec(p.name, "scalar", p.type, by_ref=p.by_ref))
+            carrier = NARROW_CARRIER.get(p.type.name) if p.name in narrow else None
+            self.func.params.append(ParamSpec(p.name, "scalar", p.type, by_ref=p.by_ref,
+                                              carrier=carrier))
             if p.by_ref:
                 ptr = self.emit("param", ir.ADDR_TYPE, attrs={"name": pname, "ptr": True})
-                value = self.emit("load", p.type, [ptr], {"space": "global", "nc": True})
+                value = self.emit("load", carrier or p.type, [ptr], {"space": "global", "nc": True})
+                value = self.coerce(value, p.type)
             else:
                 value = self.emit("param", p.type, attrs={"name": pname})
             self.write(self.var_key(p.name, p.type), value)
@@ -685,9 +693,11 @@ class _Builder:
         start = self.ev(s.start)
         if self.vectorizable(array, s.width):
             addr = self.vector_address(array, lead, start, s.width)
-            attrs = {"space": array.space, "nc": array.nc, "n": s.width}
-            vec = self.emit("vload", array.elem, [addr], attrs)
-            values = [self.emit("extract", array.elem, [vec], {"index": k}) for k in range(s.width)]
+            values = []
+            for piece, n in self.vector_pieces(array, addr, s.width):
+                attrs = {"space": array.space, "nc": array.nc, "n": n}
+                vec = self.emit("vload", array.elem, [piece], attrs)
+                values += [self.emit("extract", array.elem, [vec], {"index": k}) for k in range(n)]
         else:
             values = [self.load_elem(array, [*lead, self.op("add", start, _const(start.type, k))])
                       for k in range(s.width)]
@@ -702,13 +712,23 @@ class _Builder:
         values = [self.coerce(v, array.elem) for v in values]
         if self.vectorizable(array, len(values)):
             addr = self.vector_address(array, lead, start, len(values))
-            self.emit("vstore", None, [addr, *values], {"space": array.space})
+            for k, (piece, n) in enumerate(self.vector_pieces(array, addr, len(values))):
+                self.emit("vstore", None, [piece, *values[k * n:(k + 1) * n]], {"space": array.space})
             return
         for k, value in enumerate(values):
             self.store_elem(array, [*lead, self.op("add", start, _const(start.type, k))], value)
 
     def vectorizable(self, array: _Array, width: int) -> bool:
-        return array.space != "reg" and width in (2, 4, 8) and width * array.elem.nbytes <= 16
+        return array.space != "reg" and width in (2, 4, 8) and width * array.elem.nbytes <= 32
+
+    def vector_pieces(self, array: _Array, addr, width: int) -> list:
+        """[(address, elements)] of the accesses a vector access of `width` elements is made of:
+        one, or two of 16 bytes for 4 elements of a 64-bit type (an access is at most 128 bits
+        before sm_100)."""
+        if width * array.elem.nbytes <= 16:
+            return [(addr, width)]
+        half = width // 2
+        return [(addr, half), (self.op("add", addr, ir.Const(i64, half * array.elem.nbytes)), half)]
 
     def vector_address(self, array: _Array, lead: list, start, width: int):
         """Address of `array[*lead, start]`; under debug, checks that the flat element index is a
@@ -768,11 +788,12 @@ class _Builder:
                                f"indexed with {len(indices)}", self.loc)
 
     def element_address(self, array: _Array, indices: list, checked: bool = False):
-        """base + row-major linear index * element size (i32 arithmetic unless an index is 64-bit)."""
+        """base + row-major linear index * element size (i32 arithmetic unless an index is 64-bit
+        or the array has 2**31 elements or more)."""
         self.check_rank(array, indices)
         if self.debug and not checked:
             self.bounds_check(array, indices)
-        wide = any(v.type.bits > 32 for v in indices)
+        wide = array.large or any(v.type.bits > 32 for v in indices)
         ity = i64 if wide else i32
         linear = None
         for index, extent in zip(indices, array.shape):

@@ -5,6 +5,8 @@ are typed by the `ExprChecker` and `CallChecker` mixins.
 """
 from __future__ import annotations
 
+import math
+
 import libcst as cst
 
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, can_convert_implicitly, i32, i64
@@ -21,6 +23,7 @@ TupleExpr = typed.TupleExpr   # where it was defined before typed.py had it
 
 MAX_UNROLL = 4096
 MAX_SHARED_BYTES = 48 * 1024   # static shared memory per block
+MAX_LOCAL_BYTES = 512 * 1024   # local memory per thread (CUDA's limit from sm_20 on)
 AUG_OPS = {getattr(cst, name + "Assign"): getattr(cst, name) for name in (
     "Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power", "LeftShift",
     "RightShift", "BitAnd", "BitOr", "BitXor", "MatrixMultiply")}
@@ -493,9 +496,11 @@ class FunctionChecker(ExprChecker, CallChecker):
         if piece.step is not None or piece.upper is None:
             raise self.error("vector access needs the form x[i:i + W]", sub)
         width = self.slice_width(piece)
-        if width not in (2, 4, 8) or width * kind.elem.bits > 128 or (width == 8 and kind.elem.bits != 16):
+        if type(width) is not int:
+            raise self.error(f"the width of a vector access must be an integer, got {width!r}", sub)
+        if width not in (2, 4, 8) or (width == 8 and kind.elem.bits != 16):
             raise self.error(f"vector access of {width} {kind.elem} elements is not supported (2 or 4 "
-                             "elements of at most 128 bits in all, or 8 of a 16-bit type)", sub)
+                             "elements, or 8 of a 16-bit type)", sub)
         start = (self.index(piece.lower) if piece.lower is not None
                  else typed.Constant(self.loc(sub), i32, 0))
         lead = [self.index(e.slice.value) for e in leading]
@@ -597,15 +602,11 @@ class FunctionChecker(ExprChecker, CallChecker):
         return (decl.elem, tuple(decl.shape), decl.space) == (elem, tuple(shape), space)
 
     def check_shared_size(self, node) -> None:
-        total = 0
-        for decl in self.decls:
-            if decl.space == "shared":
-                count = 1
-                for n in decl.shape:
-                    count *= n
-                total += count * decl.elem.nbytes
-        if total > MAX_SHARED_BYTES:
-            raise self.error(f"shared arrays take {total} bytes; the limit is {MAX_SHARED_BYTES}", node)
+        for space, limit, what in (("shared", MAX_SHARED_BYTES, ""), ("local", MAX_LOCAL_BYTES, " per thread")):
+            total = sum(math.prod(decl.shape) * decl.elem.nbytes for decl in self.decls
+                        if decl.space == space)
+            if total > limit:
+                raise self.error(f"{space} arrays take {total} bytes{what}; the limit is {limit}", node)
 
     # --- control flow ---------------------------------------------------------------------
     def _s_If(self, node: cst.If) -> list:

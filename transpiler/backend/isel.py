@@ -422,11 +422,16 @@ class ISel:
             value = next(a for a in value.args if not isinstance(a, ir.Const))
         if isinstance(value, ir.Instr) and value.op == "addr_of":
             return Addr(Sym(self._symbol(value)), offset)
+        narrow = space in NARROW_SPACES and value in self.narrow
+        base = self.nsrc(value) if narrow else self.src(value, imm=False)
         if not -(1 << 31) <= offset < (1 << 31):
-            raise BackendError(f"address offset {offset} does not fit in 32 bits")
-        if space in NARROW_SPACES and value in self.narrow:
-            return Addr(self.nsrc(value), offset)
-        return Addr(self.src(value, imm=False), offset)
+            # an address's immediate offset is 32 bits: a larger constant part of the index is
+            # added first (x[i + 600000000] of an f32 array is 2.4e9 bytes on)
+            moved = self.new("r" if narrow else "rd")
+            self.emit("add.u32" if narrow else "add.s64", [moved],
+                      [base, Imm(str(offset % (1 << 32) if narrow else offset))])
+            return Addr(moved, 0)
+        return Addr(base, offset)
 
     def _symbol(self, instr: ir.Instr) -> str:
         name = instr.attrs.get("symbol")
