@@ -240,12 +240,13 @@ class Kernel:
         that put something other than an array where the kernel takes one."""
         n_arrays = sum(isinstance(p.type, ArrayType) for p in self.params)
         fits_none = all(self._matching(args, kwargs, n)[1] for n in range(1, n_arrays + 1))
+        if not n_arrays:
+            return
         n_outputs = self._output_count_like(out_shape)
-        if (fits_none and n_arrays) or (isinstance(err, TypeError) and not _accepts(out_shape, args, kwargs)):
-            error = self._matching(args, kwargs, n_outputs)[1]
+        values, error = self._matching(args, kwargs, n_outputs)
+        if fits_none or (isinstance(err, TypeError) and not _accepts(out_shape, args, kwargs)):
             if error is not None:
                 raise error from None
-        values, error = self._matching(args, kwargs, n_outputs) if n_arrays else ({}, True)
         for p in self._inputs(n_outputs) if error is None else ():
             value = values.get(p.name)
             if isinstance(p.type, ArrayType) and p.name in values and not _array_like(value):
@@ -276,11 +277,10 @@ class Kernel:
         (jax_enable_x64 off): the kernel takes the 32-bit value and widens it."""
         if not by_ref:
             return ()
-        import jax
-        import numpy as np
+        from ptxpy.runtime.launch import held_in_32_bits
 
-        return tuple(sorted(p.name for p in self.params if p.name in by_ref and
-                            np.dtype(jax.dtypes.canonicalize_dtype(p.type.numpy)) != p.type.numpy))
+        return tuple(sorted(p.name for p in self.params
+                            if p.name in by_ref and held_in_32_bits(p.type.numpy)))
 
     def _aliased_inputs(self, bound) -> tuple:
         """The names of the array arguments that `input_output_aliases` makes share an output's

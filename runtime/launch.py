@@ -239,13 +239,18 @@ def _check_array(kernel, spec, value):
     return value
 
 
+def held_in_32_bits(dtype) -> bool:
+    """Whether JAX holds values of this NumPy dtype in 32 bits: a 64-bit one while
+    jax_enable_x64 is off."""
+    import jax
+
+    return np.dtype(jax.dtypes.canonicalize_dtype(dtype)) != np.dtype(dtype)
+
+
 def _check_jax_holds(kernel, spec, what: str) -> None:
     """JAX keeps 64-bit elements only with jax_enable_x64; without it a 64-bit array would be
     made 32-bit, and the kernel would read and write past the end of its buffer."""
-    import jax
-
-    numpy_type = spec.dtype.numpy
-    if np.dtype(jax.dtypes.canonicalize_dtype(numpy_type)) != numpy_type:
+    if held_in_32_bits(spec.dtype.numpy):
         raise TypeError(f"{_where(kernel, spec)}: {what} of {spec.dtype} needs "
                         "jax.config.update('jax_enable_x64', True); without it JAX holds 64-bit "
                         "values in 32 bits")
