@@ -263,6 +263,68 @@ def test_warp_reductions_of_partial_warps(block, t, dtype):
         np.testing.assert_array_equal(got.reshape(-1), expected, err_msg=reduce.__name__)
 
 
+PARTIAL_WARP_SHUFFLES = """
+@ptxpy.jit
+def shuffles(x: Array[{t}, 2], lane: Array[i32, 2], out: Array[{t}, 3], votes: Array[u32, 3]):
+    tx = ptxpy.thread_idx.x
+    ty = ptxpy.thread_idx.y
+    v = x[ty, tx]
+    k = lane[ty, tx]
+    out[ty, tx, 0] = ptxpy.shfl_down_sync(v, 5)
+    out[ty, tx, 1] = ptxpy.shfl_xor_sync(v, 6)
+    out[ty, tx, 2] = ptxpy.shfl_sync(v, k)
+    out[ty, tx, 3] = ptxpy.shfl_up_sync(v, 3)
+    votes[ty, tx, 0] = ptxpy.ballot_sync(v > 50)
+    votes[ty, tx, 1] = u32(ptxpy.any_sync(v > 95))
+    votes[ty, tx, 2] = u32(ptxpy.all_sync(v > 3))
+"""
+
+
+@pytest.mark.parametrize("block", [(40, 1), (10, 5), (7, 1), (32, 2)])
+@pytest.mark.parametrize("t,dtype", [("u32", np.uint32), ("f64", np.float64)])
+def test_shuffles_and_votes_of_partial_warps_take_the_lanes_present(block, t, dtype):
+    """In the last warp of a block that is not whole warps, a shuffle from a lane that does
+    not exist gives the caller's own value, as one past the warp's edge does (SPEC 2.5), and a
+    vote counts the lanes present: defined on the GPU too, since the PTX names only those."""
+    bx, by = block
+    threads = bx * by
+    x = rng.integers(0, 100, (by, bx)).astype(dtype)
+    lanes = rng.integers(-40, 40, (by, bx)).astype(np.int32)
+    out, votes = run(src(PARTIAL_WARP_SHUFFLES.format(t=t)), "shuffles",
+                     [x, lanes, Out((by, bx, 4), dtype), Out((by, bx, 3), np.uint32)],
+                     grid=1, block=block)
+    flat, flat_lanes = x.reshape(-1), lanes.reshape(-1)
+    expected_out, expected_votes = [], []
+    for me in range(threads):
+        first = me - me % 32
+        present = min(threads - first, 32)
+        lane = me % 32
+        read = lambda j: flat[first + j] if 0 <= j < present else flat[me]
+        expected_out.append([read(lane + 5), read(lane ^ 6), read(flat_lanes[me] % 32), read(lane - 3)])
+        mine = flat[first:first + present]
+        ballot = sum(1 << k for k in range(present) if mine[k] > 50)
+        expected_votes.append([ballot, int((mine > 95).any()), int((mine > 3).all())])
+    np.testing.assert_array_equal(out.reshape(threads, 4), np.array(expected_out, dtype))
+    np.testing.assert_array_equal(votes.reshape(threads, 3), np.array(expected_votes, np.uint32))
+
+
+def test_shuffles_name_the_lanes_present_unless_the_blocks_are_whole_warps():
+    from ptxpy.transpiler import driver
+
+    source = src(PARTIAL_WARP_SHUFFLES.format(t="u32"))
+    program = driver.parse(source, "kernels.py")
+    for whole, clamp, members in ((False, r"%r\d+", r"%r\d+"), (True, "0x1f", "0xffffffff")):
+        options = driver.Options("sm_90", whole_warps=whole)
+        ptx = driver.compile_kernel(program, "shuffles", None, frozenset(), options).kernel.ptx
+        shuffles = re.findall(r"shfl\.sync\.(\w+)\.b32 %r\d+, %r\d+, \S+, (\S+), (\S+);", ptx)
+        assert sorted(mode for mode, _, _ in shuffles) == ["bfly", "down", "idx", "up"]
+        for mode, c, mask in shuffles:
+            assert re.fullmatch(members, mask), (whole, mode, mask)
+            assert re.fullmatch("0x0" if mode == "up" else clamp, c), (whole, mode, c)
+        votes = re.findall(r"vote\.sync\.\w+\.\w+ %\w+, %p\d+, (\S+);", ptx)
+        assert len(votes) == 3 and all(re.fullmatch(members, mask) for mask in votes), votes
+
+
 def test_warps_follow_the_linear_thread_index_in_2d_blocks():
     source = src("""
 @ptxpy.jit

@@ -24,7 +24,8 @@ class Options:
     #: reads them through the coherent path, not the read-only one, as it writes that memory
     aliased: tuple = ()
     #: every launch of the kernel has blocks of a multiple of 32 threads (the decorator knows its
-    #: block): warp reductions need no path for a warp with lanes missing
+    #: block): warp reductions need no path for a warp with lanes missing, and shuffles and
+    #: votes name all 32 lanes rather than those present
     whole_warps: bool = False
     #: by-reference 64-bit scalars that arrive in 32 bits (JAX without jax_enable_x64 holds
     #: i64, u64, f64 as i32, u32, f32): the kernel loads that and widens it

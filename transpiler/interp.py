@@ -583,8 +583,9 @@ class _Thread:
         return self.value(instr.args[0])
 
     def op_vote(self, instr: Instr):
-        if len(instr.args) == 1:   # (a compare-and-swap loop's vote: the thread runs it alone)
-            self.require_lone_thread("vote")
+        members = instr.args[1] if len(instr.args) > 1 else None
+        if getattr(members, "op", None) != "activemask":   # (a compare-and-swap loop's vote over
+            self.require_lone_thread("vote")                #  the lanes entering: run alone here)
         taken = bool(self.value(instr.args[0]))
         if instr.attrs["mode"] == "ballot":
             return 1 << self.sreg("laneid") if taken else 0

@@ -238,7 +238,7 @@ def _ops() -> dict[str, OpSpec]:
     ops["store"] = OpSpec("free", 2, effects=True)
     ops["vstore"] = OpSpec("free", None, effects=True)
     ops["atom"] = OpSpec("free", None, effects=True)
-    ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask]
+    ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask[, clamp]]
     ops["vote"] = OpSpec("free", None, effects=True)   # predicate[, member mask]
     ops["barrier"] = OpSpec("free", 0, effects=True)
     ops["activemask"] = OpSpec("free", 0, effects=True)   # the lanes running it together

@@ -480,44 +480,71 @@ def _thread_private_atomic(b, array, indices, op: str, values: list):
 
 
 # --- warp ------------------------------------------------------------------------------------
-def shuffle(b, mode: str, value, lane, members=None):
+def shuffle(b, mode: str, value, lane, members=None, last=None):
     """`shfl.sync` of any scalar: 32-bit pieces, the value's own when the source is out of range.
-    `members`: the lanes taking part (a `u32` mask value), else the whole warp."""
+    `members`: the lanes taking part (a `u32` mask value), else the whole warp; `last`: the
+    highest lane that idx/down/bfly may read (an `i32` value, the `c` operand), else 31."""
     lane = b.coerce_bits(lane, i32)
     ty = value.type
     if ty.bits == 32:
         extra = [] if members is None else [members]
+        if last is not None and mode != "up":
+            return b.emit("shfl", ty, [value, lane, members, last], {"mode": mode})
         return b.emit("shfl", ty, [value, lane, *extra], {"mode": mode, "clamp": 0 if mode == "up" else 31})
+    again = lambda piece: shuffle(b, mode, piece, lane, members, last)
     if ty.is_bool:
-        return b.as_bool(shuffle(b, mode, b.emit("cvt", u32, [value]), lane, members))
+        return b.as_bool(again(b.emit("cvt", u32, [value])))
     if ty.bits == 64:
         bits = value if ty == u64 else b.emit("bitcast", u64, [value])
-        low = shuffle(b, mode, b.emit("cvt", u32, [bits]), lane, members)
-        high = shuffle(b, mode, b.emit("cvt", u32, [b.op("shr", bits, ir.Const(i32, 32))]), lane, members)
+        low = again(b.emit("cvt", u32, [bits]))
+        high = again(b.emit("cvt", u32, [b.op("shr", bits, ir.Const(i32, 32))]))
         high = b.op("shl", b.emit("cvt", u64, [high]), ir.Const(i32, 32))
         joined = b.op("or", high, b.emit("cvt", u64, [low]))
         return joined if ty == u64 else b.emit("bitcast", ty, [joined])
     if ty.is_float:
         bits = b.emit("bitcast", u16, [value])
-        moved = shuffle(b, mode, b.emit("cvt", u32, [bits]), lane, members)
+        moved = again(b.emit("cvt", u32, [bits]))
         return b.emit("bitcast", ty, [b.emit("cvt", u16, [moved])])
     wide = i32 if ty.is_signed else u32
-    return b.emit("cvt", ty, [shuffle(b, mode, b.emit("cvt", wide, [value]), lane, members)])
+    return b.emit("cvt", ty, [again(b.emit("cvt", wide, [value]))])
+
+
+def _present_lanes(b):
+    """The lanes of this thread's warp that exist, lanes 0 to count - 1 (fewer than 32 only in
+    the last warp of a block whose size is not a multiple of 32): (count, their `u32` mask)."""
+    first = b.op("and", _linear_thread(b), ir.Const(i32, -32))
+    count = b.op("min", b.op("sub", _block_threads(b), first), ir.Const(i32, 32))
+    members = b.op("sub", b.op("shl", ir.Const(u32, 1), count), ir.Const(u32, 1))  # 1 << 32 is 0
+    return count, members
+
+
+def _block_threads(b):
+    return b.op("mul", b.op("mul", sreg(b, "ntid.x"), sreg(b, "ntid.y")), sreg(b, "ntid.z"))
 
 
 def _shfl(mode: str):
+    """Where the launch's blocks may not be whole warps (the compile option `whole_warps`), a
+    shuffle names only the lanes present as members, and its clamp is the last of them: a
+    source lane that does not exist gives the caller's own value, as past the warp's edge,
+    where reading it would be undefined on the GPU."""
     def lower(b, e):
         value, lane = _args(b, e)
         if isinstance(e.type, Scalar):
             value = b.coerce(value, e.type)
-        return shuffle(b, mode, value, lane)
+        if b.func.options.get("whole_warps"):
+            return shuffle(b, mode, value, lane)
+        count, members = _present_lanes(b)
+        return shuffle(b, mode, value, lane, members, b.op("sub", count, ir.Const(i32, 1)))
     return lower
 
 
 def _vote(mode: str):
+    """A vote takes the lanes present (see `_shfl`)."""
     def lower(b, e):
         (p,) = _args(b, e)
-        return b.emit("vote", u32 if mode == "ballot" else bool_, [b.as_bool(p)], {"mode": mode})
+        members = [] if b.func.options.get("whole_warps") else [_present_lanes(b)[1]]
+        return b.emit("vote", u32 if mode == "ballot" else bool_, [b.as_bool(p), *members],
+                      {"mode": mode})
     return lower
 
 
@@ -533,7 +560,7 @@ def _warp_reduce(op: str):
             value = b.coerce(value, e.type)
         if b.func.options.get("whole_warps"):    # the launch's blocks are whole warps
             return _butterfly(b, op, value)
-        threads = b.op("mul", b.op("mul", sreg(b, "ntid.x"), sreg(b, "ntid.y")), sreg(b, "ntid.z"))
+        threads = _block_threads(b)
         ragged = b.emit("cmp", bool_, [b.op("and", threads, ir.Const(i32, 31)), ir.Const(i32, 0)],
                         {"pred": "ne"})
         result = b.hidden(value.type)
@@ -545,7 +572,7 @@ def _warp_reduce(op: str):
         b.br(done)
         b.seal(partial)
         b.start(partial)
-        b.write(result, _reduce_present_lanes(b, op, value, threads))
+        b.write(result, _reduce_present_lanes(b, op, value))
         b.br(done)
         b.seal(done)
         b.start(done)
@@ -559,14 +586,12 @@ def _butterfly(b, op: str, value):
     return value
 
 
-def _reduce_present_lanes(b, op: str, value, threads):
-    """op over `value` of the lanes that exist in this thread's warp (the block has `threads`;
-    they are lanes 0 to present - 1), the same in every lane: a tree of `shfl.down` into lane 0,
-    each step taking only lanes that exist, then lane 0's result to all. For a whole warp this
-    combines the values in the butterfly's order, so both paths give the same bits."""
-    first = b.op("and", _linear_thread(b), ir.Const(i32, -32))
-    present = b.op("min", b.op("sub", threads, first), ir.Const(i32, 32))
-    members = b.op("sub", b.op("shl", ir.Const(u32, 1), present), ir.Const(u32, 1))  # 1 << 32 is 0
+def _reduce_present_lanes(b, op: str, value):
+    """op over `value` of the lanes that exist in this thread's warp (`_present_lanes`), the
+    same in every lane: a tree of `shfl.down` into lane 0, each step taking only lanes that
+    exist, then lane 0's result to all. For a whole warp this combines the values in the
+    butterfly's order, so both paths give the same bits."""
+    present, members = _present_lanes(b)
     lane = sreg(b, "laneid")
     total = value
     for distance in (16, 8, 4, 2, 1):

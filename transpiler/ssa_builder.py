@@ -25,7 +25,8 @@ Notes on semantics (see also docs/design.md):
 - Shift amounts are converted to 32 bits; shifting by the width or more gives what PTX gives
   (0 for `<<` and unsigned `>>`, the sign for signed `>>`), negative amounts are not an error.
 - `shfl` attrs: `mode`, and `clamp` the PTX `c` operand (31 for idx/down/bfly, 0 for up); args:
-  value, lane and, optionally, the member mask (else the whole warp).
+  value, lane and, optionally, the member mask (else the whole warp) and the clamp as a value
+  (then no `clamp` attr: a block that is not whole warps clamps at its last present lane).
 - `math.exp` and the other transcendental functions inline the math library's `@ptxpy.func`
   of their type (`lower_intrinsics.call_library`, docs/math.md); f16/bf16 math is computed in f32.
 - A `local_array` whose every access has a compile-time index after unrolling is replaced by

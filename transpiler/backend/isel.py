@@ -1110,11 +1110,14 @@ class ISel:
         mode, t = instr.attrs.get("mode"), instr.type
         if mode not in ("up", "down", "bfly", "idx") or t.bits != 32:
             raise BackendError(f"shfl {mode} on {t}: needs mode up/down/bfly/idx and a 32-bit type")
-        clamp = instr.attrs.get("clamp", 0 if mode == "up" else 0x1F)
         value, lane = self.src(instr.args[0], imm=False), self.src(instr.args[1])
         members = self.src(instr.args[2]) if len(instr.args) > 2 else FULL_MASK
-        self.emit(f"shfl.sync.{mode}.b32", [self.reg(instr)],
-                  [value, lane, Imm(hex(clamp) if isinstance(clamp, int) else str(clamp)), members])
+        if len(instr.args) > 3:    # the clamp (the last lane it may read) as a value
+            clamp = self.src(instr.args[3])
+        else:
+            clamp = instr.attrs.get("clamp", 0 if mode == "up" else 0x1F)
+            clamp = Imm(hex(clamp) if isinstance(clamp, int) else str(clamp))
+        self.emit(f"shfl.sync.{mode}.b32", [self.reg(instr)], [value, lane, clamp, members])
 
     def op_vote(self, instr: ir.Instr) -> None:
         mode = instr.attrs.get("mode")
