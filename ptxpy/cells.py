@@ -49,14 +49,18 @@ def _binding(name: str, value, exported: dict) -> str | None:
         if module is None:
             return None
         return f"import {module}" if name == module else f"import {module} as {name}"
-    if isinstance(value, bool) or (isinstance(value, int) and -2**63 <= value < 2**64) or (
-            isinstance(value, float) and math.isfinite(value)):
+    if _is_number(value) or (type(value) is tuple and all(map(_is_number, value))):
         return f"{name} = {value!r}"
     attribute = exported.get(id(value))
     if attribute is not None:
         return (f"from ptxpy import {attribute}" if name == attribute
                 else f"from ptxpy import {attribute} as {name}")
     return None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, bool) or (isinstance(value, int) and -2**63 <= value < 2**64) or (
+        isinstance(value, float) and math.isfinite(value))
 
 
 def _ptxpy_exports() -> dict:

@@ -408,7 +408,8 @@ def run_cell(source: str, name: str, namespace: dict) -> None:
 def test_kernel_in_a_notebook_cell_sees_names_of_earlier_cells():
     namespace = {}
     run_cell("import math\nimport numpy as np\nimport ptxpy as px\nfrom ptxpy import Array, "
-             "f32 as F\nSCALE = 2.5\nN = 32\nlabel = 'not a kernel constant'\n",
+             "f32 as F\nSCALE = 2.5\nN = 32\nlabel = 'not a kernel constant'\nTILE = (1, 32)\n"
+             "NAMES = ('a', 1)\n",
              "<ipython-input-1-cafe>", namespace)
     run_cell('''
 @px.func
@@ -419,7 +420,7 @@ def twice(v: F) -> F:
 def cell_kernel(x: Array[F], out: Array[F]):
     i = px.global_id(0)
     if i < len(x):
-        out[i] = twice(math.sqrt(x[i])) + N
+        out[i] = twice(math.sqrt(x[i])) + N * TILE[0]
 ''', "<ipython-input-2-beef>", namespace)
     x = np.array([4.0, 9.0, 16.0], np.float32)
     np.testing.assert_array_equal(np.asarray(namespace["cell_kernel"](x)), np.sqrt(x) * 2.5 + 32)
@@ -427,6 +428,7 @@ def cell_kernel(x: Array[F], out: Array[F]):
     assert filename == "<ipython-input-2-beef>" and text.startswith("\n@px.func\n")
     assert "import ptxpy as px\nfrom ptxpy import Array\nfrom ptxpy import f32 as F\n" in text
     assert "SCALE = 2.5\nN = 32\n" in text and "label" not in text and "numpy" not in text
+    assert "TILE = (1, 32)\n" in text and "NAMES" not in text
 
 
 def test_a_cell_error_keeps_the_cells_own_line_numbers():

@@ -5,7 +5,7 @@ One kernel per construct of SPEC 2.1-2.3; each result is computed independently 
 import numpy as np
 import pytest
 
-from kernel_harness import Out, run
+from kernel_harness import Out, compile_source, run
 
 HEADER = """
 import math
@@ -547,6 +547,30 @@ def consts(out: Array[f32]):
     (out,) = run(source, "consts", [Out(64, np.float32)], grid=1, block=64)
     i = np.arange(64)
     np.testing.assert_allclose(out, ((i % 32) * 0.25 + 1e-3 + np.pi).astype(np.float32), rtol=1e-6)
+
+
+def test_tuple_module_constants_are_shapes_and_their_items_numbers():
+    source = src("""
+TILE = (4, 33)
+ROWS = TILE[0]
+WIDE = TILE[-1] * 2
+
+@ptxpy.jit
+def transpose(x: Array[f32, 2], out: Array[f32, 2], wide: Array[i32]):
+    s = ptxpy.shared_array(TILE, f32)
+    r = ptxpy.thread_idx.y
+    c = ptxpy.thread_idx.x
+    s[r, c] = x[r, c]
+    ptxpy.syncthreads()
+    out[c, r] = s[ROWS - 1 - r, c] * TILE[1]
+    wide[0] = WIDE
+""")
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    out, wide = run(source, "transpose", [x, Out((32, 4), np.float32), Out(1, np.int32)],
+                    grid=1, block=(32, 4))
+    np.testing.assert_array_equal(out, (x[::-1] * np.float32(33)).T)
+    assert wide[0] == 66
+    assert ".shared .align 16 .b8 smem_s[528];" in compile_source(source, "transpose").ptx
 
 
 def test_rms_norm_rows():

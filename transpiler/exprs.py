@@ -222,14 +222,18 @@ class ExprChecker:
         return e
 
     # constants
-    def const_value(self, node: cst.BaseExpression, what: str, hint: str = ""):
-        """The Python value of a compile-time expression, or a CompileError naming `what`."""
+    def const_value(self, node: cst.BaseExpression, what: str, hint: str = "", shape: bool = False):
+        """The Python value of a compile-time expression, or a CompileError naming `what`: a
+        number, or with `shape` also a tuple."""
         try:
-            return const_eval(node, self.const_lookup, self.const_callee)
+            value = const_eval(node, self.const_lookup, self.const_callee)
         except NotConstant as err:
             reason = f" ({err.reason})" if err.reason else ""
             raise self.error(f"{what} must be a compile-time constant: literals, module constants, "
                              f"Const parameters and arithmetic on them{reason}{hint}", node) from None
+        if isinstance(value, tuple) and not shape:
+            raise self.error(f"{what} must be a number, not the tuple {value!r}", node)
+        return value
 
     def const_callee(self, node: cst.CSTNode):
         return CONST_FUNCS.get(self.qualname(node) or "")
@@ -275,8 +279,29 @@ class ExprChecker:
         if name in self.local_names:
             raise self.error(f"local variable '{name}' is used before it is assigned", node)
         if name in self.scope.constants:
-            return weak_constant(self.scope.constants[name], self.loc(node))
+            return weak_constant(self.module_number(node), self.loc(node))
         return self.global_value(node)
+
+    def tuple_constant_item(self, node: cst.Subscript):
+        """`TILE[0]` of a module's tuple constant: a number known at compile time."""
+        try:
+            value = const_eval(node, self.const_lookup, self.const_callee)
+        except NotConstant as err:
+            reason, at = err.reason or "a tuple constant's index must be a compile-time integer", node
+            if err.node is not node and err.node is not node.value:    # in the index
+                reason, at = reason + " (a tuple constant's index must be a compile-time integer)", err.node
+            raise self.error(f"{code_of(node)}: {reason}", at) from None
+        if isinstance(value, tuple):
+            raise self.error(f"{code_of(node)} is the tuple {value!r}, not a number", node)
+        return value
+
+    def module_number(self, node: cst.Name):
+        value = self.scope.constants[node.value]
+        if isinstance(value, tuple):
+            raise self.error(f"'{node.value}' is the tuple constant {value!r}: use it as a shape "
+                             f"(ptxpy.shared_array({node.value}, f32)) or take an item of it "
+                             f"({node.value}[0])", node)
+        return value
 
     def _e_Attribute(self, node: cst.Attribute) -> typed.Expr:
         base = node.value
@@ -304,7 +329,8 @@ class ExprChecker:
             while isinstance(base, cst.Attribute):
                 base = base.value
             if isinstance(base, cst.Name) and base.value in self.scope.constants:
-                return self.error(f"'{base.value}' is a number; it has no attribute "
+                kind = "a tuple" if isinstance(self.scope.constants[base.value], tuple) else "a number"
+                return self.error(f"'{base.value}' is {kind}; it has no attribute "
                                   f"'{node.attr.value}'", node)
             if isinstance(base, cst.Name) and self.scope.global_qualname(base.value) is None:
                 return self.name_error(base, None)
@@ -355,6 +381,8 @@ class ExprChecker:
             return typed.Load(self.loc(node), self.arrays[name].elem, name, indices)
         if isinstance(base, cst.Call):
             return self.tuple_item(node)
+        if isinstance(base, cst.Name) and base.value in self.scope.constants and not self.is_local(base.value):
+            return weak_constant(self.tuple_constant_item(node), self.loc(node))
         if isinstance(base, cst.Name) and base.value in self.vars:
             raise self.error(f"'{base.value}' is a scalar ({self.vars[base.value]}), not an array", node)
         raise self.error(f"'{code_of(base)}' cannot be indexed (only arrays can)", node)

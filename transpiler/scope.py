@@ -130,6 +130,8 @@ def const_eval(node: cst.BaseExpression, lookup, callee=None):
         return const_eval(chosen, lookup, callee)
     if isinstance(node, cst.Tuple):
         return tuple(_element(e, lookup, callee) for e in node.elements)
+    if isinstance(node, cst.Subscript):
+        return _eval_tuple_item(node, lookup, callee)
     if isinstance(node, cst.Call):
         return _eval_call(node, lookup, callee)
     raise NotConstant(node)
@@ -158,6 +160,21 @@ def _eval_compare(node: cst.Comparison, lookup, callee):
             return False
         left = right
     return True
+
+
+def _eval_tuple_item(node: cst.Subscript, lookup, callee):
+    """`TILE[0]` of a tuple constant (one integer index, negative ones from the end)."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        raise NotConstant(node, "index a tuple constant with one integer")
+    value = const_eval(node.value, lookup, callee)
+    index = const_eval(node.slice[0].slice.value, lookup, callee)
+    if not isinstance(value, tuple):
+        raise NotConstant(node.value, f"{code_of(node.value)} is a number, not a tuple")
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise NotConstant(node, f"the index {index!r} is not an integer")
+    if not -len(value) <= index < len(value):
+        raise NotConstant(node, f"index {index!r} is out of range for the tuple {value!r}")
+    return value[index]
 
 
 def _eval_call(node: cst.Call, lookup, callee):
@@ -227,7 +244,7 @@ class ModuleScope:
             result = None
         for name in names:
             self._forget(name)
-            if _is_number(result):
+            if _is_number(result) or _is_number_tuple(result):
                 self.constants[name] = result
             else:
                 self.others[name] = "a module-level variable that is not a compile-time constant"
@@ -339,6 +356,11 @@ def dotted_name(node: cst.CSTNode) -> str | None:
 
 def _is_number(value) -> bool:
     return isinstance(value, (bool, int, float))
+
+
+def _is_number_tuple(value) -> bool:
+    """A tuple constant (`TILE = (32, 33)`): a shape, or numbers its items give (`TILE[0]`)."""
+    return isinstance(value, tuple) and all(_is_number(item) for item in value)
 
 
 # --- annotations -----------------------------------------------------------------------------

@@ -572,7 +572,7 @@ class FunctionChecker(ExprChecker, CallChecker):
         space = "shared" if self.qualname(call.func) == "ptxpy.shared_array" else "local"
         label = f"ptxpy.{space}_array"
         shape_node, dtype_node = self.args(call, label, 2, keywords=("shape", "dtype"))
-        shape = self.const_value(shape_node, f"the shape of {label}")
+        shape = self.const_value(shape_node, f"the shape of {label}", shape=True)
         shape = shape if isinstance(shape, tuple) else (shape,)
         if not 1 <= len(shape) <= 4 or not all(
                 isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape):
