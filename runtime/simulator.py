@@ -1593,7 +1593,7 @@ def _c_shfl(k, ins, m: _Mods) -> _Op:
 
     def run(ctx, mask):
         ctx.check_converged(mask, rmask(ctx), ins)
-        value, valid = ctx.shuffle(ra(ctx), rb(ctx), rc(ctx), mode)
+        value, valid = ctx.shuffle(ra(ctx), rb(ctx), rc(ctx), mode, mask, ins)
         wd(ctx, value, mask)
         if wp is not None:
             wp(ctx, valid, mask)
@@ -1975,7 +1975,7 @@ class _Batch:
             raise SimulatorError(f"{self.kernel.where(ins)}: `{ins.text}`: lanes named in the member "
                                  f"mask are live but not executing it; {self.describe(lane)}")
 
-    def shuffle(self, value, b, c, mode: str):
+    def shuffle(self, value, b, c, mode: str, mask=None, ins=None):
         t = self.special("%tid_linear")
         lane = t % 32
         b = np.asarray(b).astype(np.int64) & 31
@@ -1991,6 +1991,12 @@ class _Batch:
             ok = j <= max_lane
         ok = ok & (t - lane + j < self.T) & (j >= 0)
         src = np.where(ok, np.arange(self.n) - lane + j, np.arange(self.n))
+        gone = self.active_array(mask) & ~self.live[src]
+        if gone.any():     # (a lane that returned before the call: its registers are undefined)
+            reader = int(np.argmax(gone))
+            raise SimulatorError(f"{self.kernel.where(ins)}: `{ins.text}`: reads lane "
+                                 f"{int(j[reader] if np.ndim(j) else j)}, which has exited; "
+                                 f"{self.describe(reader)}")
         value = np.asarray(value)
         return (value if value.ndim == 0 else value[src]), ok
 
@@ -2130,8 +2136,16 @@ class _Batch:
         at another instruction or a barrier, or skipped this one."""
         lane = int(np.argmax(self.warp_waiting))
         op = self.kernel.code[int(self.pc[lane])]
-        raise SimulatorError(f"{op.where}: `{op.ins.text}`: lanes named in the member mask are "
-                             f"live but never execute it with this lane; {self.describe(lane)}")
+        members = np.broadcast_to(np.asarray(op.members(self)).astype(np.uint32), (self.n,))[lane]
+        exited = int(self.warp_bits(~self.live)[lane]) & int(members)
+        if exited:     # they were live when this lane arrived
+            first = (exited & -exited).bit_length() - 1
+            why = (f"lane {first} of the warp, named in the member mask, has exited (a `return` "
+                   f"before the call?) instead of executing it with this lane; every lane of the "
+                   f"warp must make a warp call together")
+        else:
+            why = "lanes named in the member mask are live but never execute it with this lane"
+        raise SimulatorError(f"{op.where}: `{op.ins.text}`: {why}; {self.describe(lane)}")
 
     def _release_barrier(self):
         waiting = self.waiting.reshape(self.B, self.T)

@@ -680,6 +680,54 @@ def test_shuffling_lanes_wait_for_the_rest_of_their_warp():
         run_kernel(LATE_LANES, "late", grid=1, block=64, args=[out, 5])
 
 
+EARLY_EXIT = HEADER + """
+.visible .entry early(.param .u64 out)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    mov.u32 %r1, %tid.x;
+    setp.ge.u32 %p1, %r1, 8;
+    @%p1 ret;
+    shfl.sync.down.b32 %r2, %r1, 4, 0x1f, 0xffffffff;
+    ld.param.u64 %rd1, [out];
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    ret;
+}
+"""
+
+
+def test_a_shuffle_from_a_lane_that_has_exited_is_an_error():
+    """Lanes 8 to 31 leave before the shuffle: lanes 0 to 3 read lanes 4 to 7, which are there,
+    and lane 4 reads lane 8, whose registers are gone (undefined on the GPU)."""
+    out = np.zeros(32, np.uint32)
+    with pytest.raises(SimulatorError, match=r"`shfl\.sync\.down.*`: reads lane 8, which has "
+                                             r"exited; thread \(4,0,0\)"):
+        run_kernel(EARLY_EXIT, "early", grid=1, block=32, args=[out])
+
+
+def test_a_warp_function_after_a_return_names_the_lane_that_left():
+    from kernel_harness import compile_source
+
+    kernel = compile_source("""
+import ptxpy
+from ptxpy import Array, f32
+
+@ptxpy.jit
+def k(x: Array[f32], out: Array[f32]):
+    t = ptxpy.thread_idx.x
+    if t >= len(x):
+        return
+    out[t] = ptxpy.shfl_xor_sync(x[t], 16)
+""", "k")
+    x = np.ones(40, np.float32)
+    with pytest.raises(SimulatorError, match=r"^kernels\.py:10: `shfl\.sync\.bfly.*`: lane 8 of the "
+                       r"warp, named in the member mask, has exited \(a `return` before the call\?\)"):
+        run_kernel(kernel.ptx, "k", grid=1, block=64, args=[x, 40, np.zeros(40, np.float32), 40])
+
+
 def test_bar_warp_sync_makes_lanes_wait_for_their_mask():
     """Lanes leave a loop at different iterations; after `bar.warp.sync` on the mask they
     entered with, they run together again: `activemask` names all 32 (a partial warp: its own)."""
