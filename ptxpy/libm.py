@@ -2,7 +2,8 @@
 
 The compiler reads this file with its own frontend (transpiler/mathlib.py) and inlines
 `NAME_f32` or `NAME_f64` wherever a kernel calls `math.NAME` on that type: exp exp2 log log2
-log10 sin cos tan tanh erf pow. It is never imported to compute anything. Everything here is
+log10 sin cos tan tanh erf pow fmod; and `floordiv_*`/`floormod_*` for the float operators `//`
+and `%`. It is never imported to compute anything. Everything here is
 built from correctly rounded IEEE operations (add, sub, mul, div and fma in round-to-nearest,
 integer arithmetic, conversions, `ptxpy.bitcast`), so the GPU and ptxpy's simulator compute the
 same bits. Two private helpers exist only for this file: `ptxpy._rint` (round to the nearest
@@ -1054,3 +1055,159 @@ def pow_f32(x: f32, y: f32) -> f32:
     if y != y:
         return y
     return f32(pow_f64(f64(x), f64(y)))
+
+
+# --- remainders: math.fmod, and Python's float // and % -----------------------------------------
+# The remainder x - n*y of a truncated quotient n is representable in the type of x and y, so it
+# is computed exactly, by long division of the significands, one bit a step, as musl does: a
+# step per binade between x and y (at most 277 for f32, 2099 for f64), then a step per bit of
+# cancellation. Python's // and % (and NumPy's) are built on it.
+@ptxpy.func
+def fmod_f64(x: f64, y: f64) -> f64:
+    """C's fmod: x - n*y for n = trunc(x / y), exact, with the sign of x; x for an infinite
+    y; NaN for an infinite x, a zero y or a NaN."""
+    ux = ptxpy.bitcast(x, u64)
+    uy = ptxpy.bitcast(y, u64)
+    ex = i32(ux >> 52) & 0x7FF
+    ey = i32(uy >> 52) & 0x7FF
+    if (uy << 1) == 0 or ex == 0x7FF or y != y:
+        return (x * y) / (x * y)
+    if (ux << 1) <= (uy << 1):
+        return x * 0.0 if (ux << 1) == (uy << 1) else x
+    mx = ux & 0xFFFFFFFFFFFFF
+    my = uy & 0xFFFFFFFFFFFFF
+    if ex == 0:                     # a subnormal: its leading one to bit 52
+        ex = 1
+        while mx < 0x10000000000000:
+            mx <<= 1
+            ex -= 1
+    else:
+        mx |= 0x10000000000000
+    if ey == 0:
+        ey = 1
+        while my < 0x10000000000000:
+            my <<= 1
+            ey -= 1
+    else:
+        my |= 0x10000000000000
+    while ex > ey:                  # mx < 2 my throughout
+        if mx >= my:
+            mx -= my
+        mx <<= 1
+        ex -= 1
+    if mx >= my:
+        mx -= my
+    if mx == 0:
+        return x * 0.0
+    while mx < 0x10000000000000:
+        mx <<= 1
+        ex -= 1
+    if ex > 0:
+        mx = (mx & 0xFFFFFFFFFFFFF) | (u64(ex) << 52)
+    else:                           # subnormal: the bits shifted out are zeros (it is exact)
+        mx >>= u32(1 - ex)
+    return ptxpy.bitcast(mx | (ux & (u64(1) << 63)), f64)
+
+
+@ptxpy.func
+def floormod_f64(x: f64, y: f64) -> f64:
+    """Python's x % y: the exact remainder, moved into y's sign; zero takes y's sign; NaN for
+    y == 0 (where Python raises)."""
+    mod = fmod_f64(x, y)
+    if mod == 0.0:
+        return math.copysign(0.0, y)
+    if (y < 0.0) != (mod < 0.0):
+        mod += y
+    return mod
+
+
+@ptxpy.func
+def floordiv_f64(x: f64, y: f64) -> f64:
+    """Python's x // y: (x - mod) / y for the exact remainder mod, one less where mod moves
+    into y's sign, snapped to the integer it must be; x / y for y == 0 (where Python raises)."""
+    if y == 0.0:
+        return x / y
+    mod = fmod_f64(x, y)
+    div = (x - mod) / y
+    if mod != 0.0 and (y < 0.0) != (mod < 0.0):
+        div -= 1.0
+    if div == 0.0:
+        return math.copysign(0.0, x / y)
+    q = math.floor(div)
+    if div - q > 0.5:
+        q += 1.0
+    return q
+
+
+@ptxpy.func
+def fmod_f32(x: f32, y: f32) -> f32:
+    """fmod_f64 in f32 (C's fmodf)."""
+    ux = ptxpy.bitcast(x, u32)
+    uy = ptxpy.bitcast(y, u32)
+    ex = i32(ux >> 23) & 0xFF
+    ey = i32(uy >> 23) & 0xFF
+    if (uy << 1) == 0 or ex == 0xFF or y != y:
+        return (x * y) / (x * y)
+    if (ux << 1) <= (uy << 1):
+        return x * 0.0 if (ux << 1) == (uy << 1) else x
+    mx = ux & 0x7FFFFF
+    my = uy & 0x7FFFFF
+    if ex == 0:
+        ex = 1
+        while mx < 0x800000:
+            mx <<= 1
+            ex -= 1
+    else:
+        mx |= 0x800000
+    if ey == 0:
+        ey = 1
+        while my < 0x800000:
+            my <<= 1
+            ey -= 1
+    else:
+        my |= 0x800000
+    while ex > ey:
+        if mx >= my:
+            mx -= my
+        mx <<= 1
+        ex -= 1
+    if mx >= my:
+        mx -= my
+    if mx == 0:
+        return x * 0.0
+    while mx < 0x800000:
+        mx <<= 1
+        ex -= 1
+    if ex > 0:
+        mx = (mx & 0x7FFFFF) | (u32(ex) << 23)
+    else:
+        mx >>= u32(1 - ex)
+    return ptxpy.bitcast(mx | (ux & u32(0x80000000)), f32)
+
+
+@ptxpy.func
+def floormod_f32(x: f32, y: f32) -> f32:
+    """floormod_f64 in f32 (NumPy's float32 %)."""
+    mod = fmod_f32(x, y)
+    if mod == 0.0:
+        return math.copysign(0.0, y)
+    if (y < 0.0) != (mod < 0.0):
+        mod += y
+    return mod
+
+
+@ptxpy.func
+def floordiv_f32(x: f32, y: f32) -> f32:
+    """floordiv_f64 in f32 (NumPy's float32 //)."""
+    if y == 0.0:
+        return x / y
+    mod = fmod_f32(x, y)
+    div = (x - mod) / y
+    if mod != 0.0 and (y < 0.0) != (mod < 0.0):
+        div -= 1.0
+    if div == 0.0:
+        return math.copysign(0.0, x / y)
+    q = math.floor(div)
+    if div - q > 0.5:
+        q += 1.0
+    return q

@@ -74,8 +74,8 @@ the compiler: integers wrap at their width; floats are held as Python floats wit
 value of their type, each operation computed in float64 (exact or, with float64's more than
 twice the precision, rounded innocently) and rounded once to the type, round to nearest even,
 by `round_float` below (integer sources are rounded exactly, bit by bit); float -> int
-truncates toward zero and saturates, NaN gives 0; float `//` is `floor(a / b)` and `%` is
-`a - (a // b) * b`, each step rounded in the type; float `min`/`max` ignore a NaN operand and
+truncates toward zero and saturates, NaN gives 0; float `//` and `%` are Python's, as NumPy
+computes them in the type (f16 and bf16 in f32); float `min`/`max` ignore a NaN operand and
 order -0.0 below +0.0 (PTX `min`/`max`, CUDA's `fminf`). `test_reference_rounding_matches_numpy`
 checks the rounding helpers against NumPy and ml_dtypes, and `test_reference_promotion_...`
 the promotion table against `jax.numpy.promote_types`.
@@ -275,8 +275,13 @@ def float_arith(op: str, x: float, y: float, ty: str) -> float:
     return round_float(float(r), ty)
 
 
-def float_floor(x: float) -> float:
-    return float(np.floor(np.float64(x)))
+def float_floor_division(op: str, x: float, y: float, ty: str) -> float:
+    """Python's float `//` or `%` (from the exact remainder) as NumPy computes it in the type,
+    f16 and bf16 in f32; `y == 0` gives what NumPy gives (x / y, and NaN)."""
+    as_type = np.float64 if ty == "f64" else np.float32
+    with np.errstate(all="ignore"):
+        r = (np.floor_divide if op == "//" else np.remainder)(as_type(x), as_type(y))
+    return round_float(float(r), ty)
 
 
 def float_min_max(op: str, x: float, y: float) -> float:
@@ -380,14 +385,7 @@ def binop(a: Expr, op: str, b: Expr) -> Expr:
     if ty in FLOAT_TYPES:
         if op in ("+", "-", "*", "/"):
             return Expr(src, ty, lambda env: float_arith(op, fa(env), fb(env), ty))
-        if op == "//":
-            return Expr(src, ty, lambda env: float_floor(float_arith("/", fa(env), fb(env), ty)))
-
-        def fmod(env):
-            x, y = fa(env), fb(env)
-            q = float_floor(float_arith("/", x, y, ty))
-            return float_arith("-", x, float_arith("*", q, y, ty), ty)
-        return Expr(src, ty, fmod)
+        return Expr(src, ty, lambda env: float_floor_division(op, fa(env), fb(env), ty))
     py = py_op(op)
     return Expr(src, ty, lambda env: wrap(py(fa(env), fb(env)), ty))
 

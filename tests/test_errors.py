@@ -234,7 +234,7 @@ CASES = [
      "kernels.py:6:16: error: 'in' is not supported in kernels"),
     ('math_unsupported',
      '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = math.atan2(1.0, 2.0)\n',
-     'kernels.py:6:14: error: math.atan2 is not supported in kernels (supported: ceil copysign cos erf exp exp2 fabs floor isfinite isinf isnan log log10 log2 pow sin sqrt tan tanh, and the constants pi e inf nan)'),
+     'kernels.py:6:14: error: math.atan2 is not supported in kernels (supported: ceil copysign cos erf exp exp2 fabs floor fmod isfinite isinf isnan log log10 log2 pow sin sqrt tan tanh, and the constants pi e inf nan)'),
     ('ptxpy_unknown',
      '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = ptxpy.thread_id()\n',
      "kernels.py:6:14: error: ptxpy has no attribute 'thread_id'"),

@@ -333,20 +333,51 @@ def tiles(out: Array[i32]):
     np.testing.assert_array_equal(out, i // 32 + i % 32)
 
 
-def test_float_floordiv_and_mod():
-    source = src("""
+FLOAT_DIVISIONS = """
 @ptxpy.jit
-def ffloor(a: Array[f32], b: Array[f32], q: Array[f32], r: Array[f32]):
+def divisions(a: Array[{t}], b: Array[{t}], q: Array[{t}], r: Array[{t}], m: Array[{t}]):
     i = ptxpy.global_id(0)
     if i < len(a):
         q[i] = a[i] // b[i]
         r[i] = a[i] % b[i]
-""")
-    a = rng.uniform(-10, 10, 100).astype(np.float32)
-    b = rng.uniform(0.5, 3, 100).astype(np.float32) * rng.choice([-1, 1], 100).astype(np.float32)
-    q, r = run(source, "ffloor", [a, b, Out(100, np.float32), Out(100, np.float32)], grid=1, block=128)
-    np.testing.assert_allclose(q, np.floor_divide(a, b))
-    np.testing.assert_allclose(r, np.mod(a, b), atol=2e-6)
+        m[i] = math.fmod(a[i], b[i])
+"""
+
+
+def float_division_operands(dtype, n=192):
+    """Random operands of every magnitude, quotients that round across an integer (3.0 and
+    0.1), and every pair of the special values."""
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.1, 3.0, -7.5, 2.0],
+                       np.float64)
+    tiny, huge = (5e-324, 1e300) if dtype == np.float64 else (1e-45, 3e38) if dtype == np.float32 else (6e-8, 6e4)
+    special = np.concatenate([special, [tiny, -tiny, huge, -huge]]).astype(dtype)
+    wide = np.float64 if dtype == np.float64 else np.float32
+    digits = {np.float64: 30, np.float32: 6, np.float16: 2}[dtype]
+    scale = 10.0 ** rng.integers(-digits, digits, (2, n))
+    a, b = (rng.standard_normal((2, n)) * scale).astype(wide).astype(dtype)
+    return (np.concatenate([np.repeat(special, len(special)), a]),
+            np.concatenate([np.tile(special, len(special)), b]))
+
+
+@pytest.mark.parametrize("t,dtype", [("f32", np.float32), ("f64", np.float64), ("f16", np.float16)])
+def test_float_floordiv_mod_and_fmod_are_numpys_bit_for_bit(t, dtype):
+    """`//` and `%` on floats are Python's (from the exact remainder, as NumPy computes them
+    in the type; f16 in f32), `math.fmod` is C's: equal bits, signed zeros and NaNs included.
+    `3.0 // 0.1` is 29.0 (the quotient 30.000000000000004 rounds across 30)."""
+    a, b = float_division_operands(dtype)
+    q, r, m = run(src(FLOAT_DIVISIONS.format(t=t)), "divisions",
+                  [a, b] + [Out(len(a), dtype)] * 3, grid=-(-len(a) // 128), block=128)
+    wide = np.float64 if dtype == np.float64 else np.float32
+    with np.errstate(all="ignore"):
+        expected = [f(a.astype(wide), b.astype(wide)).astype(dtype)
+                    for f in (np.floor_divide, np.remainder, np.fmod)]
+    bits = {np.float64: np.uint64, np.float32: np.uint32, np.float16: np.uint16}[dtype]
+    for got, want, name in zip((q, r, m), expected, ("//", "%", "fmod")):
+        same = (got.view(bits) == want.view(bits)) | (np.isnan(got) & np.isnan(want))
+        assert same.all(), (name, a[~same][:4], b[~same][:4], got[~same][:4], want[~same][:4])
+    if dtype == np.float64:
+        k = np.nonzero((a == 3.0) & (b == np.float64(0.1)))[0][0]
+        assert (q[k], r[k]) == (3.0 // 0.1, 3.0 % 0.1) and q[k] == 29.0
 
 
 def test_power_with_constant_integer_exponents():

@@ -982,6 +982,24 @@ def test_sccp_drops_a_min_or_max_repeated_on_one_of_its_operands(t, op, form):
             assert run_scalar(func, t, x, y) == run_scalar(reference, t, x, y), (x, y)
 
 
+@pytest.mark.parametrize("pred", ["eq", "ne"])
+@pytest.mark.parametrize("constant", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+def test_sccp_compares_a_bool_with_a_constant_as_the_bool_itself(pred, constant, left):
+    """`p != False` and `p == True` (either side) are p: no predicate constant is materialised
+    to compare with (the library's `(y < 0.0) != (mod < 0.0)` once y's sign is known)."""
+    def body(b, x, y):
+        less = b("cmp", bool_, x, y, pred="lt")
+        pair = (Const(bool_, constant), less) if left else (less, Const(bool_, constant))
+        return b("cvt", i32, b("cmp", bool_, *pair, pred=pred))
+    reference = scalar_kernel(i32, body)
+    func = run_pass(sccp.run, scalar_kernel(i32, body))
+    compares = [i for i in func.instrs() if i.op == "cmp"]
+    assert len(compares) == (1 if (pred == "eq") == constant else 2)
+    for x, y in ((1, 2), (2, 1), (3, 3)):
+        assert run_scalar(func, i32, x, y) == run_scalar(reference, i32, x, y)
+
+
 # --- FMA contraction (fast_math) ---------------------------------------------------------------
 def fused_reference(a, b, c):
     """fma(a, b, c) for f32 arrays: the f64 product is exact, the f64 sum is rounded to odd

@@ -11,7 +11,7 @@ from .scope import CONST_FUNCS, code_of, scalar_named
 
 MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil fabs".split())
 MATH_PREDICATES = frozenset("isnan isinf isfinite".split())
-MATH_BINARY = frozenset(["copysign", "pow"])
+MATH_BINARY = frozenset(["copysign", "pow", "fmod"])
 FAST_UNARY = frozenset("rsqrt fast_exp fast_log fast_sin fast_cos".split())
 ATOMICS = frozenset("atomic_add atomic_sub atomic_min atomic_max atomic_and atomic_or atomic_xor "
                     "atomic_exch atomic_cas".split())

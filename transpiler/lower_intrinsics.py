@@ -25,7 +25,7 @@ LOG10_2 = 0.3010299956639812
 
 SREG_BASES = {"thread_idx": "tid", "block_idx": "ctaid", "block_dim": "ntid", "grid_dim": "nctaid"}
 #: math functions computed by the accurate library (ptxpy/libm.py: NAME_f32, NAME_f64)
-LIBRARY_MATH = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "pow")
+LIBRARY_MATH = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "pow", "fmod")
 #: the `fast_*` functions: the accurate function they approximate (used for f64 arguments)
 FAST_FUNCTIONS = {"fast_exp": "exp", "fast_log": "log", "fast_sin": "sin", "fast_cos": "cos"}
 ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec")

@@ -189,7 +189,7 @@ CONST_FUNCS = {
     "builtins.abs": abs, "builtins.min": min, "builtins.max": max, "builtins.int": int,
     "builtins.float": float, "builtins.bool": bool, "ptxpy.cdiv": lambda a, b: -(-a // b),
     **{f"math.{name}": getattr(math, name) for name in
-       "sqrt exp log log2 log10 sin cos tan tanh floor ceil fabs".split()},
+       "sqrt exp log log2 log10 sin cos tan tanh floor ceil fabs fmod copysign".split()},
 }
 
 

@@ -923,12 +923,24 @@ class _Builder:
             return self.divide(left, right)
         if op in ("floordiv", "mod"):
             if ty.is_float:
-                quotient = self.op("floor", self.divide(left, right))
-                return quotient if op == "floordiv" else self.op("sub", left, self.op("mul", quotient, right))
+                return self.float_floor_division(op, ty, left, right)
             if ty.is_signed:
                 return self.emit("floordiv" if op == "floordiv" else "floormod", ty, [left, right])
             return self.emit("div" if op == "floordiv" else "rem", ty, [left, right])
         raise CompileError(f"unknown binary operator '{op}'", self.loc)
+
+    def float_floor_division(self, op: str, ty: Scalar, left, right):
+        """Python's float `//` or `%`: the math library's, from the exact remainder (f16 and
+        bf16 in f32, as NumPy computes them); under fast_math, f32 takes floor(a / b) and
+        a - floor(a / b) * b instead (docs/language.md)."""
+        if self.fast_math and ty == f32:
+            quotient = self.op("floor", self.divide(left, right))
+            return quotient if op == "floordiv" else self.op("sub", left, self.op("mul", quotient, right))
+        from .lower_intrinsics import call_library
+
+        wide = ty if ty in (f32, f64) else f32
+        name = "floordiv" if op == "floordiv" else "floormod"
+        return self.coerce(call_library(self, f"{name}_{wide}", [left, right]), ty)
 
     def divide(self, left, right):
         if self.fast_math and left.type == f32:

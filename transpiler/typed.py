@@ -108,7 +108,7 @@ class Intrinsic(Expr):
     """A call the SSA builder lowers directly.
 
     names: 'abs' 'sqrt' 'rsqrt' 'exp' 'exp2' 'log' 'log2' 'log10' 'sin' 'cos' 'tan' 'tanh'
-    'erf' 'floor' 'ceil' 'fabs' 'copysign' 'pow' 'isnan' 'isinf' 'isfinite' 'fma'
+    'erf' 'floor' 'ceil' 'fabs' 'copysign' 'pow' 'fmod' 'isnan' 'isinf' 'isfinite' 'fma'
     'fast_exp' 'fast_log' 'fast_sin' 'fast_cos'
     'thread_idx.x' ... 'grid_dim.z' (i32), 'lane_id', 'warp_id', 'global_id' (args: [axis const])
     'program_id' 'num_programs' (args: [axis const]), 'syncthreads' (type None)

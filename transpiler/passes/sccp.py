@@ -366,6 +366,9 @@ def simplify(instr: Instr) -> Value | None:
         return _float_identity(op, a, b)
     if op == "cmp" and a.type.is_int and _same(a, b):
         return Const(t, instr.attrs["pred"] in ("eq", "le", "ge"))
+    if op == "cmp" and a.type.is_bool and instr.attrs["pred"] in ("eq", "ne"):
+        keeps = instr.attrs["pred"] == "eq"      # p == True and p != False are p
+        return a if _is(b, keeps) else b if _is(a, keeps) else None
     return None
 
 
