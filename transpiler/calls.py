@@ -6,8 +6,8 @@ import libcst as cst
 from ptxpy.types import ArrayType, Scalar, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from . import typed
-from .exprs import convert, fits, is_weak, join, truthy, weak_constant
-from .scope import CONST_FUNCS, code_of, scalar_named
+from .exprs import THREAD_NAMES, convert, fits, is_weak, join, truthy, weak_constant
+from .scope import CONST_FUNCS, NotConstant, code_of, qualname_constant, scalar_named
 
 MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil fabs".split())
 MATH_PREDICATES = frozenset("isnan isinf isfinite".split())
@@ -49,6 +49,10 @@ class CallChecker:
         if isinstance(func, cst.Name) and not self.is_local(func.value) and func.value in self.parsed.funcs:
             return self.call_func(func.value, node)
         qual = self.qualname(func)
+        if self.is_value_not_function(func, qual):
+            text = code_of(func)
+            raise self.error(f"'{text}' is a value, not a function: write {text} without the "
+                             "parentheses", node)
         if qual is None:
             if isinstance(func, cst.Name) and func.value in self.parsed.kernels and not self.is_local(func.value):
                 raise self.error(f"'{func.value}' is a @ptxpy.jit kernel; a kernel cannot call another "
@@ -67,6 +71,20 @@ class CallChecker:
         if handler is None or not name or "." in name:
             raise self.name_error(func, qual)
         return handler(name, node)
+
+    def is_value_not_function(self, func: cst.BaseExpression, qual: str | None) -> bool:
+        """A call of a number: `ptxpy.WARP_SIZE()`, `math.pi()`, `ptxpy.thread_idx.x()`, a
+        module constant, a scalar variable."""
+        if isinstance(func, cst.Name) and (func.value in self.vars or func.value in self.consts or (
+                func.value in self.scope.constants and not self.is_local(func.value))):
+            return True
+        if qual is not None and qual.startswith("ptxpy.") and qual[6:] in THREAD_NAMES:
+            return True
+        try:
+            qualname_constant(qual, func)
+        except NotConstant:
+            return False
+        return True
 
     # arguments
     def args(self, node: cst.Call, label: str, low: int, high: int | None = None,
@@ -165,7 +183,7 @@ class CallChecker:
             return typed.Intrinsic(self.loc(node), values[0].type, name, values)
         supported = " ".join(sorted(MATH_UNARY | MATH_PREDICATES | MATH_BINARY))
         raise self.error(f"math.{name} is not supported in kernels (supported: {supported}, and "
-                         "the constants pi e inf nan)", node.func)
+                         "the constants pi e tau inf nan)", node.func)
 
     def float_args(self, nodes: list) -> list:
         """Arguments of a float function: promoted together; integers become f32."""
