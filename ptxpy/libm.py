@@ -1059,9 +1059,26 @@ def pow_f32(x: f32, y: f32) -> f32:
 
 # --- remainders: math.fmod, and Python's float // and % -----------------------------------------
 # The remainder x - n*y of a truncated quotient n is representable in the type of x and y, so it
-# is computed exactly, by long division of the significands, one bit a step, as musl does: a
-# step per binade between x and y (at most 277 for f32, 2099 for f64), then a step per bit of
-# cancellation. Python's // and % (and NumPy's) are built on it.
+# is computed exactly. Where the quotient is below 2^(p-1) (p the precision), from the rounded
+# division and one fma (`_fmod_small_quotient_*`); else by long division of the significands,
+# one bit a step, as musl does: a step per binade between x and y (at most 277 for f32, 2099
+# for f64), then a step per bit of cancellation. Python's // and % (and NumPy's) are built on it.
+@ptxpy.func
+def _fmod_small_quotient_f64(x: f64, y: f64) -> f64:
+    """fmod for |x| > |y|, y normal and |x / y| < 2^52. With n the true truncated quotient,
+    q = floor(|x| / |y|) of the rounded division is n, or n + 1 where the quotient rounds up to
+    the next integer (n is representable and rounding is monotonic). fma(-q, |y|, |x|) is then
+    the remainder r, exactly (it is representable), or r - |y|: exact as well (a multiple of the
+    smaller ulp of x and y, below |y| in magnitude; Sterbenz's lemma where n = 0), and negative,
+    and adding |y| gives r exactly."""
+    ax = abs(x)
+    ay = abs(y)
+    r = ptxpy.fma(-math.floor(ax / ay), ay, ax)
+    if r < 0.0:
+        r += ay
+    return math.copysign(r, x)
+
+
 @ptxpy.func
 def fmod_f64(x: f64, y: f64) -> f64:
     """C's fmod: x - n*y for n = trunc(x / y), exact, with the sign of x; x for an infinite
@@ -1074,6 +1091,8 @@ def fmod_f64(x: f64, y: f64) -> f64:
         return (x * y) / (x * y)
     if (ux << 1) <= (uy << 1):
         return x * 0.0 if (ux << 1) == (uy << 1) else x
+    if ey != 0 and ex - ey < 52:
+        return _fmod_small_quotient_f64(x, y)
     mx = ux & 0xFFFFFFFFFFFFF
     my = uy & 0xFFFFFFFFFFFFF
     if ex == 0:                     # a subnormal: its leading one to bit 52
@@ -1140,6 +1159,17 @@ def floordiv_f64(x: f64, y: f64) -> f64:
 
 
 @ptxpy.func
+def _fmod_small_quotient_f32(x: f32, y: f32) -> f32:
+    """_fmod_small_quotient_f64 in f32, for |x / y| < 2^23."""
+    ax = abs(x)
+    ay = abs(y)
+    r = ptxpy.fma(-math.floor(ax / ay), ay, ax)
+    if r < 0.0:
+        r += ay
+    return math.copysign(r, x)
+
+
+@ptxpy.func
 def fmod_f32(x: f32, y: f32) -> f32:
     """fmod_f64 in f32 (C's fmodf)."""
     ux = ptxpy.bitcast(x, u32)
@@ -1150,6 +1180,8 @@ def fmod_f32(x: f32, y: f32) -> f32:
         return (x * y) / (x * y)
     if (ux << 1) <= (uy << 1):
         return x * 0.0 if (ux << 1) == (uy << 1) else x
+    if ey != 0 and ex - ey < 23:
+        return _fmod_small_quotient_f32(x, y)
     mx = ux & 0x7FFFFF
     my = uy & 0x7FFFFF
     if ex == 0:

@@ -346,7 +346,8 @@ def divisions(a: Array[{t}], b: Array[{t}], q: Array[{t}], r: Array[{t}], m: Arr
 
 def float_division_operands(dtype, n=192):
     """Random operands of every magnitude, quotients that round across an integer (3.0 and
-    0.1), and every pair of the special values."""
+    0.1, and x a few ulps from k * y for k up to 4 times 2^precision), and every pair of the
+    special values."""
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.1, 3.0, -7.5, 2.0],
                        np.float64)
     tiny, huge = (5e-324, 1e300) if dtype == np.float64 else (1e-45, 3e38) if dtype == np.float32 else (6e-8, 6e4)
@@ -355,8 +356,13 @@ def float_division_operands(dtype, n=192):
     digits = {np.float64: 30, np.float32: 6, np.float16: 2}[dtype]
     scale = 10.0 ** rng.integers(-digits, digits, (2, n))
     a, b = (rng.standard_normal((2, n)) * scale).astype(wide).astype(dtype)
-    return (np.concatenate([np.repeat(special, len(special)), a]),
-            np.concatenate([np.tile(special, len(special)), b]))
+    precision = np.finfo(dtype).nmant
+    y = b[rng.permutation(n)]
+    x = (y.astype(np.float64) * np.floor(2.0 ** rng.uniform(0, precision + 2, n))).astype(dtype)
+    for _ in range(3):
+        x = np.where(rng.integers(0, 2, n) == 1, np.nextafter(x, dtype(np.inf)), np.nextafter(x, dtype(-np.inf)))
+    return (np.concatenate([np.repeat(special, len(special)), a, x]),
+            np.concatenate([np.tile(special, len(special)), b, y]))
 
 
 @pytest.mark.parametrize("t,dtype", [("f32", np.float32), ("f64", np.float64), ("f16", np.float16)])
