@@ -1028,8 +1028,9 @@ def poly(x: Array[f32], out: Array[f32, 2]):
     xi = x[:16]
     expected = np.zeros((16, 6), np.float32)
     expected[:, 0] = 1.0
+    powers = {1: xi, 2: xi * xi, 3: (xi * xi) * xi}     # `**` multiplies, as here
     for k in range(1, 4):
-        expected[:, k] = xi ** k + expected[:, k - 1]
+        expected[:, k] = powers[k] + expected[:, k - 1]
     quads = x.reshape(16, 4)
     expected[:, 4] = ((quads[:, 0] + quads[:, 1]) + quads[:, 2]) + quads[:, 3]
     expected[:, 5] = quads[:, 0] + quads[:, 1]
