@@ -19,6 +19,7 @@ import ptxpy
 from ptxpy import Array, Const, bf16, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 N = 8
 EPS = 1e-6
+TILE = (4, N)
 """
 
 VALID_KERNELS = [
@@ -100,6 +101,11 @@ UNSUPPORTED = [
     "for q in ptxpy.static_range(3):\n    for q in range(2):\n        pass",
     "for q in ptxpy.static_range(2):\n    t = ptxpy.local_array(q + 1, f32)",
     "for q in ptxpy.static_range(0):\n    y = undefined_name", "for n in ptxpy.static_range(3):\n    pass",
+    "y = TILE", "y = TILE[2]", "y = TILE[n]", "y = TILE[0:1]", "y = TILE[0, 1]", "y = TILE()",
+    "y = TILE.x", "y = N[0]", "y = TILE[0][0]", "y = ptxpy.shared_array(TILE * 2, f32)",
+    "y = ptxpy.local_array(TILE + (0,), f32)", "for q in range(TILE[1.0]): pass",
+    "y = ptxpy.WARP_SIZE()", "y = math.pi()", "y = ptxpy.thread_idx.x()", "y = EPS(1)",
+    "y = math.fmod(1.0)", "y = math.fmod(x, 0.0)", "y = n % 0.0",
 ]
 
 TOKENS = [
@@ -110,6 +116,7 @@ TOKENS = [
     "continue", "pass", "def", "lambda", "class", "0", "1", "2.5", "1e40", "2**70", "True",
     "None", "'s'", ".", "shape", "\n", "\n    ", "\n        ", " ", "@ptxpy.jit", "@ptxpy.func",
     "->", "tuple", ";", "\\", "#", "\t", "\x00", "é", "1_000", "0x10", "...", "*", "yield",
+    "TILE", "[0]", "math.fmod",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"
