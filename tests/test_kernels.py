@@ -591,6 +591,7 @@ def test_tuple_module_constants_are_shapes_and_their_items_numbers():
 TILE = (4, 33)
 ROWS = TILE[0]
 WIDE = TILE[-1] * 2
+DIMS = len(TILE)
 
 @ptxpy.jit
 def transpose(x: Array[f32, 2], out: Array[f32, 2], wide: Array[i32]):
@@ -601,12 +602,14 @@ def transpose(x: Array[f32, 2], out: Array[f32, 2], wide: Array[i32]):
     ptxpy.syncthreads()
     out[c, r] = s[ROWS - 1 - r, c] * TILE[1]
     wide[0] = WIDE
+    for d in ptxpy.static_range(len(TILE)):
+        wide[1 + d] = TILE[d] * DIMS
 """)
     x = rng.standard_normal((4, 32)).astype(np.float32)
-    out, wide = run(source, "transpose", [x, Out((32, 4), np.float32), Out(1, np.int32)],
+    out, wide = run(source, "transpose", [x, Out((32, 4), np.float32), Out(3, np.int32)],
                     grid=1, block=(32, 4))
     np.testing.assert_array_equal(out, (x[::-1] * np.float32(33)).T)
-    assert wide[0] == 66
+    assert list(wide) == [66, 8, 66]
     assert ".shared .align 16 .b8 smem_s[528];" in compile_source(source, "transpose").ptx
 
 

@@ -133,6 +133,9 @@ class CallChecker:
             return self.min_max(name, node)
         if name == "len":
             (arg,) = self.args(node, "len", 1)
+            if (isinstance(arg, cst.Name) and not self.is_local(arg.value)
+                    and isinstance(self.scope.constants.get(arg.value), tuple)):
+                return weak_constant(len(self.scope.constants[arg.value]), self.loc(node))
             array = self.array_arg(arg, "len()")
             return typed.Shape(self.loc(node), i32, array, 0)
         raise self.name_error(node.func, f"builtins.{name}")

@@ -188,6 +188,7 @@ def _eval_call(node: cst.Call, lookup, callee):
 CONST_FUNCS = {
     "builtins.abs": abs, "builtins.min": min, "builtins.max": max, "builtins.int": int,
     "builtins.float": float, "builtins.bool": bool, "ptxpy.cdiv": lambda a, b: -(-a // b),
+    "builtins.len": len,     # of a tuple constant (an array is not a compile-time value)
     **{f"math.{name}": getattr(math, name) for name in
        "sqrt exp log log2 log10 sin cos tan tanh floor ceil fabs fmod copysign".split()},
 }
