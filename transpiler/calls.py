@@ -136,7 +136,10 @@ class CallChecker:
             if (isinstance(arg, cst.Name) and not self.is_local(arg.value)
                     and isinstance(self.scope.constants.get(arg.value), tuple)):
                 return weak_constant(len(self.scope.constants[arg.value]), self.loc(node))
-            array = self.array_arg(arg, "len()")
+            if not (isinstance(arg, cst.Name) and arg.value in self.arrays):
+                raise self.error(f"len() needs an array or a tuple module constant, got "
+                                 f"'{code_of(arg)}'", arg)
+            array = arg.value
             return typed.Shape(self.loc(node), i32, array, 0)
         raise self.name_error(node.func, f"builtins.{name}")
 
