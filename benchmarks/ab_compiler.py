@@ -40,6 +40,9 @@ VARIANTS = {
     # loop of 64 FFMAs; nvcc unrolls its twin by 2): 123 / 127 registers on sm_90
     "matmul-unroll-2": "_unroll_matmul_k(2)",
     "matmul-unroll-16": "_unroll_matmul_k(16)",
+    # constant-step `range` loops stepping from `v` even where `v + step` could wrap (before
+    # session 31), not from `min(v, stop - step)`
+    "unclamped-range": "_unclamped_range()",
 }
 
 CHILD = r'''
@@ -61,6 +64,13 @@ def _no_mad_wide():
         mul = plain(self, add)
         return None if mul is not None and mul.op == "mul_wide" else mul
     isel.ISel._mad_candidate = candidate
+
+
+def _unclamped_range():
+    """Constant-step `range` loops as built before session 31: `v + step` at the latch even
+    where it could wrap past the type's end (the loop then went on from the other end)."""
+    from ptxpy.transpiler import ssa_builder
+    ssa_builder._Builder.latch_limit = lambda self, stop, step, sign: None
 
 
 def _unroll_matmul_k(times):

@@ -1144,3 +1144,76 @@ def pick(x: Array[i32], lo: Array[i32], hi: Array[i32], kinds: Array[i32]):
 
     body = typed.format_body(check_kernel(parse_module(source), "pick").kernel.body)
     assert "    m = (a:bool and b:bool):bool" in body
+
+
+def _range_bounds(ty: str, step: int) -> list:
+    """(start, stop) pairs near both ends of `ty`, and ordinary ones, for a loop of `step`."""
+    info = np.iinfo(NUMPY[ty])
+    lo, hi = int(info.min), int(info.max)
+    if step > 0:
+        pairs = [(hi - 8, hi - 1), (hi - 8, hi), (hi - 2, hi), (hi - step, hi), (hi, hi),
+                 (lo, lo + 5), (lo, lo + step + 1)]
+    else:
+        pairs = [(lo + 8, lo + 1), (lo + 8, lo), (lo + 2, lo), (lo - step, lo), (lo, lo),
+                 (hi, hi - 5), (hi, hi + step - 1)]
+    mid = (lo + hi) // 2
+    return pairs + [(mid, mid + 10), (mid + 10, mid), (mid, mid)]
+
+
+@pytest.mark.parametrize("ty, step", [(ty, step) for ty in INTS for step in (3, 5, -3, -5)
+                                      if ty != "u64" or step > 0])   # u64 and i32 give f64
+def test_a_constant_step_range_stops_at_the_end_of_its_type(ty, step):
+    """`range(start, stop, step)` runs Python's values also where `v + step` would pass the
+    type's end: the loop never steps past `stop`, so it cannot wrap around to the other end
+    (before session 31, `range(2**31 - 8, 2**31 - 1, 5)` on i32 went on from -2**31 + 1)."""
+    source = HEADER + f"""
+@ptxpy.jit
+def walk(bounds: Array[{ty}], seen: Array[{ty}], count: Array[i32]):
+    i = ptxpy.global_id(0)
+    n = 0
+    for v in range(bounds[2 * i], bounds[2 * i + 1], {step}):
+        if n < 4:
+            seen[4 * i + n] = v
+        n += 1
+        if n == 100:
+            break
+    count[i] = n
+"""
+    pairs = _range_bounds(ty, step)
+    bounds = np.array([v for pair in pairs for v in pair], NUMPY[ty])
+    seen, count = run(source, "walk", [bounds, Out(4 * len(pairs), NUMPY[ty]),
+                                       Out(len(pairs), np.int32)], grid=1, block=len(pairs))
+    for k, (start, stop) in enumerate(pairs):
+        expected = list(range(start, stop, step))
+        assert count[k] == len(expected), (start, stop)
+        assert seen[4 * k:4 * k + min(4, len(expected))].tolist() == expected[:4], (start, stop)
+
+
+@pytest.mark.parametrize("ty, stop, step", [("i32", "2**31 - 1", 5), ("u8", "u8(255)", 10),
+                                            ("i16", "i16(-32768)", -7), ("u32", "u32(1)", -3)])
+def test_a_constant_stop_near_the_end_of_its_type_ends_the_loop(ty, stop, step):
+    """A compile-time `stop` within one step of the type's end: the latch steps from
+    `min(v, stop - step)` (a constant limit) rather than from `v`."""
+    source = HEADER + f"""
+@ptxpy.jit
+def walk(starts: Array[{ty}], seen: Array[{ty}], count: Array[i32]):
+    i = ptxpy.global_id(0)
+    n = 0
+    for v in range(starts[i], {stop}, {step}):
+        if n < 4:
+            seen[4 * i + n] = v
+        n += 1
+        if n == 100:
+            break
+    count[i] = n
+"""
+    info = np.iinfo(NUMPY[ty])
+    end = int(info.max) if step > 0 else int(info.min)
+    starts = [end - 3 * step, end - step, end - 1 if step > 0 else end + 1, end]
+    stop_value = eval(stop.replace(f"{ty}(", "(")) if ty in stop else eval(stop)
+    seen, count = run(source, "walk", [np.array(starts, NUMPY[ty]), Out(16, NUMPY[ty]),
+                                       Out(4, np.int32)], grid=1, block=4)
+    for k, start in enumerate(starts):
+        expected = list(range(start, stop_value, step))
+        assert count[k] == len(expected), start
+        assert seen[4 * k:4 * k + min(4, len(expected))].tolist() == expected[:4], start

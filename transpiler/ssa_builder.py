@@ -15,9 +15,10 @@ constant are never built; integer and boolean arithmetic on constants is folded 
 
 Notes on semantics (see also docs/design.md):
 - `range` loops step a hidden induction variable; the loop variable is assigned from it at the
-  top of every iteration, so writes to it in the body do not change the iteration count. The
-  induction variable wraps at its width like any integer (Python's unbounded ints are not kept).
-  With a run-time step (`step_sign == 0`) the loop instead counts down a hidden trip count,
+  top of every iteration, so writes to it in the body do not change the iteration count. A
+  constant-step loop never steps past `stop` (where it could, it steps from `min(v, stop -
+  step)`), so it cannot wrap around the type's end (`stepped_for`). With a run-time step
+  (`step_sign == 0`) the loop instead counts down a hidden trip count,
   `len(range(start, stop, step))` computed once in unsigned arithmetic (`trip_count`), exact for
   every value of the type: one compare per iteration, whatever the step's sign.
 - `static_range` loops are unrolled; a `StaticFor` with `bodies` has one typed body per value
@@ -539,26 +540,76 @@ class _Builder:
     def s_For(self, s) -> None:
         ty = self.scope.types.get(s.var, s.start.type)
         start, stop, step = (self.coerce(self.ev(e), ty) for e in (s.start, s.stop, s.step))
-        induction = self.hidden(ty)
-        self.write(induction, start)
-        counter = None
         if s.step_sign == 0:
-            # A run-time step: the trip count, computed once, is counted down (one compare per
-            # iteration instead of testing both directions).
-            count = self.trip_count(start, stop, step)
-            counter = self.hidden(count.type)
-            self.write(counter, count)
+            self.counted_for(s, start, stop, step)
+        else:
+            self.stepped_for(s, start, stop, step)
+
+    def stepped_for(self, s, start, stop, step) -> None:
+        """A constant-step loop, tested at its header (`v < stop`, `v > stop` for a negative
+        step). Where `v + step` could wrap past the type's end, the latch steps from
+        `min(v, stop - step)` instead (`max` for a negative step; `latch_limit`): a value past
+        the last one then lands on `stop` itself rather than wrapping around to the type's
+        other end, and the header test ends the loop. (Rotated loops, the other exact form,
+        measured 6% slower on examples/matmul.py: BENCHMARKS.md, session 31.)"""
+        pred = "lt" if s.step_sign > 0 else "gt"
+        limit = self.latch_limit(stop, step, s.step_sign)
+        induction = self.hidden(start.type)
+        self.write(induction, start)
         header = self.new_block("for")
         self.br(header)
         self.start(header)
         iv = self.read(induction)
-        if s.step_sign > 0:
-            cond = self.emit("cmp", bool_, [iv, stop], {"pred": "lt"})
-        elif s.step_sign < 0:
-            cond = self.emit("cmp", bool_, [iv, stop], {"pred": "gt"})
+        cond = self.emit("cmp", bool_, [iv, stop], {"pred": pred})
+        body, latch, exit = self.new_block("body"), self.new_block("next"), self.new_block("endfor")
+        self.cbr(cond, body, exit)
+        self.seal(body)
+        self.start(body)
+        self.assign(s.var, iv)
+        self.scope.loops.append((exit, latch))
+        self.stmts(s.body)
+        self.scope.loops.pop()
+        self.br(latch)
+        self.seal(latch)
+        self.start(latch)
+        if limit is not None:
+            iv = self.op("min" if s.step_sign > 0 else "max", iv, limit)
+        self.write(induction, self.op("add", iv, step))
+        self.br(header)
+        self.seal(header)
+        self.seal(exit)
+        self.start(exit)
+
+    def latch_limit(self, stop, step, sign: int):
+        """`stop - step`, clamped to the type's end, or None where `v + step` cannot wrap for any
+        `v` short of `stop` (a step of 1 or -1, or a constant `stop` far enough from the end).
+        The clamp keeps `min(v, limit) + step` from wrapping when `stop` lies within a step of
+        the type's other end (the loop then ends after its first iteration)."""
+        ty = stop.type
+        lo, hi = (-(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1) if ty.is_signed else (0, (1 << ty.bits) - 1)
+        far_from_end = isinstance(stop, ir.Const) and lo - step.value - 1 <= stop.value <= hi - step.value + 1
+        if abs(step.value) == 1 or far_from_end:
+            return None
+        if sign > 0:
+            clamped = self.op("max", stop, _const(ty, lo + step.value))
         else:
-            left = self.read(counter)
-            cond = self.emit("cmp", bool_, [left, _const(left.type, 0)], {"pred": "ne"})
+            clamped = self.op("min", stop, _const(ty, hi + step.value))
+        return self.op("sub", clamped, step)
+
+    def counted_for(self, s, start, stop, step) -> None:
+        """A run-time step: the trip count, computed once, is counted down (one compare per
+        iteration instead of testing both directions)."""
+        induction = self.hidden(start.type)
+        self.write(induction, start)
+        count = self.trip_count(start, stop, step)
+        counter = self.hidden(count.type)
+        self.write(counter, count)
+        header = self.new_block("for")
+        self.br(header)
+        self.start(header)
+        iv = self.read(induction)
+        left = self.read(counter)
+        cond = self.emit("cmp", bool_, [left, _const(left.type, 0)], {"pred": "ne"})
         body, latch, exit = self.new_block("body"), self.new_block("next"), self.new_block("endfor")
         self.cbr(cond, body, exit)
         self.seal(body)
@@ -571,8 +622,7 @@ class _Builder:
         self.seal(latch)
         self.start(latch)
         self.write(induction, self.op("add", iv, step))
-        if counter is not None:
-            self.write(counter, self.op("sub", left, _const(left.type, 1)))
+        self.write(counter, self.op("sub", left, _const(left.type, 1)))
         self.br(header)
         self.seal(header)
         self.seal(exit)
