@@ -184,6 +184,37 @@ def shifts(x: Array[{t}], left: Array[i64], right: Array[i64], low: Array[i16]):
     assert low.tolist() == [0] * n
 
 
+@pytest.mark.parametrize("t", ["i64", "u64"])
+def test_64_bit_shift_counts_are_not_cut_to_32_bits(t):
+    """A 64-bit count of 2**32 or more shifts everything out, as any count of the width or more
+    does (and as in Python and JAX); before session 31 it was cut to its low 32 bits, so
+    `x << 2**32` left x as it was. A negative i64 count, read as unsigned, does the same."""
+    source = HEADER + f"""
+@ptxpy.jit
+def shifts(x: Array[{t}], s: Array[{t}], left: Array[{t}], right: Array[{t}], fixed: Array[{t}]):
+    i = ptxpy.global_id(0)
+    left[i] = x[i] << s[i]
+    right[i] = x[i] >> s[i]
+    fixed[i] = x[i] << 4294967297
+"""
+    counts = [0, 3, 63, 64, 2**32, 2**32 + 1, 2**33 + 5, 2**63 - 1]
+    values = [5, -3] if t == "i64" else [5, 2**64 - 3]
+    if t == "u64":
+        counts += [2**63, 2**64 - 1]
+    else:
+        counts += [-1, -2**32 + 2]
+    dtype = NUMPY[t]
+    x = np.array(values * (len(counts) // 2), dtype)
+    n = len(counts)
+    left, right, fixed = run(source, "shifts", [x, np.array(counts, dtype), Out(n, dtype),
+                                                Out(n, dtype), Out(n, dtype)], grid=1, block=n)
+    unsigned = [c % 2**64 for c in counts]
+    width = 63 if t == "i64" else 64
+    assert left.tolist() == _wrapped([v << c if c < 64 else 0 for v, c in zip(x.tolist(), unsigned)], dtype).tolist()
+    assert right.tolist() == [v >> min(c, width) for v, c in zip(x.tolist(), unsigned)]
+    assert fixed.tolist() == [0] * n
+
+
 @pytest.mark.parametrize("t", ["i16", "i32", "i64"])
 def test_three_way_min_and_max_with_a_negated_operand(t):
     """min(a, -b, c) is min(min(a, -b), c); ptxas fused the two into one three-way min and lost

@@ -960,8 +960,11 @@ class _Builder:
     def binary(self, op: str, ty: Scalar, left, right):
         if op in ("shl", "shr"):
             amount = right
-            if right.type not in (i32, u32):
-                amount = self.coerce_bits(right, u32 if right.type.kind == "uint" else i32)
+            if right.type.bits == 64:
+                # read as unsigned and clamped before it is cut to 32 bits (2**32 shifts everything out)
+                amount = self.op("min", self.coerce_bits(right, u64), _const(u64, 64))
+            if amount.type not in (i32, u32):
+                amount = self.coerce_bits(amount, u32 if amount.type.kind == "uint" else i32)
             return self.emit(op, ty, [self.coerce(left, ty), amount])
         left, right = self.coerce(left, ty), self.coerce(right, ty)
         if op in ("add", "sub", "mul") and ty.is_float and self.fast_math:
