@@ -6,7 +6,7 @@ import hashlib
 import inspect
 import linecache
 import math
-import numbers
+import operator
 import os
 import threading
 from collections.abc import Mapping
@@ -74,10 +74,14 @@ class Kernel:
     def __init__(self, fn, *, out_shape, grid, block, input_output_aliases, debug, fast_math,
                  interpret, arch):
         functools.update_wrapper(self, fn)
-        _check_arch(arch)
+        _check_arch(arch, self.__name__)
+        for option, value in (("debug", debug), ("fast_math", fast_math)):
+            _check_flag(self.__name__, option, value, "True or False")
+        if interpret is not None:
+            _check_flag(self.__name__, "interpret", interpret, "True, False or None")
         self.fn = fn
         self.out_shape, self.grid, self.block = out_shape, grid, block
-        self.input_output_aliases = dict(input_output_aliases or {})
+        self.input_output_aliases = _aliases(input_output_aliases, self.__name__)
         self.debug, self.fast_math, self.interpret, self.arch = debug, fast_math, interpret, arch
         self._source = None
         self._program = None
@@ -145,6 +149,31 @@ class Kernel:
                 raise _shown(err) from None
         return self._params
 
+    @property
+    def __signature__(self) -> inspect.Signature | None:
+        """The call's signature: the inputs in call order, outputs left out, Const defaults kept.
+        JAX maps `static_argnames` to `static_argnums` (and back) with it. None while the number
+        of outputs or the parameters cannot be known; `inspect` then reads `__call__`'s."""
+        n_outputs = self._declared_output_count()
+        if n_outputs is None:
+            return None
+        try:
+            inputs = {p.name for p in self._inputs(n_outputs)}
+            python = inspect.signature(self.fn).parameters.values()
+            return inspect.Signature([p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                      for p in python if p.name in inputs])
+        except Exception:   # an error in the kernel's source or header: the call reports it
+            return None
+
+    def _declared_output_count(self) -> int | None:
+        """The number of outputs, as far as out_shape tells it without a call."""
+        spec = self.out_shape
+        if spec is None:
+            return None
+        if not callable(spec):
+            return len(spec) if isinstance(spec, (list, tuple)) else 1
+        return next(iter(self._output_counts_like(spec)), None)
+
     def _compiled_before(self) -> bool:
         """Whether this file's kernel is in the disk cache (then a warm start is likely)."""
         try:
@@ -188,7 +217,7 @@ class Kernel:
     @_located_errors
     def ptx(self, *args, **kwargs) -> str:
         """The PTX text this call would run (no GPU needed)."""
-        return self._prepare(args, kwargs).kernel.ptx
+        return self._prepare(args, kwargs, shapes_only=True).kernel.ptx
 
     def transpile(self, *args, **kwargs) -> str:
         """Like `ptx`, for `jax.ShapeDtypeStruct`s (or arrays) in place of array arguments."""
@@ -196,24 +225,26 @@ class Kernel:
 
     @_located_errors
     def compiled(self, *args, **kwargs) -> CompiledKernel:
-        return self._prepare(args, kwargs).kernel
+        return self._prepare(args, kwargs, shapes_only=True).kernel
 
     def _interpreting(self) -> bool:
-        if os.environ.get("PTXPY_INTERPRET", "") not in ("", "0"):
+        if os.environ.get("PTXPY_INTERPRET", "").strip().lower() not in _OFF:
             return True
         if self.interpret is not None:
             return bool(self.interpret)
         return not _has_gpu()
 
-    def _prepare(self, args, kwargs) -> "_Call":
-        out_types, many = self._computed("out_shape", self.out_shape, args, kwargs, _out_types)
+    def _prepare(self, args, kwargs, shapes_only: bool = False) -> "_Call":
+        """The checked call; `shapes_only`: array arguments may be `jax.ShapeDtypeStruct`s (for
+        `ptx` and `transpile`, which run nothing)."""
+        out_types, many = self._computed_out_types(args, kwargs)
         bound, consts = self._bind(args, kwargs, len(out_types))
-        grid = _dim3(self._computed("grid", self.grid, args, kwargs), "grid", least=0)
-        block = _dim3(self._computed("block", self.block, args, kwargs), "block")
+        self._check_arrays(bound, shapes_only)
+        self._check_outputs(out_types)
+        name = self.__name__
+        grid = _dim3(self._computed("grid", self.grid, args, kwargs), "grid", name, least=0)
+        block = _dim3(self._computed("block", self.block, args, kwargs), "block", name)
         by_ref = frozenset(name for name, value in bound if _is_jax_array_scalar(value))
-        self._check_arrays(bound)
-        for k, out in enumerate(out_types):
-            self._check_extents(f"output {k}", out.shape)
         layout = {"aliased": self._aliased_inputs(bound), "whole_warps": math.prod(block) % 32 == 0,
                   "narrow_refs": self._narrow_refs(by_ref),
                   "large_arrays": self._large_arrays(bound, out_types)}
@@ -222,22 +253,32 @@ class Kernel:
         call.respecialise = functools.partial(self._specialise, consts, by_ref, **layout)
         return call
 
-    def _computed(self, what: str, spec, args, kwargs, convert=lambda value: value):
-        """out_shape, grid or block for this call: `convert` of the value, or of what its function
-        returns."""
-        _required(spec, what)
+    def _computed_out_types(self, args, kwargs) -> tuple[list, bool]:
+        spec = self._computed("out_shape", self.out_shape, args, kwargs)
         try:
-            return convert(spec(*args, **kwargs) if callable(spec) else spec)
+            return _out_types(spec, self.__name__, callable(self.out_shape))
+        except TypeError as err:    # what its function returned may come of a refused argument
+            if callable(self.out_shape):
+                self._raise_argument_error(self.out_shape, args, kwargs, err)
+            raise
+
+    def _computed(self, what: str, spec, args, kwargs):
+        """out_shape, grid or block for this call: the value, or what its function returns."""
+        _required(spec, what)
+        if not callable(spec):
+            return spec
+        try:
+            return spec(*args, **kwargs)
         except Exception as err:    # raised in the user's function: keep its frames below
-            if what == "out_shape" and callable(spec):
+            if what == "out_shape":
                 self._raise_argument_error(spec, args, kwargs, err)
             raise TypeError(f"{self.__name__}: {what} could not be computed for this call: "
                             f"{type(err).__name__}: {err}") from err
 
     def _raise_argument_error(self, out_shape, args, kwargs, err: Exception) -> None:
-        """The kernel's own TypeError when out_shape's function failed on arguments that fit no
+        """The kernel's own error when out_shape's function failed on arguments that fit no
         number of outputs, that it could not take (its signature mirrors the kernel's inputs), or
-        that put something other than an array where the kernel takes one."""
+        that the kernel refuses (not an array, a wrong dtype or rank, a bad scalar)."""
         n_arrays = sum(isinstance(p.type, ArrayType) for p in self.params)
         fits_none = all(self._matching(args, kwargs, n)[1] for n in range(1, n_arrays + 1))
         if not n_arrays:
@@ -247,21 +288,31 @@ class Kernel:
         if fits_none or (isinstance(err, TypeError) and not _accepts(out_shape, args, kwargs)):
             if error is not None:
                 raise error from None
-        for p in self._inputs(n_outputs) if error is None else ():
-            value = values.get(p.name)
-            if isinstance(p.type, ArrayType) and p.name in values and not _array_like(value):
-                raise self._not_an_array(p.name, value) from None
+        if error is None:
+            given = [(p.name, values[p.name]) for p in self._inputs(n_outputs)
+                     if p.name in values and not isinstance(p.type, ConstType)]
+            try:
+                self._check_arrays(given, shapes_only=True)
+            except (TypeError, ValueError) as refused:
+                raise refused from None
 
     def _output_count_like(self, fn) -> int:
         """The number of outputs that leaves the kernel as many inputs as `fn` has parameters;
         1 when none does."""
+        return next(iter(self._output_counts_like(fn)), 1)
+
+    def _output_counts_like(self, fn) -> list[int]:
+        """The numbers of outputs that leave the kernel as many inputs as `fn` has parameters
+        (none when it takes `*args` or `**kwargs`)."""
         try:
-            count = len(inspect.signature(fn).parameters)
+            kinds = [p.kind for p in inspect.signature(fn).parameters.values()]
         except (TypeError, ValueError):
-            return 1
+            return []
+        if inspect.Parameter.VAR_POSITIONAL in kinds or inspect.Parameter.VAR_KEYWORD in kinds:
+            return []
+        count = len(kinds)
         n_arrays = sum(isinstance(p.type, ArrayType) for p in self.params)
-        fitting = [n for n in range(1, n_arrays + 1) if len(self.params) - n == count]
-        return fitting[0] if fitting else 1
+        return [n for n in range(1, n_arrays + 1) if len(self.params) - n == count]
 
     def _large_arrays(self, bound, out_types) -> tuple:
         """The array parameters given 2**31 elements or more (each extent is below 2**31, their
@@ -372,7 +423,9 @@ class Kernel:
         return frozenset(name for name, p in inspect.signature(self.fn).parameters.items()
                          if p.default is not inspect.Parameter.empty)
 
-    def _check_arrays(self, bound) -> None:
+    def _check_arrays(self, bound, shapes_only: bool = False) -> None:
+        """Every argument fits its parameter; `shapes_only`: a jax.ShapeDtypeStruct stands for
+        an array."""
         types = {p.name: p.type for p in self.params}
         for name, value in bound:
             expected = types[name]
@@ -382,11 +435,27 @@ class Kernel:
             shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
             if shape is None or dtype is None:
                 raise self._not_an_array(name, value)
+            if not shapes_only and _is_shape_struct(value):
+                raise TypeError(f"{self.__name__}: argument '{name}' must be an array, got "
+                                f"ShapeDtypeStruct (for shapes, {self.__name__}.transpile(...) "
+                                "gives the PTX)")
             if _scalar_type_of(dtype) != expected.elem:
                 raise TypeError(f"{self.__name__}: argument '{name}' must have dtype {expected.elem}, got {dtype}")
+            if not getattr(dtype, "isnative", True):
+                raise TypeError(f"{self.__name__}: argument '{name}' has dtype '{dtype.str}', in "
+                                "big-endian byte order, which JAX does not take: convert it with "
+                                "x.astype(x.dtype.newbyteorder('='))")
             if len(shape) != expected.rank:
                 raise ValueError(f"{self.__name__}: argument '{name}' must have rank {expected.rank}, got shape {tuple(shape)}")
             self._check_extents(f"argument '{name}'", shape)
+
+    def _check_outputs(self, out_types) -> None:
+        outputs = [p.name for p in self.params if isinstance(p.type, ArrayType)][-len(out_types):]
+        for name, out in zip(outputs, out_types):
+            if any(int(n) < 0 for n in out.shape):
+                raise ValueError(f"{self.__name__}: output '{name}' has shape {tuple(out.shape)}; "
+                                 "an extent cannot be negative")
+            self._check_extents(f"output '{name}'", out.shape)
 
     def _not_an_array(self, name: str, value) -> TypeError:
         return TypeError(f"{self.__name__}: argument '{name}' must be an array, got {type(value).__name__}")
@@ -471,14 +540,38 @@ class _Call:
         self.respecialise = None    # batched -> CompiledKernel (see Kernel._specialise)
 
 
-def _check_arch(arch) -> None:
+_OFF = ("", "0", "false", "no", "off")     # environment values that turn a setting off
+
+
+def _check_arch(arch, kernel: str) -> None:
     if arch is None:    # the GPU's, or the default
         return
     if not isinstance(arch, str):
-        raise TypeError(f"@ptxpy.jit: arch must be a str such as 'sm_90', not {type(arch).__name__}")
+        raise TypeError(f"@ptxpy.jit of {kernel}: arch must be a str such as 'sm_90', not "
+                        f"{type(arch).__name__}")
     if arch not in driver.SUPPORTED_ARCHS:
-        raise ValueError(f"@ptxpy.jit: unsupported arch {arch!r} (supported: "
+        raise ValueError(f"@ptxpy.jit of {kernel}: unsupported arch {arch!r} (supported: "
                          f"{', '.join(driver.SUPPORTED_ARCHS)})")
+
+
+def _check_flag(kernel: str, option: str, value, allowed: str) -> None:
+    if not isinstance(value, bool):     # a string such as "no" would read as True
+        raise TypeError(f"@ptxpy.jit of {kernel}: {option} must be {allowed}, got {value!r:.40} "
+                        f"({type(value).__name__})")
+
+
+def _aliases(value, kernel: str) -> dict[int, int]:
+    """input_output_aliases as {input index: output index}; whether the indices fit the call
+    is checked at the call."""
+    if value is None:
+        return {}
+    pairs = list(value.items()) if isinstance(value, Mapping) else []
+    indices = [(_index(i), _index(o)) for i, o in pairs]
+    if not isinstance(value, Mapping) or any(None in pair for pair in indices):
+        raise TypeError(f"@ptxpy.jit of {kernel}: input_output_aliases must be a dict "
+                        f"{{input index: output index}} of ints, got {value!r:.60} "
+                        f"({type(value).__name__})")
+    return dict(indices)
 
 
 def _accepts(fn, args, kwargs) -> bool:
@@ -500,25 +593,48 @@ def _required(spec, what: str):
     return spec
 
 
-def _out_types(spec):
+def _out_types(spec, kernel: str, computed: bool) -> tuple[list, bool]:
+    """([jax.ShapeDtypeStruct], whether the call returns a tuple) of an out_shape value
+    (`computed`: the value its function returned)."""
     import jax
 
     many = isinstance(spec, (list, tuple))
     entries = list(spec) if many else [spec]
+    if not entries:
+        raise TypeError(f"{kernel}: out_shape has no entries; a kernel returns at least one output")
+    for k, entry in enumerate(entries):
+        if not _array_like(entry):
+            got = f"{spec!r:.60} ({type(spec).__name__})"
+            if many:
+                got += f", whose entry {k} is {entry!r:.40} ({type(entry).__name__})"
+            raise TypeError(f"{kernel}: out_shape must be a jax.ShapeDtypeStruct, an array, a list "
+                            "of them, or a function returning one of these; "
+                            f"{'its function returned' if computed else 'got'} {got}")
     return [jax.ShapeDtypeStruct(tuple(e.shape), e.dtype) for e in entries], many
 
 
-def _dim3(value, what: str, least: int = 1) -> tuple:
+def _dim3(value, what: str, kernel: str, least: int = 1) -> tuple:
     """(x, y, z) from an int or a tuple of 1 to 3 ints, each at least `least` (a grid may have
     no blocks: the call then launches nothing)."""
     kind = "positive" if least == 1 else "non-negative"
-    dims = (value,) if not isinstance(value, (tuple, list)) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool)
-                                          for d in dims):
-        raise TypeError(f"{what} must be a {kind} int or a tuple of 1 to 3 {kind} ints, got {value!r}")
+    dims = [_index(d) for d in (value if isinstance(value, (tuple, list)) else (value,))]
+    wrong = f"{kernel}: {what} must be a {kind} int or a tuple of 1 to 3 {kind} ints, got {value!r}"
+    if not 1 <= len(dims) <= 3 or None in dims:
+        raise TypeError(wrong)
     if not all(d >= least for d in dims):
-        raise ValueError(f"{what} must be a {kind} int or a tuple of 1 to 3 {kind} ints, got {value!r}")
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+        raise ValueError(wrong)
+    return tuple(dims) + (1,) * (3 - len(dims))
+
+
+def _index(value) -> int | None:
+    """An int, NumPy integer or concrete 0-d integer array (`ptxpy.cdiv(jnp.int32(10), 3)`) as
+    an int; None for anything else (a bool, a float, a traced value)."""
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b":
+        return None
+    try:
+        return operator.index(value)
+    except Exception:   # TypeError, or JAX's error for a traced value
+        return None
 
 
 def _const_value(value, param, kernel: str):
@@ -549,6 +665,12 @@ def _scalar_type_of(dtype):
 
 def _array_like(value) -> bool:
     return getattr(value, "shape", None) is not None and getattr(value, "dtype", None) is not None
+
+
+def _is_shape_struct(value) -> bool:
+    import jax
+
+    return isinstance(value, jax.ShapeDtypeStruct)
 
 
 def _is_jax_array_scalar(value) -> bool:

@@ -26,6 +26,9 @@ sequence over the batched launches of the levels inside it. (`custom_vmap` trace
 function when it is called, so under nested vmaps the specialisations of the inner levels are
 compiled too, though only the outermost flattened one runs.)
 
+Differentiating a launch is an error that names the kernel: `run` wraps it in a
+`jax.custom_jvp` whose rule raises it.
+
 `input_output_aliases`: the aliased input is made a full batch (`broadcast`/gather of its items,
 one copy, as XLA makes anyway without donation) so the input and output buffers match.
 """
@@ -75,8 +78,27 @@ class Call:
 def run(call: Call, operands: list) -> list:
     """The outputs of `call` on `operands`; under `jax.vmap`, batched as described above."""
     if call.respecialise is None:
-        return list(call.execute(call.kernel, list(operands), call.out_types, call.grid))
-    return list(_unbatched_fn(call)(*operands))
+        def launch(*ops):
+            return tuple(call.execute(call.kernel, list(ops), call.out_types, call.grid))
+    else:
+        launch = _unbatched_fn(call)
+    return list(_without_derivative(launch, call.kernel.name)(*operands))
+
+
+def _without_derivative(fn, kernel: str):
+    """`fn` with a JVP rule that says the kernel has none (JAX's own error would name only the
+    pure_callback or FFI call). Arguments that are not differentiated never reach the rule."""
+    import jax
+
+    fn = jax.custom_jvp(fn)
+
+    @fn.defjvp
+    def refuse(primals, tangents):
+        raise TypeError(f"ptxpy kernel '{kernel}' has no derivative rule, so jax.grad (or any JVP "
+                        "or VJP) cannot differentiate through it; give the function that calls it "
+                        "a backward pass with jax.custom_vjp (examples/jax_model_step.py does)")
+
+    return fn
 
 
 # --- the custom_vmap functions ---------------------------------------------------------------

@@ -11,12 +11,14 @@ in sequence (ptxpy.runtime.batching, docs/jax.md).
 """
 from __future__ import annotations
 
+import math
 import numbers
 import struct
 
 import numpy as np
 
 from ptxpy.runtime import batching, driver, ffi
+from ptxpy.transpiler import floatbits
 from ptxpy.transpiler.abi import CompiledKernel, ParamSpec
 
 VMAP_METHOD = "sequential"
@@ -37,10 +39,11 @@ def launch(kernel: CompiledKernel, args: list, out_types: list, grid, block,
     prepared = _eager_calls.get(signature) if signature is not None else None
     if prepared is None or prepared.kernel is not kernel:
         prepared = prepare(kernel, args, out_types, grid, block, input_output_aliases)
-        if signature is None:  # traced (or unusual) arguments: bind the FFI call directly
+        if signature is None:  # traced (or unusual) arguments
             operands = [prepared.values[i] for i in prepared.buffer_positions]
-            if respecialise is None or not any(_is_tracer(v) for v in operands):
+            if not any(_is_tracer(v) for v in operands):    # bind the FFI call directly
                 return prepared.bind(prepared.values)
+            # the vmap rule, and the error that names the kernel under jax.grad
             return batching.run(prepared.batching_call(respecialise), operands)
         if len(_eager_calls) > 4096:
             _eager_calls.clear()
@@ -228,7 +231,10 @@ def _where(kernel: CompiledKernel, spec: ParamSpec) -> str:
 
 
 def _check_array(kernel, spec, value):
-    if isinstance(value, (numbers.Number, np.generic)) or not hasattr(value, "shape"):
+    import jax
+
+    if (isinstance(value, (numbers.Number, np.generic, jax.ShapeDtypeStruct))
+            or not hasattr(value, "shape")):
         raise TypeError(f"{_where(kernel, spec)}: expected an array of {spec.dtype} with rank "
                         f"{spec.rank}, got {type(value).__name__}")
     _check_type(kernel, spec, value.dtype, value.shape, "array")
@@ -257,12 +263,16 @@ def _check_jax_holds(kernel, spec, what: str) -> None:
 
 
 def _check_type(kernel, spec, dtype, shape, what: str) -> None:
-    if np.dtype(dtype) != spec.dtype.numpy:
+    dtype = np.dtype(dtype)
+    if dtype != spec.dtype.numpy:
+        order = " in big-endian byte order, which JAX does not take" * (not dtype.isnative)
         raise TypeError(f"{_where(kernel, spec)}: expected {what} of dtype {spec.dtype} "
-                        f"({spec.dtype.numpy.name}), got {np.dtype(dtype).name}")
+                        f"({spec.dtype.numpy.name}), got {dtype.name}{order}")
     if len(shape) != spec.rank:
         raise ValueError(f"{_where(kernel, spec)}: expected {what} of rank {spec.rank}, "
                          f"got shape {tuple(shape)}")
+    if any(int(d) < 0 for d in shape):
+        raise ValueError(f"{_where(kernel, spec)}: extents cannot be negative, got {tuple(shape)}")
     if any(int(d) > _U32_MAX for d in shape):
         raise ValueError(f"{_where(kernel, spec)}: extents must fit in 32 bits, got {tuple(shape)}")
 
@@ -292,7 +302,9 @@ def _scalar_value(kernel, spec, value) -> np.ndarray:
     if _is_tracer(value):
         raise TypeError(f"{_where(kernel, spec)}: a traced value cannot be passed by value; "
                         "this parameter must be compiled by reference (ParamSpec.by_ref)")
-    if isinstance(value, int) and not spec.dtype.is_float:     # Python's, of any size
+    if isinstance(value, int) and not isinstance(value, bool):     # Python's, of any size
+        if spec.dtype.is_float:
+            return _rounded(value, spec.dtype.numpy)
         _check_range(kernel, spec, value, value)
         return np.asarray(value).astype(spec.dtype.numpy)
     host = np.asarray(value)
@@ -301,7 +313,30 @@ def _scalar_value(kernel, spec, value) -> np.ndarray:
     host = host.reshape(())
     if not spec.dtype.is_float:
         _check_range(kernel, spec, _integral(kernel, spec, host, value), value)
-    return host.astype(spec.dtype.numpy)
+    elif spec.dtype.name == "bf16" and host.dtype == np.float64:
+        # ml_dtypes rounds float64 -> bfloat16 twice (through float32); a cast rounds once
+        host = np.asarray(floatbits.round_to(float(host), "bf16"))
+    with np.errstate(over="ignore"):    # beyond the type's range: an infinity, as a cast gives
+        return host.astype(spec.dtype.numpy)
+
+
+def _rounded(number: int, dtype: np.dtype) -> np.ndarray:
+    """A Python int of any size as a 0-d array of float `dtype`, rounded once to nearest even
+    as a cast rounds (NumPy holds only ints of 64 bits; beyond the type's range: an infinity)."""
+    import ml_dtypes
+
+    excess = abs(number).bit_length() - (ml_dtypes.finfo(dtype).nmant + 1)
+    if excess > 0:      # keep the type's significant bits, so that float() below is exact
+        kept, rest = divmod(abs(number), 1 << excess)
+        half = 1 << (excess - 1)
+        kept += rest > half or (rest == half and kept & 1)
+        number = (kept << excess) * (-1 if number < 0 else 1)
+    try:
+        value = float(number)
+    except OverflowError:   # beyond f64's range, and so beyond every float type's
+        value = -math.inf if number < 0 else math.inf
+    with np.errstate(over="ignore"):
+        return np.asarray(value).astype(dtype)
 
 
 def _integral(kernel, spec, host: np.ndarray, value) -> int:

@@ -3,6 +3,7 @@ import functools
 import inspect
 import logging
 import re
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -332,8 +333,8 @@ def big(x: Array[f32], out: Array[f32]):
 
 
 def test_extents_beyond_i32_are_rejected_before_compiling():
-    with pytest.raises(ValueError, match=r"output 0 has shape \(2147483648,\); each extent must be below 2\*\*31"):
-        big(jax.ShapeDtypeStruct((4,), jnp.float32))
+    with pytest.raises(ValueError, match=r"output 'out' has shape \(2147483648,\); each extent must be below 2\*\*31"):
+        big.transpile(jax.ShapeDtypeStruct((4,), jnp.float32))
 
 
 SCALE_SOURCE = '''
@@ -694,3 +695,226 @@ def test_a_64_bit_array_needs_jax_enable_x64():
 def negate64(x: Array[f64], out: Array[f64]):
     i = ptxpy.global_id(0)
     out[i] = -x[i]
+
+
+# --- the call's signature, for jax.jit's static arguments --------------------------------------
+
+@ptxpy.jit(out_shape=lambda x, K=4: x, grid=1, block=BLOCK, interpret=True)
+def scale_after_output(x: Array[f32], out: Array[f32], K: Const[int] = 4):
+    i = ptxpy.thread_idx.x
+    if i < len(x):
+        out[i] = x[i] * K
+
+
+@ptxpy.jit(out_shape=lambda x, K, y, S=1: x, grid=1, block=BLOCK, interpret=True)
+def const_in_the_middle(x: Array[f32], K: Const[int], y: Array[f32], out: Array[f32],
+                        S: Const[int] = 1):
+    i = ptxpy.thread_idx.x
+    if i < len(x):
+        out[i] = x[i] * K + y[i] * S
+
+
+def test_the_kernels_signature_is_its_calls():
+    """The outputs are not arguments: inspect.signature (which JAX reads) shows the inputs in
+    call order, with the Const defaults."""
+    def described(kernel):
+        return [(p.name, p.default) for p in inspect.signature(kernel).parameters.values()]
+
+    empty = inspect.Parameter.empty
+    assert described(scale_after_output) == [("x", empty), ("K", 4)]
+    assert described(const_in_the_middle) == [("x", empty), ("K", empty), ("y", empty), ("S", 1)]
+    assert described(two_outputs) == [("x", empty), ("n", 2)]
+    assert list(inspect.signature(saxpy).parameters) == ["x", "y", "a"]
+
+
+@pytest.mark.parametrize("static", [{"static_argnames": "K"}, {"static_argnums": 1}])
+@pytest.mark.parametrize("by_keyword", [False, True])
+def test_jax_jit_static_argument_after_the_outputs(static, by_keyword):
+    x = np.arange(8, dtype=np.float32)
+    f = jax.jit(scale_after_output, **static)
+    out = f(x, K=3) if by_keyword else f(x, 3)
+    np.testing.assert_array_equal(np.asarray(out), x * 3)
+
+
+@pytest.mark.parametrize("static", [{"static_argnames": ("K", "S")}, {"static_argnums": (1, 3)}])
+@pytest.mark.parametrize("by_keyword", [False, True])
+def test_jax_jit_static_arguments_in_the_middle_and_after_the_outputs(static, by_keyword):
+    x, y = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    f = jax.jit(const_in_the_middle, **static)
+    out = f(x, y=y, K=2, S=5) if by_keyword else f(x, 2, y, 5)
+    np.testing.assert_array_equal(np.asarray(out), x * 2 + 5)
+
+
+# --- arguments are checked before grid, block and out_shape use them ---------------------------
+
+@ptxpy.jit(out_shape=lambda x: x, grid=lambda x: x.shape[1], block=32, interpret=True)
+def rows(x: Array[f32, 2], out: Array[f32, 2]):
+    out[ptxpy.block_idx.x, ptxpy.thread_idx.x] = x[ptxpy.block_idx.x, ptxpy.thread_idx.x]
+
+
+@ptxpy.jit(out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[1], x.shape[0]), x.dtype), grid=1,
+           block=32, interpret=True)
+def transposed(x: Array[f32, 2], out: Array[f32, 2]):
+    out[ptxpy.thread_idx.x, 0] = x[0, ptxpy.thread_idx.x]
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: rows(np.zeros(8, np.float32)), ValueError,
+     r"rows: argument 'x' must have rank 2, got shape \(8,\)"),
+    (lambda: rows(np.zeros((2, 8), np.int32)), TypeError,
+     "rows: argument 'x' must have dtype f32, got int32"),
+    (lambda: rows(3.0), TypeError, "rows: argument 'x' must be an array, got float"),
+    (lambda: transposed(np.zeros(8, np.float32)), ValueError,
+     r"transposed: argument 'x' must have rank 2, got shape \(8,\)"),
+    (lambda: saxpy(jnp.float32(1), np.zeros(8, np.float32), 2.0), ValueError,
+     r"saxpy: argument 'x' must have rank 1, got shape \(\)"),
+])
+def test_arguments_are_checked_before_the_launch_functions_use_them(call, error, message):
+    with pytest.raises(error, match=f"^{message}$"):
+        call()
+
+
+# --- out_shape values ----------------------------------------------------------------------------
+
+@ptxpy.jit(out_shape=lambda x: jax.ShapeDtypeStruct((x.shape[0] - 9,), x.dtype), grid=1, block=8,
+           interpret=True)
+def shorter(x: Array[f32], out: Array[f32]):
+    pass
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, jax.jit])
+def test_a_negative_output_extent_is_refused_before_launch(wrap):
+    with pytest.raises(ValueError, match=r"^shorter: output 'out' has shape \(-1,\); an extent "
+                                         "cannot be negative"):
+        wrap(shorter)(np.zeros(8, np.float32))
+
+
+@pytest.mark.parametrize("out_shape, says", [
+    ([], "out_shape has no entries; a kernel returns at least one output"),
+    (lambda x: [], "out_shape has no entries"),
+    ((100,), r"out_shape must be a jax.ShapeDtypeStruct, an array, a list of them, or a function "
+             r"returning one of these; got \(100,\) \(tuple\), whose entry 0 is 100 \(int\)"),
+    (5, r"out_shape must be .*; got 5 \(int\)$"),
+    (lambda x: x.shape, r"out_shape must be .*; its function returned \(8,\) \(tuple\), whose "
+                        r"entry 0 is 8 \(int\)$"),
+])
+def test_an_out_shape_that_is_no_shape_says_what_it_must_be(out_shape, says):
+    kernel = ptxpy.jit(unguarded.fn, out_shape=out_shape, grid=1, block=8, interpret=True)
+    with pytest.raises(TypeError, match=f"^unguarded: {says}"):
+        kernel(np.ones(8, np.float32))
+
+
+# --- scalars beyond 64 bits ----------------------------------------------------------------------
+
+@ptxpy.jit(out_shape=jax.ShapeDtypeStruct((2,), jnp.float32), grid=1, block=1, interpret=True)
+def floats(a: f32, h: f16, out: Array[f32]):
+    out[0] = a
+    out[1] = f32(h)
+
+
+@pytest.mark.parametrize("a, expected", [
+    (2**64, 2.0**64), (-(2**100), -(2.0**100)), (2**128, np.inf), (10**400, np.inf),
+    (-(10**400), -np.inf), (1e300, np.inf),
+], ids=lambda v: str(v)[:12])
+def test_a_python_int_of_any_size_is_cast_to_a_float_parameter(a, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # overflow to inf is the documented result
+        out = np.asarray(floats(a, 1e6))
+    assert out[0] == np.float32(expected) and out[1] == np.inf
+
+
+# --- derivatives ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("transform", [
+    lambda f: jax.grad(lambda x: f(x).sum()),
+    lambda f: jax.jit(jax.grad(lambda x: f(x).sum())),
+    lambda f: lambda x: jax.jvp(f, (x,), (x,)),
+    lambda f: lambda x: jax.vjp(f, x),
+])
+def test_differentiating_a_kernel_names_it_and_points_at_custom_vjp(transform):
+    x = np.ones(8, np.float32)
+    with pytest.raises(TypeError, match=r"^ptxpy kernel 'unguarded' has no derivative rule, so "
+                                        r"jax.grad .*jax.custom_vjp \(examples/jax_model_step.py"):
+        transform(unguarded)(x)
+
+
+def test_arguments_that_are_not_differentiated_need_no_derivative_rule():
+    x = np.arange(8, dtype=np.float32)
+    grad = jax.grad(lambda w: (w * unguarded(x)).sum())(jnp.float32(2.0))
+    assert grad == x.sum()
+
+
+# --- decorator arguments, array arguments, grid values -------------------------------------------
+
+@pytest.mark.parametrize("option, value, says", [
+    ("input_output_aliases", 5, r"input_output_aliases must be a dict \{input index: output "
+                                 r"index\} of ints, got 5 \(int\)"),
+    ("input_output_aliases", {0: "0"},
+     r"input_output_aliases must be a dict .*, got \{0: '0'\} \(dict\)"),
+    ("interpret", "no", r"interpret must be True, False or None, got 'no' \(str\)"),
+    ("fast_math", "yes", r"fast_math must be True or False, got 'yes' \(str\)"),
+    ("debug", 1, r"debug must be True or False, got 1 \(int\)"),
+    ("debug", None, r"debug must be True or False, got None \(NoneType\)"),
+])
+def test_decorator_arguments_are_checked_when_it_is_applied(option, value, says):
+    with pytest.raises(TypeError, match=f"^@ptxpy.jit of unguarded: {says}$"):
+        ptxpy.jit(out_shape=lambda x: x, grid=1, block=8, **{option: value})(unguarded.fn)
+
+
+def test_aliases_may_be_numpy_integers():
+    kernel = ptxpy.jit(add_one_in_place.fn, out_shape=lambda x: x, grid=1, block=BLOCK,
+                       input_output_aliases={np.int64(0): np.int32(0)}, interpret=True)
+    assert kernel.input_output_aliases == {0: 0}
+    assert all(type(i) is int for pair in kernel.input_output_aliases.items() for i in pair)
+    x = np.zeros(4, np.float32)
+    np.testing.assert_array_equal(np.asarray(kernel(x)), [1, 0, 1, 0])
+
+
+def test_a_shape_struct_is_no_array_for_a_call_but_is_for_transpile():
+    spec = jax.ShapeDtypeStruct((8,), jnp.float32)
+    with pytest.raises(TypeError, match=r"^unguarded: argument 'x' must be an array, got "
+                                        r"ShapeDtypeStruct \(for shapes, unguarded.transpile"):
+        unguarded(spec)
+    assert ".visible .entry unguarded(" in unguarded.transpile(spec)
+
+
+def test_a_big_endian_array_is_refused_as_jax_refuses_it():
+    """JAX takes no big-endian array (jnp.asarray and jax.jit refuse one): the kernel says so,
+    eagerly as under jax.jit."""
+    x = np.arange(8, dtype=">f4")
+    with pytest.raises(TypeError, match=r"^unguarded: argument 'x' has dtype '>f4', in "
+                                        "big-endian byte order, which JAX does not take"):
+        unguarded(x)
+    native = x.astype(x.dtype.newbyteorder("="))
+    np.testing.assert_array_equal(np.asarray(unguarded(native)), x)
+
+
+@pytest.mark.parametrize("value, forced", [("1", True), ("yes", True), ("0", False),
+                                           ("", False), ("false", False), ("OFF", False),
+                                           ("No", False), (" off ", False)])
+def test_ptxpy_interpret_false_off_no_do_not_force_the_simulator(monkeypatch, value, forced):
+    monkeypatch.setenv("PTXPY_INTERPRET", value)
+    assert saxpy2._interpreting() is forced
+
+
+@pytest.mark.parametrize("grid", [lambda x: ptxpy.cdiv(jnp.int32(len(x)), 8), np.int64(1),
+                                  np.array(1), (jnp.int32(1), np.uint8(1))])
+def test_a_grid_may_hold_concrete_0d_integer_arrays(grid):
+    kernel = ptxpy.jit(unguarded.fn, out_shape=lambda x: x, grid=grid, block=8, interpret=True)
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(kernel(x)), x)
+
+
+@pytest.mark.parametrize("launch, error, says", [
+    ({"grid": (1, 1, 1, 1)}, TypeError, r"grid must be a non-negative int or a tuple of 1 to 3 "
+                                        r"non-negative ints, got \(1, 1, 1, 1\)"),
+    ({"grid": True}, TypeError, "grid must be .*, got True"),
+    ({"grid": jnp.float32(1)}, TypeError, "grid must be"),
+    ({"block": -8}, ValueError, "block must be a positive int or a tuple of 1 to 3 positive ints, "
+                                "got -8"),
+])
+def test_bad_grid_and_block_values_name_the_kernel(launch, error, says):
+    kernel = ptxpy.jit(unguarded.fn, out_shape=lambda x: x, **{"grid": 1, "block": 8, **launch},
+                       interpret=True)
+    with pytest.raises(error, match=f"^unguarded: {says}"):
+        kernel(np.ones(8, np.float32))

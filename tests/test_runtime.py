@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -486,6 +487,9 @@ X4, Y4 = np.ones(4, np.float32), np.ones(4, np.float32)
     ([X4, Y4, 2.0], [jax.ShapeDtypeStruct((4,), jnp.int32)], TypeError, ["saxpy", "'out'", "int32"]),
     ([X4, Y4, 2.0], [f32((2, 2))], ValueError, ["saxpy", "'out'", "rank"]),
     ([X4, Y4, 2.0], [f32((4,)), f32((4,))], TypeError, ["saxpy", "2 arguments"]),
+    ([f32((4,)), Y4, 2.0], [f32((4,))], TypeError, ["saxpy", "'x'", "got ShapeDtypeStruct"]),
+    ([X4.astype(">f4"), Y4, 2.0], [f32((4,))], TypeError, ["saxpy", "'x'", "big-endian"]),
+    ([X4, Y4, 2.0], [f32((-4,))], ValueError, ["saxpy", "'out'", "cannot be negative", "(-4,)"]),
 ])
 def test_bad_arguments(no_cuda, args, out_types, error, words):
     with pytest.raises(error) as info:
@@ -524,6 +528,33 @@ def test_float_scalars_are_converted_to_the_parameters_type(dtype, given):
     k = kernel("fscale", [arr("x"), scalar("s", dtype), arr("out")], "ret;")
     _, value = launch_mod.check_args(k, k.params[:2], [X4, given])
     assert value.dtype == dtype.numpy and float(value) == 0.5
+
+
+@pytest.mark.parametrize("dtype, given, expected", [
+    (T.f32, 2**70 + 2**46 + 1, 2.0**70 + 2.0**47),   # through an f64 it would round to 2**70
+    (T.f32, 2**70 + 2**46, 2.0**70),                  # a tie: to even
+    (T.f32, -(2**64), -(2.0**64)), (T.f64, 2**64 + 1, 2.0**64), (T.bf16, 2**80 + 1, 2.0**80),
+    (T.f16, 65519, 65504.0), (T.f16, 65520, np.inf), (T.f16, 10**400, np.inf),
+    (T.f32, -(10**400), -np.inf), (T.f16, 1e6, np.inf), (T.f16, np.float32(-1e6), -np.inf),
+    # just above a tie of bf16: through f32 (ml_dtypes' float64 -> bfloat16) it rounds to even
+    (T.bf16, 1 + 2**-8 + 2**-40, 1 + 2**-7), (T.bf16, np.float64(-(1 + 2**-8 + 2**-40)), -(1 + 2**-7)),
+], ids=lambda v: str(v)[:12])
+def test_float_scalars_of_any_size_are_rounded_once_as_a_cast_rounds(dtype, given, expected):
+    """Python ints beyond 64 bits too, and overflow to an infinity without NumPy's warning."""
+    k = kernel("fscale", [arr("x"), scalar("s", dtype), arr("out")], "ret;")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, value = launch_mod.check_args(k, k.params[:2], [X4, given])
+    assert value.dtype == dtype.numpy and float(value) == expected
+
+
+def test_differentiating_a_launch_names_the_kernel(no_cuda, monkeypatch):
+    """On the GPU path as in the simulator (JAX alone would say that an FFI call cannot be
+    differentiated). The rule refuses while tracing: nothing is registered or launched."""
+    monkeypatch.setattr(launch_mod, "register", lambda *args: 0)
+    with pytest.raises(TypeError, match=r"^ptxpy kernel 'saxpy' has no derivative rule, .*"
+                                        r"jax.custom_vjp"):
+        jax.grad(lambda x: launch(SAXPY, [x, Y4, 2.0], [f32((4,))], 1, 4)[0].sum())(X4)
 
 
 @pytest.mark.parametrize("grid, block, error, words", [

@@ -346,3 +346,30 @@ def test_vmap_on_gpu_is_one_launch_with_grid_z():
     q8, q6 = rand(5, 8), rand(5, 6)
     np.testing.assert_array_equal(jax.vmap(G["quad"])(q8)[:, :4], q8[:, 3::-1])
     np.testing.assert_array_equal(jax.vmap(G["quad"])(q6)[:, :4], q6[:, 3::-1])
+
+
+# --- derivatives ---------------------------------------------------------------------------------
+
+def test_vmap_and_grad_of_a_kernel_name_it():
+    xs = rand(3, 40)
+
+    def total(x):
+        return K["saxpy"](x, x, 2.0).sum()
+
+    for transform in (jax.grad(lambda x: jax.vmap(lambda r: K["saxpy"](r, r, 2.0))(x).sum()),
+                      jax.vmap(jax.grad(total))):
+        with pytest.raises(TypeError, match="^ptxpy kernel 'saxpy' has no derivative rule"):
+            transform(xs)
+
+
+def test_a_custom_vjp_around_a_vmapped_kernel_still_batches_it():
+    @jax.custom_vjp
+    def twice_plus_one(x):
+        return jax.vmap(lambda r: K["saxpy"](r, jnp.ones_like(r), 2.0))(x)
+
+    twice_plus_one.defvjp(lambda x: (twice_plus_one(x), None), lambda _, g: (2.0 * g,))
+    xs = rand(4, 40)
+    with Launches() as n:
+        grad = jax.grad(lambda x: twice_plus_one(x).sum())(xs)
+    np.testing.assert_array_equal(grad, np.full_like(xs, 2.0))
+    assert n.count == 1
