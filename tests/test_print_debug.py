@@ -329,6 +329,26 @@ def d(x: Array[f32], out: Array[f32]):
         assert error == f"{message}; thread (0,0,0) block (0,0,0)"
 
 
+
+@pytest.mark.parametrize("ty", ["u32", "u64", "i64"])
+def test_an_out_of_bounds_index_is_printed_as_its_type_reads_it(capfd, ty):
+    """A u64 index of 2**64 - 1 is that number, not -1 (the message once printed every index
+    as a signed 64-bit one)."""
+    source = src(f"""
+@ptxpy.jit
+def d(x: Array[f32], j: Array[{ty}], out: Array[f32]):
+    out[0] = x[j[0]]
+""")
+    line = line_of(source, "x[j[0]]")
+    dtype = {"u32": np.uint32, "u64": np.uint64, "i64": np.int64}[ty]
+    index = np.iinfo(dtype).max if ty != "i64" else -1
+    error = run_failing(source, "d", [np.zeros(4, np.float32), np.array([index], dtype),
+                                      Out(1, np.float32)], block=1)
+    message = f"kernels.py:{line}: index out of bounds: index {index} is not in [0, 4) for axis 0 of 'x'"
+    assert printed(capfd) == message + "\n"
+    if not ON_GPU:
+        assert error == f"{message}; thread (0,0,0) block (0,0,0)"
+
 TWO_D = src("""
 @ptxpy.jit
 def d(x: Array[f32, 2], di: i32, dj: i32, out: Array[f32, 2]):

@@ -866,9 +866,10 @@ class _Builder:
             uty = u64 if index.type.bits > 32 else u32
             ok = self.emit("cmp", bool_, [self.coerce_bits(index, uty), self.coerce_bits(extent, uty)],
                            {"pred": "lt"})
-            fmt = (f"{self.where()}: index out of bounds: index %lld is not in [0, %d) "
+            shown, conversion = (u64, "%llu") if index.type == u64 else (i64, "%lld")
+            fmt = (f"{self.where()}: index out of bounds: index {conversion} is not in [0, %d) "
                    f"for axis {axis} of '{array.name}'\n")
-            self.check(ok, fmt, [(index, i64), (extent, i32)])
+            self.check(ok, fmt, [(index, shown), (extent, i32)])
 
     def check(self, ok, fmt: str, args: list) -> None:
         """Continue when `ok`, else print `fmt` and trap (in a cold block)."""
