@@ -15,7 +15,7 @@ import time
 
 import ptxpy
 from ptxpy.transpiler import driver
-from ptxpy.transpiler.errors import CompileError
+from ptxpy.transpiler.errors import CompileError, source_lines
 
 EXIT_OK, EXIT_INPUT_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 128 + 2, 128 + 13     # 128 + SIGINT, 128 + SIGPIPE
@@ -38,6 +38,8 @@ def build_parser() -> Parser:
                             description="Read FILE.py without running it and write one DIR/NAME.ptx "
                                         "per @ptxpy.jit kernel.")
     t.set_defaults(command_parser=t)
+    t.add_argument("--version", action="version", version=f"ptxpy {ptxpy.__version__}",
+                   help="print ptxpy's version and exit (as ptxpy --version)")
     t.add_argument("file", metavar="FILE.py")
     t.add_argument("-o", "--output-dir", metavar="DIR", help="where to write (default: beside FILE.py)")
     t.add_argument("--arch", default=driver.DEFAULT_ARCH, help="target, e.g. sm_80, sm_90 (default: sm_90)")
@@ -160,14 +162,18 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
     """Compile the kernels of `source` as the CLI's arguments say; `own_process` when this is
     the `ptxpy` command itself (not `main([...])` called from Python)."""
     options = driver.Options(driver.check_arch(args.arch), args.fast_math, args.debug)
+    out_dir = output_dir(args)
+    warn_ignored_options(args)
     program = driver.parse(source, args.file)
     names = driver.kernel_names(program, args.kernel)
     if not names:
-        print(f"{args.file}: no @ptxpy.jit kernels found", file=sys.stderr)
-    warn_unused_defines(defines, [program.kernels[name] for name in names])
-    out_dir = args.output_dir or os.path.dirname(os.path.abspath(args.file))
+        print(f"{args.file}: warning: no @ptxpy.jit kernels found", file=sys.stderr)
+    for name in driver.unused_defines(defines, [program.kernels[name] for name in names]):
+        print(f"ptxpy: warning: -D {name}: no kernel compiled has a Const parameter "
+              f"'{name}'", file=sys.stderr)
     for k, name in enumerate(names):
         consts = driver.consts_for(program.kernels[name], defines)
+        check_define_values(program, program.kernels[name], consts)
         start = time.perf_counter()
         stages = driver.compile_kernel(program, name, consts, options=options, stop_after=args.emit)
         elapsed = (time.perf_counter() - start) * 1e3
@@ -190,12 +196,43 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
     return EXIT_OK
 
 
-def warn_unused_defines(defines: dict, kernels: list) -> None:
-    """A -D that sets no Const parameter of the kernels compiled is most likely a typo."""
-    for name in defines:
-        if not any(driver.consts_for(kernel, {name: None}) for kernel in kernels):
-            print(f"ptxpy: warning: -D {name}: no kernel compiled has a Const parameter "
-                  f"'{name}'", file=sys.stderr)
+def output_dir(args) -> str:
+    """The directory to write into: -o DIR, which must not be a file, else beside FILE.py."""
+    if args.output_dir is None:
+        return os.path.dirname(os.path.abspath(args.file))
+    given = args.output_dir
+    if args.emit == "ptx" and os.path.exists(given) and not os.path.isdir(given):
+        raise UsageError(f"-o '{given}' is not a directory (-o names the directory to write "
+                         "NAME.ptx into)")
+    return given
+
+
+def warn_ignored_options(args) -> None:
+    """--emit ssa and --emit typed print instead of writing PTX: -o and --check do nothing."""
+    ignored = [option for option, given in (("-o", args.output_dir is not None),
+                                            ("--check", args.check)) if given]
+    if args.emit != "ptx" and ignored:
+        print(f"ptxpy: warning: {' and '.join(ignored)} ignored with --emit {args.emit} "
+              "(it prints instead of writing PTX)", file=sys.stderr)
+
+
+def check_define_values(program, kernel, consts: dict) -> None:
+    """A -D value of the wrong kind for its Const parameter: an error at the parameter that
+    names the -D."""
+    for param in kernel.params:
+        if param.name in consts and param.type.value_of(consts[param.name]) is None:
+            value = consts[param.name]
+            message = (f"-D {param.name}={value!r}: Const parameter '{param.name}' is "
+                       f"{param.type} but was given {value!r}; {_define_hint(param)}")
+            raise CompileError(message, param.loc).located(program.filename,
+                                                           source_lines(program.source))
+
+
+def _define_hint(param) -> str:
+    base = param.type.base.name
+    if base == "bool":
+        return f"use -D {param.name}=True or -D {param.name}=False"
+    return "use an integer" if base == "i32" else "use a number"
 
 
 def with_absolute_file(ptx: str, path: str) -> str:

@@ -387,3 +387,81 @@ def test_the_command_escapes_a_path_its_output_encoding_cannot_show(kernels_file
                        env={**os.environ, "PYTHONIOENCODING": "ascii"})
     assert done.returncode == 0, done.stderr
     assert f"{tmp_path}/ob_\\xe4/scale.ptx" in done.stdout
+
+
+def test_a_ptxas_named_by_PTXAS_that_does_not_exist_is_bad_usage(kernels_file, capsys, tmp_path,
+                                                                monkeypatch):
+    """It used to be passed over for the ptxas on the PATH."""
+    missing = tmp_path / "no-such-ptxas"
+    monkeypatch.setenv("PTXAS", str(missing))
+    assert main(["transpile", str(kernels_file), "-o", str(tmp_path), "--check"]) == 2
+    assert capsys.readouterr().err == (f"ptxpy: error: cannot run ptxas '{missing}': No such file "
+                                       "or directory\n")
+
+
+def test_an_output_directory_that_is_a_file_is_bad_usage(kernels_file, tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory")
+    assert main(["transpile", str(kernels_file), "-o", str(afile)]) == 2
+    assert capsys.readouterr().err == (f"ptxpy: error: -o '{afile}' is not a directory (-o names "
+                                       "the directory to write NAME.ptx into)\n")
+
+
+def test_a_define_of_the_wrong_kind_names_the_option(tmp_path, capsys):
+    path = tmp_path / "flags.py"
+    path.write_text("import ptxpy\nfrom ptxpy import Array, Const, f32\n\n@ptxpy.jit\n"
+                    "def k(x: Array[f32], B: Const[bool] = False):\n    x[0] = 1.0\n")
+    assert main(["transpile", str(path), "-o", str(tmp_path), "-D", "B=1"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}:5:22: error: -D B=1: Const parameter 'B' is Const[bool] but was given 1; use "
+        "-D B=True or -D B=False",
+        "def k(x: Array[f32], B: Const[bool] = False):", " " * 21 + "^"]
+
+
+def test_version_after_the_command_prints_the_version(capsys):
+    import ptxpy
+
+    with pytest.raises(SystemExit) as exit:
+        main(["transpile", "--version"])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out == f"ptxpy {ptxpy.__version__}\n"
+
+
+def test_a_kernel_named_twice_is_compiled_once(kernels_file, tmp_path, capsys):
+    assert main(["transpile", str(kernels_file), "-o", str(tmp_path), "--kernel", "copy",
+                 "--kernel", "copy"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+
+def test_options_that_emit_ignores_are_named_in_a_warning(kernels_file, tmp_path, capsys):
+    assert main(["transpile", str(kernels_file), "--emit", "ssa", "--check", "-o", str(tmp_path),
+                 "--kernel", "copy"]) == 0
+    assert capsys.readouterr().err == ("ptxpy: warning: -o and --check ignored with --emit ssa "
+                                       "(it prints instead of writing PTX)\n")
+    assert os.listdir(tmp_path) == ["kernels.py"]
+
+
+def test_a_file_without_kernels_is_a_warning(tmp_path, capsys):
+    path = tmp_path / "host.py"
+    path.write_text("import ptxpy\n")
+    assert main(["transpile", str(path)]) == 0
+    assert capsys.readouterr().err == f"{path}: warning: no @ptxpy.jit kernels found\n"
+
+
+def test_a_kernel_in_a_class_is_an_input_error(tmp_path, capsys):
+    """It used to be passed over: 'no @ptxpy.jit kernels found', status 0."""
+    path = tmp_path / "classy.py"
+    path.write_text("import ptxpy\nfrom ptxpy import Array, f32\n\nclass Kernels:\n"
+                    "    @ptxpy.jit\n    def k(x: Array[f32]):\n        x[0] = 1.0\n")
+    assert main(["transpile", str(path), "-o", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}:5:5: error: @ptxpy.jit function 'k' must be defined at the top level of the "
+        "module, not inside class 'Kernels'", "    @ptxpy.jit", "    ^"]
+
+
+def test_transpile_from_python_warns_of_a_define_that_sets_nothing(kernels_file):
+    import ptxpy
+
+    with pytest.warns(UserWarning, match=r"defines\['KK'\]: no kernel compiled has a Const "
+                                         r"parameter 'KK'"):
+        ptxpy.transpile(kernels_file.read_text(), str(kernels_file), defines={"KK": 1, "K": 2})

@@ -1248,3 +1248,28 @@ def walk(starts: Array[{ty}], seen: Array[{ty}], count: Array[i32]):
         expected = list(range(start, stop_value, step))
         assert count[k] == len(expected), start
         assert seen[4 * k:4 * k + min(4, len(expected))].tolist() == expected[:4], start
+
+
+@pytest.mark.parametrize("k", [math.nan, -0.0, 0.0, 2.0])
+def test_min_and_max_of_constants_follow_the_run_time_rule(k):
+    """A NaN among the arguments is ignored and -0.0 is below 0.0 whether the arguments are
+    constants (folded while typing) or values (PTX min/max); Python's own min and max keep the
+    first of a NaN or of equal zeros."""
+    source = HEADER + """
+import math
+
+@ptxpy.jit
+def mm(x: Array[f32], folded: Array[f32], computed: Array[f32], K: ptxpy.Const[float] = 0.0):
+    folded[0] = min(K, 1.0)
+    folded[1] = max(K, -0.0)
+    folded[2] = min(-0.0, K, 0.0)
+    folded[3] = max(math.nan, K)
+    computed[0] = min(x[0], 1.0)
+    computed[1] = max(x[0], -0.0)
+    computed[2] = min(-0.0, x[0], 0.0)
+    computed[3] = max(math.nan, x[0])
+"""
+    folded, computed = run(source, "mm", [np.array([k], np.float32), Out(4, np.float32),
+                                          Out(4, np.float32)], grid=1, block=1, consts={"K": k})
+    assert np.array_equal(folded, computed, equal_nan=True)
+    assert np.signbit(folded).tolist() == np.signbit(computed).tolist()

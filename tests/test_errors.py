@@ -237,7 +237,7 @@ CASES = [
      'kernels.py:6:14: error: math.atan2 is not supported in kernels (supported: ceil copysign cos erf exp exp2 fabs floor fmod isfinite isinf isnan log log10 log2 pow sin sqrt tan tanh, and the constants pi e tau inf nan)'),
     ('ptxpy_unknown',
      '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = ptxpy.thread_id()\n',
-     "kernels.py:6:14: error: ptxpy has no attribute 'thread_id'"),
+     "kernels.py:6:14: error: ptxpy has no attribute 'thread_id'; did you mean ptxpy.thread_idx?"),
     ('axis_out_of_range',
      '@ptxpy.jit\ndef k(out: Array[i32]):\n    out[0] = ptxpy.program_id(3)\n',
      'kernels.py:6:31: error: the axis of ptxpy.program_id must be 0, 1 or 2, got 3'),
@@ -262,6 +262,9 @@ CASES = [
     ('vector_not_constant',
      '@ptxpy.jit\ndef k(x: Array[f32], i: i32, w: i32):\n    a, b = x[i:i + w]\n',
      "kernels.py:6:20: error: the width of a vector access (x[i:i + 4]) must be a compile-time constant: literals, module constants, Const parameters and arithmetic on them ('w' is a variable)"),
+    ('atomic_too_few_indices',
+     '@ptxpy.jit\ndef k(x: Array[f32, 2]):\n    ptxpy.atomic_add(x, 0, 1.0)\n',
+     "kernels.py:6:25: error: array 'x' has rank 2 but the atomic gives 1 index"),
     ('atomic_not_array',
      '@ptxpy.jit\ndef k(n: i32):\n    ptxpy.atomic_add(n, 0, 1)\n',
      "kernels.py:6:22: error: ptxpy.atomic_add needs an array, got 'n'"),
@@ -343,6 +346,61 @@ CASES = [
     ('tuple_store_negative_index',
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0], x[-1] = x[1], x[0]\n',
      'kernels.py:6:13: error: negative index -1: indexing never wraps (a[-1] is not the last element)'),
+    ('string_formatting_in_print',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    i = ptxpy.global_id()\n    print("{}".format(i))\n',
+     'kernels.py:7:11: error: \'"{}".format\': string methods and formatting are not supported in '
+     'kernels; print takes the values as arguments: print("x =", x)'),
+    ('array_for_a_scalar_parameter',
+     '@ptxpy.func\ndef f(a: f32, b: f32) -> f32:\n    return a + b\n'
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = f(x, 1.0)\n',
+     "kernels.py:9:14: error: parameter 'a' of f() is f32, but 'x' is Array[f32]"),
+    ('indices_one_at_a_time',
+     '@ptxpy.jit\ndef k(x: Array[f32, 2]):\n    x[0, 0] = x[0][1]\n',
+     "kernels.py:6:15: error: 'x' is an array of rank 2; index it with all 2 indices at once: x[0, 1]"),
+    ('indices_one_at_a_time_in_a_store',
+     '@ptxpy.jit\ndef k(x: Array[f32, 2]):\n    x[0][1] = 1.0\n',
+     "kernels.py:6:5: error: 'x' is an array of rank 2; index it with all 2 indices at once: x[0, 1]"),
+    ('index_of_an_element',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = x[1][2]\n',
+     "kernels.py:6:12: error: 'x[1]' is an element of 'x' (f32); it cannot be indexed"),
+    ('keyword_of_max',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = max(x[1], 1.0, key=abs)\n',
+     "kernels.py:6:27: error: keyword arguments are not supported by max() (got 'key=')"),
+    ('scalar_type_not_imported',
+     '@ptxpy.jit\ndef k(x: Array[f32], n: u32):\n    x[0] = 1.0\n',
+     "kernels.py:5:25: error: 'u32' is not imported (from ptxpy import u32)"),
+    ('element_type_not_imported',
+     '@ptxpy.jit\ndef k(x: Array[u8]):\n    x[0] = 1\n',
+     "kernels.py:5:16: error: 'u8' is not imported (from ptxpy import u8)"),
+    ('cast_not_imported',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = f16(1.0)\n',
+     "kernels.py:6:12: error: name 'f16' is not defined (it is ptxpy.f16: from ptxpy import f16)"),
+    ('cuda_thread_index',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = ptxpy.threadIdx.x\n',
+     "kernels.py:6:12: error: ptxpy has no attribute 'threadIdx'; CUDA's threadIdx is ptxpy.thread_idx"),
+    ('cuda_syncthreads',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    ptxpy.__syncthreads()\n',
+     "kernels.py:6:5: error: ptxpy has no attribute '__syncthreads'; CUDA's __syncthreads is "
+     "ptxpy.syncthreads"),
+    ('cuda_name_not_imported',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = blockDim.x\n',
+     "kernels.py:6:12: error: name 'blockDim' is not defined; CUDA's blockDim is ptxpy.block_dim"),
+    ('misspelt_math_function',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = math.sqr(x[1])\n',
+     "kernels.py:6:12: error: module 'math' has no attribute 'sqr'; did you mean math.sqrt?"),
+    ('keyword_only_marker',
+     '@ptxpy.jit\ndef k(x: Array[f32], *, n: i32):\n    x[0] = 1.0\n',
+     "kernels.py:5:22: error: keyword-only parameters ('*' in the parameter list) are not "
+     "supported; remove the '*'"),
+    ('positional_only_marker',
+     '@ptxpy.func\ndef f(a: f32, /) -> f32:\n    return a\n'
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = f(x[1])\n',
+     "kernels.py:5:15: error: positional-only parameters ('/' in the parameter list) are not "
+     "supported; remove the '/'"),
+    ('const_of_a_wide_type',
+     '@ptxpy.jit\ndef k(x: Array[f32], N: Const[i64] = 1):\n    x[0] = 1.0\n',
+     "kernels.py:5:31: error: Const[i64] is not supported: Const takes int, float or bool (also "
+     "written i32, f32, bool_)"),
 ]
 
 
@@ -495,3 +553,156 @@ def test_every_error_is_a_compile_error_even_for_odd_inputs():
             assert str(err).startswith("kernels.py")
         else:
             assert parsed.kernels == {}
+
+
+KERNEL_AT = ("@ptxpy.jit\n"
+             "def k(x: Array[f32]):\n"
+             "    x[0] = 1.0\n")
+
+
+def indented(text: str, levels: int = 1) -> str:
+    return "".join("    " * levels + line if line else line for line in text.splitlines(True))
+
+
+@pytest.mark.parametrize("holder, inside", [
+    ("class A:\n", "class 'A'"),
+    ("def outer():\n", "function 'outer'"),
+    ("if True:\n", "an 'if' block"),
+    ("for _ in range(2):\n", "a 'for' block"),
+    ("with open(__file__):\n", "a 'with' block"),
+    ("try:\n", "a 'try' block"),
+])
+def test_a_decorated_function_below_the_top_level_is_an_error_at_its_decorator(holder, inside):
+    import ptxpy
+
+    tail = "except ImportError:\n    pass\n" if holder == "try:\n" else ""
+    source = HEADER + holder + indented(KERNEL_AT) + tail
+    with pytest.raises(CompileError) as info:
+        ptxpy.transpile(source, "kernels.py")
+    assert str(info.value).splitlines() == [
+        f"kernels.py:5:5: error: @ptxpy.jit function 'k' must be defined at the top level of the "
+        f"module, not inside {inside}", "    @ptxpy.jit", "    ^"]
+
+
+def test_a_device_function_in_a_block_is_an_error_where_a_kernel_calls_it():
+    import ptxpy
+
+    source = HEADER + ("if True:\n    @ptxpy.func\n    def twice(v: f32) -> f32:\n        return 2 * v\n"
+                       "@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = twice(x[1])\n")
+    with pytest.raises(CompileError) as info:
+        ptxpy.transpile(source, "kernels.py")
+    assert str(info.value).splitlines()[0] == (
+        "kernels.py:5:5: error: @ptxpy.func function 'twice' must be defined at the top level of "
+        "the module, not inside an 'if' block")
+
+
+def test_a_nested_kernel_does_not_stop_the_files_other_kernels():
+    from ptxpy.transpiler import driver
+
+    source = HEADER + "class A:\n" + indented(KERNEL_AT) + KERNEL_AT.replace("def k", "def good")
+    program = driver.parse(source, "kernels.py")
+    assert list(program.kernels) == ["A.k", "good"]
+    assert list(driver.transpile(source, "kernels.py", kernels=["good"])) == ["good"]
+
+
+def test_a_kernel_in_a_block_named_like_a_top_level_one_takes_the_name_as_python_does():
+    from ptxpy.transpiler import driver
+
+    in_block = "if True:\n" + indented(KERNEL_AT)
+    before = driver.parse(HEADER + KERNEL_AT + in_block, "kernels.py")
+    after = driver.parse(HEADER + in_block + KERNEL_AT, "kernels.py")
+    assert type(before.kernels["k"]).__name__ == "InvalidDecl"     # the block's rebinds 'k'
+    assert type(after.kernels["k"]).__name__ == "KernelDecl"
+
+
+def test_a_kernel_in_a_block_called_through_jit_says_it_must_be_at_the_top_level(tmp_path):
+    """It used to say 'ink is not decorated with @ptxpy.jit in its source'."""
+    import importlib.util
+
+    import numpy as np
+
+    path = tmp_path / "blocked.py"
+    path.write_text(HEADER + "if True:\n" + indented(
+        "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4)\n"
+        "def ink(x: Array[f32], out: Array[f32]):\n    out[0] = x[0]\n"))
+    spec = importlib.util.spec_from_file_location("blocked", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(CompileError) as info:
+        module.ink.ptx(np.zeros(4, np.float32))
+    assert str(info.value).splitlines()[:3] == [
+        f"{path}:5:5: error: @ptxpy.jit function 'ink' must be defined at the top level of the "
+        "module, not inside an 'if' block",
+        "    @ptxpy.jit(out_shape=lambda x: x, grid=1, block=4)", "    ^"]
+
+
+def sum_kernel(terms: int) -> str:
+    return HEADER + ("@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n"
+                     f"    out[0] = {' + '.join(f'x[{i}]' for i in range(terms))}\n")
+
+
+def test_a_long_sum_compiles():
+    """400 terms used to be 'the source is nested too deeply to compile' (Python's recursion
+    limit, in the positions of libcst's nodes)."""
+    from ptxpy.transpiler import driver
+
+    ptx = driver.transpile(sum_kernel(1000), "kernels.py")["k"]
+    assert ptx.count("add.rn.f32") == 999
+
+
+DEEP_SCRIPT = """
+import sys
+from ptxpy.transpiler import driver
+from ptxpy.transpiler.errors import CompileError
+try:
+    driver.transpile(sys.stdin.read(), "kernels.py")
+    print("compiled")
+except CompileError as err:
+    print(err)
+"""
+
+
+def compile_in_a_subprocess(source: str) -> str:
+    """What compiling `source` prints, in a process of its own (a C stack overflow kills it)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", DEEP_SCRIPT], input=source, text=True,
+                          capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("expression", [
+    " + ".join(f"x[{i % 8}]" for i in range(5000)),           # was: nested too deeply, no line
+    " and ".join(["x[0] > 0.0"] * 10000),                       # was: a crash of libcst's parser
+    "ptxpy" + ".a" * 7000,                                      # was: a crash of libcst's parser
+])
+def test_an_expression_nested_beyond_the_limit_is_an_error_at_its_statement(expression):
+    source = HEADER + f"@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n    out[0] = {expression}\n"
+    lines = compile_in_a_subprocess(source).splitlines()
+    assert lines[0] == ("kernels.py:6:5: error: this statement nests expressions more than 4000 "
+                        "levels deep, too deeply to compile; split it into several statements")
+    assert lines[2] == "    ^"
+
+
+def test_an_expression_just_below_the_limit_compiles_without_overflowing_the_stack():
+    body = "    out[0] = " + "-" * 3990 + "x[0]\n    c = x[1] > 0.0\n    out[1] = f32(" + \
+           "not " * 3990 + "c)\n"
+    source = HEADER + "@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n" + body
+    assert compile_in_a_subprocess(source) == "compiled\n"
+
+
+def test_a_nul_byte_is_located():
+    source = HEADER + "@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = 1.0  # a\0b\n"
+    assert str(compile_error(source)).splitlines() == [
+        "kernels.py:6:20: error: source contains a NUL byte",
+        "    x[0] = 1.0  # a\\0b",
+        " " * 19 + "^"]
+
+
+def test_the_caret_counts_wide_characters_twice():
+    source = HEADER + "@ptxpy.jit\ndef k(x: Array[f32]):\n    幅 = 1.0; x[0] = 幅 + oops\n"
+    lines = str(compile_error(source)).splitlines()
+    assert lines[0] == "kernels.py:6:25: error: name 'oops' is not defined"
+    assert lines[2] == " " * 26 + "^"      # under the 'o', the two 幅 taking 2 columns each

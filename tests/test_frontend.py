@@ -1217,3 +1217,59 @@ def test_libcst_validation_is_skipped_only_while_parsing():
         thread.join()
     assert not errors
     must_validate()
+
+
+DEEP = " + ".join(["1"] * 4500)
+
+
+@pytest.mark.parametrize("host_code", [
+    f"if __name__ == '__main__':\n    print({DEEP})\n",     # blanked out for libcst
+    f"def host():\n    return {DEEP}\n",                     # an undecorated body: blanked too
+    f"class Host:\n    VALUE = {DEEP}\n",
+])
+def test_deep_expressions_in_host_code_that_libcst_never_reads_are_allowed(host_code):
+    parsed = parse_module(HEADER + host_code + "@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = 1.0\n")
+    assert list(parsed.kernels) == ["k"]
+
+
+@pytest.mark.parametrize("code, loc", [
+    (f"TOTAL = {DEEP}\n", (4, 0)),                                         # a module constant
+    (f"@ptxpy.func\ndef f(v: f32) -> f32:\n    if v > 0.0:\n        v = {DEEP}\n    return v\n",
+     (7, 8)),
+])
+def test_deep_expressions_that_libcst_would_read_are_located_errors(code, loc):
+    with pytest.raises(CompileError) as info:
+        parse_module(HEADER + code, "test.py")
+    assert info.value.loc == loc
+    assert "nests expressions more than 4000 levels deep" in info.value.message
+
+
+def test_the_recursion_limit_is_restored_after_a_compile():
+    import sys
+
+    limit = sys.getrecursionlimit()
+    kernel("@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = " + " + ".join(["x[1]"] * 600) + "\n")
+    assert sys.getrecursionlimit() == limit
+
+
+def test_nested_functions_are_named_as_python_names_them():
+    import ast
+
+    from ptxpy.transpiler.toplevel import nested_functions
+
+    source = textwrap.dedent("""
+        class A:
+            @dec
+            def m(self): pass
+        def f():
+            @dec
+            def g(): pass
+        if X:
+            for i in y:
+                @dec
+                def h(): pass
+        @dec
+        def top(): pass
+        """)
+    found = [(fn.qualname, fn.inside) for fn in nested_functions(ast.parse(source), source)]
+    assert found == [("A.m", "class 'A'"), ("f.<locals>.g", "function 'f'"), ("h", "a 'for' block")]

@@ -1,12 +1,15 @@
 """Typing of calls: casts, builtins, math, ptxpy intrinsics and `@ptxpy.func` calls."""
 from __future__ import annotations
 
+import math
+
 import libcst as cst
 
 from ptxpy.types import ArrayType, Scalar, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from . import typed
-from .exprs import THREAD_NAMES, convert, fits, is_weak, join, truthy, weak_constant
+from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, truthy,
+                    unknown_attribute, weak_constant)
 from .scope import CONST_FUNCS, NotConstant, code_of, qualname_constant, scalar_named
 
 MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil fabs".split())
@@ -155,13 +158,16 @@ class CallChecker:
         return typed.Intrinsic(self.loc(node), value.type, "abs", [value])
 
     def min_max(self, name: str, node: cst.Call) -> typed.Expr:
-        if len(node.args) < 2 or any(a.star or a.keyword for a in node.args):
+        keyword = next((a for a in node.args if a.keyword is not None), None)
+        if keyword is not None:
+            raise self.error(f"keyword arguments are not supported by {name}() (got "
+                             f"'{keyword.keyword.value}=')", keyword)
+        if len(node.args) < 2 or any(a.star for a in node.args):
             raise self.error(f"{name}() takes two or more numbers as positional arguments "
                              "(iterables are not supported)", node)
         values = [self.value(a.value) for a in node.args]
         if all(is_weak(v) for v in values):
-            fold = min if name == "min" else max
-            return weak_constant(fold(v.value for v in values), self.loc(node))
+            return weak_constant(_fold_min_max(name, [v.value for v in values]), self.loc(node))
         t = join(values)
         op = name
         if t.is_bool:    # as Python's min(True, False) and jax.numpy's: a bool
@@ -187,7 +193,10 @@ class CallChecker:
         if name in MATH_BINARY:
             values = self.float_args(self.args(node, label, 2))
             return typed.Intrinsic(self.loc(node), values[0].type, name, values)
-        supported = " ".join(sorted(MATH_UNARY | MATH_PREDICATES | MATH_BINARY))
+        supported = MATH_UNARY | MATH_PREDICATES | MATH_BINARY
+        if name not in MATH_NAMES:
+            raise self.error(unknown_attribute("math", name, supported), node.func)
+        supported = " ".join(sorted(supported))
         raise self.error(f"math.{name} is not supported in kernels (supported: {supported}, and "
                          "the constants pi e tau inf nan)", node.func)
 
@@ -318,8 +327,8 @@ class CallChecker:
             items = [e.value for e in node.elements]
         rank = self.arrays[array].rank
         if len(items) != rank:
-            raise self.error(f"array '{array}' has rank {rank} but the atomic gives {len(items)} "
-                             "indices", node)
+            given = f"{len(items)} index" if len(items) == 1 else f"{len(items)} indices"
+            raise self.error(f"array '{array}' has rank {rank} but the atomic gives {given}", node)
         return [self.index(item) for item in items]
 
     def warp_value(self, name: str, node: cst.Call) -> typed.Expr:
@@ -350,6 +359,9 @@ class CallChecker:
                                      f"'{array}' is {self.arrays[array]}", arg)
                 bound[param.name] = array
                 args.append(typed.ArrayArg(self.loc(arg), param.type, array))
+            elif isinstance(arg, cst.Name) and arg.value in self.arrays:
+                raise self.error(f"parameter '{param.name}' of {name}() is {param.type}, but "
+                                 f"'{arg.value}' is {self.arrays[arg.value]}", arg)
             else:
                 args.append(convert(self.value(arg), param.type))
         for pname in fdef.written_arrays:
@@ -403,3 +415,18 @@ def _base_name(node: cst.CSTNode) -> str:
     while isinstance(node, cst.Attribute):
         node = node.value
     return node.value if isinstance(node, cst.Name) else ""
+
+
+def _fold_min_max(name: str, numbers: list):
+    """min/max of constants as the kernel computes them at run time (CUDA's fminf/fmaxf on
+    floats: a NaN is ignored unless all are NaN, -0.0 is below 0.0), else as Python's."""
+    result = numbers[0]
+    for number in numbers[1:]:
+        if number != number:            # NaN
+            continue
+        negative = math.copysign(1, number) < 0
+        if result != result or (number == result == 0 and negative != (math.copysign(1, result) < 0)):
+            result = number if result != result or negative == (name == "min") else result
+        else:
+            result = min(result, number) if name == "min" else max(result, number)
+    return result

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import gc
 import os
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .abi import CompiledKernel
-from .errors import CompileError, source_lines
+from .errors import CompileError, DeepRecursion, source_lines
 
 DEFAULT_ARCH = "sm_90"
 SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
@@ -132,7 +133,7 @@ def _parse_module(source: str, filename: str):
 def compile_kernel(program: Program, name: str, consts: dict | None = None, by_ref=frozenset(),
                    options: Options = Options(), stop_after: str = "ptx") -> Stages:
     """Compile one specialisation of kernel `name`; `stop_after` in 'typed', 'ssa', 'ptx'."""
-    with _GcPaused():
+    with _GcPaused(), DeepRecursion():
         return _compile_kernel(program, name, consts, by_ref, options, stop_after)
 
 
@@ -200,6 +201,9 @@ def transpile(source: str, filename: str = "<string>", arch: str = DEFAULT_ARCH,
 def _transpile(source: str, filename: str, options: Options, defines, kernels) -> dict[str, str]:
     program = parse(source, filename)
     names = kernel_names(program, kernels)
+    for name in unused_defines(defines or {}, [program.kernels[name] for name in names]):
+        warnings.warn(f"defines['{name}']: no kernel compiled has a Const parameter '{name}'",
+                      stacklevel=4)
     out = {}
     for name in names:
         consts = consts_for(program.kernels[name], defines or {})
@@ -212,9 +216,23 @@ def kernel_names(program: Program, wanted=None) -> list:
     program), or all of the program's when it is empty."""
     from .frontend import kernel_decl
 
-    for name in wanted or ():
+    wanted = list(dict.fromkeys(wanted or ()))     # each once, in the order given
+    for name in wanted:
         kernel_decl(program.parsed, name)
-    return list(wanted or program.kernels)
+    return wanted or list(program.kernels)
+
+
+def unused_defines(defines: dict, kernels: list) -> list:
+    """The names of `defines` that are a Const parameter of none of `kernels` (most likely
+    typos); a kernel whose header is in error counts as having them all."""
+    return [name for name in defines if not any(_sets(kernel, name) for kernel in kernels)]
+
+
+def _sets(kernel_decl, name: str) -> bool:
+    try:
+        return bool(consts_for(kernel_decl, {name: None}))
+    except CompileError:     # its parameters are not known: the error comes when it is compiled
+        return True
 
 
 def consts_for(kernel_decl, defines: dict) -> dict:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import re
+import sys
+import threading
+import unicodedata
 
 # str.splitlines also breaks at these, which Python's tokenizer keeps inside a line
 _NOT_PYTHON_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -14,6 +17,54 @@ def source_lines(text: str) -> list[str]:
         return text.splitlines()
     lines = _PYTHON_BREAK.split(text)
     return lines[:-1] if lines[-1] == "" else lines
+
+
+#: the recursion limit while compiling: the compiler recurses once or a few times per level of
+#: an expression's nesting, and Python's default (1000) stops at a few hundred levels
+COMPILE_RECURSION_LIMIT = 20000
+
+
+class DeepRecursion:
+    """`with DeepRecursion():` runs its block under a recursion limit of at least
+    COMPILE_RECURSION_LIMIT. The limit is the interpreter's, so the blocks of all threads are
+    counted: the old limit is back when the last one leaves."""
+
+    _lock = threading.Lock()
+    _inside = 0
+    _old_limit = 0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if not DeepRecursion._inside:
+                DeepRecursion._old_limit = sys.getrecursionlimit()
+                sys.setrecursionlimit(max(DeepRecursion._old_limit, COMPILE_RECURSION_LIMIT))
+            DeepRecursion._inside += 1
+
+    def __exit__(self, *exc) -> bool:
+        with self._lock:
+            DeepRecursion._inside -= 1
+            if not DeepRecursion._inside:
+                sys.setrecursionlimit(DeepRecursion._old_limit)
+        return False
+
+
+def display_width(text: str) -> int:
+    """The columns `text` takes in a terminal: two for a wide (East Asian) character, none for
+    a combining one."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_width(c) for c in text)
+
+
+def _char_width(c: str) -> int:
+    if unicodedata.combining(c):
+        return 0
+    return 2 if unicodedata.east_asian_width(c) in "WF" else 1
+
+
+def _shown(text: str) -> str:
+    """A source line as printed under a message: tabs expanded, a NUL written as \\0."""
+    return text.replace("\0", "\\0").expandtabs(8)
 
 
 class CompileError(Exception):
@@ -42,6 +93,6 @@ class CompileError(Exception):
         text = f"{where}:{line}:{col + 1}: error: {self.message}"
         if self.source_line is not None:
             raw = self.source_line.rstrip("\n")
-            caret_col = len(raw[:col].expandtabs(8))
-            text += f"\n{raw.expandtabs(8)}\n{' ' * caret_col}^"
+            caret_col = display_width(_shown(raw[:col]))
+            text += f"\n{_shown(raw)}\n{' ' * caret_col}^"
         return text

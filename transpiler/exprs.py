@@ -6,6 +6,7 @@ constants are folded here with Python semantics, so a weak expression is always 
 """
 from __future__ import annotations
 
+import difflib
 import math
 
 import libcst as cst
@@ -328,6 +329,10 @@ class ExprChecker:
             base = node
             while isinstance(base, cst.Attribute):
                 base = base.value
+            if isinstance(base, _STRINGS):
+                return self.error(f"'{text}': string methods and formatting are not supported in "
+                                  "kernels; print takes the values as arguments: print(\"x =\", x)",
+                                  node)
             if isinstance(base, cst.Name) and base.value in self.scope.constants:
                 kind = "a tuple" if isinstance(self.scope.constants[base.value], tuple) else "a number"
                 return self.error(f"'{base.value}' is {kind}; it has no attribute "
@@ -351,7 +356,7 @@ class ExprChecker:
                                   "(kernels can use parameters, locals, module constants, "
                                   "@ptxpy.func functions, math and ptxpy)", node)
         if qual is None:
-            return self.error(f"name '{text}' is not defined", node)
+            return self.error(f"name '{text}' is not defined{_name_hint(text)}", node)
         return self.error(_qualname_problem(qual, text), node)
 
     # arrays
@@ -385,7 +390,27 @@ class ExprChecker:
             return weak_constant(self.tuple_constant_item(node), self.loc(node))
         if isinstance(base, cst.Name) and base.value in self.vars:
             raise self.error(f"'{base.value}' is a scalar ({self.vars[base.value]}), not an array", node)
-        raise self.error(f"'{code_of(base)}' cannot be indexed (only arrays can)", node)
+        raise self.chained_index_error(node) or self.error(
+            f"'{code_of(base)}' cannot be indexed (only arrays can)", node)
+
+    def chained_index_error(self, node: cst.Subscript) -> CompileError | None:
+        """For `x[0][1]` on an array `x`: an error saying how to index it; else None."""
+        levels, base = [], node
+        while base.__class__ is cst.Subscript:
+            levels.append(base)
+            base = base.value
+        levels.reverse()
+        items = [subscript_items(level) for level in levels]
+        if not (isinstance(base, cst.Name) and base.value in self.arrays) or not all(items):
+            return None
+        name, kind = base.value, self.arrays[base.value]
+        indices = [code_of(item) for level in items for item in level]
+        if len(indices) > kind.rank:
+            return self.error(f"'{code_of(_element_of(levels, items, kind.rank))}' is an element "
+                              f"of '{name}' ({kind.elem}); it cannot be indexed", node)
+        example = ", ".join(indices if len(indices) == kind.rank else "ijkl"[:kind.rank])
+        hint = f"index it with all {kind.rank} indices at once: {name}[{example}]"
+        return self.error(f"'{name}' is an array of rank {kind.rank}; {hint}", node)
 
     def shape_item(self, name: str, node: cst.Subscript) -> typed.Expr:
         items = subscript_items(node)
@@ -583,6 +608,16 @@ class ExprChecker:
         return typed.IfExp(self.loc(node), t, cond, convert(then, t), convert(orelse, t))
 
 
+def _element_of(levels: list, items: list, rank: int) -> cst.Subscript:
+    """The subscript of a chain `x[0][1][2]` that has given the array all its `rank` indices."""
+    count = 0
+    for level, level_items in zip(levels, items):
+        count += len(level_items)
+        if count >= rank:
+            return level
+    return levels[-1]
+
+
 def _flatten_boolean(node, op_type) -> list:
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, op_type):
         return _flatten_boolean(node.left, op_type) + _flatten_boolean(node.right, op_type)
@@ -607,6 +642,36 @@ def _article(what: str) -> str:
     return what if what.startswith("a ") else f"a {what}"
 
 
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+#: CUDA's names of what ptxpy has under another name
+CUDA_NAMES = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "block_dim",
+              "gridDim": "grid_dim", "__syncthreads": "syncthreads", "syncThreads": "syncthreads",
+              "warpSize": "WARP_SIZE", "atomicAdd": "atomic_add", "__shfl_sync": "shfl_sync"}
+MATH_NAMES = frozenset(name for name in dir(math) if not name.startswith("_"))
+
+
+def _name_hint(name: str) -> str:
+    """What an undefined name may have meant: a ptxpy name not imported, a CUDA name."""
+    if name in PTXPY_NAMES:
+        return f" (it is ptxpy.{name}: from ptxpy import {name})"
+    if name in CUDA_NAMES:
+        return f"; CUDA's {name} is ptxpy.{CUDA_NAMES[name]}"
+    return ""
+
+
+def unknown_attribute(module: str, attr: str, names) -> str:
+    """`ptxpy has no attribute 'attr'` (or `module 'math' ...`), with the CUDA name or the
+    closest of `names`."""
+    shown = "ptxpy" if module == "ptxpy" else f"module '{module}'"
+    message = f"{shown} has no attribute '{attr}'"
+    if module == "ptxpy" and attr in CUDA_NAMES:
+        return f"{message}; CUDA's {attr} is ptxpy.{CUDA_NAMES[attr]}"
+    close = difflib.get_close_matches(attr, sorted(names), n=2, cutoff=0.7)
+    if close:
+        return f"{message}; did you mean {' or '.join(f'{module}.{name}' for name in close)}?"
+    return message
+
+
 def _qualname_problem(qual: str, text: str) -> str:
     module, _, attr = qual.partition(".")
     if not attr:
@@ -623,9 +688,12 @@ def _qualname_problem(qual: str, text: str) -> str:
             return f"ptxpy.{dim} has the attributes .x, .y and .z"
         if attr in PTXPY_NAMES:
             return f"'{text}' must be called or indexed; it is not a value"
-        return f"ptxpy has no attribute '{attr}'"
+        if dim not in PTXPY_NAMES:
+            return unknown_attribute("ptxpy", dim, PTXPY_NAMES)
+        return f"ptxpy.{dim} has no attribute '{attr[len(dim) + 1:]}'"
     if module == "math":
-        if attr not in dir(math):
-            return f"module 'math' has no attribute '{attr}'"
+        name = attr.split(".")[0]
+        if name not in dir(math):
+            return unknown_attribute("math", name, MATH_NAMES)
         return f"'{text}' must be called"
     return f"'{text}' (from module {module}) cannot be used in a kernel (only math and ptxpy can)"

@@ -22,9 +22,10 @@ import libcst as cst
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType
 
 from . import typed
-from .errors import CompileError, source_lines
-from .scope import ModuleScope, NotConstant, code_of, const_eval, resolve_type
-from .toplevel import Definition, TopLevel, parse_top_level
+from .errors import CompileError, DeepRecursion, source_lines
+from .scope import ModuleScope, NotConstant, code_of, const_eval, normalize, resolve_type
+from .toplevel import (MAX_NESTING, Definition, TopLevel, decorator_at, nested_functions,
+                       parse_top_level, too_deeply_nested)
 from .typecheck import FunctionChecker, TupleExpr, literal_value
 
 __all__ = ["parse_module", "check_kernel", "kernel_decl", "ParsedModule", "KernelDecl", "FuncDecl",
@@ -112,7 +113,8 @@ def parse_module(source: str, filename: str = "<string>", keep: set | None = Non
     ast of `source`, when the caller has it already)."""
     lines = source_lines(source)
     try:
-        return _parse(source, filename, lines, keep, tree)
+        with DeepRecursion():
+            return _parse(source, filename, lines, keep, tree)
     except CompileError as err:
         raise err.located(filename, lines) from None
     except RecursionError:
@@ -127,7 +129,8 @@ def check_kernel(parsed: ParsedModule, name: str, consts: dict | None = None,
                  by_ref: frozenset = frozenset()) -> typed.TypedModule:
     """Type-check one specialisation of kernel `name`: its Const values and by-ref scalars."""
     try:
-        return _check(parsed, name, dict(consts or {}), frozenset(by_ref))
+        with DeepRecursion():
+            return _check(parsed, name, dict(consts or {}), frozenset(by_ref))
     except CompileError as err:
         raise err.located(parsed.filename, parsed.source_lines) from None
     except RecursionError:
@@ -148,16 +151,22 @@ def _internal_error(err: Exception, filename: str) -> CompileError:
 # --- parsing ---------------------------------------------------------------------------------
 def _parse(source: str, filename: str, lines: list, keep: set | None = None,
            tree: ast.Module | None = None) -> ParsedModule:
-    top = parse_top_level(source, tree or _python_syntax_check(source, lines), keep)
+    tree = tree or _python_syntax_check(source, lines)
+    _check_nesting(tree, lines)
+    top = parse_top_level(source, tree, keep)
     parsed = ParsedModule(filename, lines, ModuleScope(top.statements), top)
     for stmt in top.statements:
         if isinstance(stmt, cst.FunctionDef):
             _declare(parsed, stmt)
+    _declare_nested(parsed, tree, source)
     return parsed
 
 
 def _python_syntax_check(source: str, lines: list) -> ast.Module:
     """Python's own parse of `source` (its SyntaxError as a CompileError)."""
+    if "\0" in source:     # (Python's message has no position)
+        line = next(k for k, text in enumerate(lines, 1) if "\0" in text)
+        raise CompileError("source contains a NUL byte", (line, lines[line - 1].index("\0")))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # e.g. SyntaxWarning for `1if x`: not the user's concern here
@@ -167,8 +176,28 @@ def _python_syntax_check(source: str, lines: list) -> ast.Module:
         text = lines[line - 1] if 0 < line <= len(lines) else ""
         col = max(0, min((err.offset or 1) - 1, len(text)))
         raise CompileError(err.msg or "invalid syntax", (line, col)) from None
-    except (ValueError, MemoryError, RecursionError) as err:
+    except (MemoryError, RecursionError):     # the parser's stack, or the tree, too deep
+        raise CompileError("cannot parse this file: an expression is nested too deeply for "
+                           "Python's parser; split it into several statements",
+                           _longest_line(lines)) from None
+    except ValueError as err:
         raise CompileError(f"cannot parse this file: {err}", (1, 0)) from None
+
+
+def _longest_line(lines: list) -> tuple:
+    """(line, col) of where the longest line's text starts: where a too deep expression is,
+    unless it spans many lines."""
+    number, text = max(enumerate(lines or [""], 1), key=lambda item: len(item[1]))
+    return number, len(text) - len(text.lstrip())
+
+
+def _check_nesting(tree: ast.Module, lines: list) -> None:
+    stmt = too_deeply_nested(tree, lines)
+    if stmt is not None:
+        text = lines[stmt.lineno - 1]
+        raise CompileError(f"this statement nests expressions more than {MAX_NESTING} levels deep, "
+                           "too deeply to compile; split it into several statements",
+                           (stmt.lineno, len(text) - len(text.lstrip())))
 
 
 def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
@@ -188,6 +217,61 @@ def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
         err = err.located(parsed.filename, parsed.source_lines).with_traceback(None)
         decl = InvalidDecl(name, parsed.loc(node.name), err)
     (parsed.kernels if kind == "jit" else parsed.funcs)[name] = decl
+
+
+def _declare_nested(parsed: ParsedModule, tree: ast.Module, source: str) -> None:
+    """A @ptxpy.jit or @ptxpy.func function below the top level (in a class, a function, an
+    `if` block ...) is an error of its own, under Python's name for it ('A.k', 'f.<locals>.k';
+    in a block, which binds the module's name, 'k', replacing an earlier definition)."""
+    nested = []
+    for fn in nested_functions(tree, source):
+        kind, deco = _ptxpy_decorator_of(parsed, fn.node)
+        if kind is None:
+            continue
+        loc = decorator_at(deco, parsed.source_lines)
+        message = (f"@ptxpy.{kind} function '{fn.node.name}' must be defined at the top level of "
+                   f"the module, not inside {fn.inside}")
+        error = CompileError(message, loc).located(parsed.filename, parsed.source_lines)
+        nested.append((kind, InvalidDecl(fn.qualname, loc, error)))
+    if nested:
+        _add_in_source_order(parsed, nested)
+
+
+def _ptxpy_decorator_of(parsed: ParsedModule, node: ast.FunctionDef) -> tuple:
+    """('jit' or 'func', its decorator) of a function in Python's tree, or (None, None)."""
+    for deco in node.decorator_list:
+        dotted = _dotted(deco.func if isinstance(deco, ast.Call) else deco)
+        head, _, rest = (dotted or "").partition(".")
+        base = parsed.scope.global_qualname(head) if head else None
+        qual = normalize(f"{base}.{rest}" if rest else base) if base else None
+        if qual in ("ptxpy.jit", "ptxpy.func"):
+            return qual[6:], deco
+    return None, None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """'ptxpy.jit' for the expression `ptxpy.jit`; None for anything but a dotted name."""
+    attributes = []
+    while isinstance(node, ast.Attribute):
+        attributes.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(attributes)]) if isinstance(node, ast.Name) else None
+
+
+def _add_in_source_order(parsed: ParsedModule, nested: list) -> None:
+    """Add the nested functions' declarations; one under a module name replaces a top-level
+    definition of that name above it, as in Python; each table stays in source order."""
+    for kind, decl in nested:
+        earlier = parsed.kernels.get(decl.name) or parsed.funcs.get(decl.name)
+        if earlier is not None and earlier.loc[0] > decl.loc[0]:
+            continue     # a top-level definition below it is the one the name has
+        parsed.kernels.pop(decl.name, None)
+        parsed.funcs.pop(decl.name, None)
+        (parsed.kernels if kind == "jit" else parsed.funcs)[decl.name] = decl
+    for table in (parsed.kernels, parsed.funcs):
+        ordered = sorted(table.items(), key=lambda item: item[1].loc or (0, 0))
+        table.clear()
+        table.update(ordered)
 
 
 def _declaration(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -> KernelDecl | FuncDecl:
@@ -249,6 +333,11 @@ def _params(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -> lis
             prefix = "*" if star is p.star_arg else "**"
             raise CompileError(f"'{prefix}{star.name.value}' parameters are not supported "
                                "(list every parameter with its type)", parsed.loc(star))
+    for marker, kind in ((p.star_arg, "keyword-only"), (p.posonly_ind, "positional-only")):
+        if isinstance(marker, (cst.ParamStar, cst.ParamSlash)):
+            text = "*" if kind == "keyword-only" else "/"
+            raise CompileError(f"{kind} parameters ('{text}' in the parameter list) are not "
+                               f"supported; remove the '{text}'", parsed.loc(marker))
     params, seen = [], set()
     for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
         decl = _param(parsed, param, is_kernel)

@@ -28,7 +28,11 @@ def installed_ptxas() -> list[str]:
 
 
 def find_ptxas() -> str | None:
-    """The first of `installed_ptxas()`, or None."""
+    """$PTXAS when it is set (whether or not it can run: running it says why not), else the
+    first of `installed_ptxas()`, or None."""
+    chosen = os.environ.get("PTXAS")
+    if chosen:
+        return chosen
     found = installed_ptxas()
     return found[0] if found else None
 

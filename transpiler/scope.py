@@ -294,6 +294,11 @@ class ModuleScope:
                 self.imported[local] = f"{module}.{alias.name.value}"
 
     # lookups
+    def binds(self, name: str) -> bool:
+        """Whether the module binds `name` (imports, assigns or defines it)."""
+        return (self.global_qualname(name) not in (None, f"builtins.{name}")
+                or name in self.constants or name in self.others)
+
     def global_qualname(self, name: str) -> str | None:
         """'ptxpy', 'math', 'ptxpy.f32', 'math.sqrt', 'numpy', 'builtins.abs', ... or None."""
         if name in self.modules:
@@ -378,8 +383,17 @@ def resolve_type(node: cst.BaseExpression, scope: ModuleScope, loc, allow_const:
         raise CompileError("Array needs an element type: Array[f32] or Array[f32, 2]", loc(node))
     if qual == "ptxpy.Const":
         raise CompileError("Const needs a type: Const[int], Const[float] or Const[bool]", loc(node))
+    _check_imported(node, scope, loc)
     raise CompileError(f"unsupported type annotation '{code_of(node)}' (use a ptxpy scalar type, "
                        "bool, int, float, Array[T] or Array[T, R])", loc(node))
+
+
+def _check_imported(node: cst.CSTNode, scope: ModuleScope, loc) -> None:
+    """An error if `node` names something of ptxpy's (`Array`, `f32`) that the module does not
+    import."""
+    if node.__class__ is cst.Name and node.value in PTXPY_NAMES and not scope.binds(node.value):
+        name = node.value
+        raise CompileError(f"'{name}' is not imported (from ptxpy import {name})", loc(node))
 
 
 def scalar_named(qual: str | None) -> Scalar | None:
@@ -410,17 +424,30 @@ def _subscript_type(node: cst.Subscript, scope: ModuleScope, loc, allow_const, a
     if qual == "ptxpy.Const" and len(items) == 1:
         if not allow_const:
             raise CompileError("Const[...] is only allowed on kernel parameters", loc(node))
-        base = scalar_named(scope.qualname(items[0]))
-        if base not in (i32, f32, bool_) or scope.qualname(items[0]) not in (
-                "builtins.int", "builtins.float", "builtins.bool", "ptxpy.i32", "ptxpy.f32", "ptxpy.bool_"):
-            raise CompileError("Const[...] takes int, float or bool", loc(items[0]))
-        return ConstType(base)
+        return _const_type(items[0], scope, loc)
     if qual in ("builtins.tuple", "typing.Tuple") and items and allow_tuple:
         kinds = [resolve_type(item, scope, loc) for item in items]
         if not all(isinstance(k, Scalar) for k in kinds):
             raise CompileError("a returned tuple can only hold scalars", loc(node))
         return TupleType(tuple(kinds))
+    _check_imported(node.value, scope, loc)
     raise CompileError(f"unsupported type annotation '{code_of(node)}'", loc(node))
+
+
+_CONST_BASES = ("builtins.int", "builtins.float", "builtins.bool", "ptxpy.i32", "ptxpy.f32",
+                "ptxpy.bool_")
+
+
+def _const_type(item: cst.BaseExpression, scope: ModuleScope, loc) -> ConstType:
+    """`Const[item]`: int, float or bool (or i32, f32, bool_)."""
+    qual = scope.qualname(item)
+    if qual in _CONST_BASES:
+        return ConstType(scalar_named(qual))
+    if scalar_named(qual) is not None:
+        raise CompileError(f"Const[{code_of(item)}] is not supported: Const takes int, float or "
+                           "bool (also written i32, f32, bool_)", loc(item))
+    _check_imported(item, scope, loc)
+    raise CompileError(f"Const[{code_of(item)}] takes int, float or bool", loc(item))
 
 
 def _array_type(node, items, scope, loc) -> ArrayType:

@@ -19,6 +19,7 @@ does not parse on its own, libcst parses the whole file instead, as it did befor
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import threading
 from dataclasses import dataclass, field
@@ -251,3 +252,120 @@ def _same_statements(parsed: list, body: list) -> bool:
         else:
             return False
     return found == expected
+
+
+# --- what libcst must not be given --------------------------------------------------------------
+#: expressions nested deeper than this (levels of operators, attributes, calls, subscripts) are
+#: an error: libcst's parser, native code, overflows the C stack at about 6000 levels
+MAX_NESTING = 4000
+
+
+def too_deeply_nested(tree: ast.Module, lines: list) -> ast.AST | None:
+    """The first statement that libcst would parse whose expressions nest more than MAX_NESTING
+    levels deep, or None (`lines`: the source's, without their line breaks). An expression
+    that deep takes more characters than that, so only long statements are looked into."""
+    line_ends = list(itertools.accumulate(len(line) + 2 for line in lines))   # (+ a break)
+    if not line_ends or line_ends[-1] <= MAX_NESTING:
+        return None
+    pending = [(stmt, _parsed_whole(stmt)) for stmt in reversed(tree.body)
+               if not isinstance(stmt, _COMPOUND)]     # compound ones are blanked in the skeleton
+    while pending:
+        stmt, whole = pending.pop()
+        if _length(stmt, line_ends) <= MAX_NESTING:
+            continue
+        inner = []
+        if _nesting(stmt, inner) > MAX_NESTING:
+            return stmt
+        if whole:
+            pending += [(s, True) for s in sorted(inner, key=_start_line, reverse=True)]
+    return None
+
+
+def _parsed_whole(stmt: ast.stmt) -> bool:
+    """Whether the skeleton keeps a top-level statement's inner statements (decorated functions)."""
+    return not isinstance(stmt, _DEFS) or _body_kept(stmt, False)
+
+
+def _start_line(stmt: ast.AST) -> int:
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+
+
+def _length(stmt: ast.AST, line_ends: list) -> int:
+    """At least the number of characters of `stmt` (those of its whole lines, and more)."""
+    start = _start_line(stmt)
+    return line_ends[stmt.end_lineno - 1] - (line_ends[start - 2] if start > 1 else 0)
+
+
+def _nesting(stmt: ast.AST, inner: list) -> int:
+    """How many levels libcst nests the expressions of `stmt` (its own, not those of the
+    statements in its body: these are added to `inner`). `a and b and c` is one level in
+    Python's tree, two in libcst's."""
+    deepest, stack = 0, [(child, 1) for child in ast.iter_child_nodes(stmt)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.stmt):
+            inner.append(node)
+            continue
+        deepest = max(deepest, depth)
+        step = len(node.values) - 1 if isinstance(node, ast.BoolOp) else 1
+        stack += [(child, depth + step) for child in ast.iter_child_nodes(node)]
+    return deepest
+
+
+# --- decorated functions below the top level ----------------------------------------------------
+_BLOCK_NAMES = {ast.If: "if", ast.For: "for", ast.AsyncFor: "async for", ast.While: "while",
+                ast.With: "with", ast.AsyncWith: "async with", ast.Try: "try",
+                **{getattr(ast, kind): keyword for kind, keyword in
+                   (("Match", "match"), ("TryStar", "try")) if hasattr(ast, kind)}}
+#: a decorator line that is indented: only then can a decorated function be below the top level
+_INDENTED_DECORATOR = re.compile(r"^[ \t\f]+@", re.MULTILINE)
+
+
+@dataclass
+class NestedFunction:
+    """A decorated function that is not at the top level of its module."""
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    inside: str         # what holds it: "class 'A'", "function 'f'", "an 'if' block"
+    qualname: str       # Python's name for it: 'A.k', 'f.<locals>.k', 'k' (in a block)
+
+
+def nested_functions(tree: ast.Module, source: str) -> list:
+    """The decorated functions of the module that are not at its top level, in source order."""
+    if _INDENTED_DECORATOR.search(source) is None:
+        return []
+    found, pending = [], [(stmt, None, "") for stmt in reversed(tree.body)]
+    while pending:
+        stmt, inside, prefix = pending.pop()
+        if inside is not None and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and stmt.decorator_list:
+            found.append(NestedFunction(stmt, inside, prefix + stmt.name))
+        inside, prefix = _holder(stmt, inside, prefix)
+        pending += [(s, inside, prefix) for s in reversed(list(_inner_statements(stmt)))]
+    return found
+
+
+def _holder(stmt: ast.stmt, inside: str | None, prefix: str) -> tuple:
+    """(what, qualname prefix) for the statements in the body of `stmt`."""
+    if isinstance(stmt, ast.ClassDef):
+        return f"class '{stmt.name}'", f"{prefix}{stmt.name}."
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"function '{stmt.name}'", f"{prefix}{stmt.name}.<locals>."
+    keyword = _BLOCK_NAMES.get(type(stmt))
+    if keyword is None:
+        return inside, prefix
+    return f"{'an' if keyword[0] in 'aeiou' else 'a'} '{keyword}' block", prefix
+
+
+def _inner_statements(stmt: ast.stmt):
+    for name in ("body", "orelse", "finalbody"):
+        yield from getattr(stmt, name, ())
+    for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+        yield from part.body
+
+
+def decorator_at(node: ast.expr, lines: list) -> tuple:
+    """(line, column) of the `@` of a decorator (its expression's start if not on that line)."""
+    text = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
+    column = _char_column(text, node.col_offset)
+    at = text.rfind("@", 0, column)
+    return node.lineno, at if at >= 0 else column

@@ -469,7 +469,7 @@ class FunctionChecker(ExprChecker, CallChecker):
             if isinstance(base, cst.Name) and base.value in self.vars:
                 raise self.error(f"'{base.value}' is a scalar ({self.vars[base.value]}), not an "
                                  "array", target)
-            raise self.assign_target_error(target)
+            raise self.chained_index_error(target) or self.assign_target_error(target)
         return base.value
 
     def store_target(self, target: cst.Subscript, value: typed.Expr) -> typed.Store:
