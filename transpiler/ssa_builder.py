@@ -556,29 +556,14 @@ class _Builder:
         limit = self.latch_limit(stop, step, s.step_sign)
         induction = self.hidden(start.type)
         self.write(induction, start)
-        header = self.new_block("for")
-        self.br(header)
-        self.start(header)
-        iv = self.read(induction)
-        cond = self.emit("cmp", bool_, [iv, stop], {"pred": pred})
-        body, latch, exit = self.new_block("body"), self.new_block("next"), self.new_block("endfor")
-        self.cbr(cond, body, exit)
-        self.seal(body)
-        self.start(body)
-        self.assign(s.var, iv)
-        self.scope.loops.append((exit, latch))
-        self.stmts(s.body)
-        self.scope.loops.pop()
-        self.br(latch)
-        self.seal(latch)
-        self.start(latch)
-        if limit is not None:
-            iv = self.op("min" if s.step_sign > 0 else "max", iv, limit)
-        self.write(induction, self.op("add", iv, step))
-        self.br(header)
-        self.seal(header)
-        self.seal(exit)
-        self.start(exit)
+
+        def advance(iv):
+            if limit is not None:
+                iv = self.op("min" if s.step_sign > 0 else "max", iv, limit)
+            self.write(induction, self.op("add", iv, step))
+
+        self.range_loop(s, induction, lambda iv: self.emit("cmp", bool_, [iv, stop], {"pred": pred}),
+                        advance)
 
     def latch_limit(self, stop, step, sign: int):
         """`stop - step`, clamped to the type's end, or None where `v + step` cannot wrap for any
@@ -604,12 +589,24 @@ class _Builder:
         count = self.trip_count(start, stop, step)
         counter = self.hidden(count.type)
         self.write(counter, count)
+
+        def left_over(iv):
+            return self.emit("cmp", bool_, [self.read(counter), _const(count.type, 0)], {"pred": "ne"})
+
+        def advance(iv):
+            self.write(induction, self.op("add", iv, step))
+            self.write(counter, self.op("sub", self.read(counter), _const(count.type, 1)))
+
+        self.range_loop(s, induction, left_over, advance)
+
+    def range_loop(self, s, induction, test, advance) -> None:
+        """The blocks of `for v in range(...)`: `test(v)` at the header, the body with `v`
+        assigned, and `advance(v)` at the latch (the target of `continue`)."""
         header = self.new_block("for")
         self.br(header)
         self.start(header)
         iv = self.read(induction)
-        left = self.read(counter)
-        cond = self.emit("cmp", bool_, [left, _const(left.type, 0)], {"pred": "ne"})
+        cond = test(iv)
         body, latch, exit = self.new_block("body"), self.new_block("next"), self.new_block("endfor")
         self.cbr(cond, body, exit)
         self.seal(body)
@@ -621,8 +618,7 @@ class _Builder:
         self.br(latch)
         self.seal(latch)
         self.start(latch)
-        self.write(induction, self.op("add", iv, step))
-        self.write(counter, self.op("sub", left, _const(left.type, 1)))
+        advance(iv)
         self.br(header)
         self.seal(header)
         self.seal(exit)
