@@ -38,13 +38,12 @@ from __future__ import annotations
 
 import itertools
 import operator
-import sys
 
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, bool_, f32, f64, i32, i64, u32, u64
 
 from . import ir, typed
 from .abi import NARROW_CARRIER, ParamSpec
-from .errors import CompileError
+from .errors import CompileError, DeepRecursion
 
 PRINTF_MAX_ARGS = 32      # CUDA's printf drops arguments beyond 32
 _UNSAFE_IN_SELECT = frozenset({"truediv", "floordiv", "mod"})
@@ -57,9 +56,7 @@ def build_function(module: typed.TypedModule, arch: str = "sm_90", options: dict
     """Build the SSA form of `module.kernel` with every `@ptxpy.func` call inlined."""
     options = dict(options or {})
     in_memory: set = set()
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 20000))
-    try:
+    with DeepRecursion():
         while True:
             try:
                 return _Builder(module, arch, options, in_memory).build()
@@ -69,8 +66,6 @@ def build_function(module: typed.TypedModule, arch: str = "sm_90", options: dict
                 if err.source_line is None:
                     err.located(module.filename, module.source_lines)
                 raise
-    finally:
-        sys.setrecursionlimit(old_limit)
 
 
 class _Demote(Exception):
