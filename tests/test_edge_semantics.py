@@ -1273,3 +1273,37 @@ def mm(x: Array[f32], folded: Array[f32], computed: Array[f32], K: ptxpy.Const[f
                                           Out(4, np.float32)], grid=1, block=1, consts={"K": k})
     assert np.array_equal(folded, computed, equal_nan=True)
     assert np.signbit(folded).tolist() == np.signbit(computed).tolist()
+
+
+def test_chained_assignment_evaluates_once_and_converts_per_target():
+    """`y[i] = x[i] = z[i] = e` evaluates `e` once (its load of y[i] before any store) and
+    stores it into each target converted to that target's type, left to right."""
+    source = HEADER + """
+@ptxpy.jit
+def chain(x: Array[f32], y: Array[i32], z: Array[u8]):
+    i = ptxpy.global_id(0)
+    y[i] = x[i] = z[i] = y[i] * 3 + 250
+    y[i + 4] = c = i
+    y[i + 4] = y[i + 4] + c + 1      # the chain's store came before this load
+"""
+    y = np.array([0, 1, 2, 3, 0, 0, 0, 0], np.int32)
+    x, z = np.zeros(4, np.float32), np.zeros(4, np.uint8)
+    before = y[:4] * 3 + 250
+    run(source, "chain", [x, y, z], grid=1, block=4)
+    assert y[:4].tolist() == before.tolist() and x.tolist() == before.astype(np.float32).tolist()
+    assert z.tolist() == (before % 256).tolist()
+    assert y[4:].tolist() == [1, 3, 5, 7]
+
+
+def test_chained_assignment_gives_each_name_the_value():
+    source = HEADER + """
+@ptxpy.jit
+def chain(x: Array[f32], total: Array[f32]):
+    i = ptxpy.global_id(0)
+    a = b = x[i] * 0.5
+    c = d = i
+    total[i] = a + b + f32(c * d)
+"""
+    x = np.arange(4, dtype=np.float32)
+    (total,) = run(source, "chain", [x, Out(4, np.float32)], grid=1, block=4)
+    assert total.tolist() == (x + np.arange(4) ** 2).tolist()

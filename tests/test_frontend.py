@@ -744,6 +744,26 @@ def test_integer_literal_range_and_errors_for_huge_literals():
         expr_of("2 ** 64 + 1")
 
 
+@pytest.mark.parametrize("line,value,type_", [
+    ("(1 << 64) - 1", 2**64 - 1, "u64"), ("2 ** 64 // 3", 6148914691236517205, i64),
+    ("-(2 ** 64) + 2 ** 63 + 5", -2**63 + 5, i64), ("~(-(1 << 64))", 2**64 - 1, "u64"),
+    ("(1 << 70) >> 10", 2**60, i64), ("(1 << 70) * 0.5", 2.0**69, f32),
+    ("(1 << 64) > (1 << 63)", True, bool_), ("1 if 2 ** 65 == 2 * 2 ** 64 else 2", 1, i32),
+])
+def test_constant_expressions_may_pass_64_bits_on_the_way(line, value, type_):
+    """As in a module constant, only the value a constant expression ends with must fit."""
+    e = expr_of(line)
+    assert isinstance(e, typed.Constant) and e.value == value
+    assert str(e.type) == str(type_)
+
+
+@pytest.mark.parametrize("line", ["(1 << 64) + n", "n < (1 << 64)", "u64(1 << 64)",
+                                  "abs(1 << 64)", "1 << 64"])
+def test_a_constant_beyond_64_bits_as_a_value_is_an_error(line):
+    with pytest.raises(CompileError, match="18446744073709551616 does not fit in 64 bits"):
+        expr_of(line)
+
+
 @pytest.mark.parametrize("line,expected", [
     ("v * 3 + 200", "((v:u8 mul 3:u8):u8 add 200:u8):u8"),
     ("v & 0x1FF", "(i32(v:u8) and 511:i32):i32"),

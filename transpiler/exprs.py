@@ -86,6 +86,22 @@ def weak_constant(value, loc) -> typed.Constant:
     return const
 
 
+def folded_constant(value, loc) -> typed.Constant:
+    """The result of folding weak constants. An integer beyond 64 bits is allowed here, as an
+    intermediate value of a constant expression (`(1 << 64) - 1`, as at module level); it is
+    marked `wide`, and `FunctionChecker.expr` refuses it anywhere but as an operand of another
+    fold or of a comparison."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**64:
+        const = typed.Constant(loc, i64, value)
+        const.weak = const.wide = True
+        return const
+    return weak_constant(value, loc)
+
+
+def is_wide(e: typed.Expr) -> bool:
+    return getattr(e, "wide", False)
+
+
 def is_weak(e: typed.Expr) -> bool:
     return getattr(e, "weak", False)
 
@@ -198,18 +214,29 @@ class ExprChecker:
         return CompileError(message, self.loc(node))
 
     def expr(self, node: cst.BaseExpression) -> typed.Expr:
-        method = _EXPR_METHODS.get((self.__class__, node.__class__))
-        if method is None:
-            method = getattr(self.__class__, "_e_" + type(node).__name__, None)
-            if method is None:
-                message = UNSUPPORTED_EXPRESSIONS.get(type(node).__name__)
-                raise self.error(message or f"unsupported expression '{code_of(node)}'", node)
-            _EXPR_METHODS[self.__class__, node.__class__] = method
+        method = _EXPR_METHODS.get((self.__class__, node.__class__)) or self.expr_method(node)
+        e = method(self, node)
+        if e.__class__ is typed.Constant and is_wide(e):
+            literal_type(e.value, e.loc)   # raises: the value does not fit in 64 bits
+        return e
+
+    def operand(self, node: cst.BaseExpression) -> typed.Expr:
+        """`expr(node)`, where a constant beyond 64 bits may still be folded further."""
+        method = _EXPR_METHODS.get((self.__class__, node.__class__)) or self.expr_method(node)
         return method(self, node)
 
-    def value(self, node: cst.BaseExpression) -> typed.Expr:
-        """A scalar value (not a tuple, not a call returning nothing)."""
-        e = self.expr(node)
+    def expr_method(self, node: cst.BaseExpression):
+        method = getattr(self.__class__, "_e_" + type(node).__name__, None)
+        if method is None:
+            message = UNSUPPORTED_EXPRESSIONS.get(type(node).__name__)
+            raise self.error(message or f"unsupported expression '{code_of(node)}'", node)
+        _EXPR_METHODS[self.__class__, node.__class__] = method
+        return method
+
+    def value(self, node: cst.BaseExpression, wide_ok: bool = False) -> typed.Expr:
+        """A scalar value (not a tuple, not a call returning nothing); with `wide_ok`, also a
+        constant beyond 64 bits, for folding."""
+        e = self.operand(node) if wide_ok else self.expr(node)
         if isinstance(e.type, TupleType):
             raise self.error("a tuple cannot be used as a value here; unpack it: a, b = f(...)", node)
         if e.type is None:
@@ -482,8 +509,12 @@ class ExprChecker:
         if op is cst.MatrixMultiply:
             raise self.error("the '@' operator is not supported in kernels", node.operator)
         if op is cst.Power:
-            return self.power(self.value(node.left), node.right, node)
-        return self.binary(op, self.value(node.left), self.value(node.right), node)
+            return self.power(self.value(node.left, True), node.right, node)
+        left, right = self.value(node.left, True), self.value(node.right, True)
+        if is_wide(left) and not is_weak(right) or is_wide(right) and not is_weak(left):
+            wide = left if is_wide(left) else right
+            literal_type(wide.value, wide.loc)   # raises
+        return self.binary(op, left, right, node)
 
     def binary(self, op: type, left: typed.Expr, right: typed.Expr, node) -> typed.Expr:
         loc, name = self.loc(node), BINARY_NAMES[op]
@@ -520,7 +551,7 @@ class ExprChecker:
             value = fold_binary(op, a, b)
         except (ArithmeticError, ValueError, TypeError) as err:
             raise self.error(f"cannot evaluate this constant expression: {err}", node) from None
-        return weak_constant(value, self.loc(node))
+        return folded_constant(value, self.loc(node))
 
     def power(self, base: typed.Expr, exponent_node, node) -> typed.Expr:
         exponent = self.const_value(exponent_node, "the exponent of '**'",
@@ -537,7 +568,7 @@ class ExprChecker:
         return typed.Pow(self.loc(node), base.type, base, exponent)
 
     def _e_UnaryOperation(self, node: cst.UnaryOperation) -> typed.Expr:
-        operand, op, loc = self.value(node.expression), node.operator, self.loc(node)
+        operand, op, loc = self.value(node.expression, True), node.operator, self.loc(node)
         if isinstance(op, cst.Not):
             cond = truthy(operand)
             if isinstance(cond, typed.Constant):
@@ -547,7 +578,7 @@ class ExprChecker:
             hint = "; use 'not' for bools" if operand.type.is_bool else ""
             raise self.error(f"operator '~' needs an integer, got {operand.type}{hint}", node)
         if is_weak(operand):
-            return weak_constant(fold_unary(op, operand.value), loc)
+            return folded_constant(fold_unary(op, operand.value), loc)
         if operand.type.is_bool:
             operand = convert(operand, i32)
         if isinstance(op, cst.Plus):
@@ -582,13 +613,17 @@ class ExprChecker:
             if type(target.operator) not in COMPARE_NAMES:
                 raise self.error(_comparison_problem(target.operator), target.operator)
             ops.append(COMPARE_NAMES[type(target.operator)])
-        operands = [self.value(node.left)] + [self.value(t.comparator) for t in node.comparisons]
-        types = [join([a, b]) for a, b in zip(operands, operands[1:])]
+        operands = [self.value(node.left, True)] + [self.value(t.comparator, True)
+                                                     for t in node.comparisons]
         loc = self.loc(node)
         if all(is_weak(e) for e in operands):
             pairs = zip(node.comparisons, operands, operands[1:])
             result = all(COMPARE_OPS[type(t.operator)](a.value, b.value) for t, a, b in pairs)
             return typed.Constant(loc, bool_, result)
+        for e in operands:
+            if is_wide(e):
+                literal_type(e.value, e.loc)   # raises: compared with a run-time value
+        types = [join([a, b]) for a, b in zip(operands, operands[1:])]
         if all(isinstance(e, typed.Constant) for e in operands):   # typed constants: `i32(K) > 2`
             pairs = zip(node.comparisons, operands, operands[1:], types)
             result = all(COMPARE_OPS[type(t.operator)](convert(a, ty).value, convert(b, ty).value)

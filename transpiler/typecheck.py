@@ -223,15 +223,27 @@ class FunctionChecker(ExprChecker, CallChecker):
         return self.error(f"cannot assign to '{code_of(target)}'", target)
 
     def chained_assign(self, node: cst.Assign) -> list:
-        names = [t.target for t in node.targets]
-        for name in names:
-            if not isinstance(name, cst.Name):
-                raise self.error("chained assignment (a = b = ...) only works with variable names", name)
-        first = self.assign_name(names[0], self.expr(node.value), node.value)
-        out = [first]
-        for name in names[1:]:
-            source = typed.Var(self.loc(node), self.vars[names[0].value], names[0].value)
-            out.append(self.assign_name(name, source, node.value))
+        """`a = x[i] = e`: as in Python, `e` is evaluated once, then assigned to each target
+        from left to right (an element's indices evaluated when it is stored)."""
+        targets = [t.target for t in node.targets]
+        for target in targets:
+            if not (isinstance(target, cst.Name) or isinstance(target, cst.Subscript)
+                    and not any(e.slice.__class__ is cst.Slice for e in target.slice)):
+                raise self.error("chained assignment (a = b = ...) works with variables and array "
+                                 "elements", target)
+        value = self.expr(node.value)
+        if isinstance(value.type, TupleType) or value.type is None:
+            return [self.assign_name(targets[0], value, node.value)]   # raises
+        out = []
+        if not isinstance(value, typed.Constant):
+            held = self.temporary(value.type)
+            out.append(typed.Assign(self.loc(node.value), [held], [value]))
+            value = typed.Var(self.loc(node.value), value.type, held)
+        for target in targets:
+            if isinstance(target, cst.Name):
+                out.append(self.assign_name(target, value, node.value))
+            else:
+                out.append(self.store_target(target, value))
         return out
 
     def assign_name(self, target: cst.Name, value: typed.Expr, value_node) -> typed.Assign:
