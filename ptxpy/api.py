@@ -121,7 +121,8 @@ class Kernel:
                 self._program = driver.parse(source, filename)
             except CompileError as err:
                 raise _shown(err) from None
-            if self.__name__ not in self._program.kernels:
+            # a function in a function or class is never the top-level kernel of its name
+            if "." in self.__qualname__ or self.__name__ not in self._program.kernels:
                 raise self._not_found_error(filename, source)
         return self._program
 
@@ -183,7 +184,7 @@ class Kernel:
 
     def _cache_key(self, **specialisation) -> dict:
         filename, source = self.source
-        return {"kernel": self.__name__, "file": filename,
+        return {"kernel": self.__qualname__, "file": filename,   # a nested function: its own key
                 "source_sha256": hashlib.sha256(source.encode()).hexdigest(),
                 "compiler": cache.compiler_fingerprint(), **specialisation}
 

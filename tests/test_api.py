@@ -388,6 +388,30 @@ def test_kernel_inside_a_function_is_a_located_error():
     assert line.strip().startswith("@ptxpy.jit(") and caret == "    ^"
 
 
+def test_a_kernel_made_in_a_function_never_runs_the_top_level_kernel_of_its_name(tmp_path):
+    """`ptxpy.jit(k)` of a function `k` defined in a function: the file's top-level `k` is
+    another kernel, neither compiled for it nor taken from the disk cache of that one."""
+    import importlib.util
+
+    path = tmp_path / "shadowed.py"
+    path.write_text("import ptxpy\nfrom ptxpy import Array, f32\n\n"
+                    "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4, interpret=True)\n"
+                    "def k(x: Array[f32], out: Array[f32]):\n"
+                    "    out[ptxpy.global_id()] = x[ptxpy.global_id()] + 1.0\n\n"
+                    "def make():\n"
+                    "    def k(x: Array[f32], out: Array[f32]):\n"
+                    "        out[ptxpy.global_id()] = x[ptxpy.global_id()] * 100.0\n"
+                    "    return ptxpy.jit(k, out_shape=lambda x: x, grid=1, block=4, interpret=True)\n")
+    spec = importlib.util.spec_from_file_location("shadowed", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.ones(4, np.float32)
+    assert np.asarray(module.k(x)).tolist() == [2.0] * 4      # fills the disk cache, if any
+    with pytest.raises(ptxpy.CompileError, match=f"{path}:9:5: error: kernel 'make.<locals>.k' is "
+                                                 "defined inside a function or class"):
+        module.make()(x)
+
+
 def test_kernel_without_a_source_file_says_so():
     namespace = {}
     source = SCALE_SOURCE.replace("@ptxpy.jit", "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=32)")
