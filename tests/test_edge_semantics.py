@@ -1191,12 +1191,13 @@ def _range_bounds(ty: str, step: int) -> list:
     return pairs + [(mid, mid + 10), (mid + 10, mid), (mid, mid)]
 
 
-@pytest.mark.parametrize("ty, step", [(ty, step) for ty in INTS for step in (3, 5, -3, -5)
-                                      if ty != "u64" or step > 0])   # u64 and i32 give f64
+@pytest.mark.parametrize("ty, step", [(ty, step) for ty in INTS for step in (3, 5, -3, -5)])
 def test_a_constant_step_range_stops_at_the_end_of_its_type(ty, step):
     """`range(start, stop, step)` runs Python's values also where `v + step` would pass the
     type's end: the loop never steps past `stop`, so it cannot wrap around to the other end
-    (before session 31, `range(2**31 - 8, 2**31 - 1, 5)` on i32 went on from -2**31 + 1)."""
+    (before session 31, `range(2**31 - 8, 2**31 - 1, 5)` on i32 went on from -2**31 + 1).
+    A negative step counts an unsigned loop down in its own type (before session 32, the
+    step's literal made a u8 loop an i32 one, and a u64 loop an error)."""
     source = HEADER + f"""
 @ptxpy.jit
 def walk(bounds: Array[{ty}], seen: Array[{ty}], count: Array[i32]):
@@ -1307,3 +1308,23 @@ def chain(x: Array[f32], total: Array[f32]):
     x = np.arange(4, dtype=np.float32)
     (total,) = run(source, "chain", [x, Out(4, np.float32)], grid=1, block=4)
     assert total.tolist() == (x + np.arange(4) ** 2).tolist()
+
+
+@pytest.mark.parametrize("ty", ["u8", "u16", "u32", "u64", "i16"])
+def test_an_index_counted_down_in_a_loop_addresses_backwards(ty):
+    """`v -= 3` on an unsigned index is `v + (2**bits - 3)`: the pointer that strength reduction
+    gives the address must move back 3 elements, not forward by the zero-extended step (a u16
+    index moved 65533 elements forward before session 32)."""
+    source = HEADER + f"""
+@ptxpy.jit
+def back(x: Array[f32], out: Array[f32], start: {ty}, m: i32):
+    acc = 0.0
+    v = start
+    for t in range(m):
+        acc += x[v]
+        v -= 3
+    out[0] = acc
+"""
+    x = np.arange(40, dtype=np.float32) ** 2
+    (out,) = run(source, "back", [x, Out(1, np.float32), NUMPY[ty](37), np.int32(12)], grid=1, block=1)
+    assert out[0] == sum(x[37 - 3 * t] for t in range(12))

@@ -6,7 +6,7 @@ import pytest
 from ptxpy.transpiler import typed
 from ptxpy.transpiler.errors import CompileError
 from ptxpy.transpiler.frontend import ParsedModule, TupleExpr, check_kernel, parse_module
-from ptxpy.types import ArrayType, ConstType, TupleType, bf16, bool_, f16, f32, f64, i32, i64, u32, u8
+from ptxpy.types import ArrayType, ConstType, TupleType, bf16, bool_, f16, f32, f64, i32, i64, u32, u64, u8
 
 HEADER = """\
 import math
@@ -723,18 +723,28 @@ def test_annotated_local_declared_before_use_in_branches():
     assert k.locals == {"acc": f64}
 
 
-def test_unsigned_range_with_negative_step_counts_in_a_wider_type():
+def test_unsigned_range_with_a_negative_constant_step_counts_in_its_own_type():
+    """A constant step counts by its size, its sign sets the direction: `range(n, 0, -1)` is a
+    u32 loop as `range(n)` is, and a u64 one is no error; a step too large for the type
+    promotes as any operand does."""
     k = kernel("""
         @ptxpy.jit
-        def k(n: u32):
+        def k(n: u32, m: u64, b: u8):
             for i in range(n, 0, -1):
                 pass
             for j in range(n):
                 pass
+            for q in range(m, 0, -3):
+                pass
+            for r in range(b, 0, -300):
+                pass
         """)
-    down, up = k.body
-    assert down.step_sign == -1 and down.step.type == i64 and down.step.value == -1
-    assert up.start.type == u32 and k.locals == {"i": i64, "j": u32}
+    down, up, down64, far = k.body
+    assert down.step_sign == -1 and down.step.type == u32 and down.step.value == 2**32 - 1
+    assert down64.step_sign == -1 and down64.step.value == 2**64 - 3
+    assert far.step_sign == -1 and far.step.type == i32 and far.step.value == -300
+    assert up.start.type == u32
+    assert k.locals == {"i": u32, "j": u32, "q": u64, "r": i32}
 
 
 def test_integer_literal_range_and_errors_for_huge_literals():

@@ -555,7 +555,10 @@ class _Builder:
         def advance(iv):
             if limit is not None:
                 iv = self.op("min" if s.step_sign > 0 else "max", iv, limit)
-            self.write(induction, self.op("add", iv, step))
+            if s.step_sign < 0 and not step.type.is_signed:   # an unsigned loop counting down
+                self.write(induction, self.op("sub", iv, _const(step.type, _step_size(step, -1))))
+            else:
+                self.write(induction, self.op("add", iv, step))
 
         self.range_loop(s, induction, lambda iv: self.emit("cmp", bool_, [iv, stop], {"pred": pred}),
                         advance)
@@ -567,14 +570,15 @@ class _Builder:
         the type's other end (the loop then ends after its first iteration)."""
         ty = stop.type
         lo, hi = (-(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1) if ty.is_signed else (0, (1 << ty.bits) - 1)
-        far_from_end = isinstance(stop, ir.Const) and lo - step.value - 1 <= stop.value <= hi - step.value + 1
-        if abs(step.value) == 1 or far_from_end:
+        size = _step_size(step, sign)
+        far_from_end = isinstance(stop, ir.Const) and lo - sign * size - 1 <= stop.value <= hi - sign * size + 1
+        if size == 1 or far_from_end:
             return None
         if sign > 0:
-            clamped = self.op("max", stop, _const(ty, lo + step.value))
+            clamped = self.op("max", stop, _const(ty, lo + size))
         else:
-            clamped = self.op("min", stop, _const(ty, hi + step.value))
-        return self.op("sub", clamped, step)
+            clamped = self.op("min", stop, _const(ty, hi - size))
+        return self.op("sub", clamped, step)   # in an unsigned type, modulo its size
 
     def counted_for(self, s, start, stop, step) -> None:
         """A run-time step: the trip count, computed once, is counted down (one compare per
@@ -1281,3 +1285,12 @@ def _fold(op: str, ty, args: list, attrs: dict):
         q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
         return _const(ty, q if op == "div" else a - q * b)
     return None
+
+
+def _step_size(step: ir.Const, sign: int) -> int:
+    """The size of a constant range step whose direction is `sign` (an unsigned type holds a
+    negative step wrapped: -3 in u32 is 2**32 - 3)."""
+    if sign < 0 and step.value > 0:
+        return (1 << step.type.bits) - step.value
+    return abs(step.value)
+

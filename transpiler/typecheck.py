@@ -675,7 +675,7 @@ class FunctionChecker(ExprChecker, CallChecker):
             if v.type.is_float:
                 raise self.error(f"range() arguments must be integers, got {v.type}", n)
             values.append(convert(v, i32) if v.type.is_bool else v)
-        t = join(values)
+        t = _range_type(values)
         if t.is_float:   # u64 with a signed integer promotes to f64 (as in JAX)
             raise self.error(f"range() arguments promote to {t}; cast them to one integer type", call)
         t = self.loop_var_type(node.target, t, node)
@@ -891,3 +891,15 @@ def _has_break(body: list) -> bool:
         if isinstance(s, typed.If) and (_has_break(s.body) or _has_break(s.orelse)):
             return True
     return False
+
+
+def _range_type(values: list) -> Scalar:
+    """The type of a range loop's variable: the arguments' promoted type, where a constant
+    step counts by its size alone (its sign sets the direction): `range(n, 0, -3)` with
+    `n: u64` counts in u64, as `range(n)` does."""
+    if len(values) == 3 and is_weak(values[2]) and values[2].type.is_int:
+        t = join(values[:2])
+        if t.is_int and fits(abs(values[2].value) if not t.is_signed else values[2].value, t):
+            return t
+    return join(values)
+

@@ -118,10 +118,22 @@ def _induction_step(phi: Instr, latch_index: int, loop: Loop) -> Value | None:
     a, b = following.args
     if following.op == "add" and (a is phi or b is phi):
         step = b if a is phi else a
+        if _counts_down_unsigned(step):
+            return None
         return step if _invariant(step, loop) else None
-    if following.op == "sub" and a is phi and isinstance(b, Const):
+    if following.op == "sub" and a is phi and isinstance(b, Const) and (
+            phi.type.is_signed or phi.type.bits == 64):
         return Const(phi.type, wrap_int(-b.value, phi.type))
     return None
+
+
+def _counts_down_unsigned(step: Value) -> bool:
+    """An unsigned constant step from the top half of a type narrower than addresses:
+    `v -= 3` on a u16 is `v + 65533`, which a zero-extending `cvt` or `mul_wide` of the
+    scaled step would turn into a jump forward (as would `v - 3` read as `v + wrap(-3)`).
+    In u64, the address's own width, the step wraps as the address does."""
+    return (isinstance(step, Const) and step.type.is_int and not step.type.is_signed
+            and step.type.bits < 64 and step.value >= 1 << (step.type.bits - 1))
 
 
 MAX_CHAIN = 6
