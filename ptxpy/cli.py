@@ -188,7 +188,7 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
         elif args.emit == "ssa":
             print(stages.ssa)
         else:
-            ptx = with_absolute_file(stages.kernel.ptx, args.file)
+            ptx = driver.with_absolute_file(stages.kernel.ptx, args.file)   # as ptxpy.transpile does
             path = write_ptx(out_dir, name, ptx)
             print(f"{path}  ({elapsed:.1f} ms)")
             if args.check and not check_with_ptxas(name, ptx, options.arch):
@@ -233,15 +233,6 @@ def _define_hint(param) -> str:
     if base == "bool":
         return f"use -D {param.name}=True or -D {param.name}=False"
     return "use an integer" if base == "i32" else "use a number"
-
-
-def with_absolute_file(ptx: str, path: str) -> str:
-    """`ptx` naming its source by absolute path in `.file`, as nvcc does. The compile itself
-    is given the path as typed, for its error messages to show."""
-    from ptxpy.transpiler.backend.emit import file_directive
-
-    as_typed, absolute = file_directive(path), file_directive(os.path.abspath(path))
-    return ptx.replace(f"\n{as_typed}\n", f"\n{absolute}\n", 1)
 
 
 def write_ptx(out_dir: str, name: str, text: str) -> str:

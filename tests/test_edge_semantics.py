@@ -1328,3 +1328,43 @@ def back(x: Array[f32], out: Array[f32], start: {ty}, m: i32):
     x = np.arange(40, dtype=np.float32) ** 2
     (out,) = run(source, "back", [x, Out(1, np.float32), NUMPY[ty](37), np.int32(12)], grid=1, block=1)
     assert out[0] == sum(x[37 - 3 * t] for t in range(12))
+
+
+@pytest.mark.parametrize("name, params, body, expected", [
+    # a scalar named like an array's extent: k_x_shape0 twice, and the extent read the scalar
+    ("k", "x: Array[f32], x_shape0: i32, out: Array[f32]",
+     "    out[ptxpy.global_id(0)] = f32(x.shape[0] * 100 + x_shape0)", [8 * 100 + 4] * 4),
+    # a shared array named like a parameter's extent in a kernel named smem
+    ("smem", "a: Array[f32], out: Array[f32]",
+     "    a_shape0 = ptxpy.shared_array(4, f32)\n    t = ptxpy.thread_idx.x\n"
+     "    a_shape0[t] = a[t] + f32(a.shape[0])\n    ptxpy.syncthreads()\n    out[t] = a_shape0[3 - t]",
+     [8 + 3, 8 + 2, 8 + 1, 8 + 0]),
+    # a local array in a kernel named local
+    ("local", "q: Array[f32], out: Array[f32]",
+     "    q_shape0 = ptxpy.local_array(2, f32)\n    t = ptxpy.thread_idx.x\n"
+     "    q_shape0[t & 1] = q[t]\n    out[t] = q_shape0[t & 1] + f32(q.shape[0])", [8, 9, 10, 11]),
+], ids=["param", "shared", "local"])
+def test_ptx_names_never_repeat_whatever_the_python_names(name, params, body, expected):
+    """`.param`, `.shared` and `.local` names join the kernel's and the variables' names with
+    `_`; where two joins give the same name the later one is numbered (`k_x_shape0_2`), so the
+    PTX assembles and each name reads its own value."""
+    source = HEADER + f"\n@ptxpy.jit\ndef {name}({params}):\n{body}\n"
+    args = [np.arange(8, dtype=np.float32)]
+    if "x_shape0: i32" in params:
+        args.append(np.int32(4))
+    outs = run(source, name, args + [Out(4, np.float32)], grid=1, block=4)
+    assert outs[0].tolist() == [float(v) for v in expected]
+
+
+def test_a_parameter_never_takes_the_name_of_the_print_buffer():
+    source = HEADER + """
+@ptxpy.jit
+def printf(args: Array[f32], n: i32):
+    print("v", n)
+    args[0] = f32(args.shape[0])
+"""
+    kernel = compile_source(source, "printf")
+    assert ".param .u64 printf_args_2" in kernel.ptx and ".b8 printf_args[" in kernel.ptx
+    x = np.zeros(3, np.float32)
+    run(source, "printf", [x, np.int32(7)], grid=1, block=1)
+    assert x[0] == 3.0

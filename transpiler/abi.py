@@ -7,7 +7,7 @@ type `carrier` when set).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ptxpy.types import Scalar, f32, i32, u32
 
@@ -23,15 +23,44 @@ class ParamSpec:
     #: a by-reference 64-bit scalar that JAX holds in 32 bits (jax_enable_x64 off): the
     #: element's type in memory; the kernel widens it to `dtype` as a cast does
     carrier: Scalar | None = None
+    #: the `.param` names where `default_ptx_names` would repeat another's (`unique_ptx_names`)
+    ptx_names: tuple = ()
 
     def ptx_params(self, kernel: str) -> list[tuple[str, str]]:
         """(name, ptx type) of each `.param` this parameter becomes."""
-        base = f"{kernel}_{self.name}"
+        names = self.ptx_names or self.default_ptx_names(kernel)
         if self.kind == "array":
-            return [(base, "u64")] + [(f"{base}_shape{k}", "u32") for k in range(self.rank)]
-        if self.by_ref:
-            return [(base, "u64")]
-        return [(base, PARAM_TYPE[self.dtype.name])]
+            return list(zip(names, ["u64"] + ["u32"] * self.rank))
+        return [(names[0], "u64" if self.by_ref else PARAM_TYPE[self.dtype.name])]
+
+    def default_ptx_names(self, kernel: str) -> tuple:
+        """`k_x` for parameter `x` of kernel `k`, and for an array `k_x_shape0`, ... after it."""
+        base = f"{kernel}_{self.name}"
+        return (base,) + tuple(f"{base}_shape{k}" for k in range(self.rank if self.kind == "array" else 0))
+
+
+#: names the backend declares in every kernel that may use them (printf.ARGS_BUFFER)
+RESERVED_PTX_NAMES = frozenset({"printf_args"})
+
+
+def unique_ptx_names(kernel: str, params: list) -> list:
+    """`params` with `.param` names that no two share and that no name in RESERVED_PTX_NAMES
+    takes: `def k(x: Array[f32], x_shape0: i32)` would declare `k_x_shape0` twice; the later
+    one becomes `k_x_shape0_2`. Where nothing repeats, the parameters are returned as they are."""
+    taken = set(RESERVED_PTX_NAMES)
+    out = []
+    for spec in params:
+        names = []
+        for name in spec.default_ptx_names(kernel):
+            unique, n = name, 1
+            while unique in taken:
+                n += 1
+                unique = f"{name}_{n}"
+            taken.add(unique)
+            names.append(unique)
+        renamed = tuple(names) != spec.default_ptx_names(kernel)
+        out.append(replace(spec, ptx_names=tuple(names)) if renamed else spec)
+    return out
 
 
 #: the 32-bit type JAX holds a 64-bit scalar in when jax_enable_x64 is off

@@ -207,8 +207,22 @@ def _transpile(source: str, filename: str, options: Options, defines, kernels) -
     out = {}
     for name in names:
         consts = consts_for(program.kernels[name], defines or {})
-        out[name] = compile_kernel(program, name, consts, options=options).kernel.ptx
+        out[name] = with_absolute_file(compile_kernel(program, name, consts, options=options).kernel.ptx,
+                                       filename)
     return out
+
+
+def with_absolute_file(ptx: str, path: str) -> str:
+    """`ptx` naming its source by absolute path in `.file` where `path` names a file that
+    exists, as nvcc does (`ptxpy transpile` and `ptxpy.transpile` alike, so that the two give
+    the same text for the same path). The compile itself keeps the path as given, for its
+    messages and the header comment to show."""
+    if os.path.isabs(path) or not os.path.isfile(path):
+        return ptx
+    from .backend.emit import file_directive
+
+    as_given, absolute = file_directive(path), file_directive(os.path.abspath(path))
+    return ptx.replace(f"\n{as_given}\n", f"\n{absolute}\n", 1)
 
 
 def kernel_names(program: Program, wanted=None) -> list:

@@ -42,7 +42,7 @@ import operator
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, bool_, f32, f64, i32, i64, u32, u64
 
 from . import ir, typed
-from .abi import NARROW_CARRIER, ParamSpec
+from .abi import NARROW_CARRIER, RESERVED_PTX_NAMES, ParamSpec, unique_ptx_names
 from .errors import CompileError, DeepRecursion
 
 PRINTF_MAX_ARGS = 32      # CUDA's printf drops arguments beyond 32
@@ -159,38 +159,42 @@ class _Builder:
     def emit_params(self, kernel: typed.FuncDef) -> None:
         batched = {name: (div, mod) for name, div, mod in self.func.options.get("batched", ())}
         aliased = set(self.func.options.get("aliased", ()))
-        narrow = set(self.func.options.get("narrow_refs", ()))
         large = set(self.func.options.get("large_arrays", ()))
-        for p in kernel.params:
+        specs = unique_ptx_names(kernel.name, [self.param_spec(kernel, p) for p in kernel.params
+                                               if not isinstance(p.type, ConstType)])
+        self.func.params.extend(specs)
+        self.symbols.update(name for spec in specs for name, _ in spec.ptx_params(kernel.name))
+        self.symbols.update(RESERVED_PTX_NAMES)
+        for spec, p in zip(specs, [p for p in kernel.params if not isinstance(p.type, ConstType)]):
             self.loc = getattr(p, "loc", None) or kernel.loc
-            pname = f"{kernel.name}_{p.name}"
-            if isinstance(p.type, ConstType):
-                continue
-            if isinstance(p.type, ArrayType):
-                written = p.name in kernel.written_arrays
-                self.func.params.append(ParamSpec(p.name, "array", p.type.elem, p.type.rank, written=written))
-                base = self.emit("param", ir.ADDR_TYPE, attrs={"name": pname, "ptr": True})
-                shape = [self.emit("param", i32, attrs={"name": f"{pname}_shape{k}"})
-                         for k in range(p.type.rank)]
+            names = [name for name, _ in spec.ptx_params(kernel.name)]
+            if spec.kind == "array":
+                base = self.emit("param", ir.ADDR_TYPE, attrs={"name": names[0], "ptr": True})
+                shape = [self.emit("param", i32, attrs={"name": name}) for name in names[1:]]
                 if p.name in batched:
                     base = self.batch_item_base(base, shape, p.type.elem, *batched[p.name])
-                nc = not written and p.name not in aliased   # an aliased input's memory is written
+                nc = not spec.written and p.name not in aliased   # an aliased input's memory is written
                 self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=nc,
                                                    large=p.name in large)
                 continue
-            if not isinstance(p.type, Scalar):
-                raise CompileError(f"parameter '{p.name}' of type {p.type} cannot be passed to a kernel",
-                                   kernel.loc)
-            carrier = NARROW_CARRIER.get(p.type.name) if p.name in narrow else None
-            self.func.params.append(ParamSpec(p.name, "scalar", p.type, by_ref=p.by_ref,
-                                              carrier=carrier))
             if p.by_ref:
-                ptr = self.emit("param", ir.ADDR_TYPE, attrs={"name": pname, "ptr": True})
-                value = self.emit("load", carrier or p.type, [ptr], {"space": "global", "nc": True})
+                ptr = self.emit("param", ir.ADDR_TYPE, attrs={"name": names[0], "ptr": True})
+                value = self.emit("load", spec.carrier or p.type, [ptr], {"space": "global", "nc": True})
                 value = self.coerce(value, p.type)
             else:
-                value = self.emit("param", p.type, attrs={"name": pname})
+                value = self.emit("param", p.type, attrs={"name": names[0]})
             self.write(self.var_key(p.name, p.type), value)
+
+    def param_spec(self, kernel: typed.FuncDef, p) -> ParamSpec:
+        if isinstance(p.type, ArrayType):
+            return ParamSpec(p.name, "array", p.type.elem, p.type.rank,
+                             written=p.name in kernel.written_arrays)
+        if not isinstance(p.type, Scalar):
+            raise CompileError(f"parameter '{p.name}' of type {p.type} cannot be passed to a kernel",
+                               kernel.loc)
+        narrow = p.name in self.func.options.get("narrow_refs", ())
+        return ParamSpec(p.name, "scalar", p.type, by_ref=p.by_ref,
+                         carrier=NARROW_CARRIER.get(p.type.name) if narrow else None)
 
     def batch_item_base(self, base, shape: list, elem: Scalar, div: int, mod: int):
         """Batched specialisation (docs/jax.md, vmap): the array holds one item of `shape` per
