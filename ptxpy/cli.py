@@ -35,18 +35,21 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="store_true", help="print ptxpy's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     t = commands.add_parser("transpile", help="write one NAME.ptx per @ptxpy.jit kernel of FILE.py",
+                            usage="ptxpy transpile FILE.py [-o DIR] [--arch sm_90] [--kernel NAME ...] "
+                                  "[-D NAME=VALUE ...]\n                       [--emit ptx|ssa|typed] "
+                                  "[--check] [--fast-math] [--debug]",
                             description="Read FILE.py without running it and write one DIR/NAME.ptx "
                                         "per @ptxpy.jit kernel.")
     t.set_defaults(command_parser=t)
     t.add_argument("--version", action="version", version=f"ptxpy {ptxpy.__version__}",
                    help="print ptxpy's version and exit (as ptxpy --version)")
-    t.add_argument("file", metavar="FILE.py")
+    t.add_argument("file", metavar="FILE.py", nargs="?")
     t.add_argument("-o", "--output-dir", metavar="DIR", help="where to write (default: beside FILE.py)")
     t.add_argument("--arch", default=driver.DEFAULT_ARCH, help="target, e.g. sm_80, sm_90 (default: sm_90)")
-    # one NAME per --kernel, as -D takes one NAME=VALUE: a list of names after one --kernel
-    # would take FILE.py for a name when the file comes last
-    t.add_argument("--kernel", action="append", metavar="NAME", default=[],
-                   help="only this kernel (repeat for several)")
+    # `--kernel a b` and `--kernel a --kernel b` alike; a FILE.py that comes after the names
+    # is taken back from them (parse_arguments)
+    t.add_argument("--kernel", action="extend", nargs="+", metavar="NAME", default=[],
+                   help="only these kernels")
     t.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="value of a Const parameter")
     t.add_argument("--emit", choices=("ptx", "ssa", "typed"), default="ptx",
@@ -99,11 +102,14 @@ def run(argv: list[str], own_process: bool = False) -> int:
 def parse_arguments(parser: Parser, argv: list[str]) -> argparse.Namespace:
     """The arguments, if they are a command or `--version` alone; else SystemExit(2)."""
     args, extra = parser.parse_known_args(argv)
+    at_fault = getattr(args, "command_parser", parser)
     if extra:
-        kernels_named = getattr(args, "kernel", None)
-        hint = " (one NAME per --kernel: --kernel a --kernel b)" if kernels_named else ""
-        at_fault = getattr(args, "command_parser", parser)
-        at_fault.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+        at_fault.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "transpile" and args.file is None:
+        if args.kernel and args.kernel[-1].endswith(".py"):   # `--kernel a b FILE.py`
+            args.file = args.kernel.pop()
+        else:
+            at_fault.error("the following arguments are required: FILE.py")
     if args.version and args.command:
         parser.error("--version takes no other arguments")
     if not args.version and not args.command:

@@ -620,6 +620,34 @@ def test_line_comments_for_every_statement():
         assert f"// line {n}: {line.strip()}" in ptx, n
 
 
+def test_a_statement_over_several_lines_is_one_comment_before_its_instructions():
+    """SPEC 4: each statement as a comment before its instructions. A statement that brackets
+    or a backslash carry over several lines shows all of them at its first instruction; its
+    sub-expressions on later lines get a `.loc` of their own, without another comment."""
+    from ptxpy.transpiler import driver
+
+    source = ("import ptxpy\nfrom ptxpy import Array, f32, i32\n\n@ptxpy.jit\n"
+              "def k(x: Array[f32],\n      out: Array[f32], n: i32):\n"
+              "    i = ptxpy.global_id(0)\n"
+              "    if (i < n and\n            x[i] > 0.0):\n"
+              "        out[i] = (x[i] +\n                  2.0 *\n                  x[i]) + \\\n"
+              "            1.0\n")
+    ptx = driver.transpile(source, "kernels.py")["k"]
+    body = ptx[ptx.index("griddepcontrol.wait;"):]
+    blocks = [[l.strip() for l in chunk.splitlines()] for chunk in body.split("\n\n")[1:]]
+    comments = [[l for l in b if l.startswith("// line")] for b in blocks]
+    assert comments[0] == ["// line 5: def k(x: Array[f32],", "// line 6: out: Array[f32], n: i32):"]
+    assert ["// line 8: if (i < n and", "// line 9: x[i] > 0.0):"] in comments
+    statement = ["// line 10: out[i] = (x[i] +", "// line 11: 2.0 *", "// line 12: x[i]) + \\",
+                 "// line 13: 1.0"]
+    assert statement in comments
+    lines = blocks[comments.index(statement)]
+    assert lines[:4] == statement and lines[4] == ".loc 1 11 19"     # 2.0 * x[i] comes first
+    assert ".loc 1 10 19" in lines
+    assert body.count("// line 11:") == 1      # a later line has a .loc, not another comment
+    assert all(len(c) <= 4 for c in comments)
+
+
 def test_bool_lowering():
     ptx = compile_all(bool_ops())["sm_90"]
     assert "ld.param.u8" in ptx and "setp.ne.u16" in ptx

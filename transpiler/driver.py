@@ -171,12 +171,26 @@ def decode_source(data: bytes, filename: str) -> str:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as err:
         if not err.msg.startswith("invalid or missing encoding"):   # unknown, contradictory
-            raise CompileError(err.msg, filename=filename) from None
+            raise _bad_coding(data, err.msg, filename) from None
         encoding = "utf-8"         # a first line that is not UTF-8: located below
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as err:
         raise _undecodable(data, err, filename) from None
+
+
+def _bad_coding(data: bytes, message: str, filename: str) -> CompileError:
+    """An unknown or contradictory coding declaration: an error at the name it declares (on
+    line 1 or 2, as PEP 263 has it)."""
+    import re
+
+    for number, line in enumerate(data.split(b"\n")[:2], start=1):
+        line = line[3:] if number == 1 and line.startswith(b"\xef\xbb\xbf") else line   # a BOM
+        match = re.match(rb"[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
+        if match:
+            text = line.decode("latin-1").rstrip("\r")
+            return CompileError(message, (number, match.start(1)), filename, text)
+    return CompileError(message, filename=filename)
 
 
 def _undecodable(data: bytes, err: UnicodeDecodeError, filename: str) -> CompileError:

@@ -89,7 +89,7 @@ class CompileError(Exception):
         where = self.filename or "ptxpy"     # about no file in particular: as usage errors print
         if not self.loc:
             return f"{where}: error: {self.message}"
-        line, col = self.loc
+        line, col = self.loc[0], self.loc[1]   # an instruction's loc may also name its statement
         text = f"{where}:{line}:{col + 1}: error: {self.message}"
         if self.source_line is not None:
             raw = self.source_line.rstrip("\n")

@@ -133,6 +133,7 @@ class _Builder:
         self.block_count = itertools.count()
         self.uids = itertools.count(1)
         self.symbols: set = set()
+        self.stmt_line = None           # the first line of the statement being built
         self.exit_block = None
         self.call_depth = 0
         self.entry = self.new_block("entry")
@@ -457,14 +458,25 @@ class _Builder:
 
     # --- statements --------------------------------------------------------------------------
     def stmts(self, body: list) -> None:
+        outer = self.stmt_line
         for stmt in body:
             if not self.live:
-                return
+                break
             self.loc = stmt.loc or self.loc
+            self.stmt_line = self.loc[0] if self.loc else None
             handler = getattr(self, "s_" + type(stmt).__name__, None)
             if handler is None:
                 raise CompileError(f"cannot compile a {type(stmt).__name__} statement", stmt.loc)
             handler(stmt)
+        self.stmt_line = outer
+
+    def expr_loc(self, loc):
+        """An expression's loc for its instructions: on a line after its statement's first,
+        it also names that line, `(line, col, statement line)`, for the PTX to show the
+        statement as one comment (emit.py)."""
+        if loc[0] == self.stmt_line or self.stmt_line is None:
+            return loc
+        return (loc[0], loc[1], self.stmt_line)
 
     def s_Pass(self, s) -> None:
         pass
@@ -891,7 +903,7 @@ class _Builder:
         saved = self.loc
         loc = getattr(e, "loc", None)
         if loc:
-            self.loc = loc
+            self.loc = loc if loc[0] == self.stmt_line else self.expr_loc(loc)
         try:
             handler = _EXPR_HANDLERS.get(e.__class__) or self._expr_handler(e.__class__)
             return handler(self, e)
@@ -1099,7 +1111,7 @@ class _Builder:
 
     def branch_compare(self, e, then: ir.Block, orelse: ir.Block) -> None:
         saved = self.loc
-        self.loc = e.loc or saved
+        self.loc = self.expr_loc(e.loc) if e.loc else saved
         left = self.ev(e.operands[0])
         last = len(e.ops) - 1
         for k, (op, ty) in enumerate(zip(e.ops, e.operand_types)):

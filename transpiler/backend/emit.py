@@ -19,7 +19,7 @@ def emit_module(func: ir.Function, mfunc: MFunction, target: Target) -> str:
     labels = {block: f"$BB{n}" for n, block in enumerate(bodies)}
     lines = _header(func, target) + module_declarations(mfunc.strings) + _entry_open(func, mfunc)
     lines.extend(_dependent_launch_wait(target))
-    last_line = None
+    last_line = last_statement = None
     source_texts: dict[int, str] = {}   # line -> its text for `// line N:` comments
     for block in bodies:
         if block in labelled:
@@ -27,7 +27,12 @@ def emit_module(func: ir.Function, mfunc: MFunction, target: Target) -> str:
         for instr in bodies[block]:
             if instr.loc and instr.loc[0] != last_line:
                 last_line = instr.loc[0]
-                lines.extend(_line_info(func, instr.loc, source_texts))
+                statement = instr.loc[2] if len(instr.loc) > 2 else last_line
+                if statement == last_statement:   # a later line of the statement just shown
+                    lines.append(_loc_directive(instr.loc))
+                else:
+                    lines.extend(_line_info(func, statement, instr.loc, source_texts))
+                last_statement = statement
             lines.append(INDENT + _text(instr, labels))
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -96,16 +101,71 @@ def _count_regs(highest: dict, regs: list) -> None:
             highest[reg.cls] = reg.number
 
 
-def _line_info(func: ir.Function, loc, source_texts: dict) -> list[str]:
-    line, col = loc[0], loc[1] if len(loc) > 1 and loc[1] is not None else 0
+def _line_info(func: ir.Function, statement: int, loc, source_texts: dict) -> list[str]:
+    """A blank line, the statement starting at line `statement` as comments (each of its lines:
+    `// line N: text`), and the `.loc` of `loc`."""
+    comments = [INDENT + _line_comment(func, line, source_texts)
+                for line in range(statement, _statement_end(func, statement, source_texts) + 1)]
+    return [""] + comments + [_loc_directive(loc)]
+
+
+def _loc_directive(loc) -> str:
+    col = loc[1] if len(loc) > 1 and loc[1] is not None else 0
+    return f"{INDENT}.loc 1 {loc[0]} {col + 1}"
+
+
+def _line_comment(func: ir.Function, line: int, source_texts: dict) -> str:
     text = source_texts.get(line)
     if text is None:
         text = func.source_lines[line - 1].strip() if 0 < line <= len(func.source_lines) else ""
         if not (text.isascii() and text.isprintable()):   # (printable ASCII is kept as it is)
             text = ascii_text(text)
         source_texts[line] = text
-    comment = f"// line {line}: {text}" if text else f"// line {line}"
-    return ["", INDENT + comment, f"{INDENT}.loc 1 {line} {col + 1}"]
+    return f"// line {line}: {text}" if text else f"// line {line}"
+
+
+def _statement_end(func: ir.Function, start: int, source_texts: dict) -> int:
+    """The last line of the statement (or compound statement's header) that starts at line
+    `start`: the line itself unless a bracket, a backslash or a string carries it on."""
+    key = ("end", start)
+    if key not in source_texts:
+        source_texts[key] = _scan_statement_end(func.source_lines, start)
+    return source_texts[key]
+
+
+def _scan_statement_end(source_lines: list, start: int) -> int:
+    if not 0 < start <= len(source_lines):
+        return start
+    first = source_lines[start - 1]
+    if "'" not in first and '"' not in first:   # the common case, without tokenizing
+        code = first.split("#", 1)[0]
+        opened = sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+        if opened <= 0 and not code.rstrip().endswith("\\"):
+            return start
+    import io
+    import tokenize
+
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in source_lines[start - 1:])
+    depth = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.OP and token.string in "([{":
+                depth += 1
+            elif token.type == tokenize.OP and token.string in ")]}":
+                depth -= 1
+            if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or (
+                    depth == 0 and token.string == ":" and _ends_header(token)):
+                return start + token.start[0] - 1
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return start
+
+
+def _ends_header(token) -> bool:
+    """A `:` at the end of its line (after it at most a comment): the header of `if`/`for`/
+    `while`/`def` ends there."""
+    rest = token.line[token.end[1]:].strip()
+    return not rest or rest.startswith("#")
 
 
 def _block_bodies(mfunc: MFunction) -> dict[MBlock, list[MInstr]]:
