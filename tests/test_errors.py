@@ -706,3 +706,15 @@ def test_the_caret_counts_wide_characters_twice():
     lines = str(compile_error(source)).splitlines()
     assert lines[0] == "kernels.py:6:25: error: name 'oops' is not defined"
     assert lines[2] == " " * 26 + "^"      # under the 'o', the two 幅 taking 2 columns each
+
+
+@pytest.mark.parametrize("line", ["x ^= x << r", "x = (x >> r) | 1"])
+def test_a_shift_widened_by_its_count_suggests_a_count_of_the_value_type(line):
+    """`u32 << i32` shifts in i64 (NumPy's promotion); casting the result back is not the fix
+    a user wants, a count of the value's own type is."""
+    err = compile_error(HEADER + "from ptxpy import u32\n@ptxpy.jit\ndef k(out: Array[u32], r: i32):\n"
+                        f"    x = out[0]\n    {line}\n")
+    op = "<<" if "<<" in line else ">>"
+    assert err.message == (f"cannot assign i64 to variable 'x' of type u32; the shift count's type "
+                           f"i32 made `u32 {op} i32` shift in i64 (they promote to it); give the "
+                           f"count the value's type: x {op} u32(count)")

@@ -265,8 +265,9 @@ class FunctionChecker(ExprChecker, CallChecker):
             self.declare_local(name, converted.type)
             return converted
         if not can_convert_implicitly(value.type, known, is_weak(value)):
-            raise self.error(f"cannot assign {value.type} to variable '{name}' of type {known}; use "
-                             f"{known}(...) to convert", node)
+            raise self.error(f"cannot assign {value.type} to variable '{name}' of type {known}; "
+                             + (_widening_shift_hint(value, known)
+                                or f"use {known}(...) to convert"), node)
         if is_weak(value) and value.type.is_int and known.is_int and not fits(value.value, known):
             raise self.error(f"{value.value} does not fit in variable '{name}' of type {known}; use "
                              f"{known}(...) to wrap it", node)
@@ -902,4 +903,24 @@ def _range_type(values: list) -> Scalar:
         if t.is_int and fits(abs(values[2].value) if not t.is_signed else values[2].value, t):
             return t
     return join(values)
+
+
+def _widening_shift_hint(value: typed.Expr, known: Scalar, depth: int = 0) -> str:
+    """Where a shift of a `known` value by a count of another signedness widened the result
+    (`x << r`, x: u32, r: i32 shifts in i64, as NumPy promotes): the fix is a count of x's own
+    type, `x << u32(r)`, not a cast of the wider result."""
+    if depth > 4 or not isinstance(value, (typed.Binary, typed.Unary, typed.Cast)):
+        return ""
+    if isinstance(value, typed.Binary) and value.op in ("shl", "shr"):
+        left, count = value.left, value.right
+        source = left.operand.type if isinstance(left, typed.Cast) else left.type
+        if source == known and count.type != known and value.type != known:
+            op = "<<" if value.op == "shl" else ">>"
+            return (f"the shift count's type {count.type} made `{known} {op} {count.type}` shift in "
+                    f"{value.type} (they promote to it); give the count the value's type: "
+                    f"x {op} {known}(count)")
+    children = ([value.left, value.right] if isinstance(value, typed.Binary)
+                else [value.operand])
+    return next((hint for child in children
+                 if (hint := _widening_shift_hint(child, known, depth + 1))), "")
 
