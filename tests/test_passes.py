@@ -20,7 +20,7 @@ from ptxpy.transpiler.passes import (PIPELINE, contract, copyprop, cse, dce, hoi
                                      lower_floor, optimize, ranges, reassoc, sccp, simplifycfg,
                                      speculate, strength)
 from ptxpy.transpiler.verify import verify
-from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32
+from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32, u64
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -665,6 +665,27 @@ def test_reassoc_splits_the_constant_out_of_a_wide_offset():
     assert mul.args[0] is i
     (address,) = [x for x in func.instrs() if x.op == "store"]
     assert address.args[0].op == "add" and Const(i64, 12) in address.args[0].args
+
+
+def test_reassoc_takes_a_signed_subtraction_of_a_constant_as_an_offset():
+    """`x[r + (i - 1)]`: the neighbour below is the same base 4 bytes back (`[%rd3+-4]`), as
+    `x[r + (i + 1)]` is 4 bytes on; an unsigned `i - 1` stays (its wrapped -1 would widen)."""
+    for t, shifted in ((i32, True), (u32, False)):
+        b = Builder()
+        i, r, out = b.param("i", t), b.param("r", t), b.param("out", ptr=True)
+        index = b("add", t, r, b("sub", t, i, Const(t, 1)))
+        wide = b("mul_wide", i64 if t.is_signed else u64, index, Const(t, 4))
+        if not t.is_signed:
+            wide = b("cvt", i64, wide)
+        b("store", None, b("add", i64, out, wide), Const(i32, 0), space="global")
+        b.ret()
+        func = run_pass(reassoc.run, b.func)
+        (address,) = [x.args[0] for x in func.instrs() if x.op == "store"]
+        offsets = [a for a in address.args if isinstance(a, Instr) and a.op == "add"]
+        assert any(Const(i64, -4) in a.args for a in offsets + [address]) == shifted, t
+        for iv, rv in ((1, 0), (5, 2), (3, 4)):
+            got = execute(func, {"i": iv, "r": rv, "out": np.full(8, 9, np.int32)})
+            assert list(got["out"]) == [0 if k == rv + iv - 1 else 9 for k in range(8)]
 
 
 @pytest.mark.parametrize("a", [5, -9, INT_MAX, INT_MIN, 1 << 30])

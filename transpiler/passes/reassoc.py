@@ -6,7 +6,7 @@ merges them, strength reduction keeps one pointer per loop) and the backend fold
 into the access (`ld.shared.f32 %f1, [%rd3+12]`).
 
 - `(x + C) + y` -> `(x + y) + C` and `(x + C) + D` -> `x + (C + D)` on integers of any width:
-  exact in wrap-around arithmetic.
+  exact in wrap-around arithmetic. A signed `x - C` counts as `x + (-C)` in every rule.
 - `(x + C) * S` -> `x * S + C*S` and `(x + C) << k` -> `(x << k) + (C << k)` for constants S, k:
   exact too. `s[k + 1, j]` in a tile then shares the base of `s[k, j]` (`[%r4+528]`).
 - `mul_wide(x + C, S)` -> `mul_wide(x, S) + C*S`: equal unless `x + C` wraps in 32 bits, and a
@@ -56,14 +56,22 @@ def _rewrite_all(func: Function) -> bool:
 def _offset_add(value, uses: dict, shared: bool = False):
     """`value` if it is a single-use `x + C` (C a constant, x not), else None; with `shared`,
     other uses are allowed too."""
-    if not (isinstance(value, Instr) and value.op == "add"
+    if not (isinstance(value, Instr) and value.op in ("add", "sub")
             and (shared or len(uses.get(value, ())) == 1)):
         return None
+    if value.op == "sub":   # x - C as x + (-C), in a signed type (`u[y, x - 1]`: [%rd3+-4])
+        a, b = value.args
+        ok = value.type.is_signed and isinstance(b, Const) and not isinstance(a, Const)
+        return value if ok else None
     consts = [a for a in value.args if isinstance(a, Const)]
     return value if len(consts) == 1 else None
 
 
 def _split(add: Instr) -> tuple:
+    """(x, C) of an offset `x + C`, or of `x - C` as (x, -C)."""
+    if add.op == "sub":
+        x, const = add.args
+        return x, Const(add.type, wrap_int(-int(const.value), add.type))
     const = next(a for a in add.args if isinstance(a, Const))
     other = next(a for a in add.args if not isinstance(a, Const))
     return other, const
