@@ -362,7 +362,9 @@ class Kernel:
 
     def _compile(self, consts: dict, by_ref: frozenset, options: driver.Options) -> CompiledKernel:
         try:
-            return driver.compile_kernel(self.program, self.__name__, consts, by_ref, options).kernel
+            stages = driver.compile_kernel(self.program, self.__name__, consts, by_ref, options)
+            driver.warn_located(stages.warnings)   # (a kernel from the disk cache warns no more)
+            return stages.kernel
         except CompileError as err:
             raise _shown(err) from None
 

@@ -182,6 +182,8 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
         check_define_values(program, program.kernels[name], consts)
         start = time.perf_counter()
         stages = driver.compile_kernel(program, name, consts, options=options, stop_after=args.emit)
+        for warning in stages.warnings:
+            print(warning, file=sys.stderr)
         elapsed = (time.perf_counter() - start) * 1e3
         if k == 0 and own_process and len(names) > 1:
             # The compiler is loaded now, and the process is the command's own: exempt its

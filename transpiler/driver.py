@@ -8,7 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .abi import CompiledKernel
-from .errors import CompileError, DeepRecursion, source_lines
+from .errors import CompileError, CompileWarning, DeepRecursion, SourceWarning, source_lines
 
 DEFAULT_ARCH = "sm_90"
 SUPPORTED_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120")
@@ -55,6 +55,8 @@ class Stages:
     ssa: object = None
     kernel: CompiledKernel | None = None
     timings: dict = field(default_factory=dict)
+    #: located CompileWarnings of the SSA build (a variable that may be read unassigned)
+    warnings: list = field(default_factory=list)
 
 
 class _GcPaused:
@@ -151,6 +153,9 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
     if stop_after == "typed":
         return stages
     func = _located(lambda: build_function(stages.typed, options.arch, options.as_dict()), filename, source)
+    lines = source_lines(source) if func.warnings else []
+    stages.warnings = [CompileWarning(message, loc).located(filename, lines)
+                       for loc, message in func.warnings]
     stages.ssa = _located(lambda: optimize(func), filename, source)
     if stop_after == "ssa":
         return stages
@@ -221,9 +226,18 @@ def _transpile(source: str, filename: str, options: Options, defines, kernels) -
     out = {}
     for name in names:
         consts = consts_for(program.kernels[name], defines or {})
-        out[name] = with_absolute_file(compile_kernel(program, name, consts, options=options).kernel.ptx,
-                                       filename)
+        stages = compile_kernel(program, name, consts, options=options)
+        warn_located(stages.warnings)
+        out[name] = with_absolute_file(stages.kernel.ptx, filename)
     return out
+
+
+def warn_located(located: list) -> None:
+    """A compile's CompileWarnings as Python warnings, at the kernel source's file and line
+    (where Python shows the line itself, as for its own SyntaxWarnings)."""
+    for warning in located:
+        warnings.warn_explicit(warning.message, SourceWarning, warning.filename or "<string>",
+                               warning.loc[0] if warning.loc else 0)
 
 
 def with_absolute_file(ptx: str, path: str) -> str:

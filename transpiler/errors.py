@@ -70,6 +70,7 @@ def _shown(text: str) -> str:
 class CompileError(Exception):
     """An error in user code. `loc` is (line, col) with a 1-based line and 0-based col;
     `filename` is None until the error is located in a file (`located`)."""
+    kind = "error"
 
     def __init__(self, message: str, loc=None, filename: str | None = None, source_line: str | None = None):
         super().__init__(message)
@@ -88,11 +89,23 @@ class CompileError(Exception):
     def __str__(self) -> str:
         where = self.filename or "ptxpy"     # about no file in particular: as usage errors print
         if not self.loc:
-            return f"{where}: error: {self.message}"
+            return f"{where}: {self.kind}: {self.message}"
         line, col = self.loc[0], self.loc[1]   # an instruction's loc may also name its statement
-        text = f"{where}:{line}:{col + 1}: error: {self.message}"
+        text = f"{where}:{line}:{col + 1}: {self.kind}: {self.message}"
         if self.source_line is not None:
             raw = self.source_line.rstrip("\n")
             caret_col = display_width(_shown(raw[:col]))
             text += f"\n{_shown(raw)}\n{' ' * caret_col}^"
         return text
+
+
+class CompileWarning(CompileError):
+    """What the user's code does that is legal but likely a mistake: printed by the CLI as
+    `file.py:LINE:COL: warning: message` with the line and a caret, issued from Python as a
+    `SourceWarning` at the file and line; never raised by the compiler."""
+    kind = "warning"
+
+
+class SourceWarning(UserWarning):
+    """The category of the Python warnings a compile issues for its CompileWarnings."""
+

@@ -172,6 +172,9 @@ class Function:
     #: pass has changed the function since (`ir.pass_users`), or for `cfg.dom_tree` and
     #: `cfg.block_order` while its control flow is the same (`cfg._same_edges`)
     analyses: dict | None = field(default=None, compare=False, repr=False)
+    #: (loc, message) of what the source does that is legal but likely a mistake (the driver
+    #: reports them as `file.py:LINE:COL: warning: ...`)
+    warnings: list = field(default_factory=list, compare=False, repr=False)
 
     @property
     def entry(self) -> Block:
@@ -219,6 +222,12 @@ def _ops() -> dict[str, OpSpec]:
                  "ex2", "lg2", "sin", "cos", "tanh", "mov"):
         ops[name] = OpSpec("same", 1)
     ops["fma"] = OpSpec("same", 3)
+    ops["brev"] = OpSpec("same", 1)    # integers of 32 or 64 bits: the bits reversed
+    ops["popc"] = OpSpec("free", 1)    # i32 <- a 32- or 64-bit integer: its set bits
+    ops["clz"] = OpSpec("free", 1)     # i32 <- a 32- or 64-bit integer: its leading zeros
+    ops["bfind"] = OpSpec("free", 1)   # i32 <- a 32- or 64-bit integer read as unsigned: the
+    #                                    place of its highest set bit (with shiftamt=True: the
+    #                                    left shift that puts it at the top), -1 for zero
     ops["shl"] = OpSpec("shift", 2)
     ops["shr"] = OpSpec("shift", 2)
     ops["cmp"] = OpSpec("cmp", 2)
@@ -241,6 +250,8 @@ def _ops() -> dict[str, OpSpec]:
     ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask[, clamp]]
     ops["vote"] = OpSpec("free", None, effects=True)   # predicate[, member mask]
     ops["barrier"] = OpSpec("free", 0, effects=True)
+    ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
+    ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync
     ops["activemask"] = OpSpec("free", 0, effects=True)   # the lanes running it together
     ops["printf"] = OpSpec("free", None, effects=True)
     ops["br"] = OpSpec("free", 0, effects=True)

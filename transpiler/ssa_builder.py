@@ -134,6 +134,7 @@ class _Builder:
         self.uids = itertools.count(1)
         self.symbols: set = set()
         self.stmt_line = None           # the first line of the statement being built
+        self.reads_to_check: list = []  # (value, name, loc) of variable reads through a phi
         self.exit_block = None
         self.call_depth = 0
         self.entry = self.new_block("entry")
@@ -155,7 +156,22 @@ class _Builder:
         if self.live:
             self.terminate(ir.Instr("ret", None))
         self.func.blocks += [b for b in self.cold if b.preds]
+        self.warn_unassigned_reads()
         return self.func
+
+    def warn_unassigned_reads(self) -> None:
+        """A variable read where some path reaches it without an assignment (`if c: y = 1`,
+        then `y`): Python would raise UnboundLocalError on that path, the kernel reads an
+        undefined value. Legal (the path may never be taken), so a warning, once per name."""
+        undefined = _phis_reaching_undef(self.func)
+        warned = set()
+        for value, name, loc in self.reads_to_check:
+            value = self.resolve(value)
+            if name not in warned and (isinstance(value, ir.Undef) or value in undefined):
+                warned.add(name)
+                self.func.warnings.append(
+                    (loc, f"'{name}' may be used before it is assigned: on some path to here it "
+                          "is not assigned (the value read there is undefined)"))
 
     def emit_params(self, kernel: typed.FuncDef) -> None:
         batched = {name: (div, mod) for name, div, mod in self.func.options.get("batched", ())}
@@ -944,7 +960,10 @@ class _Builder:
         return _const(e.type, e.value)
 
     def x_Var(self, e):
-        return self.read(self.var_key(e.name, e.type))
+        value = self.read(self.var_key(e.name, e.type))
+        if value.__class__ is ir.Undef or value.__class__ is ir.Instr and value.op == "phi":
+            self.reads_to_check.append((value, e.name, e.loc or self.loc))
+        return value
 
     def x_Load(self, e):
         indices = [self.ev(i) for i in e.indices]
@@ -1309,4 +1328,18 @@ def _step_size(step: ir.Const, sign: int) -> int:
     if sign < 0 and step.value > 0:
         return (1 << step.type.bits) - step.value
     return abs(step.value)
+
+
+def _phis_reaching_undef(func: ir.Function) -> set:
+    """The phis of `func` with an undefined operand, directly or through other phis."""
+    phis = [phi for block in func.blocks for phi in block.phis]
+    reaching = {phi for phi in phis if any(isinstance(a, ir.Undef) for a in phi.args)}
+    changed = bool(reaching)
+    while changed:
+        changed = False
+        for phi in phis:
+            if phi not in reaching and any(a in reaching for a in phi.args if a.__class__ is ir.Instr):
+                reaching.add(phi)
+                changed = True
+    return reaching
 
