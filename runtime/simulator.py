@@ -6,7 +6,8 @@
 Threads are simulated many blocks at a time: every register is a NumPy array over the threads
 of a batch (or a scalar while its value is the same for all of them), and each instruction is
 one NumPy operation over the batch under an active mask. Divergence is handled by a per-thread
-program counter with "minimum pc first" scheduling, which reconverges structured control flow.
+program counter with "minimum pc first" scheduling, which reconverges structured control flow,
+and time slices at loops' backward branches, so that spin-waits on other threads progress.
 docs/simulator.md describes the semantics, accuracy and limits.
 """
 from __future__ import annotations
@@ -852,6 +853,24 @@ def _c_shift(k: _Kernel, ins: Instr, m: _Mods) -> _Op:
     if left and t.kind == "s":
         t = TYPES[f"b{t.bits}"]
     return _simple(k, ins, [t, T_U32], t, lambda a, n: _shift(a, n, t, left))
+
+
+def _bfind(a, t: PtxType, shiftamt: bool):
+    """bfind: the place of the most significant 1 bit (for .s types, of the most significant bit
+    unlike the sign bit), or with .shiftamt the left shift that puts it at the top; 0xffffffff
+    where there is none."""
+    x = np.asarray(a)
+    if t.kind == "s":
+        x = np.where(x < 0, ~x, x)
+    leading = _clz(x.view(_uint(t.nbytes)), t.bits)
+    found = leading if shiftamt else np.uint32(t.bits - 1) - leading
+    return np.where(leading == t.bits, np.uint32(0xFFFFFFFF), found).astype(np.uint32)
+
+
+def _c_bfind(k: _Kernel, ins: Instr, m: _Mods) -> _Op:
+    shiftamt = m.take("shiftamt") is not None
+    t = m.one_type({"u32", "u64", "s32", "s64"})
+    return _simple(k, ins, [t], T_U32, lambda a: _bfind(a, t, shiftamt))
 
 
 def _c_bits(k: _Kernel, ins: Instr, m: _Mods) -> _Op:
@@ -1728,6 +1747,7 @@ _COMPILERS = {
     "min": _c_arith, "max": _c_arith,
     "and": _c_logic, "or": _c_logic, "xor": _c_logic, "not": _c_logic, "cnot": _c_logic,
     "shl": _c_shift, "shr": _c_shift, "popc": _c_bits, "clz": _c_bits, "brev": _c_bits,
+    "bfind": _c_bfind,
     "bfe": _c_bits, "bfi": _c_bits, "prmt": _c_prmt, "lop3": _c_lop3, "shf": _c_shf,
     "sqrt": _c_unary_float, "rsqrt": _c_unary_float, "rcp": _c_unary_float, "ex2": _c_unary_float,
     "lg2": _c_unary_float, "sin": _c_unary_float, "cos": _c_unary_float, "tanh": _c_unary_float,
@@ -2001,11 +2021,27 @@ class _Batch:
         return (value if value.ndim == 0 else value[src]), ok
 
     # scheduling
+    # Fairness (docs/simulator.md, "Divergence"): threads that have taken backward branches worth
+    # SLICE since the last hand-over, while other threads could run, yield: every other runnable
+    # thread runs (until it blocks, exits, reaches a waiting pc or yields too) before they run
+    # again. An iteration of a loop that polls memory (an `atom`, or a volatile, relaxed or
+    # acquire `ld`, between the branch and its target) weighs POLL_WEIGHT, any other 1, so a
+    # spin-wait hands over after a few iterations while ordinary loops keep min-pc order.
+    SLICE = 1024
+    POLL_WEIGHT = 64
+    ALONE_SLICE = 1 << 16       # with no other runnable thread: for the hang check only
+
     def run(self):
         code, end = self.kernel.code, len(self.kernel.code)
         self.pc = np.zeros(self.n, np.int32)
         self.waiting = np.zeros(self.n, bool)
         self.warp_waiting = np.zeros(self.n, bool)    # at a shfl/vote, for the rest of the warp
+        self.deferred = None       # runnable threads that yielded in this round (None: none)
+        self.spins = 0             # backward-branch weight since the last hand-over
+        self.releases = 0          # barrier releases so far (progress, for the hang check)
+        self.hang = _HangCheck()
+        weights = _loop_weights(self.kernel, self.POLL_WEIGHT)
+        slice_, alone_slice = self.SLICE, self.ALONE_SLICE
         live = self.live
         while True:
             runnable = live & ~self.waiting & ~self.warp_waiting
@@ -2015,19 +2051,51 @@ class _Batch:
                 if not self.waiting.any():
                     return
                 self._release_barrier()
+                self.releases += 1
+                self.spins = 0
                 continue
             pcs = np.where(runnable, self.pc, end)
-            cur = int(pcs.min())
-            group = pcs == cur
-            if cur >= end:   # fell off the end of the body: an implicit ret
-                live &= ~group
-                continue
-            stop = int(np.where(group, end, pcs).min())
-            self._run_group(code, cur, None if group.all() else group, stop, end)
+            deferred = self.deferred
+            if deferred is None:        # minimum pc first
+                cur = int(pcs.min())
+                group = pcs == cur
+                if cur >= end:   # fell off the end of the body: an implicit ret
+                    live &= ~group
+                    continue
+                stop = int(np.where(group, end, pcs).min())
+                behind, limit = -1, slice_ if stop < end else alone_slice
+            else:                       # the threads that have not yielded, minimum pc first
+                cur = int(np.where(deferred, end, pcs).min())
+                if cur >= end:          # all have had their turn (or fell off the end)
+                    live &= ~(runnable & ~deferred)
+                    self._new_round()
+                    continue
+                group = pcs == cur
+                deferred &= ~group      # yielded threads at that pc run with it again
+                if not deferred.any():
+                    self.deferred = None
+                stop = int(np.where(pcs > cur, pcs, end).min())
+                behind = int(np.where(pcs < cur, pcs, -1).max())   # the highest lower pc
+                limit = slice_ if behind >= 0 or stop < end else alone_slice
+            yielded = self._run_group(code, cur, None if group.all() else group, stop, end,
+                                      weights, limit, behind)
+            if yielded is not None:
+                self.spins = 0
+                self.deferred = yielded if self.deferred is None else self.deferred | yielded
 
-    def _run_group(self, code, cur: int, group, stop: int, end: int):
-        """Run the threads at pc `cur` until they diverge, block, exit or reach pc `stop`."""
+    def _new_round(self):
+        """Every runnable thread has yielded once since the last round: start the next."""
+        self.deferred = None
+        self.hang.round(self)
+
+    def _run_group(self, code, cur: int, group, stop: int, end: int, weights=None,
+                   limit: int = 1 << 62, behind: int = -1):
+        """Run the threads at pc `cur` until they diverge, block, exit or reach pc `stop`, or
+        take a backward branch: once their turn's `limit` is spent (then return them: they
+        yield), or to a pc at or below `behind`, the highest pc of other runnable threads below
+        `cur` (then stop there, so that the scheduler finds where they meet again)."""
         live = self.live
+        yielded = False
         while cur < stop and cur < end:
             op = code[cur]
             mask = group
@@ -2044,32 +2112,36 @@ class _Batch:
                 op.fn(self, mask)
                 cur += 1
             elif kind == BRA:
-                if mask is group:
-                    cur = op.target
-                    continue
-                taken = mask.any()
-                if not taken:
-                    cur += 1
-                    continue
-                stay = ~mask if group is None else group & ~mask
-                if not stay.any():
-                    cur = op.target
-                    continue
-                self.pc[mask] = op.target
-                self.pc[stay] = cur + 1
-                return
+                if mask is not group:
+                    if not mask.any():
+                        cur += 1
+                        continue
+                    stay = ~mask if group is None else group & ~mask
+                    if stay.any():      # they part
+                        if op.target <= cur and weights is not None:
+                            self.spins += weights[cur]
+                        self.pc[mask] = op.target
+                        self.pc[stay] = cur + 1
+                        return None
+                if op.target <= cur and weights is not None:     # a loop goes round
+                    self.spins += weights[cur]
+                    if self.spins >= limit or op.target <= behind:
+                        yielded = self.spins >= limit
+                        cur = op.target
+                        break
+                cur = op.target
             elif kind == EXIT:
                 if mask is None:
                     live[:] = False
-                    return
+                    return None
                 live &= ~mask
                 group = ~mask if group is None else group & ~mask
                 if not group.any():
-                    return
+                    return None
                 cur += 1
             elif kind == BAR:
                 self._arrive(op, cur, group, mask)
-                return
+                return None
             elif kind == WSYNC:
                 # lanes waiting here (never all of them: then group would be None) join
                 here = self.warp_waiting & (self.pc == cur) if group is not None else None
@@ -2084,7 +2156,7 @@ class _Batch:
                     group = ~wait if group is None else group & ~wait
                     mask = ~wait if mask is None else mask & ~wait
                     if not group.any():
-                        return
+                        return None
                 if mask is None or mask.any():
                     op.fn(self, mask)
                 cur += 1
@@ -2098,6 +2170,59 @@ class _Batch:
             self.pc[:] = cur
         else:
             self.pc[group] = cur
+        if yielded:
+            return np.ones(self.n, bool) if group is None else group
+        return None
+
+    def _state(self, memory: bool):
+        """A copy of everything that decides how the batch goes on (for the hang check)."""
+        regs = {name: value.copy() if isinstance(value, np.ndarray) else value
+                for name, value in self.regs.items()}
+        mem = None
+        if memory:
+            mem = [a.buf.copy() for a in self.launch.memory.allocs]
+            mem += [self.shared.copy(), self.local.copy()]
+        return (self.pc.copy(), self.live.copy(), self.waiting.copy(), self.warp_waiting.copy(),
+                self.spins, regs, mem)
+
+    def _same_state(self, old) -> bool:
+        pc, live, waiting, warp_waiting, spins, regs, mem = old
+        if not (spins == self.spins and np.array_equal(pc, self.pc)
+                and np.array_equal(live, self.live) and np.array_equal(waiting, self.waiting)
+                and np.array_equal(warp_waiting, self.warp_waiting)
+                and regs.keys() == self.regs.keys()):
+            return False
+        for name, value in self.regs.items():
+            if not np.array_equal(regs[name], value):
+                return False
+        if mem is None:
+            return True
+        now = [a.buf for a in self.launch.memory.allocs] + [self.shared, self.local]
+        return len(now) == len(mem) and all(np.array_equal(a, b) for a, b in zip(mem, now))
+
+    def _hang_error(self):
+        runnable = self.live & ~self.waiting & ~self.warp_waiting
+        lane = int(np.argmax(runnable))
+        where = self.kernel.code[int(self.pc[lane])].where
+        count = int(runnable.sum())
+        others = []
+        if self.waiting.any():
+            others.append(f"{int(self.waiting.sum())} wait at a barrier")
+        if self.warp_waiting.any():
+            others.append(f"{int(self.warp_waiting.sum())} wait at a warp instruction")
+        if (~self.live).any():
+            others.append(f"{int((~self.live).sum())} have exited")
+        later = ""
+        blocks = self.launch.grid[0] * self.launch.grid[1] * self.launch.grid[2]
+        if self.first_block + self.B < blocks:
+            later = (f"; blocks from {self.block_index(self.B)} on run only after these "
+                     f"{self.B} blocks finish")
+        raise SimulatorError(
+            f"{where}: the kernel can never finish: {count} thread{'s' if count > 1 else ''} "
+            f"loop{'' if count > 1 else 's'} without changing any register or memory, so what "
+            f"{'they wait' if count > 1 else 'it waits'} for never happens"
+            f"{' (of the others, ' + ', '.join(others) + ')' if others else ''}{later}; "
+            f"{self.describe(lane)}")
 
     def _trap_message(self, trap: _Op, before: _Op | None, lane: int) -> str:
         """What the thread printed just before trapping (a debug check's message, as
@@ -2160,6 +2285,59 @@ class _Batch:
                                  f"{self.T} threads wait and {exited} have exited; {self.describe(lane)}")
         self.pc[self.waiting] += 1
         self.waiting[:] = False
+
+
+def _polls(ins: Instr) -> bool:
+    """Whether an instruction can see another thread's store: what a spin-wait loops on."""
+    parts = ins.parts
+    return parts[0] == "atom" or (parts[0] == "ld" and not {"volatile", "relaxed", "acquire"}
+                                  .isdisjoint(parts))
+
+
+def _loop_weights(kernel: _Kernel, poll_weight: int) -> list[int]:
+    """Per pc, the weight of branching backward there (0 where it cannot): `poll_weight` when
+    some instruction from the target to the branch polls memory, else 1. Cached per kernel."""
+    cached = getattr(kernel, "_loop_weights", None)
+    if cached is not None and cached[0] == poll_weight:
+        return cached[1]
+    code = kernel.code
+    polls = np.cumsum([0] + [op.ins is not None and _polls(op.ins) for op in code])
+    weights = [0] * len(code)
+    for pc, op in enumerate(code):
+        if op.kind == BRA and op.target <= pc:
+            weights[pc] = poll_weight if polls[pc + 1] > polls[op.target] else 1
+    kernel._loop_weights = (poll_weight, weights)
+    return weights
+
+
+class _HangCheck:
+    """Detects a batch that can never finish: at round ends (every runnable thread has yielded)
+    with no thread exited and no barrier released since the previous ones, from the 4th such round
+    on at powers of two, it compares the batch's state with the next round's (registers and pcs
+    first, then all of memory too). The scheduler is deterministic, so an identical state
+    repeats forever."""
+
+    START = 4
+
+    def __init__(self):
+        self.mark, self.rounds, self.snap, self.at = None, 0, None, 0
+
+    def round(self, batch: "_Batch"):
+        mark = (int(batch.live.sum()), batch.releases)
+        if mark != self.mark:
+            self.mark, self.rounds, self.snap = mark, 0, None
+            return
+        self.rounds += 1
+        r = self.rounds
+        if self.snap is not None and r == self.at + 1:
+            if batch._same_state(self.snap):
+                if self.snap[-1] is not None:
+                    batch._hang_error()
+                self.snap, self.at = batch._state(memory=True), r
+                return
+            self.snap = None
+        if r >= self.START and r & (r - 1) == 0:
+            self.snap, self.at = batch._state(memory=False), r
 
 
 # ---- shared-memory race check (racecheck=True) -------------------------------------------------
@@ -2305,7 +2483,8 @@ def _batching(launch: _Launch, racecheck: bool | None):
     """A launch's batch class and blocks per batch: fewer blocks under the race check, whose
     state takes BYTES_PER_BYTE bytes per byte of shared memory."""
     if racecheck is None:
-        racecheck = os.environ.get("PTXPY_SIM_RACECHECK", "").strip() not in ("", "0")
+        racecheck = os.environ.get("PTXPY_SIM_RACECHECK", "").strip().lower() not in (
+            "", "0", "false", "no", "off")
     per_batch = max(1, BATCH_THREADS // launch.T)
     if not racecheck:
         return _Batch, per_batch

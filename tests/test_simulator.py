@@ -1021,8 +1021,9 @@ def test_racecheck_environment_variable(monkeypatch):
     assert str(err.value) == EXCHANGE_RACE
     run_kernel(RACY, "exchange", 2, 64, [out], racecheck=False)    # the keyword wins
     np.testing.assert_array_equal(out, _exchanged(2))
-    monkeypatch.setenv("PTXPY_SIM_RACECHECK", "0")
-    run_kernel(RACY, "exchange", 2, 64, [out])
+    for off in ("0", "false", "No", "off", ""):      # as PTXPY_INTERPRET and PTXPY_CACHE read them
+        monkeypatch.setenv("PTXPY_SIM_RACECHECK", off)
+        run_kernel(RACY, "exchange", 2, 64, [out])
 
 
 # thread a makes the FIRST access, then thread b the SECOND, to a 16-byte shared array

@@ -22,6 +22,24 @@ SHUFFLES = frozenset("shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync".split
 VOTES = {"ballot_sync": u32, "any_sync": bool_, "all_sync": bool_}
 WARP_REDUCTIONS = frozenset(["warp_sum", "warp_max", "warp_min"])
 AXIS_INTRINSICS = frozenset(["program_id", "num_programs", "global_id"])
+#: integer bit functions of one argument: popc, clz, ffs give i32, brev the argument's type
+BIT_UNARY = frozenset(["popc", "clz", "brev", "ffs"])
+#: statements without a value: the memory fences and the warp barrier
+NO_VALUE = frozenset(["syncthreads", "syncwarp", "threadfence", "threadfence_block",
+                      "threadfence_system"])
+#: CUDA's names of ptxpy's intrinsics that are not in `exprs.CUDA_NAMES`, for the message when
+#: a call uses one (`__popc(x)`, `ptxpy.__popc(x)`)
+CUDA_CALLS = {
+    "__popc": "popc", "__popcll": "popc", "__clz": "clz", "__clzll": "clz", "__brev": "brev",
+    "__brevll": "brev", "__ffs": "ffs", "__ffsll": "ffs", "__mulhi": "mulhi",
+    "__umulhi": "mulhi", "__mul64hi": "mulhi", "__umul64hi": "mulhi",
+    "__threadfence": "threadfence", "__threadfence_block": "threadfence_block",
+    "__threadfence_system": "threadfence_system", "__syncwarp": "syncwarp",
+    "__shfl_up_sync": "shfl_up_sync", "__shfl_down_sync": "shfl_down_sync",
+    "__shfl_xor_sync": "shfl_xor_sync", "__ballot_sync": "ballot_sync",
+    "__any_sync": "any_sync", "__all_sync": "all_sync", "__reduce_add_sync": "warp_sum",
+    "__reduce_max_sync": "warp_max", "__reduce_min_sync": "warp_min",
+}
 #: helpers only the math library may call: round to nearest even, high half of a product
 LIBRARY_PRIVATE = frozenset(["_rint", "_mul_hi"])
 SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
@@ -60,6 +78,10 @@ class CallChecker:
             if isinstance(func, cst.Name) and func.value in self.parsed.kernels and not self.is_local(func.value):
                 raise self.error(f"'{func.value}' is a @ptxpy.jit kernel; a kernel cannot call another "
                                  "kernel (make it a @ptxpy.func)", node)
+            if (isinstance(func, cst.Name) and func.value in CUDA_CALLS and not self.is_local(func.value)
+                    and func.value not in self.scope.others):
+                raise self.error(f"name '{func.value}' is not defined; CUDA's {func.value} is "
+                                 f"ptxpy.{CUDA_CALLS[func.value]}", func)
             if isinstance(func, (cst.Name, cst.Attribute)) and not self.is_local(_base_name(func)):
                 raise self.name_error(func, None)
             raise self.error(f"'{code_of(func)}' is not callable", node)
@@ -213,9 +235,17 @@ class CallChecker:
         loc, label = self.loc(node), f"ptxpy.{name}"
         if name in AXIS_INTRINSICS:
             return self.axis_intrinsic(name, node)
-        if name in ("lane_id", "warp_id", "syncthreads"):
+        if name in ("lane_id", "warp_id") or name in NO_VALUE:
+            if name == "syncwarp":
+                self.no_member_mask(name, node, 0)
             self.args(node, label, 0)
-            return typed.Intrinsic(loc, None if name == "syncthreads" else i32, name, [])
+            return typed.Intrinsic(loc, None if name in NO_VALUE else i32, name, [])
+        if name in BIT_UNARY:
+            (arg,) = self.args(node, label, 1)
+            value = self.bit_operand(self.value(arg), label, arg)
+            return typed.Intrinsic(loc, value.type if name == "brev" else i32, name, [value])
+        if name == "mulhi":
+            return self.mulhi(node)
         if name in FAST_UNARY:
             values = self.float_args(self.args(node, label, 1))
             return typed.Intrinsic(loc, values[0].type, name, values)
@@ -229,13 +259,62 @@ class CallChecker:
         if name in SHUFFLES or name in WARP_REDUCTIONS:
             return self.warp_value(name, node)
         if name in VOTES:
+            self.no_member_mask(name, node, 1)
             (arg,) = self.args(node, label, 1)
             return typed.Intrinsic(loc, VOTES[name], name, [truthy(self.value(arg))])
         if name == "bitcast":
             return self.bitcast(node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
             return self.library_private(name, node)
+        if name in CUDA_CALLS:
+            raise self.error(f"ptxpy has no attribute '{name}'; CUDA's {name} is "
+                             f"ptxpy.{CUDA_CALLS[name]}", node.func)
         raise self.name_error(node.func, f"ptxpy.{name}")
+
+    def no_member_mask(self, name: str, node: cst.Call, count: int) -> None:
+        """A warp function called as CUDA's is, with a member mask first (`shfl_down_sync(
+        0xffffffff, v, 8)`, `ballot_sync(mask, p)`, `syncwarp(mask)`): an error that shows the
+        call without it. A shuffle's fourth CUDA argument, the width, is left out too."""
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        extra = len(positional) - count
+        if len(positional) != len(node.args) or not 1 <= extra <= (2 if name in SHUFFLES else 1):
+            return
+        width = " and no width" if extra == 2 else ""
+        kept = ", ".join(code_of(a.value) for a in positional[1:1 + count])
+        raise self.error(f"ptxpy.{name} takes no member mask{width} (the whole warp takes part): "
+                         f"write {code_of(node.func)}({kept})", node)
+
+    def bit_operand(self, value: typed.Expr, label: str, node) -> typed.Expr:
+        """The integer argument of a bit function, of 32 or 64 bits: a literal takes its own
+        type (i32, else i64, else u64); bool is i32; 8- and 16-bit integers widen keeping their
+        value, signed ones to i32, unsigned ones to u32 (as CUDA converts them to int or
+        unsigned)."""
+        if value.type.is_float:
+            bits_type = UNSIGNED_OF_WIDTH[value.type.bits]
+            hint = "" if is_weak(value) else f"; for a float's bits, {label}(ptxpy.bitcast(x, {bits_type}))"
+            raise self.error(f"{label} needs an integer, got {value.type}{hint}", node)
+        return convert(value, _bit_type(value.type))
+
+    def mulhi(self, node: cst.Call) -> typed.Expr:
+        """`ptxpy.mulhi(a, b)`: the high half of the full product of two integers of one type
+        (a literal takes the other's type, as in `a * b`); 8- and 16-bit integers widen to 32
+        bits as in `bit_operand`."""
+        label = "ptxpy.mulhi"
+        nodes = self.args(node, label, 2)
+        values = [self.value(n) for n in nodes]
+        for value, n in zip(values, nodes):
+            if value.type.is_float:
+                raise self.error(f"{label} needs integers, got {value.type}", n)
+        strong = [v.type for v in values if not is_weak(v)]
+        if len({_bit_type(t) for t in strong}) > 1:
+            a, b = strong
+            raise self.error(f"{label} needs two integers of one type, got {a} and {b}: cast one "
+                             f"(e.g. {label}({b}({code_of(nodes[0])}), {code_of(nodes[1])}))", node)
+        t = join(values)
+        if t.is_float:
+            raise self.error(f"{label} needs integers, got {values[0].type} and {values[1].type}", node)
+        t = _bit_type(t)
+        return typed.Intrinsic(self.loc(node), t, "mulhi", [convert(v, t) for v in values])
 
     def bitcast(self, node: cst.Call) -> typed.Expr:
         """`ptxpy.bitcast(x, T)`: the bits of scalar `x` read as scalar type `T` of the same width."""
@@ -333,6 +412,7 @@ class CallChecker:
 
     def warp_value(self, name: str, node: cst.Call) -> typed.Expr:
         label = f"ptxpy.{name}"
+        self.no_member_mask(name, node, 1 if name in WARP_REDUCTIONS else 2)
         nodes = self.args(node, label, 1 if name in WARP_REDUCTIONS else 2)
         value = self.value(nodes[0])
         if value.type.is_bool:
@@ -399,6 +479,17 @@ class CallChecker:
         if not isinstance(value, str):
             raise self.error(f"{what} must be a string literal", node)
         return value
+
+
+def _bit_type(t: Scalar) -> Scalar:
+    """The type a bit function computes in: 32- and 64-bit integers their own, bool i32, 8- and
+    16-bit integers i32 when signed and u32 when unsigned (their value kept, as CUDA converts
+    them to int or unsigned)."""
+    if t.is_bool:
+        return i32
+    if t.bits < 32:
+        return i32 if t.is_signed else u32
+    return t
 
 
 def _escape(text: str) -> str:

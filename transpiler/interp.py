@@ -90,8 +90,10 @@ PURE_OPS = frozenset({
     "add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "not", "neg", "abs",
     "mul_hi", "mul_wide", "shl", "shr", "fma", "sqrt", "rsqrt", "rcp", "floor", "ceil", "trunc",
     "round", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "isnan", "isinf", "cmp", "select",
-    "cvt", "bitcast", "mov", "floordiv", "floormod",
+    "cvt", "bitcast", "mov", "floordiv", "floormod", "popc", "clz", "brev", "bfind",
 })
+#: bit operations: computed on the argument's bits, whatever the result type
+_BIT_OPS = frozenset({"popc", "clz", "brev", "bfind"})
 
 
 def foldable(op: str, attrs: dict) -> bool:
@@ -116,6 +118,8 @@ def evaluate(op: str, t: Scalar, attrs: dict, args: list, arg_types: list):
         return _convert(args[0], arg_types[0], t, attrs.get("mode"))
     if op == "bitcast":
         return from_bit_pattern(bits(args[0], arg_types[0]), t)
+    if op in _BIT_OPS:
+        return wrap_int(_bit_op(op, attrs, bits(args[0], arg_types[0]), arg_types[0].bits), t)
     if t.is_bool:
         return _bool_op(op, [bool(a) for a in args])
     if t.is_int:
@@ -141,6 +145,20 @@ def _bool_op(op: str, a: list) -> bool:
     if op == "not":
         return not a[0]
     raise InterpError(f"{op} is not defined on bool")
+
+
+def _bit_op(op: str, attrs: dict, x: int, width: int) -> int:
+    """PTX popc, clz, brev, bfind(.shiftamt) on the `width`-bit pattern `x` (unsigned)."""
+    if op == "popc":
+        return bin(x).count("1")
+    if op == "clz":
+        return width - x.bit_length()
+    if op == "brev":
+        return int(format(x, f"0{width}b")[::-1], 2)
+    if x == 0:          # bfind of zero: 0xffffffff
+        return -1
+    top = x.bit_length() - 1
+    return width - 1 - top if attrs.get("shiftamt") else top
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -577,6 +595,12 @@ class _Thread:
 
     def op_barrier(self, instr: Instr):
         self.require_lone_thread("bar.sync")
+
+    def op_fence(self, instr: Instr):
+        pass        # threads run one at a time here: memory is always ordered
+
+    def op_warpsync(self, instr: Instr):
+        self.require_lone_thread("bar.warp.sync")
 
     def op_shfl(self, instr: Instr):
         self.require_lone_thread("shfl")

@@ -1,7 +1,7 @@
 """Lowering of `typed.Intrinsic` calls for the SSA builder: special registers, math, atomics, warps.
 
 Each lowering takes the builder `b` (ssa_builder._Builder) and the intrinsic node and returns the
-result value (None for `syncthreads`).
+result value (None for `syncthreads`, `syncwarp` and the fences).
 
 Math (docs/math.md): `sqrt` and `/` are IEEE (correctly rounded) operations; `exp exp2 log log2
 log10 sin cos tan tanh erf pow` inline the accurate library function of their type from
@@ -88,6 +88,45 @@ def _linear_thread(b):
 def _syncthreads(b, e):
     b.emit("barrier", None)
     return None
+
+
+def _fence(scope: str):
+    """`threadfence()` (scope `gpu`), `threadfence_block()` (`cta`), `threadfence_system()`
+    (`sys`): `membar.gl`, `membar.cta`, `membar.sys`, as CUDA's `__threadfence*` compile. An
+    effect op: no pass moves, merges or removes it, and loads and stores stay on their side
+    (no pass moves a load or a store past an instruction with effects; `cse` shares only the
+    `nc` loads of arrays the kernel never writes)."""
+    def lower(b, e):
+        b.emit("fence", None, [], {"scope": scope})
+        return None
+    return lower
+
+
+def _syncwarp(b, e):
+    """`syncwarp()`: `bar.warp.sync` of the lanes present (see `_shfl`), the full mask where
+    the launch's blocks are whole warps."""
+    members = [] if b.func.options.get("whole_warps") else [_present_lanes(b)[1]]
+    b.emit("warpsync", None, members)
+    return None
+
+
+# --- bits ------------------------------------------------------------------------------------
+def _bits(op: str):
+    """`popc`, `clz` (i32 results) and `brev` (the argument's type) of a 32- or 64-bit integer."""
+    def lower(b, e):
+        (x,) = _args(b, e)
+        return b.emit(op, x.type if op == "brev" else i32, [x])
+    return lower
+
+
+def _ffs(b, e):
+    """`ffs(x)`: the place of the lowest set bit, from 1, or 0 for zero, as CUDA's `__ffs`
+    compiles: `brev`, then `bfind.shiftamt` (the highest set bit's distance from the top, so
+    the lowest's from the bottom; 0xffffffff for zero), plus one."""
+    (x,) = _args(b, e)
+    reversed_bits = b.emit("brev", x.type, [x])
+    trailing = b.emit("bfind", i32, [reversed_bits], {"shiftamt": True})
+    return b.op("add", trailing, ir.Const(i32, 1))
 
 
 # --- math ------------------------------------------------------------------------------------
@@ -622,5 +661,14 @@ HANDLERS = {
     "warp_min": _warp_reduce("min"),
     "bitcast": _bitcast,
     "_mul_hi": lambda b, e: b.op("mul_hi", *_args(b, e)),
+    "mulhi": lambda b, e: b.op("mul_hi", *_args(b, e)),
+    "popc": _bits("popc"),
+    "clz": _bits("clz"),
+    "brev": _bits("brev"),
+    "ffs": _ffs,
+    "threadfence": _fence("gpu"),
+    "threadfence_block": _fence("cta"),
+    "threadfence_system": _fence("sys"),
+    "syncwarp": _syncwarp,
     **{name: _math(fn) for name, fn in MATH.items()},
 }

@@ -1133,6 +1133,34 @@ class ISel:
     def op_activemask(self, instr: ir.Instr) -> None:
         self.emit("activemask.b32", [self.reg(instr)], [])
 
+    def op_fence(self, instr: ir.Instr) -> None:
+        # CUDA's __threadfence_block, __threadfence, __threadfence_system (fence.sc.<scope>)
+        scope = {"cta": "cta", "gpu": "gl", "sys": "sys"}.get(instr.attrs.get("scope"))
+        if scope is None:
+            raise BackendError(f"unknown fence scope {instr.attrs.get('scope')!r}")
+        self.emit(f"membar.{scope}", [], [])
+
+    def op_warpsync(self, instr: ir.Instr) -> None:
+        members = self.src(instr.args[0]) if instr.args else FULL_MASK
+        self.emit("bar.warp.sync", [], [members])
+
+    # --- bit operations ---------------------------------------------------------------------
+    def op_popc(self, instr: ir.Instr) -> None:
+        self.bit_op(instr, instr.op)
+
+    op_clz = op_brev = op_popc
+
+    def op_bfind(self, instr: ir.Instr) -> None:
+        self.bit_op(instr, "bfind.shiftamt" if instr.attrs.get("shiftamt") else "bfind")
+
+    def bit_op(self, instr: ir.Instr, opcode: str) -> None:
+        """popc, clz, brev (`.b32`/`.b64`) and bfind (`.u32`/`.u64`) of a 32- or 64-bit integer."""
+        t = instr.args[0].type
+        if not t.is_int or t.bits not in (32, 64):
+            raise BackendError(f"{instr.op} needs a 32- or 64-bit integer, not {t}")
+        suffix = f"u{t.bits}" if instr.op == "bfind" else f"b{t.bits}"
+        self.emit(f"{opcode}.{suffix}", [self.reg(instr)], [self.src(instr.args[0], imm=False)])
+
     def op_floordiv(self, instr: ir.Instr) -> None:
         raise BackendError(f"{instr.op} reached the backend: passes/ranges.py and "
                            f"passes/lower_floor.py must rewrite it first")
