@@ -23,20 +23,18 @@ class ParamSpec:
     #: a by-reference 64-bit scalar that JAX holds in 32 bits (jax_enable_x64 off): the
     #: element's type in memory; the kernel widens it to `dtype` as a cast does
     carrier: Scalar | None = None
-    #: the `.param` names where `default_ptx_names` would repeat another's (`unique_ptx_names`)
+    #: the `.param` names where the default ones would repeat another's (`unique_ptx_names`)
     ptx_names: tuple = ()
 
     def ptx_params(self, kernel: str) -> list[tuple[str, str]]:
         """(name, ptx type) of each `.param` this parameter becomes."""
-        names = self.ptx_names or self.default_ptx_names(kernel)
-        if self.kind == "array":
-            return list(zip(names, ["u64"] + ["u32"] * self.rank))
-        return [(names[0], "u64" if self.by_ref else PARAM_TYPE[self.dtype.name])]
-
-    def default_ptx_names(self, kernel: str) -> tuple:
-        """`k_x` for parameter `x` of kernel `k`, and for an array `k_x_shape0`, ... after it."""
+        if self.ptx_names:   # renamed: the same .params under the names kept
+            defaults = self.__class__(self.name, self.kind, self.dtype, self.rank, self.by_ref)
+            return [(name, t) for name, (_, t) in zip(self.ptx_names, defaults.ptx_params(kernel))]
         base = f"{kernel}_{self.name}"
-        return (base,) + tuple(f"{base}_shape{k}" for k in range(self.rank if self.kind == "array" else 0))
+        if self.kind == "array":
+            return [(base, "u64")] + [(f"{base}_shape{k}", "u32") for k in range(self.rank)]
+        return [(base, "u64" if self.by_ref else PARAM_TYPE[self.dtype.name])]
 
 
 #: names the backend declares in every kernel that may use them (printf.ARGS_BUFFER)
@@ -50,16 +48,16 @@ def unique_ptx_names(kernel: str, params: list) -> list:
     taken = set(RESERVED_PTX_NAMES)
     out = []
     for spec in params:
+        defaults = [name for name, _ in spec.ptx_params(kernel)]
         names = []
-        for name in spec.default_ptx_names(kernel):
+        for name in defaults:
             unique, n = name, 1
             while unique in taken:
                 n += 1
                 unique = f"{name}_{n}"
             taken.add(unique)
             names.append(unique)
-        renamed = tuple(names) != spec.default_ptx_names(kernel)
-        out.append(replace(spec, ptx_names=tuple(names)) if renamed else spec)
+        out.append(replace(spec, ptx_names=tuple(names)) if names != defaults else spec)
     return out
 
 

@@ -139,7 +139,8 @@ def _scan_statement_end(source_lines: list, start: int) -> int:
     first = source_lines[start - 1]
     if "'" not in first and '"' not in first:   # the common case, without tokenizing
         code = first.split("#", 1)[0]
-        opened = sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+        opened = (code.count("(") + code.count("[") + code.count("{")
+                  - code.count(")") - code.count("]") - code.count("}"))
         if opened <= 0 and not code.rstrip().endswith("\\"):
             return start
     import io
