@@ -27,19 +27,6 @@ BIT_UNARY = frozenset(["popc", "clz", "brev", "ffs"])
 #: statements without a value: the memory fences and the warp barrier
 NO_VALUE = frozenset(["syncthreads", "syncwarp", "threadfence", "threadfence_block",
                       "threadfence_system"])
-#: CUDA's names of ptxpy's intrinsics that are not in `exprs.CUDA_NAMES`, for the message when
-#: a call uses one (`__popc(x)`, `ptxpy.__popc(x)`)
-CUDA_CALLS = {
-    "__popc": "popc", "__popcll": "popc", "__clz": "clz", "__clzll": "clz", "__brev": "brev",
-    "__brevll": "brev", "__ffs": "ffs", "__ffsll": "ffs", "__mulhi": "mulhi",
-    "__umulhi": "mulhi", "__mul64hi": "mulhi", "__umul64hi": "mulhi",
-    "__threadfence": "threadfence", "__threadfence_block": "threadfence_block",
-    "__threadfence_system": "threadfence_system", "__syncwarp": "syncwarp",
-    "__shfl_up_sync": "shfl_up_sync", "__shfl_down_sync": "shfl_down_sync",
-    "__shfl_xor_sync": "shfl_xor_sync", "__ballot_sync": "ballot_sync",
-    "__any_sync": "any_sync", "__all_sync": "all_sync", "__reduce_add_sync": "warp_sum",
-    "__reduce_max_sync": "warp_max", "__reduce_min_sync": "warp_min",
-}
 #: helpers only the math library may call: round to nearest even, high half of a product
 LIBRARY_PRIVATE = frozenset(["_rint", "_mul_hi"])
 SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
@@ -78,10 +65,6 @@ class CallChecker:
             if isinstance(func, cst.Name) and func.value in self.parsed.kernels and not self.is_local(func.value):
                 raise self.error(f"'{func.value}' is a @ptxpy.jit kernel; a kernel cannot call another "
                                  "kernel (make it a @ptxpy.func)", node)
-            if (isinstance(func, cst.Name) and func.value in CUDA_CALLS and not self.is_local(func.value)
-                    and func.value not in self.scope.others):
-                raise self.error(f"name '{func.value}' is not defined; CUDA's {func.value} is "
-                                 f"ptxpy.{CUDA_CALLS[func.value]}", func)
             if isinstance(func, (cst.Name, cst.Attribute)) and not self.is_local(_base_name(func)):
                 raise self.name_error(func, None)
             raise self.error(f"'{code_of(func)}' is not callable", node)
@@ -266,9 +249,6 @@ class CallChecker:
             return self.bitcast(node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
             return self.library_private(name, node)
-        if name in CUDA_CALLS:
-            raise self.error(f"ptxpy has no attribute '{name}'; CUDA's {name} is "
-                             f"ptxpy.{CUDA_CALLS[name]}", node.func)
         raise self.name_error(node.func, f"ptxpy.{name}")
 
     def no_member_mask(self, name: str, node: cst.Call, count: int) -> None:

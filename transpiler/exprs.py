@@ -681,7 +681,16 @@ _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 #: CUDA's names of what ptxpy has under another name
 CUDA_NAMES = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "block_dim",
               "gridDim": "grid_dim", "__syncthreads": "syncthreads", "syncThreads": "syncthreads",
-              "warpSize": "WARP_SIZE", "atomicAdd": "atomic_add", "__shfl_sync": "shfl_sync"}
+              "warpSize": "WARP_SIZE", "atomicAdd": "atomic_add", "__shfl_sync": "shfl_sync",
+              "__popc": "popc", "__popcll": "popc", "__clz": "clz", "__clzll": "clz",
+              "__brev": "brev", "__brevll": "brev", "__ffs": "ffs", "__ffsll": "ffs",
+              "__mulhi": "mulhi", "__umulhi": "mulhi", "__mul64hi": "mulhi", "__umul64hi": "mulhi",
+              "__threadfence": "threadfence", "__threadfence_block": "threadfence_block",
+              "__threadfence_system": "threadfence_system", "__syncwarp": "syncwarp",
+              "__shfl_up_sync": "shfl_up_sync", "__shfl_down_sync": "shfl_down_sync",
+              "__shfl_xor_sync": "shfl_xor_sync", "__ballot_sync": "ballot_sync",
+              "__any_sync": "any_sync", "__all_sync": "all_sync", "__reduce_add_sync": "warp_sum",
+              "__reduce_max_sync": "warp_max", "__reduce_min_sync": "warp_min"}
 MATH_NAMES = frozenset(name for name in dir(math) if not name.startswith("_"))
 
 
