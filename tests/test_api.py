@@ -305,8 +305,17 @@ def test_host_side_helpers():
         ptxpy.global_id(0)
 
 
-def test_compile_errors_from_a_call_carry_no_compiler_frames(tmp_path, monkeypatch):
+def load_module(path):
+    """Import the Python file `path` as a module of its own (its kernels' source is that file)."""
     import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compile_errors_from_a_call_carry_no_compiler_frames(tmp_path, monkeypatch):
     import traceback
 
     from ptxpy.transpiler.errors import CompileError
@@ -316,9 +325,7 @@ def test_compile_errors_from_a_call_carry_no_compiler_frames(tmp_path, monkeypat
                     "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4)\n"
                     "def k(x: Array[f32], out: Array[f32]):\n"
                     "    out[0] = x[0] + undefined_name\n")
-    spec = importlib.util.spec_from_file_location("bad_kernel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(path)
     monkeypatch.delenv("PTXPY_TRACEBACK", raising=False)
     with pytest.raises(CompileError) as info:
         module.k.ptx(np.zeros(4, np.float32))
@@ -391,8 +398,6 @@ def test_kernel_inside_a_function_is_a_located_error():
 def test_a_kernel_made_in_a_function_never_runs_the_top_level_kernel_of_its_name(tmp_path):
     """`ptxpy.jit(k)` of a function `k` defined in a function: the file's top-level `k` is
     another kernel, neither compiled for it nor taken from the disk cache of that one."""
-    import importlib.util
-
     path = tmp_path / "shadowed.py"
     path.write_text("import ptxpy\nfrom ptxpy import Array, f32\n\n"
                     "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4, interpret=True)\n"
@@ -402,9 +407,7 @@ def test_a_kernel_made_in_a_function_never_runs_the_top_level_kernel_of_its_name
                     "    def k(x: Array[f32], out: Array[f32]):\n"
                     "        out[ptxpy.global_id()] = x[ptxpy.global_id()] * 100.0\n"
                     "    return ptxpy.jit(k, out_shape=lambda x: x, grid=1, block=4, interpret=True)\n")
-    spec = importlib.util.spec_from_file_location("shadowed", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(path)
     x = np.ones(4, np.float32)
     assert np.asarray(module.k(x)).tolist() == [2.0] * 4      # fills the disk cache, if any
     with pytest.raises(ptxpy.CompileError, match=f"{path}:9:5: error: kernel 'make.<locals>.k' is "
