@@ -550,6 +550,94 @@ def scale(x: Array[f32], out: Array[f32], K: Const[int] = 4):
     np.testing.assert_array_equal(out, x * 4)
 
 
+def test_const_parameters_of_device_functions_specialise_per_value():
+    """A `Const` parameter of a @ptxpy.func: each call's value checks the function anew
+    (compile-time branches, static_range counts), by position, keyword or default; a kernel's
+    own Const passes on."""
+    source = src("""
+@ptxpy.func
+def poly(x: f32, DEGREE: Const[int], ODD: Const[bool] = False) -> f32:
+    acc = f32(0.0)
+    for k in ptxpy.static_range(DEGREE + 1):
+        if ODD and k % 2 == 0:
+            continue
+        acc = acc * x + f32(k + 1)
+    return acc
+
+@ptxpy.func
+def window(x: Array[f32], i: i32, W: Const[int]) -> f32:
+    s = f32(0.0)
+    t = ptxpy.local_array(W, f32)
+    for k in ptxpy.static_range(W):
+        t[k] = x[(i + k) % len(x)]
+    for k in ptxpy.static_range(W):
+        s += t[k]
+    return s
+
+@ptxpy.jit
+def k(x: Array[f32], a: Array[f32], b: Array[f32], c: Array[f32], W: Const[int] = 3):
+    i = ptxpy.global_id()
+    if i < len(x):
+        a[i] = poly(x[i], 2) + poly(x[i], DEGREE=3, ODD=True)
+        b[i] = window(x, i, W)
+        c[i] = window(x, i, W + 2) - poly(x[i], W)
+""")
+    n = 100
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+
+    def poly(v, degree, odd=False):
+        acc = np.zeros_like(v)
+        for k in range(degree + 1):
+            if odd and k % 2 == 0:
+                continue
+            acc = acc * v + np.float32(k + 1)
+        return acc
+
+    def window(w):
+        return sum(x[(np.arange(n) + k) % n] for k in range(w))
+
+    a, b, c = run(source, "k", [x, Out(n, np.float32), Out(n, np.float32), Out(n, np.float32)],
+                  grid=1, block=128, consts={"W": 4})
+    np.testing.assert_allclose(a, poly(x, 2) + poly(x, 3, True), rtol=1e-6)
+    np.testing.assert_allclose(b, window(4), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, window(6) - poly(x, 4), rtol=1e-5, atol=1e-5)
+
+
+def test_round_and_trunc_keep_the_float_type():
+    """`round(x)` ties to even as Python's (and NumPy's rint); `math.trunc` toward zero; both
+    keep the float type, as `math.floor` does. An integer is returned unchanged."""
+    source = src("""
+@ptxpy.jit
+def k(x: Array[f32], h: Array[f16], d: Array[f64], n: Array[i32], r: Array[f32], t: Array[f32],
+      rh: Array[f16], rd: Array[f64], td: Array[f64], rn: Array[i32]):
+    i = ptxpy.global_id()
+    if i < len(x):
+        r[i] = round(x[i])
+        t[i] = math.trunc(x[i])
+        rh[i] = round(h[i])
+        rd[i] = round(d[i]) + round(2.5)
+        td[i] = math.trunc(d[i])
+        rn[i] = round(n[i])
+""")
+    x = np.concatenate([np.arange(-4, 4.5, 0.5), rng.uniform(-1e8, 1e8, 30), [np.inf, -np.inf, np.nan,
+                                                                            -0.3, 0.0, -0.0]]).astype(np.float32)
+    m = len(x)
+    with np.errstate(over="ignore"):
+        h = x.astype(np.float16)
+    d, ints = x.astype(np.float64) * 1.000001, np.arange(m, dtype=np.int32) - 20
+    r, t, rh, rd, td, rn = run(source, "k", [x, h, d, ints, Out(m, np.float32), Out(m, np.float32),
+                                             Out(m, np.float16), Out(m, np.float64), Out(m, np.float64),
+                                             Out(m, np.int32)], grid=1, block=64)
+    np.testing.assert_array_equal(r, np.rint(x))
+    np.testing.assert_array_equal(np.signbit(r), np.signbit(np.rint(x)))
+    np.testing.assert_array_equal(t, np.trunc(x))
+    np.testing.assert_array_equal(np.signbit(t), np.signbit(np.trunc(x)))
+    np.testing.assert_array_equal(rh, np.rint(h))
+    np.testing.assert_array_equal(rd, np.rint(d) + 2.0)
+    np.testing.assert_array_equal(td, np.trunc(d))
+    np.testing.assert_array_equal(rn, ints)
+
+
 def test_thread_block_grid_intrinsics_2d():
     source = src("""
 @ptxpy.jit

@@ -5,16 +5,17 @@ import math
 
 import libcst as cst
 
-from ptxpy.types import ArrayType, Scalar, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from ptxpy.types import ArrayType, ConstType, Scalar, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from . import typed
-from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, truthy,
+from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, literal_value, truthy,
                     unknown_attribute, weak_constant)
 from .scope import CONST_FUNCS, NotConstant, code_of, qualname_constant, scalar_named
 
-MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil fabs".split())
+MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil trunc fabs "
+                       "atan asin acos sinh cosh asinh acosh atanh expm1 log1p cbrt erfc".split())
 MATH_PREDICATES = frozenset("isnan isinf isfinite".split())
-MATH_BINARY = frozenset(["copysign", "pow", "fmod"])
+MATH_BINARY = frozenset(["copysign", "pow", "fmod", "atan2", "hypot"])
 FAST_UNARY = frozenset("rsqrt fast_exp fast_log fast_sin fast_cos".split())
 ATOMICS = frozenset("atomic_add atomic_sub atomic_min atomic_max atomic_and atomic_or atomic_xor "
                     "atomic_exch atomic_cas".split())
@@ -109,6 +110,8 @@ class CallChecker:
                 positional.append(arg.value)
                 continue
             key = arg.keyword.value
+            if key in named:
+                raise self.error(f"keyword argument repeated: '{key}'", arg)
             if key not in keywords[:high]:
                 raise self.error(f"{label}() got an unexpected keyword argument '{key}'", arg)
             named[key] = arg.value
@@ -139,6 +142,8 @@ class CallChecker:
             return self.abs_call(node)
         if name in ("min", "max"):
             return self.min_max(name, node)
+        if name == "round":
+            return self.round_call(node)
         if name == "len":
             (arg,) = self.args(node, "len", 1)
             if (isinstance(arg, cst.Name) and not self.is_local(arg.value)
@@ -161,6 +166,22 @@ class CallChecker:
         if value.type.kind == "uint":
             return value
         return typed.Intrinsic(self.loc(node), value.type, "abs", [value])
+
+    def round_call(self, node: cst.Call) -> typed.Expr:
+        """`round(x)`: a float rounded to the nearest integer, ties to even as Python rounds,
+        kept in its float type (as `math.floor`); an integer is returned unchanged."""
+        arg, digits = self.args(node, "round", 1, 2, keywords=("number", "ndigits"))
+        if digits is not None:
+            raise self.error("round() with ndigits is not supported in kernels (round(x) rounds "
+                             "to an integer)", digits)
+        value = self.value(arg)
+        if is_weak(value):
+            return weak_constant(round(value.value), self.loc(node))
+        if value.type.is_bool:
+            return convert(value, i32)
+        if not value.type.is_float:
+            return value
+        return typed.Intrinsic(self.loc(node), value.type, "round", [value])
 
     def min_max(self, name: str, node: cst.Call) -> typed.Expr:
         keyword = next((a for a in node.args if a.keyword is not None), None)
@@ -407,11 +428,15 @@ class CallChecker:
     # device functions
     def call_func(self, name: str, node: cst.Call) -> typed.Expr:
         decl = self.parsed.funcs[name]
-        fdef = self.program.func(name, self.loc(node))
         names = tuple(p.name for p in decl.params)
-        nodes = self.args(node, name, len(names), keywords=names)
+        required = sum(p.default is None for p in decl.params)
+        nodes = self.args(node, name, required, len(names), keywords=names)
+        consts = self.const_args(name, decl, nodes)
+        fdef, key = self.program.func(name, self.loc(node), consts)
         args, bound = [], {}
         for param, arg in zip(decl.params, nodes):
+            if isinstance(param.type, ConstType):
+                continue
             if isinstance(param.type, ArrayType):
                 array = self.array_arg(arg, f"parameter '{param.name}' of {name}()")
                 if self.arrays[array] != param.type:
@@ -426,15 +451,36 @@ class CallChecker:
                 args.append(convert(self.value(arg), param.type))
         for pname in fdef.written_arrays:
             self.mark_written(bound[pname])
-        return typed.Call(self.loc(node), decl.return_type, name, args)
+        return typed.Call(self.loc(node), decl.return_type, key, args)
+
+    def const_args(self, name: str, decl, nodes: list) -> dict:
+        """The values of the call's arguments for `Const` parameters (the default where left out)."""
+        consts = {}
+        for param, arg in zip(decl.params, nodes):
+            if not isinstance(param.type, ConstType):
+                continue
+            if arg is None:
+                consts[param.name] = param.default
+                continue
+            value = self.const_value(arg, f"the argument for Const parameter '{param.name}' of {name}()")
+            converted = param.type.value_of(value)
+            if converted is None:
+                raise self.error(f"Const parameter '{param.name}' of {name}() is {param.type} but was "
+                                 f"given {value!r}", arg)
+            consts[param.name] = literal_value(converted, self.loc(arg))
+        return consts
 
     # print
     def print_stmt(self, node: cst.Call) -> typed.Print:
         sep, end, parts, args = " ", "\n", [], []
+        keywords = set()
         for arg in node.args:
             if arg.star:
                 raise self.error(f"'{arg.star}' arguments are not supported", arg)
             if arg.keyword is not None:
+                if arg.keyword.value in keywords:
+                    raise self.error(f"keyword argument repeated: '{arg.keyword.value}'", arg)
+                keywords.add(arg.keyword.value)
                 if arg.keyword.value not in ("sep", "end"):
                     raise self.error(f"print() got an unsupported keyword argument '{arg.keyword.value}'", arg)
                 text = self.string_literal(arg.value, f"print()'s {arg.keyword.value}=")

@@ -357,7 +357,7 @@ def _param(parsed: ParsedModule, param: cst.Param, is_kernel: bool) -> ParamDecl
         what = "kernel" if is_kernel else "device function"
         raise CompileError(f"parameter '{name}' of a {what} needs a type annotation "
                            "(e.g. 'x: Array[f32]' or 'n: i32')", loc)
-    kind = resolve_type(param.annotation.annotation, parsed.scope, parsed.loc, allow_const=is_kernel)
+    kind = resolve_type(param.annotation.annotation, parsed.scope, parsed.loc, allow_const=True)
     default = None
     if param.default is not None:
         default = _default(parsed, name, kind, param.default)
@@ -444,40 +444,58 @@ def _check_by_ref(decl: KernelDecl, by_ref: frozenset) -> None:
                                f"kernel '{decl.name}'", decl.loc)
 
 
+def specialisation_key(name: str, consts: dict) -> str:
+    """The name of device function `name` checked with Const values `consts`: `f[N=4, S=True]`
+    (`f` alone without Const parameters)."""
+    if not consts:
+        return name
+    return f"{name}[{', '.join(f'{k}={v!r}' for k, v in consts.items())}]"
+
+
+def _base_name(key: str) -> str:
+    return key.partition("[")[0]
+
+
 class ProgramChecker:
-    """Checks device functions on demand, once each per parsed module, and detects recursion."""
+    """Checks device functions on demand, once each per parsed module and Const values, and
+    detects recursion."""
 
     def __init__(self, parsed: ParsedModule):
         self.parsed = parsed
-        self.typed_funcs: dict = {}     # name -> typed.FuncDef, callees before callers
-        self._in_progress: list = []    # device functions being checked, callers first
-        self._callees: dict = {}        # name of one in progress -> the names it calls
+        self.typed_funcs: dict = {}     # key -> typed.FuncDef, callees before callers
+        self._in_progress: list = []    # keys of device functions being checked, callers first
+        self._callees: dict = {}        # key of one in progress -> the keys it calls
 
-    def func(self, name: str, call_loc) -> typed.FuncDef:
+    def func(self, name: str, call_loc, consts: dict | None = None) -> tuple:
+        """The typed device function `name` for Const values `consts`, and its key (the name
+        its calls use)."""
+        consts = consts or {}
+        key = specialisation_key(name, consts)
         if self._in_progress:
-            self._callees[self._in_progress[-1]].append(name)
-        if name in self.typed_funcs:
-            return self.typed_funcs[name]
-        if name in self._in_progress:
-            cycle = " -> ".join(self._in_progress[self._in_progress.index(name):] + [name])
+            self._callees[self._in_progress[-1]].append(key)
+        if key in self.typed_funcs:
+            return self.typed_funcs[key], key
+        names = [_base_name(k) for k in self._in_progress]
+        if name in names:     # with other Const values too: no recursion (SPEC 2.6)
+            cycle = " -> ".join(self._in_progress[names.index(name):] + [key])
             raise CompileError(f"recursive call to '{name}' ({cycle}): recursion is not supported",
                                call_loc)
-        if name not in self.parsed.checked_funcs:
-            self.parsed.checked_funcs[name] = self._check(name)
-        self._include(name)
-        return self.typed_funcs[name]
+        if key not in self.parsed.checked_funcs:
+            self.parsed.checked_funcs[key] = self._check(name, key, consts)
+        self._include(key)
+        return self.typed_funcs[key], key
 
-    def _check(self, name: str) -> tuple:
-        self._in_progress.append(name)
-        self._callees[name] = []
+    def _check(self, name: str, key: str, consts: dict) -> tuple:
+        self._in_progress.append(key)
+        self._callees[key] = []
         try:
-            fdef = FunctionChecker(self, self.parsed.funcs[name], {}, frozenset()).check()
+            fdef = FunctionChecker(self, self.parsed.funcs[name], consts, frozenset()).check()
         finally:
             self._in_progress.pop()
-        return fdef, self._callees.pop(name)
+        return fdef, self._callees.pop(key)
 
     def _include(self, name: str) -> None:
-        """Add checked function `name` to this kernel's functions, after what it calls."""
+        """Add checked function `name` (a key) to this kernel's functions, after what it calls."""
         fdef, callees = self.parsed.checked_funcs[name]
         for callee in callees:
             if callee not in self.typed_funcs:

@@ -25,7 +25,9 @@ LOG10_2 = 0.3010299956639812
 
 SREG_BASES = {"thread_idx": "tid", "block_idx": "ctaid", "block_dim": "ntid", "grid_dim": "nctaid"}
 #: math functions computed by the accurate library (ptxpy/libm.py: NAME_f32, NAME_f64)
-LIBRARY_MATH = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "pow", "fmod")
+LIBRARY_MATH = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "pow", "fmod",
+                "atan", "asin", "acos", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
+                "log1p", "hypot", "cbrt", "erfc")
 #: the `fast_*` functions: the accurate function they approximate (used for f64 arguments)
 FAST_FUNCTIONS = {"fast_exp": "exp", "fast_log": "log", "fast_sin": "sin", "fast_cos": "cos"}
 ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec")
@@ -262,6 +264,8 @@ MATH = {
     "fma": lambda b, e, a: b.op("fma", *a),
     "floor": lambda b, e, a: b.op("floor", a[0]),
     "ceil": lambda b, e, a: b.op("ceil", a[0]),
+    "trunc": lambda b, e, a: b.op("trunc", a[0]),
+    "round": lambda b, e, a: b.op("round", a[0]),
     "fabs": lambda b, e, a: b.op("abs", a[0]),
     "copysign": lambda b, e, a: b.op("copysign", a[0], a[1]),
     "isnan": lambda b, e, a: b.emit("isnan", bool_, [a[0]]),

@@ -73,7 +73,7 @@ def _typed(source: str, name: str, keep: set | None) -> tuple:
     if name not in parsed.funcs:
         raise CompileError(f"the math library has no function '{name}'")
     program = ProgramChecker(parsed)
-    fdef = program.func(name, None)
+    fdef, _ = program.func(name, None)
     funcs = dict(program.typed_funcs)
     for func in funcs.values():
         _forget_locations(func)

@@ -189,8 +189,11 @@ CONST_FUNCS = {
     "builtins.abs": abs, "builtins.min": min, "builtins.max": max, "builtins.int": int,
     "builtins.float": float, "builtins.bool": bool, "ptxpy.cdiv": lambda a, b: -(-a // b),
     "builtins.len": len,     # of a tuple constant (an array is not a compile-time value)
+    "builtins.round": round,
     **{f"math.{name}": getattr(math, name) for name in
-       "sqrt exp log log2 log10 sin cos tan tanh floor ceil fabs fmod copysign".split()},
+       ("sqrt exp exp2 log log2 log10 sin cos tan tanh erf erfc floor ceil trunc fabs fmod copysign "
+        "pow atan asin acos atan2 sinh cosh asinh acosh atanh expm1 log1p hypot cbrt").split()
+       if hasattr(math, name)},
 }
 
 
@@ -423,7 +426,8 @@ def _subscript_type(node: cst.Subscript, scope: ModuleScope, loc, allow_const, a
         return _array_type(node, items, scope, loc)
     if qual == "ptxpy.Const" and len(items) == 1:
         if not allow_const:
-            raise CompileError("Const[...] is only allowed on kernel parameters", loc(node))
+            raise CompileError("Const[...] is only allowed on parameters of kernels and device "
+                               "functions", loc(node))
         return _const_type(items[0], scope, loc)
     if qual in ("builtins.tuple", "typing.Tuple") and items and allow_tuple:
         kinds = [resolve_type(item, scope, loc) for item in items]

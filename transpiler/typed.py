@@ -398,11 +398,12 @@ def _format_stmt(s: Stmt, ind: str) -> list:
     return [f"{head}{type(s).__name__.lower()}"]
 
 
-def format_func(f: FuncDef) -> str:
+def format_func(f: FuncDef, key: str | None = None) -> str:
+    """`f` as text; `key` names a device function specialised for Const values (`f[N=4]`)."""
     kind = "kernel" if f.is_kernel else "func"
     params = ", ".join(f"{p.name}: {p.type}" for p in f.params)
     ret = f" -> {f.return_type}" if f.return_type is not None else ""
-    lines = [f"{kind} {f.name}({params}){ret}:"]
+    lines = [f"{kind} {key or f.name}({params}){ret}:"]
     for decl in f.arrays:
         lines.append(f"    {decl.space} {decl.name}: {decl.elem}{list(decl.shape)}")
     if f.locals:
@@ -411,4 +412,4 @@ def format_func(f: FuncDef) -> str:
 
 
 def format_module(m: TypedModule) -> str:
-    return "\n\n".join([format_func(f) for f in m.funcs.values()] + [format_func(m.kernel)])
+    return "\n\n".join([format_func(f, key) for key, f in m.funcs.items()] + [format_func(m.kernel)])
