@@ -603,6 +603,36 @@ def k(x: Array[f32], a: Array[f32], b: Array[f32], c: Array[f32], W: Const[int] 
     np.testing.assert_allclose(c, window(6) - poly(x, 4), rtol=1e-5, atol=1e-5)
 
 
+def test_products_of_widened_ints_compile_to_mul_wide_and_mul_hi():
+    """A Philox round's `u64(a) * u64(b)` halves, the signed high half and a widened product
+    plus an addend: `mul.wide`, `mul.hi`, `mad.wide` in the PTX, NumPy's values."""
+    source = src("""
+@ptxpy.jit
+def k(a: Array[u32], b: Array[u32], s: Array[i32], hi: Array[u32], lo: Array[u32], shi: Array[i32],
+      acc: Array[u64]):
+    i = ptxpy.global_id()
+    if i < len(a):
+        p = u64(a[i]) * u64(0xD2511F53)
+        hi[i] = u32(p >> 32) ^ b[i]
+        lo[i] = u32(p)
+        shi[i] = i32((i64(s[i]) * i64(s[len(a) - 1 - i])) >> 32)
+        acc[i] = u64(a[i]) * u64(b[i]) + u64(b[i])
+""")
+    ptx = compile_source(source, "k").ptx
+    assert "mul.wide.u32" in ptx and "mul.hi.s32" in ptx and "mul.lo.u64" not in ptx
+    n = 200
+    a = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    s = rng.integers(-2 ** 31, 2 ** 31, n, dtype=np.int64).astype(np.int32)
+    hi, lo, shi, acc = run(source, "k", [a, b, s, Out(n, np.uint32), Out(n, np.uint32), Out(n, np.int32),
+                                         Out(n, np.uint64)], grid=1, block=256)
+    p = a.astype(np.uint64) * np.uint64(0xD2511F53)
+    np.testing.assert_array_equal(hi, (p >> np.uint64(32)).astype(np.uint32) ^ b)
+    np.testing.assert_array_equal(lo, p.astype(np.uint32))
+    np.testing.assert_array_equal(shi, ((s.astype(np.int64) * s[::-1].astype(np.int64)) >> 32).astype(np.int32))
+    np.testing.assert_array_equal(acc, a.astype(np.uint64) * b.astype(np.uint64) + b.astype(np.uint64))
+
+
 def test_round_and_trunc_keep_the_float_type():
     """`round(x)` ties to even as Python's (and NumPy's rint); `math.trunc` toward zero; both
     keep the float type, as `math.floor` does. An integer is returned unchanged."""

@@ -18,7 +18,7 @@ from ptxpy.transpiler.cfg import natural_loops
 from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
 from ptxpy.transpiler.passes import (PIPELINE, contract, copyprop, cse, dce, hoist, licm,
                                      lower_floor, optimize, ranges, reassoc, sccp, simplifycfg,
-                                     speculate, strength)
+                                     speculate, strength, widen)
 from ptxpy.transpiler.verify import verify
 from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32, u64
 
@@ -636,6 +636,40 @@ def test_strength_turns_mul_by_power_of_two_into_shift():
     assert "shl" in ops(func) and "mul" not in ops(func)
     for a in (3, -5, INT_MAX):
         assert int(run_scalar(func, i32, a, 0)) == interp.wrap_int(a * 8, i32)
+
+
+@pytest.mark.parametrize("t, wide, pairs", [
+    (u32, u64, [(0xFFFFFFFF, 0xFFFFFFFF), (0x9E3779B9, 0xD2511F53), (3, 0)]),
+    (i32, i64, [(INT_MIN, INT_MIN), (INT_MIN, INT_MAX), (-1, 7), (-77777, 99999)]),
+])
+def test_widen_products_of_extended_ints_and_their_high_half(t, wide, pairs):
+    """u64(a) * u64(b) -> mul_wide(a, b); u32(that >> 32) -> mul_hi(a, b) where the product
+    has no other use; a constant factor counts when it fits the 32-bit type."""
+    def high(b, x, y):
+        product = b("mul", wide, b("cvt", wide, x), b("cvt", wide, y))
+        return b("cvt", t, b("shr", wide, product, Const(i32, 32)))
+
+    def low_and_scaled(b, x, y):
+        product = b("mul", wide, b("cvt", wide, x), b("cvt", wide, y))
+        scaled = b("mul", wide, b("cvt", wide, x), Const(wide, 0x7FFFFFFF))
+        hi = b("cvt", t, b("shr", wide, product, Const(i32, 32)))
+        return b("add", t, b("add", t, hi, b("cvt", t, product)), b("cvt", t, scaled))
+
+    for body, wides, highs in ((high, 0, 1), (low_and_scaled, 2, 0)):
+        func = run_pass(dce.run, run_pass(widen.run, scalar_kernel(t, body)))
+        found = ops(func)
+        assert "mul" not in found and (found.count("mul_wide") - 1, found.count("mul_hi")) == (wides, highs)
+        for a, c in pairs:     # (one mul_wide addresses the store)
+            assert run_scalar(func, t, a, c) == run_scalar(scalar_kernel(t, body), t, a, c)
+
+
+def test_widen_leaves_other_products():
+    def body(b, x, y):     # an i32 sign-extended into u64, a constant beyond 32 bits, a u64 param
+        mixed = b("mul", u64, b("cvt", u64, x), b("cvt", u64, x))
+        big = b("mul", i64, b("cvt", i64, x), Const(i64, 1 << 33))
+        return b("cvt", i32, b("add", i64, b("cvt", i64, mixed), big))
+    func = run_pass(widen.run, scalar_kernel(i32, body))
+    assert ops(func).count("mul") == 2 and ops(func).count("mul_wide") == 1   # the store's
 
 
 @pytest.mark.parametrize("a, c", [(5, 7), (-9, 3), (INT_MAX, 1), (INT_MIN, -1)])
