@@ -511,8 +511,11 @@ ERRORS = [
      "ptxpy.shfl_xor_sync takes no member mask (the whole warp takes part): write "
      "ptxpy.shfl_xor_sync(x[1], 16)"),
     ("x[0] = ptxpy.shfl_xor_sync(0xffffffff, x[1], 16, 32)",
-     "ptxpy.shfl_xor_sync takes no member mask and no width (the whole warp takes part): write "
+     "ptxpy.shfl_xor_sync takes no member mask (the whole warp takes part): write "
      "ptxpy.shfl_xor_sync(x[1], 16)"),
+    ("x[0] = ptxpy.shfl_down_sync(0xffffffff, x[1], 4, 8)",
+     "ptxpy.shfl_down_sync takes no member mask (the whole warp takes part): write "
+     "ptxpy.shfl_down_sync(x[1], 4, width=8)"),
     ("n[0] = ptxpy.ballot_sync(0xffffffff, x[1] > 0)",
      "ptxpy.ballot_sync takes no member mask (the whole warp takes part): write "
      "ptxpy.ballot_sync(x[1] > 0)"),
@@ -526,7 +529,7 @@ ERRORS = [
      "ptxpy.warp_sum takes no member mask (the whole warp takes part): write ptxpy.warp_sum(x[1])"),
     ("ptxpy.syncwarp(0xffffffff)",
      "ptxpy.syncwarp takes no member mask (the whole warp takes part): write ptxpy.syncwarp()"),
-    ("x[0] = ptxpy.shfl_down_sync(x[1], 8, 3, 2, 1)", "ptxpy.shfl_down_sync() takes 2 arguments (5 given)"),
+    ("x[0] = ptxpy.shfl_down_sync(x[1], 8, 3, 2, 1)", "ptxpy.shfl_down_sync() takes 2 arguments and an optional width= (5 given)"),
     ("n[0] = __popc(n[1])", "name '__popc' is not defined; CUDA's __popc is ptxpy.popc"),
     ("n[0] = __popcll(n[1])", "name '__popcll' is not defined; CUDA's __popcll is ptxpy.popc"),
     ("n[0] = __clz(n[1])", "name '__clz' is not defined; CUDA's __clz is ptxpy.clz"),

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from kernel_harness import Out, compile_source, run
+from ptxpy.transpiler.errors import CompileError
 
 HEADER = """
 import math
@@ -323,6 +324,58 @@ def test_shuffles_name_the_lanes_present_unless_the_blocks_are_whole_warps():
             assert re.fullmatch("0x0" if mode == "up" else clamp, c), (whole, mode, c)
         votes = re.findall(r"vote\.sync\.\w+\.\w+ %\w+, %p\d+, (\S+);", ptx)
         assert len(votes) == 3 and all(re.fullmatch(members, mask) for mask in votes), votes
+
+
+SEGMENTED_SHUFFLES = """
+@ptxpy.jit
+def shuffles(x: Array[{t}], lanes: Array[i32], out: Array[{t}, 2]):
+    i = ptxpy.thread_idx.x
+    v = x[i]
+    out[i, 0] = ptxpy.shfl_sync(v, lanes[i], width={w})
+    out[i, 1] = ptxpy.shfl_up_sync(v, {d}, width={w})
+    out[i, 2] = ptxpy.shfl_down_sync(v, {d}, width={w})
+    out[i, 3] = ptxpy.shfl_xor_sync(v, {d}, width={w})
+"""
+
+
+@pytest.mark.parametrize("block", [64, 50, 7])
+@pytest.mark.parametrize("w,d", [(8, 3), (16, 1), (4, 2), (1, 1), (2, 1)])
+def test_shuffles_with_a_width_stay_in_their_segment(block, w, d):
+    """CUDA's `width`: the warp as segments of `w` lanes. idx reads lane `src % w` of the
+    caller's segment; up and down give the caller's own value where the source leaves the
+    segment (or, in a partial warp, names a lane that does not exist); xor may read an earlier
+    segment, not a later one (as CUDA documents)."""
+    x = rng.integers(0, 1000, block).astype(np.int32)
+    lanes = rng.integers(-40, 40, block).astype(np.int32)
+    source = src(SEGMENTED_SHUFFLES.format(t="i32", w=w, d=d))
+    (out,) = run(source, "shuffles", [x, lanes, Out((block, 4), np.int32)], grid=1, block=block)
+    expected = []
+    for me in range(block):
+        first, lane = me - me % 32, me % 32
+        present = min(block - first, 32)
+        low = lane - lane % w
+        high = min(low + w, present)       # one past the segment's last lane that exists
+        read = lambda j, low=low: x[first + j] if low <= j < high else x[me]   # noqa: E731
+        expected.append([read(low + lanes[me] % w), read(lane - d), read(lane + d), read(lane ^ d, 0)])
+    np.testing.assert_array_equal(out, np.array(expected, np.int32))
+
+
+def test_shuffle_width_in_the_ptx_and_its_errors():
+    from ptxpy.transpiler import driver
+
+    source = src(SEGMENTED_SHUFFLES.format(t="f64", w=8, d=2))
+    ptx = driver.compile_kernel(driver.parse(source, "kernels.py"), "shuffles", None, frozenset(),
+                                driver.Options("sm_90", whole_warps=True)).kernel.ptx
+    cs = re.findall(r"shfl\.sync\.(\w+)\.b32 %\w+, %\w+, \S+, (\S+), 0xffffffff;", ptx)
+    assert sorted(set(cs)) == [("bfly", "0x181f"), ("down", "0x181f"), ("idx", "0x181f"), ("up", "0x1800")]
+    for call, message in (("ptxpy.shfl_sync(v, 1, width=3)", "the width of ptxpy.shfl_sync must be 1, 2, 4, 8, 16 or 32, got 3"),
+                          ("ptxpy.shfl_sync(v, 1, width=i)", "the width of ptxpy.shfl_sync must be a compile-time constant"),
+                          ("ptxpy.shfl_down_sync(0xffffffff, v, 1, 16)",
+                           "takes no member mask (the whole warp takes part): write ptxpy.shfl_down_sync(v, 1, width=16)"),
+                          ("ptxpy.warp_sum(v, width=16)", "got an unexpected keyword argument 'width'")):
+        bad = src(f"@ptxpy.jit\ndef k(x: Array[f32]):\n    i = ptxpy.thread_idx.x\n    v = x[i]\n    x[i] = {call}\n")
+        with pytest.raises(CompileError, match=re.escape(message)):
+            compile_source(bad, "k")
 
 
 def test_warps_follow_the_linear_thread_index_in_2d_blocks():

@@ -280,9 +280,10 @@ class CallChecker:
         extra = len(positional) - count
         if len(positional) != len(node.args) or not 1 <= extra <= (2 if name in SHUFFLES else 1):
             return
-        width = " and no width" if extra == 2 else ""
         kept = ", ".join(code_of(a.value) for a in positional[1:1 + count])
-        raise self.error(f"ptxpy.{name} takes no member mask{width} (the whole warp takes part): "
+        if extra == 2 and code_of(positional[-1].value) != "32":
+            kept += f", width={code_of(positional[-1].value)}"
+        raise self.error(f"ptxpy.{name} takes no member mask (the whole warp takes part): "
                          f"write {code_of(node.func)}({kept})", node)
 
     def bit_operand(self, value: typed.Expr, label: str, node) -> typed.Expr:
@@ -414,7 +415,15 @@ class CallChecker:
     def warp_value(self, name: str, node: cst.Call) -> typed.Expr:
         label = f"ptxpy.{name}"
         self.no_member_mask(name, node, 1 if name in WARP_REDUCTIONS else 2)
-        nodes = self.args(node, label, 1 if name in WARP_REDUCTIONS else 2)
+        if name in WARP_REDUCTIONS:
+            nodes, width = self.args(node, label, 1), 32
+        else:     # a third argument only as `width=`: three positional ones are CUDA's order
+            positional = sum(a.keyword is None for a in node.args)
+            if positional > 2:
+                raise self.error(f"{label}() takes 2 arguments and an optional width= ({positional} "
+                                 "given)", node)
+            *nodes, width_node = self.args(node, label, 2, 3, keywords=("value", "lane", "width"))
+            width = 32 if width_node is None else self.shuffle_width(label, width_node)
         value = self.value(nodes[0])
         if value.type.is_bool:
             raise self.error(f"{label} needs a number, got bool", nodes[0])
@@ -423,7 +432,15 @@ class CallChecker:
         if len(nodes) == 2:
             lane = self.int_value(nodes[1], f"the lane argument of {label}")
             args.append(convert(lane, i32))
-        return typed.Intrinsic(self.loc(node), value.type, name, args)
+        extra = {"width": width} if width != 32 else {}
+        return typed.Intrinsic(self.loc(node), value.type, name, args, extra)
+
+    def shuffle_width(self, label: str, node: cst.BaseExpression) -> int:
+        """CUDA's `width`: the warp as segments of that many lanes, a constant power of two."""
+        width = self.const_value(node, f"the width of {label}")
+        if isinstance(width, bool) or not isinstance(width, int) or width not in (1, 2, 4, 8, 16, 32):
+            raise self.error(f"the width of {label} must be 1, 2, 4, 8, 16 or 32, got {width!r}", node)
+        return width
 
     # device functions
     def call_func(self, name: str, node: cst.Call) -> typed.Expr:

@@ -523,18 +523,21 @@ def _thread_private_atomic(b, array, indices, op: str, values: list):
 
 
 # --- warp ------------------------------------------------------------------------------------
-def shuffle(b, mode: str, value, lane, members=None, last=None):
+def shuffle(b, mode: str, value, lane, members=None, last=None, width: int = 32):
     """`shfl.sync` of any scalar: 32-bit pieces, the value's own when the source is out of range.
     `members`: the lanes taking part (a `u32` mask value), else the whole warp; `last`: the
-    highest lane that idx/down/bfly may read (an `i32` value, the `c` operand), else 31."""
+    `c` operand of idx/down/bfly as an `i32` value (the highest lane they may read, and the
+    segment bits of `width`), else the constant one for `width` (segments of `width` lanes,
+    CUDA's `width`: `c = (32 - width) << 8 | clamp`)."""
     lane = b.coerce_bits(lane, i32)
     ty = value.type
     if ty.bits == 32:
         extra = [] if members is None else [members]
         if last is not None and mode != "up":
             return b.emit("shfl", ty, [value, lane, members, last], {"mode": mode})
-        return b.emit("shfl", ty, [value, lane, *extra], {"mode": mode, "clamp": 0 if mode == "up" else 31})
-    again = lambda piece: shuffle(b, mode, piece, lane, members, last)
+        clamp = (32 - width) << 8 | (0 if mode == "up" else 31)
+        return b.emit("shfl", ty, [value, lane, *extra], {"mode": mode, "clamp": clamp})
+    again = lambda piece: shuffle(b, mode, piece, lane, members, last, width)
     if ty.is_bool:
         return b.as_bool(again(b.emit("cvt", u32, [value])))
     if ty.bits == 64:
@@ -572,12 +575,17 @@ def _shfl(mode: str):
     where reading it would be undefined on the GPU."""
     def lower(b, e):
         value, lane = _args(b, e)
+        width = e.extra.get("width", 32)
         if isinstance(e.type, Scalar):
             value = b.coerce(value, e.type)
         if b.func.options.get("whole_warps"):
-            return shuffle(b, mode, value, lane)
+            return shuffle(b, mode, value, lane, width=width)
         count, members = _present_lanes(b)
-        return shuffle(b, mode, value, lane, members, b.op("sub", count, ir.Const(i32, 1)))
+        last = b.op("sub", count, ir.Const(i32, 1))
+        if width < 32 and mode != "up":    # the last lane of this lane's segment that exists
+            segment_end = b.op("or", b.op("and", _linear_thread(b), ir.Const(i32, 31)), ir.Const(i32, width - 1))
+            last = b.op("or", b.op("min", last, segment_end), ir.Const(i32, (32 - width) << 8))
+        return shuffle(b, mode, value, lane, members, last, width)
     return lower
 
 
