@@ -17,8 +17,8 @@ from ptxpy.transpiler.abi import ParamSpec
 from ptxpy.transpiler.cfg import natural_loops
 from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
 from ptxpy.transpiler.passes import (PIPELINE, contract, copyprop, cse, dce, hoist, licm,
-                                     lower_floor, optimize, ranges, reassoc, sccp, simplifycfg,
-                                     speculate, strength, widen)
+                                     lower_floor, memforward, optimize, ranges, reassoc, sccp,
+                                     simplifycfg, speculate, strength, widen)
 from ptxpy.transpiler.verify import verify
 from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32, u64
 
@@ -661,6 +661,51 @@ def test_widen_products_of_extended_ints_and_their_high_half(t, wide, pairs):
         assert "mul" not in found and (found.count("mul_wide") - 1, found.count("mul_hi")) == (wides, highs)
         for a, c in pairs:     # (one mul_wide addresses the store)
             assert run_scalar(func, t, a, c) == run_scalar(scalar_kernel(t, body), t, a, c)
+
+
+def _memory_kernel(between):
+    """x[i] += 1; (between); x[i] *= 2; out[i] = x[i] + y[j], y[j] loaded twice: returns the
+    function and its loads and stores in order."""
+    b = Builder()
+    x, out, i, j = b.param("x", ptr=True), b.param("out", ptr=True), b.param("i"), b.param("j")
+    addr = b("add", i64, x, b("mul_wide", i64, i, Const(i32, 4)))
+    y = b("add", i64, x, b("mul_wide", i64, j, Const(i32, 4)))
+    first = b("load", f32, addr, space="global")
+    b("store", None, addr, b("add", f32, first, 1.0), space="global")
+    between(b, x)
+    second = b("load", f32, addr, space="global")
+    b("store", None, addr, b("mul", f32, second, 2.0), space="global")
+    third = b("load", f32, addr, space="global")
+    total = b("add", f32, third, b("add", f32, b("load", f32, y, space="global"),
+                                   b("load", f32, y, space="global")))
+    b.store(out, i, total)
+    b.ret()
+    return b.func
+
+
+@pytest.mark.parametrize("between, loads, stores, interpretable", [
+    (lambda b, x: None, 2, 2, True),                                        # x once, y once
+    (lambda b, x: b("store", None, b("param", i64, name="k_s"), Const(f32, 0.0), space="shared"), 2, 3,
+     False),
+    (lambda b, x: b("barrier", None), 3, 3, False),
+    (lambda b, x: b("store", None, b("add", i64, x, Const(i64, 64)), Const(f32, 5.0), space="global"), 3, 4,
+     True),
+    (lambda b, x: b("atom", f32, x, Const(f32, 1.0), op="add", space="global"), 3, 3, True),
+])
+def test_memforward_within_a_block(between, loads, stores, interpretable):
+    """A load of what the block last stored or loaded there is that value, and a store that a
+    later one overwrites unread goes; a store elsewhere in the same state space (it may alias),
+    a barrier or an atomic stops both; a shared store leaves global memory alone."""
+    func = _memory_kernel(between)
+    before = copy.deepcopy(func)
+    func = run_pass(memforward.run, func)
+    found = ops(func)
+    assert (found.count("load"), found.count("store")) == (loads, stores), found
+    for i, j in ((0, 0), (1, 3), (16, 2), (5, 16)) if interpretable else ():
+        x = np.arange(32, dtype=np.float32)    # (element 16 is where the aliasing store writes)
+        args = {"x": x, "out": np.zeros(32, np.float32), "i": i, "j": j}
+        assert all(same_arrays(a, b) for a, b in zip(execute(before, args).values(),
+                                                     execute(func, args).values()))
 
 
 def test_widen_leaves_other_products():

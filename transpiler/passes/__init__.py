@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ..ir import Function, format_function, users
 from ..verify import IRError, verify
-from . import (contract, copyprop, cse, dce, hoist, licm, lower_floor, ranges, reassoc, sccp,
-               simplifycfg, speculate, strength, widen)
+from . import (contract, copyprop, cse, dce, hoist, licm, lower_floor, memforward, ranges, reassoc,
+               sccp, simplifycfg, speculate, strength, widen)
 
 PIPELINE: list = [
     ("simplifycfg", simplifycfg.run),
@@ -25,6 +25,7 @@ PIPELINE: list = [
     ("reassoc", reassoc.run),     # constant offsets outermost in addresses, then merged by cse
     ("hoist", hoist.run),         # address arithmetic out of guarded arms, so cse can merge it
     ("cse", cse.run),
+    ("memforward", memforward.run),   # after cse: one address is one value
     ("speculate", speculate.run), # short safe arms -> selects (shared loads at constant offsets)
     ("licm", licm.run),
     ("strength", strength.run),   # after licm: needs preheaders and hoisted bases

@@ -1,0 +1,86 @@
+"""Memory forwarding within a block: a load reads what the block last stored or loaded there, and
+a store that a later one overwrites before anything reads it is dropped.
+
+`x[i] += a; x[i] *= b` is load, store, load, store of one address: the second load takes the
+first store's value, and the first store goes (nvcc does the same). Within one block, while no
+instruction between could let another thread's write be seen or see this one's:
+
+- a plain load (`space`, `nc` only) of an address (the same SSA value, of the same type, in the
+  same state space) that an earlier load read, or an earlier store wrote, is that value;
+- a store to an address that a later store of the same type overwrites, with no load or vector
+  load of that state space between them (any load could read it through another address), is
+  dropped.
+
+A store to a state space forgets what is known about that space (another address may alias);
+an atomic, barrier, fence, `syncwarp`, `printf` or anything else with effects forgets
+everything (shuffles and votes touch no memory). Without synchronisation another thread's
+access to the same address would be a data race, which CUDA leaves undefined, so these hold for
+every thread.
+"""
+from __future__ import annotations
+
+from ..ir import Function, Instr
+
+_NO_MEMORY = frozenset({"shfl", "vote", "activemask"})
+
+
+def run(func: Function) -> Function:
+    replaced: dict = {}
+    dropped = False
+    for block in func.blocks:
+        dropped |= _forward_block(block, replaced)
+    if replaced:
+        for block in func.blocks:
+            for group in (block.phis, block.instrs):
+                for instr in group:
+                    if any(a.__class__ is Instr and a in replaced for a in instr.args):
+                        instr.args = [replaced.get(a, a) if a.__class__ is Instr else a for a in instr.args]
+    func.edits += bool(replaced) or dropped
+    return func
+
+
+def _forward_block(block, replaced: dict) -> bool:
+    """Forward the loads of `block` (into `replaced`) and drop its overwritten stores; whether
+    it dropped any instruction."""
+    known: dict = {}      # (space, address, type) -> the value there
+    unread: dict = {}     # (space, address, type) -> a store nothing has read since
+    dead = []
+    for instr in block.instrs:
+        if replaced and any(a.__class__ is Instr and a in replaced for a in instr.args):
+            instr.args = [replaced.get(a, a) if a.__class__ is Instr else a for a in instr.args]
+        op = instr.op
+        if op == "load" and instr.attrs.keys() <= {"space", "nc"}:
+            space = instr.attrs.get("space")
+            key = (space, instr.args[0], instr.type)
+            if key in known:
+                replaced[instr] = known[key]
+                dead.append(instr)
+                continue
+            known[key] = instr
+            _forget(unread, space)
+        elif op in ("load", "vload"):
+            _forget(unread, instr.attrs.get("space"))
+        elif op in ("store", "vstore"):
+            space = instr.attrs.get("space")
+            _forget(known, space)
+            if op == "store":
+                key = (space, instr.args[0], instr.args[1].type)
+                if key in unread:
+                    dead.append(unread[key])
+                known[key] = instr.args[1]
+                unread[key] = instr
+        elif instr.has_side_effects and op not in _NO_MEMORY:
+            known.clear()
+            unread.clear()
+    if dead:
+        gone = set(dead)
+        block.instrs = [i for i in block.instrs if i not in gone]
+        for instr in dead:
+            instr.block = None
+    return any(i.op == "store" for i in dead)
+
+
+def _forget(table: dict, space) -> None:
+    """Drop what `table` holds about state space `space` (everything for an unknown space)."""
+    for key in [k for k in table if k[0] == space or space not in ("global", "shared", "local")]:
+        del table[key]
