@@ -710,6 +710,8 @@ TILE = (4, 33)
 ROWS = TILE[0]
 WIDE = TILE[-1] * 2
 DIMS = len(TILE)
+CORNER = (3, 31)
+FIRST = (0,)
 
 @ptxpy.jit
 def transpose(x: Array[f32, 2], out: Array[f32, 2], wide: Array[i32]):
@@ -722,12 +724,18 @@ def transpose(x: Array[f32, 2], out: Array[f32, 2], wide: Array[i32]):
     wide[0] = WIDE
     for d in ptxpy.static_range(len(TILE)):
         wide[1 + d] = TILE[d] * DIMS
+    ptxpy.syncthreads()
+    if r == 0 and c == 0:
+        out[CORNER[1], CORNER[0]] = s[CORNER]    # a tuple constant indexes with its items, as in Python
+        wide[FIRST] += 1
 """)
     x = rng.standard_normal((4, 32)).astype(np.float32)
     out, wide = run(source, "transpose", [x, Out((32, 4), np.float32), Out(3, np.int32)],
                     grid=1, block=(32, 4))
-    np.testing.assert_array_equal(out, (x[::-1] * np.float32(33)).T)
-    assert list(wide) == [66, 8, 66]
+    expected = (x[::-1] * np.float32(33)).T
+    expected[31, 3] = x[3, 31]
+    np.testing.assert_array_equal(out, expected)
+    assert list(wide) == [67, 8, 66]
     assert ".shared .align 16 .b8 smem_s[528];" in compile_source(source, "transpose").ptx
 
 

@@ -463,6 +463,12 @@ class ExprChecker:
                 items += [e.value for e in value.elements if isinstance(e, cst.Element)]
                 if len(items) != len(value.elements):
                     raise self.error("starred indices are not supported", value)
+            elif len(node.slice) == 1 and self.tuple_constant(value):
+                constant = self.tuple_constant(value)
+                if not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in constant):
+                    raise self.error(f"'{value.value}' is {constant!r}: indices must be integers from 0",
+                                     value)
+                items += [weak_constant(k, self.loc(value)) for k in constant]
             else:
                 items.append(value)
         rank = self.arrays[name].rank
@@ -472,11 +478,20 @@ class ExprChecker:
                              f"{plural}", node)
         return items
 
+    def tuple_constant(self, node: cst.BaseExpression) -> tuple | None:
+        """The value of a module tuple constant named by `node` (`x[TILE]` indexes with its
+        items, as in Python), else None."""
+        if not (isinstance(node, cst.Name) and node.value in self.scope.constants
+                and not self.is_local(node.value) and node.value not in self.consts):
+            return None
+        value = self.scope.constants[node.value]
+        return value if isinstance(value, tuple) else None
+
     def indices(self, name: str, node: cst.Subscript) -> list:
         return [self.index(item) for item in self.index_nodes(name, node)]
 
-    def index(self, node: cst.BaseExpression) -> typed.Expr:
-        e = self.value(node)
+    def index(self, node: cst.BaseExpression | typed.Expr) -> typed.Expr:
+        e = node if isinstance(node, typed.Expr) else self.value(node)
         if not e.type.is_int:
             raise self.error(f"array indices must be integers, got {e.type}", node)
         if isinstance(e, typed.Constant) and e.value < 0:
