@@ -9,7 +9,8 @@
 # and on demand: sanitizer-rows (compute-sanitizer on the row examples, every launch shape),
 # variants (benchmarks/variants.py), launch-host (where a chain call's host time goes),
 # graph-probe (the CUDA graphs XLA builds for a chain, and their launch cost),
-# ncu-matmul (stall reasons of ptxpy's and Triton's matmul).
+# ncu-matmul (stall reasons of ptxpy's and Triton's matmul), math (the math library: tests,
+# bits against the simulator, throughput; MATH_FUNCTIONS=a,b to name some).
 # All of them take longer than one device call may (10 minutes): name a few steps per call.
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -47,6 +48,11 @@ for step in $steps; do
                       run ab-passes env OUT="$OUT/ab-passes" python3 benchmarks/ab_compiler.py \
                           --variants no-speculate speculate-wide no-hoist no-strength \
                           --only prefix_scan rms_norm softmax layer_norm sum transpose ;;
+        math)         # the math library on the GPU: its tests, bits against the simulator, cost
+                      fns=${MATH_FUNCTIONS:-}
+                      run math-tests env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q tests/test_math_accuracy.py
+                      run math-compare python3 benchmarks/math_accuracy.py --compare ${fns:+--functions $fns}
+                      run math-throughput python3 benchmarks/math_accuracy.py --throughput ${fns:+--functions $fns} ;;
         launch)       run launch python3 benchmarks/launch.py --json "$OUT/launch.json" --only chain ;;
         variants)     run variants env OUT="$OUT" python3 benchmarks/variants.py --rounds 2 ;;
         graph-probe)  run graph-probe python3 benchmarks/graph_probe.py --out "$OUT/graph-probe" ;;

@@ -97,6 +97,20 @@ def log_quadratic(z):     # (2 atanh(s) - 2s) / (s z) with z = s^2
     return series(lambda n: 2 * z ** n / (2 * n + 3))
 
 
+ATAN_T = mp.mpf(7) / 16                                   # |t| after atan's reduction
+
+
+def atan_tail(z):         # (atan(t) - t) / t^3 with z = t^2
+    return series(lambda n: (-1) ** (n + 1) * z ** n / (2 * n + 3))
+
+
+def asin_tail(z):         # (asin(s) - s) / s^3 with z = s^2 (the closed form loses 15 digits of 60)
+    if z < mp.mpf(10) ** -15:
+        return mp.mpf(1) / 6 + 3 * z / 40
+    s = mp.sqrt(z)
+    return (mp.asin(s) - s) / (z * s)
+
+
 #: name, function, interval, degree, variable shift, precision, relative error?, docstring
 POLYNOMIALS = [
     ("_exp_tail_f64", exp_tail, (-LN2_HALF * (1 + 1e-9), LN2_HALF * (1 + 1e-9)), 10, 0, "f64", True,
@@ -115,6 +129,8 @@ POLYNOMIALS = [
      True, "erfc(a) e^(a^2) for 2 <= a <= 5.93, in w = 1/a - 0.33"),
     ("_exp_quadratic_f32", exp_quadratic, (-LN2_HALF * 1.0001, LN2_HALF * 1.0001), 5, 0, "f32", True,
      "(e^r - 1 - r) / r^2 for |r| <= ln(2)/2"),
+    ("_exp_tail_f32", exp_tail, (-LN2_HALF * 1.0001, LN2_HALF * 1.0001), 4, 0, "f32", True,
+     "(e^r - 1 - r - r^2/2) / r^3 for |r| <= ln(2)/2"),
     ("_log_quadratic_f32", log_quadratic, (0, SQRT_HALF_S ** 2 * (1 + 1e-6)), 3, 0, "f32", True,
      "(2 atanh(s) - 2s) / s^3 with z = s^2, |s| <= (sqrt(2)-1)/(sqrt(2)+1)"),
     ("_sin_tail_f32", sin_tail, (0, (PI_4 * (1 + 1e-6)) ** 2), 3, 0, "f32", True,
@@ -127,6 +143,16 @@ POLYNOMIALS = [
      "erfc(a) e^(a^2) for 1 <= a <= 2, in w = a - 1.5"),
     ("_erfcx_far_f32", lambda t: erfcx(1 / t), (1 / mp.mpf(3.93), mp.mpf(0.5)), 7, mp.mpf(0.38), "f32",
      True, "erfc(a) e^(a^2) for 2 <= a <= 3.93, in w = 1/a - 0.38"),
+    ("_atan_tail_f64", atan_tail, (0, ATAN_T ** 2 * (1 + 1e-6)), 11, 0, "f64", True,
+     "(atan(t) - t) / t^3 with z = t^2, |t| <= 7/16"),
+    ("_asin_tail_f64", asin_tail, (0, mp.mpf(0.25) * (1 + 1e-9)), 12, 0, "f64", True,
+     "(asin(s) - s) / s^3 with z = s^2, |s| <= 1/2"),
+    ("_atan_tail_f32", atan_tail, (0, ATAN_T ** 2 * (1 + 1e-6)), 5, 0, "f32", True,
+     "(atan(t) - t) / t^3 with z = t^2, |t| <= 7/16"),
+    ("_asin_tail_f32", asin_tail, (0, mp.mpf(0.25) * (1 + 1e-6)), 5, 0, "f32", True,
+     "(asin(s) - s) / s^3 with z = s^2, |s| <= 1/2"),
+    ("_cbrt_f64", mp.cbrt, (1, 2), 6, mp.mpf(1.5), "f64", True, "cbrt(m) for 1 <= m <= 2, in w = m - 1.5"),
+    ("_cbrt_f32", mp.cbrt, (1, 2), 2, mp.mpf(1.5), "f32", True, "cbrt(m) for 1 <= m <= 2, in w = m - 1.5"),
 ]
 
 
@@ -157,10 +183,67 @@ def _shortest_f32(value: float) -> str:
     return text
 
 
+# --- polynomials whose two leading coefficients are double-word pairs (erfc) ------------------
+def erfc_scaled(t):       # a erfc(a) e^(a^2) with t = 1/a
+    return mp.erfc(1 / t) * mp.exp(1 / t ** 2) / t
+
+
+ERFC_NEAR = mp.mpf(15) / 32     # below, erfc = 1 - erf (erfc > 1/2 there)
+ERFC_ZERO_F64 = mp.mpf(27.3)    # erfc rounds to 0 above (f64)
+ERFC_ZERO_F32 = mp.mpf(10.1)    # and in f32
+
+#: name, function, interval, degree, variable shift, precision, docstring: the function as
+#: (C0 + C0_lo) + w ((C1 + C1_lo) + w Q(w)), the last two steps in double-word arithmetic (the
+#: shift must be exact in the precision: w is computed as 1/a - shift)
+DD_POLYNOMIALS = [
+    ("_erfc_near_f64", erfc_scaled, (mp.mpf(0.5), 1 / ERFC_NEAR), 30, mp.mpf(1.25), "f64",
+     "a erfc(a) e^(a^2) for 15/32 <= a <= 2, in w + w_lo = 1/a - 1.25"),
+    ("_erfc_far_f64", erfc_scaled, (1 / ERFC_ZERO_F64, mp.mpf(0.5)), 23, mp.mpf(0.27), "f64",
+     "a erfc(a) e^(a^2) for 2 <= a <= 27.3, in w + w_lo = 1/a - 0.27"),
+    ("_erfc_near_f32", erfc_scaled, (mp.mpf(0.5), 1 / ERFC_NEAR), 15, mp.mpf(1.25), "f32",
+     "a erfc(a) e^(a^2) for 15/32 <= a <= 2, in w + w_lo = 1/a - 1.25"),
+    ("_erfc_far_f32", erfc_scaled, (1 / ERFC_ZERO_F32, mp.mpf(0.5)), 9, mp.mpf(0.296875), "f32",
+     "a erfc(a) e^(a^2) for 2 <= a <= 10.1, in w + w_lo = 1/a - 0.296875"),
+]
+
+
+def emit_dd(name, f, interval, degree, shift, precision, doc) -> str:
+    lo, hi = (mp.mpf(v) - shift for v in interval)
+    c0, c1, c2 = mp.taylor(lambda w: f(w + shift), 0, 2)
+    quotient = lambda w: (f(w + shift) - c0 - c1 * w) / w ** 2 if abs(w) > 1e-12 else c2  # noqa: E731
+    coeffs = rounded(chebyshev_fit(quotient, lo, hi, degree - 2), precision)
+    pairs = []
+    for c in (c1, c0):
+        c_hi = rounded([c], precision)[0]
+        pairs.append((c_hi, rounded([c - c_hi], precision)[0]))
+    (c1_hi, c1_lo), (c0_hi, c0_lo) = pairs
+    err = mp.mpf(0)
+    for k in range(1501):
+        w = lo + (hi - lo) * k / 1500
+        q = mp.polyval([mp.mpf(c) for c in reversed(coeffs)], w)
+        value = (mp.mpf(c0_hi) + c0_lo) + w * ((mp.mpf(c1_hi) + c1_lo) + w * q)
+        exact = f(w + shift)
+        err = max(err, abs(value - exact) / abs(exact))
+    docstring = (f'"""{doc}, as hi + lo: degree {degree}, relative error 2^{float(mp.log(err, 2)):.1f}; '
+                 f'the two leading coefficients are pairs."""')
+    lit = lambda v: _literal(v, precision)  # noqa: E731
+    lines = ["@ptxpy.func", f"def {name}(w: {precision}, w_lo: {precision}) -> tuple[{precision}, {precision}]:"]
+    lines += textwrap.wrap(docstring, 100, initial_indent="    ", subsequent_indent="    ")
+    lines.append(f"    p = {precision}({lit(coeffs[-1])})")
+    lines += [f"    p = ptxpy.fma(p, w, {lit(c)})" for c in reversed(coeffs[:-1])]
+    lines.append(f"    hi, lo = _dd_step_{precision}(p, w, w_lo, {lit(c1_hi)}, {lit(c1_lo)})")
+    lines.append(f"    return _dd_step_{precision}(hi, w, w_lo, {lit(c0_hi)}, ptxpy.fma(w, lo, {lit(c0_lo)}))")
+    return "\n".join(lines)
+
+
 def main(names=()):
     for poly in POLYNOMIALS:
         if not names or poly[0] in names:
             print(emit(*poly))
+            print("\n")
+    for poly in DD_POLYNOMIALS:
+        if not names or poly[0] in names:
+            print(emit_dd(*poly))
             print("\n")
 
 

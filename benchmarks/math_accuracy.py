@@ -89,12 +89,12 @@ def throughput(names: list, types: list, n: int = 1 << 24, repeats: int = 20) ->
             x = rng.uniform(-10, 10, n).astype(dtype)
             if name.startswith("log"):
                 x = np.abs(x) + dtype(1e-3)
-            call = f"{name}(x[i], y[i])" if name == "pow" else f"{name}(x[i])"
+            call = f"{name}(x[i], y[i])" if name in cases.BINARY else f"{name}(x[i])"
             source = cases.SOURCE.format(ty=ty, call=call)
             times = []
             for fast in (False, True):
                 ptx = compile_source(source, "kernel", fast_math=fast).ptx
-                times.append(_time_kernel(ptx, np.abs(x) if name == "pow" else x, repeats) / n * 1e6)
+                times.append(_time_kernel(ptx, np.abs(x) if name in cases.BINARY else x, repeats) / n * 1e6)
             print(f"| {name} | {ty} | {times[0]:.4f} | {times[1]:.4f} |", flush=True)
     return 0
 

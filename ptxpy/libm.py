@@ -2,8 +2,9 @@
 
 The compiler reads this file with its own frontend (transpiler/mathlib.py) and inlines
 `NAME_f32` or `NAME_f64` wherever a kernel calls `math.NAME` on that type: exp exp2 log log2
-log10 sin cos tan tanh erf pow fmod; and `floordiv_*`/`floormod_*` for the float operators `//`
-and `%`. It is never imported to compute anything. Everything here is
+log10 sin cos tan tanh erf pow fmod, then (in sections at the end) atan asin acos atan2, sinh
+cosh asinh acosh atanh expm1 log1p, hypot cbrt erfc; and `floordiv_*`/`floormod_*` for the
+float operators `//` and `%`. It is never imported to compute anything. Everything here is
 built from correctly rounded IEEE operations (add, sub, mul, div and fma in round-to-nearest,
 integer arithmetic, conversions, `ptxpy.bitcast`), so the GPU and ptxpy's simulator compute the
 same bits. Two private helpers exist only for this file: `ptxpy._rint` (round to the nearest
@@ -1243,3 +1244,1315 @@ def floordiv_f32(x: f32, y: f32) -> f32:
     if div - q > 0.5:
         q += 1.0
     return q
+
+
+# === inverse trigonometric functions: atan asin acos atan2 =======================================
+# atan: atan(|x|) = atan(c) + atan(t) with t = (|x| - c) / (1 + c|x|), c = 0, 1/2, 1, 3/2 from the
+# breakpoints 7/16, 11/16, 19/16, 39/16 (fdlibm's), and t = -1/|x|, c = pi/2 above: |t| <= 7/16.
+# The numerator is exact (Sterbenz's lemma), the denominator carries its exact error, and t is
+# divided as a double-word number; atan(c) is a hi + lo constant and atan(t) = t + t^3 P(t^2),
+# the tail below 0.064 |t|. So only P's error (2^-53 of the tail) and the last rounding count:
+# about 0.5 ulp. atan2 reduces |y|/|x| or |x|/|y| (at most 1) the same way, with the two
+# numbers in the numerator and denominator (c = 0, 1/2, 1), then adds 0, pi/2 or pi.
+# asin: s + s^3 Q(s^2) below 1/2; above, asin(a) = pi/2 - 2 asin(s), s = sqrt((1 - a)/2) with
+# (1 - a)/2 exact and s as a double-word number (the square root's error by fma), so s^2 is
+# the polynomial's exact argument; acos(x) = pi/2 - asin(x), 2 asin(s) or pi - 2 asin(s). The
+# tail s^3 Q is at most 0.047 of asin(s) and the sums with pi/2 or pi are exact (pi/2 - 2s
+# loses at most one bit, at 1/2), so again about 0.5 ulp. Measured maxima: docs/math.md.
+ATAN_HALF_HI = 0.4636476090008061         # atan(1/2) = ATAN_HALF_HI + ATAN_HALF_LO
+ATAN_HALF_LO = 2.2698777452961687e-17
+ATAN_3_2_HI = 0.982793723247329           # atan(3/2)
+ATAN_3_2_LO = 1.3903311031230998e-17
+PI_4_LO = 3.061616997868383e-17           # pi/4 = PI_4 + PI_4_LO
+PI_HI = 3.141592653589793                 # pi = PI_HI + PI_LO
+PI_LO = 1.2246467991473532e-16
+ATAN_HALF_F32 = 0.4636476                 # the same constants as pairs of f32
+ATAN_HALF_LO_F32 = 5.0121587e-09
+ATAN_3_2_F32 = 0.98279375
+ATAN_3_2_LO_F32 = -2.5131424e-08
+PI_4_LO_F32 = -2.1855694e-08              # pi/4 = PI_4_F32 + PI_4_LO_F32
+PIO2_F32 = 1.5707964
+PIO2_LO_F32 = -4.371139e-08
+PI_F32 = 3.1415927
+PI_LO_F32 = -8.742278e-08
+
+
+@ptxpy.func
+def _atan_tail_f64(z: f64) -> f64:
+    """(atan(t) - t) / t^3 with z = t^2, |t| <= 7/16: degree 11, relative error 2^-53.9."""
+    p = f64(0.014773170805505996)
+    p = ptxpy.fma(p, z, -0.03312812035021133)
+    p = ptxpy.fma(p, z, 0.04492258689861356)
+    p = ptxpy.fma(p, z, -0.05216679591725568)
+    p = ptxpy.fma(p, z, 0.058769464343940855)
+    p = ptxpy.fma(p, z, -0.06666241921189762)
+    p = ptxpy.fma(p, z, 0.07692285554754445)
+    p = ptxpy.fma(p, z, -0.09090908355597388)
+    p = ptxpy.fma(p, z, 0.1111111109664492)
+    p = ptxpy.fma(p, z, -0.14285714285566806)
+    p = ptxpy.fma(p, z, 0.1999999999999941)
+    p = ptxpy.fma(p, z, -0.3333333333333333)
+    return p
+
+
+@ptxpy.func
+def _asin_tail_f64(z: f64) -> f64:
+    """(asin(s) - s) / s^3 with z = s^2, |s| <= 1/2: degree 12, relative error 2^-52.9."""
+    p = f64(0.028757851418878863)
+    p = ptxpy.fma(p, z, -0.01485188714500846)
+    p = ptxpy.fma(p, z, 0.017400879488853244)
+    p = ptxpy.fma(p, z, 0.005457506702085633)
+    p = ptxpy.fma(p, z, 0.01032281435394111)
+    p = ptxpy.fma(p, z, 0.01147917741462388)
+    p = ptxpy.fma(p, z, 0.013971212973608663)
+    p = ptxpy.fma(p, z, 0.017352392720866344)
+    p = ptxpy.fma(p, z, 0.022372172942150038)
+    p = ptxpy.fma(p, z, 0.030381944138531243)
+    p = ptxpy.fma(p, z, 0.04464285714635543)
+    p = ptxpy.fma(p, z, 0.07499999999998433)
+    p = ptxpy.fma(p, z, 0.16666666666666669)
+    return p
+
+
+@ptxpy.func
+def _atan_tail_f32(z: f32) -> f32:
+    """(atan(t) - t) / t^3 with z = t^2, |t| <= 7/16: degree 5, relative error 2^-24.7."""
+    p = f32(0.04822301)
+    p = ptxpy.fma(p, z, -0.08532126)
+    p = ptxpy.fma(p, z, 0.11058228)
+    p = ptxpy.fma(p, z, -0.142834)
+    p = ptxpy.fma(p, z, 0.19999963)
+    p = ptxpy.fma(p, z, -0.33333334)
+    return p
+
+
+@ptxpy.func
+def _asin_tail_f32(z: f32) -> f32:
+    """(asin(s) - s) / s^3 with z = s^2, |s| <= 1/2: degree 5, relative error 2^-24.0."""
+    p = f32(0.033690874)
+    p = ptxpy.fma(p, z, 0.017149225)
+    p = ptxpy.fma(p, z, 0.031100666)
+    p = ptxpy.fma(p, z, 0.044599403)
+    p = ptxpy.fma(p, z, 0.07500094)
+    p = ptxpy.fma(p, z, 0.16666666)
+    return p
+
+
+@ptxpy.func
+def _atan_sum_f64(c: f64, c_lo: f64, t: f64, t_lo: f64) -> tuple[f64, f64]:
+    """c + c_lo + atan(t + t_lo) as hi + lo, for |t| <= 7/16, |t_lo| <= ulp(t), c = 0 or
+    |c| >= |t|: atan(t) = t + t^3 P(t^2) and t_lo / (1 + t^2) ~ t_lo (1 - t^2) (off by
+    t_lo t^4 < 2^-57 |t|); c + t exactly, the rest (below 0.07 of the result) rounded."""
+    z = t * t
+    tail = ptxpy.fma(t * z, _atan_tail_f64(z), ptxpy.fma(-t_lo, z, t_lo))
+    hi, err = _fast_two_sum(c, t)
+    return hi, err + (c_lo + tail)
+
+
+@ptxpy.func
+def atan_f64(x: f64) -> f64:
+    """c and the quotient's operands chosen by |x|, then one path: one double-word division,
+    one polynomial; the sign of x (copysign keeps atan(-0) = -0)."""
+    if x != x:
+        return x
+    a = abs(x)
+    k: f64 = 0.0
+    c: f64 = 0.0
+    c_lo: f64 = 0.0
+    if a >= 0.4375:
+        k = 0.5
+        c = ATAN_HALF_HI
+        c_lo = ATAN_HALF_LO
+    if a >= 0.6875:
+        k = 1.0
+        c = PI_4
+        c_lo = PI_4_LO
+    if a >= 1.1875:
+        k = 1.5
+        c = ATAN_3_2_HI
+        c_lo = ATAN_3_2_LO
+    num = a - k
+    p = k * a
+    den, den_lo = _two_sum(1.0, p)
+    den_lo = den_lo + ptxpy.fma(k, a, -p)
+    if a >= 2.4375:                   # atan(2^64) rounds to pi/2; the clamp keeps 1/inf's remainder finite
+        num = -1.0
+        den = min(a, 18446744073709551616.0)
+        den_lo = 0.0
+        c = PIO2_HI
+        c_lo = PIO2_LO
+    t, t_lo = _dd_div(num, 0.0, den, den_lo)
+    hi, lo = _atan_sum_f64(c, c_lo, t, t_lo)
+    return math.copysign(hi + lo, x)
+
+
+@ptxpy.func
+def _atan_ratio_f64(n: f64, d: f64) -> tuple[f64, f64]:
+    """atan(n/d) as hi + lo for 0 < n <= d < inf. Below 2^-40 the quotient, rounded once, is the
+    answer (atan(q) = q (1 - q^2/3)). Else n and d are scaled (exactly) away from overflow and
+    from the subnormals, where the remainder of the division would not be exact; then
+    c = 0, 1/2 or 1 by the quotient, t = (n - c d) / (d + c n) with an exact numerator
+    (Sterbenz) and denominator (c n is exact)."""
+    q = n / d
+    if q < 9.094947017729282e-13:     # 2^-40
+        return q, 0.0
+    scale: f64 = 1.0
+    if d > 1.0715086071862673e+301:   # 2^1000
+        scale = 4.9090934652977266e-91     # 2^-300
+    if d < 1.4708983551653345e-271:   # 2^-900
+        scale = 2.037035976334486e+90      # 2^300
+    n = n * scale
+    d = d * scale
+    k: f64 = 0.0
+    c: f64 = 0.0
+    c_lo: f64 = 0.0
+    if q >= 0.4375:
+        k = 0.5
+        c = ATAN_HALF_HI
+        c_lo = ATAN_HALF_LO
+    if q >= 0.6875:
+        k = 1.0
+        c = PI_4
+        c_lo = PI_4_LO
+    den, den_lo = _fast_two_sum(d, k * n)
+    t, t_lo = _dd_div(n - k * d, 0.0, den, den_lo)
+    return _atan_sum_f64(c, c_lo, t, t_lo)
+
+
+@ptxpy.func
+def atan2_f64(y: f64, x: f64) -> f64:
+    """The angle of (x, y): K + m atan(n/d), n/d = min/max of |x|, |y|, K and m by the quadrant
+    and by which is larger; the sign of y. The special values follow from n = 0 (atan 0) and
+    d = inf (atan 0, or pi/4 when both are infinite). A NaN y is returned first, then a NaN x."""
+    if y != y:
+        return y
+    if x != x:
+        return x
+    ax = abs(x)
+    ay = abs(y)
+    n = min(ax, ay)
+    d = max(ax, ay)
+    hi: f64 = 0.0
+    lo: f64 = 0.0
+    if n == math.inf:
+        hi = PI_4
+        lo = PI_4_LO
+    elif n > 0.0 and d < math.inf:
+        hi, lo = _atan_ratio_f64(n, d)
+    x_negative = ptxpy.bitcast(x, i64) < 0           # -0 counts: atan2(+-0, -0) = +-pi
+    big: f64 = 0.0
+    big_lo: f64 = 0.0
+    m: f64 = -1.0 if x_negative else 1.0
+    if ay > ax:                       # pi/2 - atan(x/|y|)
+        big = PIO2_HI
+        big_lo = PIO2_LO
+        m = -m
+    elif x_negative:                  # pi - atan(|y/x|)
+        big = PI_HI
+        big_lo = PI_LO
+    s, err = _fast_two_sum(big, m * hi)
+    return math.copysign(s + (err + (big_lo + m * lo)), y)
+
+
+@ptxpy.func
+def _asin_reduced_f64(a: f64) -> tuple[f64, f64]:
+    """s and tail with asin(s') = s + tail (relative error about 2^-60) for 0 <= a < 1, where
+    s' = a below 1/2 and s' = sqrt((1 - a)/2) above (w = (1 - a)/2 is exact there; s + s_lo
+    its square root to 2^-100, s_lo by fma; s_lo / sqrt(1 - w) ~ s_lo (1 + w/2))."""
+    z = a * a
+    s = a
+    s_lo: f64 = 0.0
+    if a >= 0.5:
+        z = 0.5 - 0.5 * a
+        s = math.sqrt(z)
+        s_lo = ptxpy.fma(-s, s, z) / (s + s)
+    return s, ptxpy.fma(s * z, _asin_tail_f64(z), ptxpy.fma(s_lo, 0.5 * z, s_lo))
+
+
+@ptxpy.func
+def _asin_special_f64(x: f64, at_one: f64, at_minus_one: f64) -> f64:
+    """asin or acos for |x| >= 1 and NaN: the values at +-1, NaN beyond, a NaN x itself."""
+    if x == 1.0:
+        return at_one
+    if x == -1.0:
+        return at_minus_one
+    if x != x:
+        return x
+    return math.nan
+
+
+@ptxpy.func
+def asin_f64(x: f64) -> f64:
+    """s + tail below 1/2; pi/2 - 2 (s + tail) above, pi/2 - 2s exactly (it loses at most one
+    bit, at 1/2); the sign of x."""
+    a = abs(x)
+    if not a < 1.0:
+        return _asin_special_f64(x, PIO2_HI, -PIO2_HI)
+    s, tail = _asin_reduced_f64(a)
+    if a < 0.5:
+        return math.copysign(s + tail, x)
+    hi, err = _fast_two_sum(PIO2_HI, -2.0 * s)
+    return math.copysign(hi + (err + (PIO2_LO - 2.0 * tail)), x)
+
+
+@ptxpy.func
+def acos_f64(x: f64) -> f64:
+    """pi/2 - asin(x) below 1/2; 2 asin(s) for x above 1/2, pi - 2 asin(s) below -1/2; the sum
+    with pi/2 or pi exact, the rest rounded into it."""
+    a = abs(x)
+    if not a < 1.0:
+        return _asin_special_f64(x, 0.0, PI_HI)
+    s, tail = _asin_reduced_f64(a)
+    big: f64 = PIO2_HI
+    big_lo: f64 = PIO2_LO
+    m: f64 = -1.0 if x >= 0.0 else 1.0
+    if a >= 0.5:
+        big = f64(0.0) if x > 0.0 else f64(PI_HI)
+        big_lo = f64(0.0) if x > 0.0 else f64(PI_LO)
+        m = -2.0 * m
+    hi, err = _fast_two_sum(big, m * s)
+    return hi + (err + (big_lo + m * tail))
+
+
+@ptxpy.func
+def _atan_sum_f32(c: f32, c_lo: f32, t: f32, t_lo: f32) -> tuple[f32, f32]:
+    """_atan_sum_f64 in f32."""
+    z = t * t
+    tail = ptxpy.fma(t * z, _atan_tail_f32(z), ptxpy.fma(-t_lo, z, t_lo))
+    hi, err = _fast_two_sum_f32(c, t)
+    return hi, err + (c_lo + tail)
+
+
+@ptxpy.func
+def _df_quotient_f32(num: f32, den: f32, den_lo: f32) -> tuple[f32, f32]:
+    """num / (den + den_lo) as hi + lo, lo from the remainder (exact by fma) to about 2^-46."""
+    q = num / den
+    return q, (ptxpy.fma(-q, den, num) - q * den_lo) / den
+
+
+@ptxpy.func
+def atan_f32(x: f32) -> f32:
+    """atan_f64 in f32 arithmetic, t and the constants as pairs of f32."""
+    if x != x:
+        return x
+    a = abs(x)
+    k: f32 = 0.0
+    c: f32 = 0.0
+    c_lo: f32 = 0.0
+    if a >= 0.4375:
+        k = 0.5
+        c = ATAN_HALF_F32
+        c_lo = ATAN_HALF_LO_F32
+    if a >= 0.6875:
+        k = 1.0
+        c = PI_4_F32
+        c_lo = PI_4_LO_F32
+    if a >= 1.1875:
+        k = 1.5
+        c = ATAN_3_2_F32
+        c_lo = ATAN_3_2_LO_F32
+    num = a - k
+    p = k * a
+    den, den_lo = _two_sum_f32(1.0, p)
+    den_lo = den_lo + ptxpy.fma(k, a, -p)
+    if a >= 2.4375:                   # atan(2^30) rounds to pi/2
+        num = -1.0
+        den = min(a, 1073741824.0)
+        den_lo = 0.0
+        c = PIO2_F32
+        c_lo = PIO2_LO_F32
+    t, t_lo = _df_quotient_f32(num, den, den_lo)
+    hi, lo = _atan_sum_f32(c, c_lo, t, t_lo)
+    return math.copysign(hi + lo, x)
+
+
+@ptxpy.func
+def _atan_ratio_f32(n: f32, d: f32) -> tuple[f32, f32]:
+    """_atan_ratio_f64 in f32: the quotient alone below 2^-20; scaling by 2^-80 above 2^100 and
+    by 2^80 below 2^-40 keeps the remainders exact (q >= 2^-20 and d >= 2^-69)."""
+    q = n / d
+    if q < 9.5367431640625e-07:       # 2^-20
+        return q, f32(0.0)
+    scale: f32 = 1.0
+    if d > 1.2676506002282294e+30:    # 2^100
+        scale = 8.271806125530277e-25      # 2^-80
+    if d < 9.094947017729282e-13:     # 2^-40
+        scale = 1.2089258196146292e+24     # 2^80
+    n = n * scale
+    d = d * scale
+    k: f32 = 0.0
+    c: f32 = 0.0
+    c_lo: f32 = 0.0
+    if q >= 0.4375:
+        k = 0.5
+        c = ATAN_HALF_F32
+        c_lo = ATAN_HALF_LO_F32
+    if q >= 0.6875:
+        k = 1.0
+        c = PI_4_F32
+        c_lo = PI_4_LO_F32
+    den, den_lo = _fast_two_sum_f32(d, k * n)
+    t, t_lo = _df_quotient_f32(n - k * d, den, den_lo)
+    return _atan_sum_f32(c, c_lo, t, t_lo)
+
+
+@ptxpy.func
+def atan2_f32(y: f32, x: f32) -> f32:
+    """atan2_f64 in f32."""
+    if y != y:
+        return y
+    if x != x:
+        return x
+    ax = abs(x)
+    ay = abs(y)
+    n = min(ax, ay)
+    d = max(ax, ay)
+    hi: f32 = 0.0
+    lo: f32 = 0.0
+    if n == math.inf:
+        hi = PI_4_F32
+        lo = PI_4_LO_F32
+    elif n > 0.0 and d < math.inf:
+        hi, lo = _atan_ratio_f32(n, d)
+    x_negative = ptxpy.bitcast(x, i32) < 0
+    big: f32 = 0.0
+    big_lo: f32 = 0.0
+    m: f32 = -1.0 if x_negative else 1.0
+    if ay > ax:
+        big = PIO2_F32
+        big_lo = PIO2_LO_F32
+        m = -m
+    elif x_negative:
+        big = PI_F32
+        big_lo = PI_LO_F32
+    s, err = _fast_two_sum_f32(big, m * hi)
+    return math.copysign(s + (err + (big_lo + m * lo)), y)
+
+
+@ptxpy.func
+def _asin_reduced_f32(a: f32) -> tuple[f32, f32]:
+    """_asin_reduced_f64 in f32."""
+    z = a * a
+    s = a
+    s_lo: f32 = 0.0
+    if a >= 0.5:
+        z = 0.5 - 0.5 * a
+        s = math.sqrt(z)
+        s_lo = ptxpy.fma(-s, s, z) / (s + s)
+    return s, ptxpy.fma(s * z, _asin_tail_f32(z), ptxpy.fma(s_lo, 0.5 * z, s_lo))
+
+
+@ptxpy.func
+def _asin_special_f32(x: f32, at_one: f32, at_minus_one: f32) -> f32:
+    if x == 1.0:
+        return at_one
+    if x == -1.0:
+        return at_minus_one
+    if x != x:
+        return x
+    return math.nan
+
+
+@ptxpy.func
+def asin_f32(x: f32) -> f32:
+    a = abs(x)
+    if not a < 1.0:
+        return _asin_special_f32(x, PIO2_F32, -PIO2_F32)
+    s, tail = _asin_reduced_f32(a)
+    if a < 0.5:
+        return math.copysign(s + tail, x)
+    hi, err = _fast_two_sum_f32(PIO2_F32, -2.0 * s)
+    return math.copysign(hi + (err + (PIO2_LO_F32 - 2.0 * tail)), x)
+
+
+@ptxpy.func
+def acos_f32(x: f32) -> f32:
+    a = abs(x)
+    if not a < 1.0:
+        return _asin_special_f32(x, 0.0, PI_F32)
+    s, tail = _asin_reduced_f32(a)
+    big: f32 = PIO2_F32
+    big_lo: f32 = PIO2_LO_F32
+    m: f32 = -1.0 if x >= 0.0 else 1.0
+    if a >= 0.5:
+        big = f32(0.0) if x > 0.0 else f32(PI_F32)
+        big_lo = f32(0.0) if x > 0.0 else f32(PI_LO_F32)
+        m = -2.0 * m
+    hi, err = _fast_two_sum_f32(big, m * s)
+    return hi + (err + (big_lo + m * tail))
+
+# === end of inverse trigonometric functions ======================================================
+
+
+# === hyperbolic functions, expm1 and log1p: sinh cosh asinh acosh atanh expm1 log1p =============
+# expm1, sinh and cosh take e^|x| = 2^k (1 + hi + lo) from the exp reduction and subtract or add
+# in double-word arithmetic, so that nothing cancels for small x. log1p, asinh, acosh and atanh
+# form the argument of the logarithm as a double-word u + c and take ln(u + c) with the log
+# reduction, c carried into it (`_log_pair_f64`, `_log_pair_f32`).
+@ptxpy.func
+def _exp_dd_f64(k: i32, hi: f64, lo: f64) -> tuple[f64, f64]:
+    """2^k (1 + hi + lo) as a double-double, for |k| <= 1022 (hi + lo from `_exp_reduce_f64`)."""
+    one, err = _fast_two_sum(1.0, hi)
+    scale = _pow2_f64(k)
+    return one * scale, (err + lo) * scale
+
+
+@ptxpy.func
+def _dd_recip_f64(hi: f64, lo: f64) -> tuple[f64, f64]:
+    """1 / (hi + lo) as q + q_lo: the remainder 1 - q (hi + lo) (its main part exact by fma),
+    times q instead of divided by hi + lo (it is below 2^-52, so that costs 2^-104)."""
+    q = 1.0 / hi
+    return q, (ptxpy.fma(-q, hi, 1.0) - q * lo) * q
+
+
+@ptxpy.func
+def _sqrt_dd_f64(q: f64, q_lo: f64) -> tuple[f64, f64]:
+    """sqrt(q + q_lo) = r + r_lo for q > 0, |q_lo| <= ulp(q): r rounded, r_lo the first-order
+    correction (q + q_lo - r^2) / (2r) with the remainder exact by fma (relative error 2^-104)."""
+    r = math.sqrt(q)
+    return r, (ptxpy.fma(-r, r, q) + q_lo) / (r + r)
+
+
+@ptxpy.func
+def _log_pair_f64(u: f64, c: f64, k0: i32) -> f64:
+    """ln(u + c) + k0 ln 2, rounded, for normal u > 0 and |c| <= ulp(u).
+
+    As `_log_reduced_f64`: u = 2^k m, f = m - 1 exactly, ln(m + f_lo) = 2 atanh(s) with
+    f_lo = c 2^-k, but s = (f + f_lo) / (2 + f + f_lo): f_lo joins the low parts of the
+    numerator and the denominator of the double-double s, so an argument near 1 keeps its
+    relative precision (to about 2^-104 absolute: enough while ln(u + c) is above 2^-50; the
+    callers take smaller results from series). 2^-k is clamped at 2^-1022,
+    which is wrong only for u > 2^1022, where f_lo is far below the result's ulp."""
+    bits = ptxpy.bitcast(u, u64)
+    k = i32(bits >> 52) - 1023
+    m = ptxpy.bitcast((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000, f64)    # in [1, 2)
+    if m > SQRT2:
+        m = m * 0.5
+        k = k + 1
+    f = m - 1.0
+    f_lo = c * _pow2_f64(max(-k, -1022))
+    den = 2.0 + f
+    den_lo = ((2.0 - den) + f) + f_lo
+    s = f / den
+    s_lo = (ptxpy.fma(-s, den, f) + (f_lo - s * den_lo)) / (den + den_lo)
+    sq = s * s
+    sq_lo = ptxpy.fma(s, s, -sq)
+    cube = sq * s
+    cube_lo = ptxpy.fma(sq, s, -cube) + (sq_lo * s + 3.0 * sq * s_lo)
+    third = TWO_THIRDS_HI * cube
+    third_lo = ptxpy.fma(TWO_THIRDS_HI, cube, -third) + (TWO_THIRDS_HI * cube_lo + TWO_THIRDS_LO * cube)
+    rest = cube * sq * _log_tail_f64(sq)
+    hi, lo = _fast_two_sum(2.0 * s, third)
+    kf = f64(k + k0)
+    big, err = _two_sum(kf * LN2_HI42, hi)
+    return big + (err + ((lo + (2.0 * s_lo + third_lo + rest)) + kf * LN2_LO42))
+
+
+@ptxpy.func
+def expm1_f64(x: f64) -> f64:
+    """e^x - 1 = 2^k (1 + hi + lo) - 1. For k = 0 (|x| <= ln(2)/2) that is `_expm1_reduced_f64`'s
+    hi + lo itself (x + x^2/2 exact, error near 2^-58); otherwise 2^k (1 + hi + lo) as a
+    double-double minus 1 with the exact error of the subtraction (the result is at least 0.29
+    and 2^k (1 + hi + lo) at most 3.5 times it, so the 2^-58 relative error stays far below an
+    ulp). -1 below -38 (e^x < 2^-54), e^x above k = 60 (1 is below 2^-60 of it; overflow as exp)."""
+    if not abs(x) >= 5.551115123125783e-17:     # 2^-54 (and NaN): x + x^2/2 rounds to x
+        return x
+    if x < -38.0:
+        return -1.0
+    k, hi, lo = _exp_reduce_f64(min(x, 710.0), 0.0)
+    if k == 0:
+        return hi
+    if k > 60:
+        return _exp_finish_f64(k, hi, lo)
+    e_hi, e_lo = _exp_dd_f64(k, hi, lo)
+    s, s_err = _two_sum(e_hi, -1.0)
+    return s + (s_err + e_lo)
+
+
+@ptxpy.func
+def sinh_f64(x: f64) -> f64:
+    """(E - 1/E)/2 with E = e^|x| as a double-double and 1/E to 2^-104, the difference with its
+    exact error: E - 1/E cancels for small x but both are known to about 2^-104 absolute, beside
+    E's own relative error near 2^-58 (which gives sinh's). Above k = 34 (|x| > 23.9, 1/E below
+    2^-69 of E) 2^(k-1) (1 + hi + lo), scaled as exp so that it overflows exactly where sinh
+    does (|x| > ln(2 MAX) = 710.4758600739439)."""
+    a = abs(x)
+    if not (a >= 1.4901161193847656e-08 and a < math.inf):   # 2^-26: x + x^3/6 rounds to x
+        return x                                             # (also +-0, NaN, +-inf)
+    k, hi, lo = _exp_reduce_f64(min(a, 711.0), 0.0)
+    if k > 34:
+        return math.copysign(_exp_finish_f64(k - 1, hi, lo), x)
+    e_hi, e_lo = _exp_dd_f64(k, hi, lo)
+    i_hi, i_lo = _dd_recip_f64(e_hi, e_lo)
+    s, s_err = _fast_two_sum(e_hi, -i_hi)
+    return math.copysign(0.5 * (s + (s_err + (e_lo - i_lo))), x)
+
+
+@ptxpy.func
+def cosh_f64(x: f64) -> f64:
+    """(E + 1/E)/2 as sinh_f64 (no cancellation here); 2^(k-1) (1 + hi + lo) above k = 34."""
+    if x != x:
+        return x
+    k, hi, lo = _exp_reduce_f64(min(abs(x), 711.0), 0.0)
+    if k > 34:
+        return _exp_finish_f64(k - 1, hi, lo)
+    e_hi, e_lo = _exp_dd_f64(k, hi, lo)
+    i_hi, i_lo = _dd_recip_f64(e_hi, e_lo)
+    s, s_err = _fast_two_sum(e_hi, i_hi)
+    return 0.5 * (s + (s_err + (e_lo + i_lo)))
+
+
+@ptxpy.func
+def log1p_f64(x: f64) -> f64:
+    """x - x^2/2 + x^3/3 below 2^-18 (the next term is below 2^-56 of x; also +-0 and
+    subnormals); above, ln(u + c) with u + c = 1 + x exactly (`_two_sum`): the rounding error of
+    1 + x is kept. (Below 2^-18 the pair would work too, but where u + c is within 2^-52 of 1
+    the rounding of its low parts reaches 1/4 ulp.)"""
+    if not (x > -1.0 and x < math.inf):
+        if x == -1.0:
+            return -math.inf
+        return math.nan if x < -1.0 else x
+    if abs(x) < 3.814697265625e-06:
+        return ptxpy.fma(x * x, ptxpy.fma(x, 0.3333333333333333, -0.5), x)
+    u, c = _two_sum(1.0, x)
+    return _log_pair_f64(u, c, 0)
+
+
+@ptxpy.func
+def asinh_f64(x: f64) -> f64:
+    """ln(|x| + sqrt(x^2 + 1)) with the sign of x, the argument of the log as a double-double
+    (x^2 exact by fma, the square root with its correction, relative error 2^-104), so that it
+    loses nothing near 1 + |x| for small x. ln(2|x|) above 2^28 (the rest, 1/(4x^2), is below
+    2^-58)."""
+    a = abs(x)
+    if not (a >= 1.4901161193847656e-08 and a < math.inf):   # 2^-26: x - x^3/6 rounds to x
+        return x
+    u = a
+    c: f64 = 0.0
+    k0 = 1
+    if a <= 268435456.0:
+        sq = a * a
+        q, q_err = _two_sum(sq, 1.0)
+        r, r_lo = _sqrt_dd_f64(q, q_err + ptxpy.fma(a, a, -sq))
+        u, w_err = _fast_two_sum(r, a)
+        c = w_err + r_lo
+        k0 = 0
+    return math.copysign(_log_pair_f64(u, c, k0), x)
+
+
+@ptxpy.func
+def acosh_f64(x: f64) -> f64:
+    """ln(x + sqrt(x^2 - 1)) as asinh_f64: x^2 - 1 exactly as a double-double (x^2 by fma, the
+    subtraction by `_two_sum`), so that the square root near x = 1 keeps its precision; ln(2x)
+    above 2^28."""
+    if not (x > 1.0 and x < math.inf):
+        if x == 1.0:
+            return 0.0
+        return math.nan if x < 1.0 else x
+    u = x
+    c: f64 = 0.0
+    k0 = 1
+    if x <= 268435456.0:
+        sq = x * x
+        q, q_err = _two_sum(sq, -1.0)
+        r, r_lo = _sqrt_dd_f64(q, q_err + ptxpy.fma(x, x, -sq))
+        u, w_err = _fast_two_sum(x, r)
+        c = w_err + r_lo
+        k0 = 0
+    return _log_pair_f64(u, c, k0)
+
+
+@ptxpy.func
+def atanh_f64(x: f64) -> f64:
+    """ln((1 + |x|) / (1 - |x|)) / 2 with the sign of x: 1 + |x| and 1 - |x| with their exact
+    errors, divided in double-double (`_dd_div`), the log of that pair."""
+    a = abs(x)
+    if not (a >= 7.450580596923828e-09 and a < 1.0):   # 2^-27: x + x^3/3 rounds to x
+        if a == 1.0:
+            return math.copysign(math.inf, x)
+        return math.nan if a > 1.0 else x
+    num, num_lo = _fast_two_sum(1.0, a)
+    den, den_lo = _fast_two_sum(1.0, -a)
+    u, c = _dd_div(num, num_lo, den, den_lo)
+    return math.copysign(0.5 * _log_pair_f64(u, c, 0), x)
+
+
+# f32: the same in f32 arithmetic with double-f32 pairs.
+@ptxpy.func
+def _exp_tail_f32(r: f32) -> f32:
+    """(e^r - 1 - r - r^2/2) / r^3 for |r| <= ln(2)/2: degree 4, relative error 2^-23.6."""
+    p = f32(0.00019882698)
+    p = ptxpy.fma(p, r, 0.0013926184)
+    p = ptxpy.fma(p, r, 0.008333321)
+    p = ptxpy.fma(p, r, 0.041666556)
+    p = ptxpy.fma(p, r, 0.16666667)
+    return p
+
+
+@ptxpy.func
+def _expm1_reduced_f32(r: f32, r_lo: f32) -> tuple[f32, f32]:
+    """e^(r + r_lo) - 1 = hi + lo for |r| <= ln(2)/2 (+ 10^-5) and |r_lo| <= 2^-21, relative
+    error about 2^-27.5, as `_expm1_reduced_f64`: r + r^2/2 exactly (r^2 by fma), the cubic
+    and higher terms (at most 0.02 r, relative error 2^-22 with their roundings) by
+    `_exp_tail_f32`; r_lo to first order, r_lo e^r ~ r_lo (1 + r + r^2/2). The pair is
+    renormalized (|lo| <= ulp(hi)/2)."""
+    sq = r * r
+    hi, err = _fast_two_sum_f32(r, 0.5 * sq)
+    tail = r * sq * _exp_tail_f32(r)
+    lo = err + (ptxpy.fma(0.5, ptxpy.fma(r, r, -sq), tail) + ptxpy.fma(r_lo, hi, r_lo))
+    return _fast_two_sum_f32(hi, lo)       # lo below ulp(hi), as the reciprocal in sinh needs
+
+
+@ptxpy.func
+def _expm1_parts_f32(x: f32) -> tuple[i32, f32, f32]:
+    """k and hi + lo with e^x = 2^k (1 + hi + lo), for |x| <= 110 (as `_exp_parts_f32`)."""
+    k = ptxpy._rint(x * INV_LN2_F32)
+    hi, lo = _expm1_reduced_f32(ptxpy.fma(-k, LN2_F32, x), -k * LN2_LO_F32)
+    return i32(k), hi, lo
+
+
+@ptxpy.func
+def _df_recip_f32(hi: f32, lo: f32) -> tuple[f32, f32]:
+    """1 / (hi + lo) as q + q_lo, to about 2^-47 (as `_dd_recip_f64`)."""
+    q = 1.0 / hi
+    return q, (ptxpy.fma(-q, hi, 1.0) - q * lo) * q
+
+
+@ptxpy.func
+def _sqrt_df_f32(q: f32, q_lo: f32) -> tuple[f32, f32]:
+    """sqrt(q + q_lo) = r + r_lo for q > 0 (as `_sqrt_dd_f64`)."""
+    r = math.sqrt(q)
+    return r, (ptxpy.fma(-r, r, q) + q_lo) / (r + r)
+
+
+@ptxpy.func
+def _log_pair_f32(u: f32, c: f32, k0: i32) -> f32:
+    """ln(u + c) + k0 ln 2, rounded, for normal u > 0 and |c| <= ulp(u), where the result is
+    above 2^-13 in magnitude (the callers take smaller ones from their series).
+
+    u = 2^k (1 + f) and ln(1 + f) as in `_log_reduced_f32`; c adds ln(1 + t) ~ t with
+    t = c 2^-k / (1 + f) = c 2^-k (1 - s)^2 (1 + s^2) (1 + f = (1 + s) / (1 - s); off by s^4 <
+    2^-10 of t, and t^2/2 < 2^-48 is left out: far below an ulp of a result above 2^-13).
+    2^-k is clamped at 2^-126: wrong only for u > 2^126, where t is negligible."""
+    bits = ptxpy.bitcast(u, u32)
+    k = i32(bits >> 23) - 127
+    m = ptxpy.bitcast((bits & 0x007FFFFF) | 0x3F800000, f32)          # in [1, 2)
+    if m > SQRT2_F32:
+        m = m * 0.5
+        k = k + 1
+    f = m - 1.0
+    s = f / (2.0 + f)
+    sq = f * f
+    half_sq = 0.5 * sq
+    half_sq_lo = 0.5 * ptxpy.fma(f, f, -sq)
+    hi, err = _fast_two_sum_f32(f, -half_sq)
+    z = s * s
+    correction = s * ptxpy.fma(z, _log_quadratic_f32(z), half_sq)
+    w = 1.0 - s
+    t = c * _pow2_f32(max(-k, -126)) * (w * w) * (1.0 + z)
+    kf = f32(k + k0)
+    big, e = _two_sum_f32(kf * LN2_HI16, hi)
+    return big + (e + ((err + ((correction - half_sq_lo) + t)) + kf * LN2_LO16))
+
+
+@ptxpy.func
+def expm1_f32(x: f32) -> f32:
+    """As expm1_f64: hi + lo for k = 0, 2^k (1 + hi + lo) as a double-f32 minus 1 with the exact
+    error up to k = 30, e^x above; -1 below -18 (e^x < 2^-25)."""
+    if not abs(x) >= 2.9802322387695312e-08:    # 2^-25 (and NaN): x + x^2/2 rounds to x
+        return x
+    if x < -18.0:
+        return -1.0
+    k, hi, lo = _expm1_parts_f32(min(x, 89.0))
+    if k == 0:
+        return hi + lo
+    one, err = _fast_two_sum_f32(1.0, hi)
+    if k > 30:
+        return _scale_f32(one + (err + lo), k)
+    scale = _pow2_f32(k)
+    s, s_err = _two_sum_f32(one * scale, -1.0)
+    return s + (s_err + (err + lo) * scale)
+
+
+@ptxpy.func
+def sinh_f32(x: f32) -> f32:
+    """As sinh_f64: (E - 1/E)/2 in double-f32, 2^(k-1) (1 + hi + lo) above k = 16 (1/E below
+    2^-33 of E), overflowing exactly above ln(2 MAX) = 89.41598629223294."""
+    a = abs(x)
+    if not (a >= 0.000244140625 and a < math.inf):      # 2^-12: x + x^3/6 rounds to x
+        return x
+    k, hi, lo = _expm1_parts_f32(min(a, 90.0))
+    one, err = _fast_two_sum_f32(1.0, hi)
+    if k > 16:
+        return math.copysign(_scale_f32(one + (err + lo), k - 1), x)
+    scale = _pow2_f32(k)
+    e_hi = one * scale
+    e_lo = (err + lo) * scale
+    i_hi, i_lo = _df_recip_f32(e_hi, e_lo)
+    s, s_err = _fast_two_sum_f32(e_hi, -i_hi)
+    return math.copysign(0.5 * (s + (s_err + (e_lo - i_lo))), x)
+
+
+@ptxpy.func
+def cosh_f32(x: f32) -> f32:
+    """As cosh_f64: (E + 1/E)/2 in double-f32, 2^(k-1) (1 + hi + lo) above k = 16."""
+    if x != x:
+        return x
+    k, hi, lo = _expm1_parts_f32(min(abs(x), 90.0))
+    one, err = _fast_two_sum_f32(1.0, hi)
+    if k > 16:
+        return _scale_f32(one + (err + lo), k - 1)
+    scale = _pow2_f32(k)
+    e_hi = one * scale
+    e_lo = (err + lo) * scale
+    i_hi, i_lo = _df_recip_f32(e_hi, e_lo)
+    s, s_err = _fast_two_sum_f32(e_hi, i_hi)
+    return 0.5 * (s + (s_err + (e_lo + i_lo)))
+
+
+@ptxpy.func
+def log1p_f32(x: f32) -> f32:
+    """x - x^2/2 + x^3/3 below 2^-12 (the next term is below 2^-38 of x); above, ln(u + c)
+    with u + c = 1 + x exactly."""
+    if not (x > -1.0 and x < math.inf):
+        if x == -1.0:
+            return -math.inf
+        return math.nan if x < -1.0 else x
+    if abs(x) < 0.000244140625:
+        return ptxpy.fma(x * x, ptxpy.fma(x, 0.33333334, -0.5), x)
+    u, c = _two_sum_f32(1.0, x)
+    return _log_pair_f32(u, c, 0)
+
+
+@ptxpy.func
+def asinh_f32(x: f32) -> f32:
+    """As asinh_f64 in double-f32; ln(2|x|) above 2^12 (1/(4x^2) < 2^-26)."""
+    a = abs(x)
+    if not (a >= 0.000244140625 and a < math.inf):      # 2^-12: x - x^3/6 rounds to x
+        return x
+    u = a
+    c: f32 = 0.0
+    k0 = 1
+    if a <= 4096.0:
+        sq = a * a
+        q, q_err = _two_sum_f32(sq, 1.0)
+        r, r_lo = _sqrt_df_f32(q, q_err + ptxpy.fma(a, a, -sq))
+        u, w_err = _fast_two_sum_f32(r, a)
+        c = w_err + r_lo
+        k0 = 0
+    return math.copysign(_log_pair_f32(u, c, k0), x)
+
+
+@ptxpy.func
+def acosh_f32(x: f32) -> f32:
+    """As acosh_f64 in double-f32; ln(2x) above 2^12."""
+    if not (x > 1.0 and x < math.inf):
+        if x == 1.0:
+            return 0.0
+        return math.nan if x < 1.0 else x
+    u = x
+    c: f32 = 0.0
+    k0 = 1
+    if x <= 4096.0:
+        sq = x * x
+        q, q_err = _two_sum_f32(sq, -1.0)
+        r, r_lo = _sqrt_df_f32(q, q_err + ptxpy.fma(x, x, -sq))
+        u, w_err = _fast_two_sum_f32(x, r)
+        c = w_err + r_lo
+        k0 = 0
+    return _log_pair_f32(u, c, k0)
+
+
+@ptxpy.func
+def atanh_f32(x: f32) -> f32:
+    """As atanh_f64: (1 + |x|) / (1 - |x|) as a double-f32 quotient (remainder exact by fma)."""
+    a = abs(x)
+    if not (a >= 0.000244140625 and a < 1.0):           # 2^-12: x + x^3/3 rounds to x
+        if a == 1.0:
+            return math.copysign(math.inf, x)
+        return math.nan if a > 1.0 else x
+    num, num_lo = _fast_two_sum_f32(1.0, a)
+    den, den_lo = _fast_two_sum_f32(1.0, -a)
+    u = num / den
+    c = (ptxpy.fma(-u, den, num) + (num_lo - u * den_lo)) / den
+    return math.copysign(0.5 * _log_pair_f32(u, c, 0), x)
+
+# === end of hyperbolic functions =================================================================
+
+
+# === hypot, cbrt and erfc =========================================================================
+# hypot: the squares of |x| and |y| (scaled by a power of two where the larger is huge or tiny)
+# summed exactly as a double-word number s + e (products by fma), and sqrt(s + e) = r + (s - r^2
+# + e) / (2r) for r = sqrt(s) correctly rounded (s - r^2 is exact by fma): relative error about
+# 2^-100 (f64) / 2^-46 (f32) before the one final rounding (a subnormal result is rounded once
+# too; f32 below 2^-50 goes through f64).
+# cbrt: |x| = 2^(3q) m 2^i with m in [1, 2), i in {0, 1, 2}; y = P(m) 2^(i/3) to 2^-10 (f32) /
+# 2^-22 (f64), then one Halley step y - y d / (2y^3 + m 2^i), d = y^3 - m 2^i exact to 2^-46
+# (f32) / 2^-104 (f64): relative error (2/3) 2^-30 / 2^-66, and exact cubes come out exact.
+# erfc: 1 - x - x P(x^2) (erf's polynomial, 1 - x as an exact pair) below 15/32, where erfc > 1/2;
+# above, erfc(a) = e^(-a^2) G(1/a) / a, G(t) = a erfc(a) e^(a^2) by polynomials in 1/a (G varies
+# little, 0.31 to 0.56) with their two leading coefficients in double-word arithmetic, 1/a and
+# a^2 as exact pairs: relative error about 2^-56 (f64) / 2^-28 (f32) before the one rounding
+# (`_scale_pair_*`: once also into the subnormals); erfc(-a) = 2 - erfc(a).
+HYPOT_HUGE = 3.273390607896142e+150       # 2^500: above, the squares could overflow
+HYPOT_TINY = 3.4395525670743494e-136      # 2^-450: below, their error terms could be subnormal
+TWO_M600 = 2.409919865102884e-181         # 2^-600
+TWO_600 = 4.149515568880993e+180
+HALF_SUBNORMAL_600 = 1.0250665447337477e-143  # 2^-475: half the subnormals' spacing, times 2^600
+CBRT2 = 1.2599210498948732                # 2^(1/3)
+CBRT4 = 1.5874010519681996                # 2^(2/3)
+ERFC_NEAR = 0.46875                       # 15/32: erfc(x) > 1/2 below, where 1 - erf(x) is used
+ERFC_IS_ZERO = 27.3                       # erfc(x) < 2^-1075 above (from 27.23): it rounds to +0
+HYPOT_HUGE_F32 = 1.152921504606847e+18    # 2^60
+HYPOT_TINY_F32 = 8.881784197001252e-16    # 2^-50
+TWO_M90_F32 = 8.077935669463161e-28       # 2^-90
+TWO_90_F32 = 1.2379400392853803e+27
+CBRT2_F32 = 1.2599210739135742
+CBRT4_F32 = 1.587401032447815
+TWO_24 = 16777216.0
+ERFC_IS_ZERO_F32 = 10.1                   # erfc(x) < 2^-150 above (from 10.06)
+
+
+@ptxpy.func
+def _dd_step_f64(p: f64, w: f64, w_lo: f64, c: f64, c_lo: f64) -> tuple[f64, f64]:
+    """A Horner step in double-word arithmetic: c + c_lo + (w + w_lo) p as hi + lo, for
+    |w p| <= |c|, with w p split exactly by fma. (A low part p_lo of p joins c_lo as w p_lo.)"""
+    m = w * p
+    hi, err = _fast_two_sum(c, m)
+    return hi, err + ((ptxpy.fma(w, p, -m) + w_lo * p) + c_lo)
+
+
+@ptxpy.func
+def _erfc_near_f64(w: f64, w_lo: f64) -> tuple[f64, f64]:
+    """a erfc(a) e^(a^2) for 15/32 <= a <= 2, in w + w_lo = 1/a - 1.25, as hi + lo: degree 30,
+    relative error 2^-57.7; the two leading coefficients are pairs."""
+    p = f64(7.263581235634535e-08)
+    p = ptxpy.fma(p, w, -2.2646986328542207e-07)
+    p = ptxpy.fma(p, w, 3.0127173284860675e-08)
+    p = ptxpy.fma(p, w, 6.054490067461143e-07)
+    p = ptxpy.fma(p, w, -6.303816896488846e-07)
+    p = ptxpy.fma(p, w, -9.915078530155055e-08)
+    p = ptxpy.fma(p, w, -2.829751527270964e-08)
+    p = ptxpy.fma(p, w, 1.173519776935882e-06)
+    p = ptxpy.fma(p, w, -1.6645877899269143e-06)
+    p = ptxpy.fma(p, w, 1.2495319830185396e-06)
+    p = ptxpy.fma(p, w, -7.861595178349403e-07)
+    p = ptxpy.fma(p, w, -2.030224462825601e-07)
+    p = ptxpy.fma(p, w, 3.1393465240812694e-06)
+    p = ptxpy.fma(p, w, -9.242812873200706e-06)
+    p = ptxpy.fma(p, w, 1.9826447684881028e-05)
+    p = ptxpy.fma(p, w, -3.632883444978973e-05)
+    p = ptxpy.fma(p, w, 5.901782831380867e-05)
+    p = ptxpy.fma(p, w, -8.439236415636744e-05)
+    p = ptxpy.fma(p, w, 0.00010044944363569204)
+    p = ptxpy.fma(p, w, -7.848775170990952e-05)
+    p = ptxpy.fma(p, w, -3.922579234376545e-05)
+    p = ptxpy.fma(p, w, 0.0003541389850059543)
+    p = ptxpy.fma(p, w, -0.0010192033000072532)
+    p = ptxpy.fma(p, w, 0.0022110471397986118)
+    p = ptxpy.fma(p, w, -0.003991666997466933)
+    p = ptxpy.fma(p, w, 0.005881647800367315)
+    p = ptxpy.fma(p, w, -0.0057456455786361)
+    p = ptxpy.fma(p, w, -0.0028695863393700437)
+    p = ptxpy.fma(p, w, 0.03673952077974265)
+    hi, lo = _dd_step_f64(p, w, w_lo, -0.13596544624146656, -7.189704564683682e-18)
+    return _dd_step_f64(hi, w, w_lo, 0.39128047137849176, ptxpy.fma(w, lo, 2.1880732257800506e-17))
+
+
+@ptxpy.func
+def _erfc_far_f64(w: f64, w_lo: f64) -> tuple[f64, f64]:
+    """a erfc(a) e^(a^2) for 2 <= a <= 27.3, in w + w_lo = 1/a - 0.27, as hi + lo: degree 23,
+    relative error 2^-57.9; the two leading coefficients are pairs."""
+    p = f64(4893.093309100921)
+    p = ptxpy.fma(p, w, -1662.553768647302)
+    p = ptxpy.fma(p, w, -1410.0641597015901)
+    p = ptxpy.fma(p, w, 898.50099908337)
+    p = ptxpy.fma(p, w, -127.53106819259325)
+    p = ptxpy.fma(p, w, -74.3355829006554)
+    p = ptxpy.fma(p, w, 81.85284114694896)
+    p = ptxpy.fma(p, w, -46.6407448224124)
+    p = ptxpy.fma(p, w, 11.387392683879527)
+    p = ptxpy.fma(p, w, 6.179567023236549)
+    p = ptxpy.fma(p, w, -8.540456043441017)
+    p = ptxpy.fma(p, w, 4.563772918550981)
+    p = ptxpy.fma(p, w, -0.5456036228680717)
+    p = ptxpy.fma(p, w, -1.2812849361569845)
+    p = ptxpy.fma(p, w, 1.2435995010162344)
+    p = ptxpy.fma(p, w, -0.4623475981057277)
+    p = ptxpy.fma(p, w, -0.19096998726372685)
+    p = ptxpy.fma(p, w, 0.3904210731424967)
+    p = ptxpy.fma(p, w, -0.2245421744582466)
+    p = ptxpy.fma(p, w, -0.052930751692353416)
+    p = ptxpy.fma(p, w, 0.2162401586725535)
+    p = ptxpy.fma(p, w, -0.15470365879808237)
+    hi, lo = _dd_step_f64(p, w, w_lo, -0.12589607303564238, -5.3162991268545895e-18)
+    return _dd_step_f64(hi, w, w_lo, 0.5455435281494877, ptxpy.fma(w, lo, 3.147384822901333e-17))
+
+
+@ptxpy.func
+def _cbrt_f64(w: f64) -> f64:
+    """cbrt(m) for 1 <= m <= 2, in w = m - 1.5: degree 6, relative error 2^-21.9."""
+    p = f64(-0.002703333870412061)
+    p = ptxpy.fma(p, w, 0.005166699418206393)
+    p = ptxpy.fma(p, w, -0.009260767947361154)
+    p = ptxpy.fma(p, w, 0.020857149295410677)
+    p = ptxpy.fma(p, w, -0.05653050145458267)
+    p = ptxpy.fma(p, w, 0.2543834538641129)
+    p = ptxpy.fma(p, w, 1.1447142425533319)
+    return p
+
+
+@ptxpy.func
+def _hypot_special_f64(x: f64, y: f64) -> f64:
+    """hypot with an infinite or NaN argument, or two zeros: inf even beside a NaN (C99), else
+    the NaN itself."""
+    if math.isinf(x) or math.isinf(y):
+        return math.inf
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return 0.0
+
+
+@ptxpy.func
+def hypot_f64(x: f64, y: f64) -> f64:
+    """sqrt(x^2 + y^2). Between 2^-450 and 2^500 the squares neither overflow nor lose their
+    error terms to the subnormals; outside, both arguments are scaled by 2^-+600 (exactly, or
+    a smaller one loses only what cannot reach the result). A subnormal result is rounded from
+    r + correction at once: r * 2^-600 rounded, then moved by one step where the exact rest
+    beside the correction passes half a step (rounding r + correction first could land on a
+    half-way point: 0.75 ulp)."""
+    ax = abs(x)
+    ay = abs(y)
+    big = max(ax, ay)
+    if not (ax < math.inf and ay < math.inf and big > 0.0):
+        return _hypot_special_f64(x, y)
+    small = min(ax, ay)
+    scale = f64(1.0)
+    unscale = f64(1.0)
+    if big > HYPOT_HUGE:
+        scale = TWO_M600
+        unscale = TWO_600
+    elif big < HYPOT_TINY:
+        scale = TWO_600
+        unscale = TWO_M600
+    a = big * scale
+    b = small * scale
+    aa = a * a
+    bb = b * b
+    s, err = _fast_two_sum(aa, bb)
+    lo = err + (ptxpy.fma(a, a, -aa) + ptxpy.fma(b, b, -bb))
+    r = math.sqrt(s)
+    correction = (ptxpy.fma(-r, r, s) + lo) / (r + r)
+    v = r * unscale
+    if v <= SMALLEST_NORMAL:        # a subnormal result: r + correction to its grid, rounded once
+        rest = (r - v * TWO_600) + correction
+        if rest > HALF_SUBNORMAL_600:
+            v += 5e-324
+        elif rest < -HALF_SUBNORMAL_600:
+            v -= 5e-324
+        return v
+    return (r + correction) * unscale
+
+
+@ptxpy.func
+def cbrt_f64(x: f64) -> f64:
+    """|x| = 2^(3q + i) m (subnormals first scaled by 2^54); P(m) 2^(i/3) to 2^-21.9, one Halley
+    step (error (2/3) 2^-65.7); d = y^3 - m 2^i with y^2 and y^3 split exactly by fma, and their
+    difference exact (Sterbenz)."""
+    a = abs(x)
+    if not (a > 0.0 and a < math.inf):          # +-0, +-inf, NaN: the argument itself
+        return x
+    scaled = a
+    n = 54
+    if a < SMALLEST_NORMAL:
+        scaled = a * TWO_54
+        n = 0
+    bits = ptxpy.bitcast(scaled, u64)
+    n = n + i32(bits >> 52)                     # exponent + 1077, in [3, 2100]
+    q = (n * 43691) >> 17                       # n // 3 (exact below 2^15)
+    i = n - 3 * q
+    m = ptxpy.bitcast((bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000, f64)
+    target = m * f64(1 << i)                    # m 2^i in [1, 8), exact
+    y = _cbrt_f64(m - 1.5) * (CBRT4 if i == 2 else (CBRT2 if i == 1 else 1.0))
+    sq = y * y
+    cube = sq * y
+    cube_lo = ptxpy.fma(sq, y, -cube) + ptxpy.fma(y, y, -sq) * y
+    d = (cube - target) + cube_lo
+    y = y - y * d / (cube + cube + target)
+    return math.copysign(y * _pow2_f64(q - 359), x)
+
+
+@ptxpy.func
+def _scale_pair_f64(hi: f64, lo: f64, k: i32) -> f64:
+    """(hi + lo) 2^k rounded once for hi in [2^-7, 2], |lo| < |hi| and -1080 <= k <= 0, also
+    where it is subnormal: there the pair, renormalized, times 2^(k + 1074) (exact) is rounded
+    to an integer n (rint of the high part, then the exact rest beside the low part decides) and
+    n 2^-1074 is the result. _scale_f64(hi + lo, k) would round twice, 0.75 ulp off where hi + lo
+    lands on a half-way point of the subnormals."""
+    v = _scale_f64(hi + lo, k)
+    if v > SMALLEST_NORMAL:
+        return v
+    units = _pow2_f64(k + 1074)
+    top, low = _fast_two_sum(hi, lo)
+    h = top * units
+    n = ptxpy._rint(h)
+    rest = (h - n) + low * units
+    if rest > 0.5:
+        n += 1.0
+    elif rest < -0.5:
+        n -= 1.0
+    return n * 5e-324
+
+
+@ptxpy.func
+def _erfc_big_f64(a: f64) -> tuple[i32, f64, f64]:
+    """k and hi + lo with erfc(a) = 2^k (hi + lo) for 15/32 <= a < 27.3, relative error about
+    2^-56: the polynomial's 2^-57.7 and its rounding (2^-53 of a term below 0.06 of the value);
+    1/a = t + t_lo (t_lo = t (1 - a t), the remainder exact by fma), e^(-a^2) = 2^k (1 + h + l)
+    with a^2 exact, and the products with exact error terms."""
+    t = 1.0 / a
+    t_lo = t * ptxpy.fma(-t, a, 1.0)
+    g: f64 = 0.0
+    g_lo: f64 = 0.0
+    if a < 2.0:
+        g, g_lo = _erfc_near_f64(t - 1.25, t_lo)           # t - 1.25 is exact
+    else:
+        w, w_err = _two_sum(t, -0.27)
+        g, g_lo = _erfc_far_f64(w, w_err + t_lo)
+    v = t * g
+    v_lo = ptxpy.fma(t, g, -v) + (t * g_lo + t_lo * g)
+    sq = a * a
+    k, h, l = _exp_reduce_f64(-sq, -ptxpy.fma(a, a, -sq))
+    m = v * h
+    hi, err = _fast_two_sum(v, m)
+    return k, hi, err + (ptxpy.fma(v, h, -m) + v * l + v_lo * (1.0 + h))
+
+
+@ptxpy.func
+def erfc_f64(x: f64) -> f64:
+    """1 - erf(x): 1 - x - x P(x^2) below 15/32 (the result is above 1/2, so P's absolute error
+    2^-55.8 costs at most 0.07 ulp); 2^k (hi + lo) rounded once above, or 2 - 2^k (hi + lo)
+    for negative x; 0 from 27.3 and 2 from -5.93."""
+    if x != x:
+        return x
+    a = abs(x)
+    if a < ERFC_NEAR:
+        s, err = _two_sum(1.0, -x)
+        return s + ptxpy.fma(-x, _erf_small_f64(x * x), err)
+    if x >= ERFC_IS_ZERO:
+        return 0.0
+    if x <= -ERF_IS_ONE:
+        return 2.0
+    k, hi, lo = _erfc_big_f64(a)
+    if x > 0.0:
+        return _scale_pair_f64(hi, lo, k)
+    scale = _pow2_f64(k)
+    s, err = _fast_two_sum(2.0, -hi * scale)
+    return s + (err - lo * scale)
+
+
+@ptxpy.func
+def _dd_step_f32(p: f32, w: f32, w_lo: f32, c: f32, c_lo: f32) -> tuple[f32, f32]:
+    """_dd_step_f64 in f32."""
+    m = w * p
+    hi, err = _fast_two_sum_f32(c, m)
+    return hi, err + ((ptxpy.fma(w, p, -m) + w_lo * p) + c_lo)
+
+
+@ptxpy.func
+def _erfc_near_f32(w: f32, w_lo: f32) -> tuple[f32, f32]:
+    """a erfc(a) e^(a^2) for 15/32 <= a <= 2, in w + w_lo = 1/a - 1.25, as hi + lo: degree 15,
+    relative error 2^-30.6; the two leading coefficients are pairs."""
+    p = f32(-3.522562e-05)
+    p = ptxpy.fma(p, w, 9.920099e-05)
+    p = ptxpy.fma(p, w, -0.00010340141)
+    p = ptxpy.fma(p, w, 7.038807e-05)
+    p = ptxpy.fma(p, w, -6.1385006e-05)
+    p = ptxpy.fma(p, w, -2.8044436e-05)
+    p = ptxpy.fma(p, w, 0.00034771193)
+    p = ptxpy.fma(p, w, -0.00102137)
+    p = ptxpy.fma(p, w, 0.0022121747)
+    p = ptxpy.fma(p, w, -0.0039914623)
+    p = ptxpy.fma(p, w, 0.0058815647)
+    p = ptxpy.fma(p, w, -0.005745653)
+    p = ptxpy.fma(p, w, -0.0028695846)
+    p = ptxpy.fma(p, w, 0.03673952)
+    hi, lo = _dd_step_f32(p, w, w_lo, -0.13596545, 5.356701e-09)
+    return _dd_step_f32(hi, w, w_lo, 0.39128047, ptxpy.fma(w, lo, -9.001032e-10))
+
+
+@ptxpy.func
+def _erfc_far_f32(w: f32, w_lo: f32) -> tuple[f32, f32]:
+    """a erfc(a) e^(a^2) for 2 <= a <= 10.1, in w + w_lo = 1/a - 0.296875, as hi + lo: degree 9,
+    relative error 2^-28.9; the two leading coefficients are pairs."""
+    p = f32(0.88674146)
+    p = ptxpy.fma(p, w, -0.2952299)
+    p = ptxpy.fma(p, w, -0.25992367)
+    p = ptxpy.fma(p, w, 0.3492348)
+    p = ptxpy.fma(p, w, -0.16493025)
+    p = ptxpy.fma(p, w, -0.07903575)
+    p = ptxpy.fma(p, w, 0.20907615)
+    p = ptxpy.fma(p, w, -0.13753925)
+    hi, lo = _dd_step_f32(p, w, w_lo, -0.1337475, -6.1445733e-09)
+    return _dd_step_f32(hi, w, w_lo, 0.5420525, ptxpy.fma(w, lo, -6.55027e-09))
+
+
+@ptxpy.func
+def _exp_pair_f32(r: f32, r_lo: f32) -> tuple[f32, f32]:
+    """e^(r + r_lo) = hi + lo for |r| <= ln(2)/2 (+ 2^-18) and |r_lo| <= 2^-24, to about 2^-30:
+    1 + r + r^2/2 as an exact pair (r^2 by fma), the cubic and higher terms (below 0.007) by
+    the polynomial, r_lo to first order. (_exp_reduced_f32 rounds r^2 (e^r - 1 - r) / r^2, up
+    to 0.06, as one f32: about 2^-28.)"""
+    one, err = _fast_two_sum_f32(1.0, r)
+    sq = r * r
+    hi, err2 = _fast_two_sum_f32(one, 0.5 * sq)
+    tail = ptxpy.fma(r * sq, _exp_tail_f32(r),
+                     ptxpy.fma(0.5, ptxpy.fma(r, r, -sq), r_lo * ptxpy.fma(0.5, sq, one)))
+    return hi, (err + err2) + tail
+
+
+@ptxpy.func
+def _cbrt_f32(w: f32) -> f32:
+    """cbrt(m) for 1 <= m <= 2, in w = m - 1.5: degree 2, relative error 2^-10.1."""
+    p = f32(-0.05836172)
+    p = ptxpy.fma(p, w, 0.25847542)
+    p = ptxpy.fma(p, w, 1.1447142)
+    return p
+
+
+@ptxpy.func
+def _hypot_special_f32(x: f32, y: f32) -> f32:
+    if math.isinf(x) or math.isinf(y):
+        return math.inf
+    if x != x:
+        return x
+    if y != y:
+        return y
+    return 0.0
+
+
+@ptxpy.func
+def hypot_f32(x: f32, y: f32) -> f32:
+    """hypot_f64 in f32, scaled by 2^-90 above 2^60. Below 2^-50 (rare) in f64, where the
+    squares and, for subnormal x and y (integers X, Y times 2^-149), X^2 + Y^2 are exact: the
+    square root then rounds correctly to the subnormal grid (sqrt(X^2 + Y^2) is never within
+    2^-26.5 of a half-integer, and the f64 sqrt errs by at most 2^-29.5)."""
+    ax = abs(x)
+    ay = abs(y)
+    big = max(ax, ay)
+    if not (ax < math.inf and ay < math.inf and big > 0.0):
+        return _hypot_special_f32(x, y)
+    if big < HYPOT_TINY_F32:
+        wx = f64(ax)
+        wy = f64(ay)
+        return f32(math.sqrt(ptxpy.fma(wx, wx, wy * wy)))
+    small = min(ax, ay)
+    scale = f32(1.0)
+    unscale = f32(1.0)
+    if big > HYPOT_HUGE_F32:
+        scale = TWO_M90_F32
+        unscale = TWO_90_F32
+    a = big * scale
+    b = small * scale
+    aa = a * a
+    bb = b * b
+    s, err = _fast_two_sum_f32(aa, bb)
+    lo = err + (ptxpy.fma(a, a, -aa) + ptxpy.fma(b, b, -bb))
+    r = math.sqrt(s)
+    r = r + (ptxpy.fma(-r, r, s) + lo) / (r + r)
+    return r * unscale
+
+
+@ptxpy.func
+def cbrt_f32(x: f32) -> f32:
+    """cbrt_f64 in f32: P(m) 2^(i/3) to 2^-10.1, one Halley step (error (2/3) 2^-30.3)."""
+    a = abs(x)
+    if not (a > 0.0 and a < math.inf):
+        return x
+    scaled = a
+    n = 23
+    if a < SMALLEST_NORMAL_F32:
+        scaled = a * TWO_24
+        n = -1
+    bits = ptxpy.bitcast(scaled, u32)
+    n = n + i32(bits >> 23)                     # exponent + 150, in [1, 277]
+    q = (n * 43691) >> 17
+    i = n - 3 * q
+    m = ptxpy.bitcast((bits & 0x007FFFFF) | 0x3F800000, f32)
+    target = m * f32(1 << i)
+    y = _cbrt_f32(m - 1.5) * (CBRT4_F32 if i == 2 else (CBRT2_F32 if i == 1 else 1.0))
+    sq = y * y
+    cube = sq * y
+    cube_lo = ptxpy.fma(sq, y, -cube) + ptxpy.fma(y, y, -sq) * y
+    d = (cube - target) + cube_lo
+    y = y - y * d / (cube + cube + target)
+    return math.copysign(y * _pow2_f32(q - 50), x)
+
+
+@ptxpy.func
+def _scale_pair_f32(hi: f32, lo: f32, k: i32) -> f32:
+    """_scale_pair_f64 in f32, for hi in [2^-6, 2] and -155 <= k <= 0."""
+    v = _scale_f32(hi + lo, k)
+    if v > SMALLEST_NORMAL_F32:
+        return v
+    units = _pow2_f32(k + 149)
+    top, low = _fast_two_sum_f32(hi, lo)
+    h = top * units
+    n = ptxpy._rint(h)
+    rest = (h - n) + low * units
+    if rest > 0.5:
+        n += 1.0
+    elif rest < -0.5:
+        n -= 1.0
+    return n * 1.401298464324817e-45
+
+
+@ptxpy.func
+def _erfc_big_f32(a: f32) -> tuple[i32, f32, f32]:
+    """_erfc_big_f64 in f32 for 15/32 <= a < 10.1, to about 2^-28. The reduction of -a^2 is
+    renormalized (a^2's error term reaches 2^-18, beyond what _exp_parts_f32 takes), and
+    e^r comes from `_exp_pair_f32`."""
+    t = 1.0 / a
+    t_lo = t * ptxpy.fma(-t, a, 1.0)
+    g: f32 = 0.0
+    g_lo: f32 = 0.0
+    if a < 2.0:
+        g, g_lo = _erfc_near_f32(t - 1.25, t_lo)
+    else:
+        w, w_err = _two_sum_f32(t, -0.296875)
+        g, g_lo = _erfc_far_f32(w, w_err + t_lo)
+    v = t * g
+    v_lo = ptxpy.fma(t, g, -v) + (t * g_lo + t_lo * g)
+    sq = a * a
+    sq_lo = ptxpy.fma(a, a, -sq)
+    k = ptxpy._rint(-sq * INV_LN2_F32)
+    r, r_lo = _two_sum_f32(ptxpy.fma(-k, LN2_F32, -sq), ptxpy.fma(-k, LN2_LO_F32, -sq_lo))
+    h, l = _exp_pair_f32(r, r_lo)               # e^(-a^2) = 2^k (h + l)
+    m = v * h
+    return i32(k), m, ptxpy.fma(v, h, -m) + (v * l + v_lo * h)
+
+
+@ptxpy.func
+def erfc_f32(x: f32) -> f32:
+    """erfc_f64 in f32: 0 from 10.1, 2 from -3.92."""
+    if x != x:
+        return x
+    a = abs(x)
+    if a < ERFC_NEAR:
+        s, err = _two_sum_f32(1.0, -x)
+        return s + ptxpy.fma(-x, _erf_small_f32(x * x), err)
+    if x >= ERFC_IS_ZERO_F32:
+        return 0.0
+    if x <= -ERF_IS_ONE_F32:
+        return 2.0
+    k, hi, lo = _erfc_big_f32(a)
+    if x > 0.0:
+        return _scale_pair_f32(hi, lo, k)
+    scale = _pow2_f32(k)
+    s, err = _fast_two_sum_f32(2.0, -hi * scale)
+    return s + (err - lo * scale)
+
+
+# === end of hypot, cbrt and erfc ==================================================================

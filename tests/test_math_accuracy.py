@@ -60,6 +60,28 @@ SPECIAL_CASES = {
              (-SUB32, -SUB32), (20.0, 1.0), (-20.0, -1.0)],
     "erf": [(0.0, 0.0), (-0.0, -0.0), (INF, 1.0), (-INF, -1.0), (NAN, NAN), (4.0, 1.0),
             (-10.0, -1.0)],
+    "expm1": [(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -1.0), (NAN, NAN), (TINY32, TINY32),
+              (-SUB32, -SUB32), (89.0, INF), (-20.0, -1.0), (-1000.0, -1.0)],
+    "log1p": [(0.0, 0.0), (-0.0, -0.0), (-1.0, -INF), (-2.0, NAN), (-INF, NAN), (INF, INF),
+              (NAN, NAN), (TINY32, TINY32), (-SUB32, -SUB32)],
+    "sinh": [(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -INF), (NAN, NAN), (TINY32, TINY32),
+             (-SUB32, -SUB32), (90.0, INF), (-90.0, -INF)],
+    "cosh": [(0.0, 1.0), (-0.0, 1.0), (INF, INF), (-INF, INF), (NAN, NAN), (TINY32, 1.0),
+             (90.0, INF), (-90.0, INF)],
+    "asinh": [(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -INF), (NAN, NAN), (TINY32, TINY32),
+              (-SUB32, -SUB32)],
+    "acosh": [(1.0, 0.0), (0.5, NAN), (0.0, NAN), (-1.0, NAN), (-INF, NAN), (INF, INF), (NAN, NAN)],
+    "atanh": [(0.0, 0.0), (-0.0, -0.0), (1.0, INF), (-1.0, -INF), (2.0, NAN), (INF, NAN),
+              (-INF, NAN), (NAN, NAN), (TINY32, TINY32), (-SUB32, -SUB32)],
+    # the values at +-inf, +-1 and 0 (multiples of pi, rounded by type) in test_inverse_trig_...
+    "atan": [(0.0, 0.0), (-0.0, -0.0), (NAN, NAN), (TINY32, TINY32), (-SUB32, -SUB32)],
+    "asin": [(0.0, 0.0), (-0.0, -0.0), (NAN, NAN), (TINY32, TINY32), (-SUB32, -SUB32), (INF, NAN),
+             (-INF, NAN), (1.5, NAN), (-1.0000001, NAN)],
+    "acos": [(1.0, 0.0), (NAN, NAN), (INF, NAN), (-INF, NAN), (2.0, NAN), (-1.0000001, NAN)],
+    "cbrt": [(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -INF), (NAN, NAN), (1.0, 1.0), (-1.0, -1.0),
+             (27.0, 3.0), (-8.0, -2.0), (2.0 ** -147, 2.0 ** -49), (-(2.0 ** 126), -(2.0 ** 42))],
+    "erfc": [(0.0, 1.0), (-0.0, 1.0), (INF, 0.0), (-INF, 2.0), (NAN, NAN), (TINY32, 1.0),
+             (-SUB32, 1.0), (10.1, 0.0), (-3.92, 2.0), (30.0, 0.0), (-30.0, 2.0)],
 }
 
 
@@ -99,6 +121,82 @@ def test_pow_special_cases_as_c(ty):
     assert not bad, f"pow {ty}: (x, y, got, want) {bad[:10]}"
     errors = cases.ulp_errors(got[~exact], want[~exact].astype(np.float64))
     assert errors.max() <= cases.BOUND_ULP[ty] + 0.5    # `want` is itself rounded
+
+
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+def test_inverse_trigonometric_values_at_the_ends(ty):
+    """atan(+-inf) = +-pi/2, asin(+-1) = +-pi/2, acos(-1) = pi, acos(+-0) = pi/2, atan(+-1) =
+    +-pi/4: pi/2, pi and pi/4 rounded to the type."""
+    dtype = np.float32 if ty == "f32" else np.float64
+    pi = math.pi
+    for name, pairs in (("atan", [(INF, pi / 2), (-INF, -pi / 2), (1.0, pi / 4), (-1.0, -pi / 4)]),
+                        ("asin", [(1.0, pi / 2), (-1.0, -pi / 2)]),
+                        ("acos", [(-1.0, pi), (0.0, pi / 2), (-0.0, pi / 2)])):
+        got = cases.evaluate(name, ty, np.array([x for x, _ in pairs], dtype))
+        want = np.array([w for _, w in pairs], dtype)
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} {ty}")
+
+
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+def test_atan2_special_cases_as_c(ty):
+    """Every pair of special values (signed zeros, infinities, NaN, +-1, subnormals, the largest
+    numbers), as C's atan2/atan2f: atan2(+-0, +-0) = +-0 or +-pi, atan2(+-inf, +-inf) = +-pi/4
+    or +-3pi/4, atan2(y, +-0) = +-pi/2, atan2(+-y, +inf) = +-0, ... (NumPy's float64 arctan2
+    follows C; its results here are pi multiples, rounded once more to f32 without harm)."""
+    dtype = np.float32 if ty == "f32" else np.float64
+    specials = cases.F32_SPECIALS if ty == "f32" else cases.F64_SPECIALS
+    y, x = (g.ravel().astype(dtype) for g in np.meshgrid(specials, specials))
+    got = cases.evaluate("atan2", ty, y, x)
+    with np.errstate(all="ignore"):
+        want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(dtype)
+    exact = (x == 0) | (y == 0) | ~np.isfinite(x) | ~np.isfinite(y) | (np.abs(x) == np.abs(y))
+    bad = [(float(a), float(b), float(g), float(w)) for a, b, g, w in zip(y[exact], x[exact], got[exact],
+                                                                        want[exact]) if not _same(g, w)]
+    assert not bad, f"atan2 {ty}: (y, x, got, want) {bad[:10]}"
+    assert exact.sum() > len(specials) ** 2 / 3
+    errors = cases.ulp_errors(got[~exact], want[~exact].astype(np.float64))
+    assert errors.max() <= cases.BOUND_ULP[ty] + 0.5    # `want` is itself rounded
+
+
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+def test_hypot_special_values(ty):
+    """C99 Annex F: hypot(+-inf, y) = +inf even for a NaN y, a NaN otherwise comes back,
+    hypot(x, +-0) = |x|; exact on Pythagorean triples, also where the squares would overflow or
+    underflow, and among the subnormals; overflow only where the result does."""
+    dtype = np.float32 if ty == "f32" else np.float64
+    info = np.finfo(dtype)
+    top, tiny = float(info.max), float(info.smallest_subnormal)
+    huge = 2.0 ** (100 if ty == "f32" else 1000)
+    pairs = [((INF, NAN), INF), ((NAN, -INF), INF), ((-INF, 2.5), INF), ((0.0, INF), INF),
+             ((NAN, 2.5), NAN), ((2.5, NAN), NAN), ((-7.5, 0.0), 7.5), ((0.0, -7.5), 7.5),
+             ((-0.0, -0.0), 0.0), ((-tiny, 0.0), tiny), ((top, -0.0), top), ((top, 1.0), top),
+             ((3.0, 4.0), 5.0), ((-5.0, 12.0), 13.0), ((3 * huge, 4 * huge), 5 * huge),
+             ((3 / huge, -4 / huge), 5 / huge), ((3 * tiny, 4 * tiny), 5 * tiny),
+             ((20 * tiny, 21 * tiny), 29 * tiny), ((tiny, tiny), tiny), ((top, top), INF),
+             ((0.75 * top, top), INF)]
+    x = np.array([p[0][0] for p in pairs], dtype)
+    y = np.array([p[0][1] for p in pairs], dtype)
+    with np.errstate(all="ignore"):
+        want = np.array([w for _, w in pairs], dtype)
+    got = cases.evaluate("hypot", ty, x, y)
+    bad = [(p[0], g, w) for p, g, w in zip(pairs, got.tolist(), want.tolist()) if not _same(g, w)]
+    assert not bad, f"hypot {ty}: ((x, y), got, want) {bad}"
+
+
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+def test_cbrt_of_cubes_is_exact(ty):
+    """cbrt(k^3 2^(3j)) = k 2^j exactly, subnormal cubes included, and cbrt is odd."""
+    dtype = np.float32 if ty == "f32" else np.float64
+    k = np.arange(1, 256 if ty == "f32" else 2 ** 17, 1 if ty == "f32" else 97, dtype=np.float64)
+    j = np.arange(-49, 42) if ty == "f32" else np.arange(-358, 324)
+    roots = k * np.exp2(np.random.default_rng(3).choice(j, len(k)).astype(np.float64))
+    roots = np.concatenate([roots, [2.0 ** j[0], 2.0 ** j[-1], 3.0 * 2.0 ** j[0]]])
+    roots = np.concatenate([roots, -roots])
+    cubes = roots ** 3
+    info = np.finfo(dtype)
+    keep = (np.abs(cubes) <= float(info.max)) & (np.abs(cubes) >= float(info.smallest_subnormal))
+    got = cases.evaluate("cbrt", ty, cubes[keep].astype(dtype))
+    np.testing.assert_array_equal(got, roots[keep].astype(dtype))
 
 
 @pytest.mark.parametrize("name", ["sin", "cos", "tan"])
@@ -247,7 +345,7 @@ def test_nan_arguments_come_back_unchanged(ty):
         bits = np.array([0x7FF8000012345678, 0xFFF8000000000001, 0x7FF0000000000ABC], np.uint64)
     x = bits.view(np.float32 if ty == "f32" else np.float64)
     for name in cases.FUNCTIONS:
-        got = cases.evaluate(name, ty, x, np.full_like(x, 2.5) if name == "pow" else None)
+        got = cases.evaluate(name, ty, x, np.full_like(x, 2.5) if name in cases.BINARY else None)
         np.testing.assert_array_equal(got.view(bits.dtype), bits, err_msg=name)
 
 
