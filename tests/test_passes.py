@@ -709,12 +709,13 @@ def test_memforward_within_a_block(between, loads, stores, interpretable):
 
 
 def test_widen_leaves_other_products():
-    def body(b, x, y):     # an i32 sign-extended into u64, a constant beyond 32 bits, a u64 param
+    def body(b, x, y):     # an i32 sign-extended into u64, a constant beyond 32 bits, -1 (a negation)
         mixed = b("mul", u64, b("cvt", u64, x), b("cvt", u64, x))
         big = b("mul", i64, b("cvt", i64, x), Const(i64, 1 << 33))
-        return b("cvt", i32, b("add", i64, b("cvt", i64, mixed), big))
+        negated = b("mul", i64, Const(i64, -1), b("cvt", i64, y))
+        return b("cvt", i32, b("add", i64, b("add", i64, b("cvt", i64, mixed), big), negated))
     func = run_pass(widen.run, scalar_kernel(i32, body))
-    assert ops(func).count("mul") == 2 and ops(func).count("mul_wide") == 1   # the store's
+    assert ops(func).count("mul") == 3 and ops(func).count("mul_wide") == 1   # the store's
 
 
 @pytest.mark.parametrize("a, c", [(5, 7), (-9, 3), (INT_MAX, 1), (INT_MIN, -1)])

@@ -6,7 +6,10 @@ multiply: several instructions on the GPU (`mul.lo.u64` is emulated with 32-bit 
 
 - `mul(cvt(a), cvt(b))`, with `a` and `b` of one 32-bit type extended to the 64-bit type of the
   same signedness (zero extension for unsigned, sign extension for signed), is `mul_wide(a, b)`
-  (`mul.wide.u32`/`.s32`). A constant operand counts when it fits in the 32-bit type.
+  (`mul.wide.u32`/`.s32`). A constant operand counts when it fits in the 32-bit type, but not
+  -1: a product by -1 stays a negation, which the backend writes in the form that ptxas's
+  three-way min/max folding gets right (`isel.times_minus_one`; `mul.wide.s32 -1, x` lost the
+  sign there, test_edge_semantics' three-way min on the H100).
 - `cvt(shr(mul_wide(a, b), 32))` to the 32-bit type of `a` and `b` is `mul_hi(a, b)`
   (`mul.hi.u32`/`.s32`): whatever the shift fills the top with, the low 32 bits of the shifted
   product are its high half. Only where nothing else uses the product: ptxas takes the high
@@ -48,6 +51,8 @@ def _to_mul_wide(mul: Instr) -> bool:
     narrow = _NARROW.get(mul.type.name)
     if narrow is None:
         return False
+    if any(isinstance(a, Const) and a.value == -1 for a in mul.args):
+        return False    # a negation: isel writes `mul x, -1` as `not` + `add` for ptxas (`times_minus_one`)
     operands = [_narrow_operand(arg, narrow) for arg in mul.args]
     if None in operands or all(isinstance(a, Const) for a in operands):
         return False
