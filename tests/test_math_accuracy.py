@@ -106,21 +106,30 @@ def test_special_values(name, ty):
     assert not bad, f"math.{name} {ty}: (x, got, want) {bad}"
 
 
+def _special_pairs_as_c(name: str, ty: str, reference, is_exact):
+    """math.NAME on every pair of the type's special values against NumPy's float64
+    `reference` (which follows C): exactly where `is_exact(first, second, want)` says the
+    result is a special one, within the bound elsewhere; returns how many were exact."""
+    dtype = np.float32 if ty == "f32" else np.float64
+    specials = cases.F32_SPECIALS if ty == "f32" else cases.F64_SPECIALS
+    a, b = (g.ravel().astype(dtype) for g in np.meshgrid(specials, specials))
+    got = cases.evaluate(name, ty, a, b)
+    with np.errstate(all="ignore"):
+        want = reference(a.astype(np.float64), b.astype(np.float64)).astype(dtype)
+    exact = is_exact(a, b, want)
+    bad = [(float(p), float(q), float(g), float(w)) for p, q, g, w in zip(a[exact], b[exact], got[exact],
+                                                                        want[exact]) if not _same(g, w)]
+    assert not bad, f"{name} {ty}: (first, second, got, want) {bad[:10]}"
+    errors = cases.ulp_errors(got[~exact], want[~exact].astype(np.float64))
+    assert errors.max() <= cases.BOUND_ULP[ty] + 0.5    # `want` is itself rounded
+    return int(exact.sum())
+
+
 @pytest.mark.parametrize("ty", ["f32", "f64"])
 def test_pow_special_cases_as_c(ty):
     """Every pair of special values, as C's pow/powf (NumPy's float64 power follows C)."""
-    dtype = np.float32 if ty == "f32" else np.float64
-    specials = cases.F32_SPECIALS if ty == "f32" else cases.F64_SPECIALS
-    x, y = (g.ravel().astype(dtype) for g in np.meshgrid(specials, specials))
-    got = cases.evaluate("pow", ty, x, y)
-    with np.errstate(all="ignore"):
-        want = np.power(x.astype(np.float64), y.astype(np.float64)).astype(dtype)
-    exact = ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1)     # the special results
-    bad = [(float(a), float(b), float(g), float(w)) for a, b, g, w in zip(x[exact], y[exact], got[exact],
-                                                                        want[exact]) if not _same(g, w)]
-    assert not bad, f"pow {ty}: (x, y, got, want) {bad[:10]}"
-    errors = cases.ulp_errors(got[~exact], want[~exact].astype(np.float64))
-    assert errors.max() <= cases.BOUND_ULP[ty] + 0.5    # `want` is itself rounded
+    _special_pairs_as_c("pow", ty, np.power,
+                        lambda x, y, want: ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1))
 
 
 @pytest.mark.parametrize("ty", ["f32", "f64"])
@@ -143,19 +152,11 @@ def test_atan2_special_cases_as_c(ty):
     numbers), as C's atan2/atan2f: atan2(+-0, +-0) = +-0 or +-pi, atan2(+-inf, +-inf) = +-pi/4
     or +-3pi/4, atan2(y, +-0) = +-pi/2, atan2(+-y, +inf) = +-0, ... (NumPy's float64 arctan2
     follows C; its results here are pi multiples, rounded once more to f32 without harm)."""
-    dtype = np.float32 if ty == "f32" else np.float64
+    exact = _special_pairs_as_c(
+        "atan2", ty, np.arctan2,
+        lambda y, x, want: (x == 0) | (y == 0) | ~np.isfinite(x) | ~np.isfinite(y) | (np.abs(x) == np.abs(y)))
     specials = cases.F32_SPECIALS if ty == "f32" else cases.F64_SPECIALS
-    y, x = (g.ravel().astype(dtype) for g in np.meshgrid(specials, specials))
-    got = cases.evaluate("atan2", ty, y, x)
-    with np.errstate(all="ignore"):
-        want = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(dtype)
-    exact = (x == 0) | (y == 0) | ~np.isfinite(x) | ~np.isfinite(y) | (np.abs(x) == np.abs(y))
-    bad = [(float(a), float(b), float(g), float(w)) for a, b, g, w in zip(y[exact], x[exact], got[exact],
-                                                                        want[exact]) if not _same(g, w)]
-    assert not bad, f"atan2 {ty}: (y, x, got, want) {bad[:10]}"
-    assert exact.sum() > len(specials) ** 2 / 3
-    errors = cases.ulp_errors(got[~exact], want[~exact].astype(np.float64))
-    assert errors.max() <= cases.BOUND_ULP[ty] + 0.5    # `want` is itself rounded
+    assert exact > len(specials) ** 2 / 3
 
 
 @pytest.mark.parametrize("ty", ["f32", "f64"])
