@@ -96,8 +96,9 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
 
 
 def _output_buffers(inputs, out_types, aliases) -> list[np.ndarray]:
-    """Outputs start as zeros, or as a copy of the input they alias (repeated over the batch
-    when the output is batched and the input is not)."""
+    """Outputs start as a copy of the input they alias (repeated over the batch when the output
+    is batched and the input is not), or else as unwritten memory: all-ones bytes (NaN, -1, the
+    maximum; `True` for bool), since on the GPU they hold whatever XLA's buffer held."""
     by_output = {out: inp for inp, out in aliases.items()}
     buffers = []
     for k, t in enumerate(out_types):
@@ -105,8 +106,17 @@ def _output_buffers(inputs, out_types, aliases) -> list[np.ndarray]:
             source = np.asarray(inputs[by_output[k]])
             buffers.append(np.array(np.broadcast_to(source, t.shape), dtype=t.dtype, copy=True))
         else:
-            buffers.append(np.zeros(t.shape, dtype=t.dtype))
+            buffers.append(_unwritten(t.shape, np.dtype(t.dtype)))
     return buffers
+
+
+def _unwritten(shape, dtype: np.dtype) -> np.ndarray:
+    from ptxpy.runtime.simulator import UNWRITTEN_BYTE
+
+    if dtype == np.bool_:
+        return np.ones(shape, dtype)
+    raw = np.full(tuple(shape) + (dtype.itemsize,), UNWRITTEN_BYTE, np.uint8)
+    return raw.view(dtype).reshape(shape)
 
 
 def _sharing_outputs(inputs, outputs, aliases) -> list:

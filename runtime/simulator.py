@@ -35,6 +35,7 @@ SHARED_WINDOW = 1 << 48       # generic address of shared offset 0
 LOCAL_WINDOW = 1 << 49        # generic address of local offset 0
 WINDOW_SIZE = 1 << 32
 BATCH_THREADS = 1 << 17       # threads simulated together (whole blocks)
+UNWRITTEN_BYTE = 0xFF        # what shared, local and unaliased output memory start as
 RACECHECK_BYTES = 1 << 28     # at most this much race-check state per batch (fewer blocks)
 U64 = np.uint64
 U32 = np.uint32
@@ -1847,8 +1848,10 @@ class _Batch:
         self.first_block, self.B, self.T = first_block, nblocks, launch.T
         self.n = nblocks * launch.T
         self.regs = dict(kernel.initial)
-        self.shared = np.zeros(max(16, nblocks * launch.shared_pad), np.uint8)
-        self.local = np.zeros(max(16, self.n * kernel.local_pad), np.uint8)
+        # all-ones bytes, as the GPU's shared and local memory hold whatever was there: a NaN
+        # in every float type, -1 in signed integers, the maximum in unsigned ones
+        self.shared = np.full(max(16, nblocks * launch.shared_pad), UNWRITTEN_BYTE, np.uint8)
+        self.local = np.full(max(16, self.n * kernel.local_pad), UNWRITTEN_BYTE, np.uint8)
         self._special = {}
         self.live = np.ones(self.n, bool)
         self.last_printed: dict[int, tuple[str, Instr]] = {}   # thread -> (its last vprintf text, the call)
@@ -2356,63 +2359,109 @@ _CONFLICTS = {"load": ("store", "atomic"), "store": ("store", "load", "atomic", 
 
 class _SharedRaces:
     """Per byte of a batch's shared memory, which threads (linear index within the block, -1
-    for none) accessed it since their block's last barrier: the plain writer (a second one is
-    a race), and for plain reads, atomics and compare-and-swaps two distinct threads, enough
-    to name one other than any given thread."""
-    BYTES_PER_BYTE = 14     # the seven int16 records
+    for none) accessed it since their block's last barrier, each with its warp's `syncwarp`
+    epoch at the access: the plain writer (a second unordered one is a race), and for plain
+    reads, atomics and compare-and-swaps two slots (_record_accessors says what they keep).
+
+    Two accesses by threads of one warp are ordered when the warp made a `bar.warp.sync` of all
+    its lanes between them (its epoch moved on); accesses by different warps only by a barrier."""
+    BYTES_PER_BYTE = 42     # seven (int16 thread, int32 epoch) records
 
     def __init__(self, batch: _Batch):
         self.batch, self.T = batch, batch.T
         self.pad = batch.launch.shared_pad
+        self.warps_per_block = -(-self.T // 32)
+        self.epoch = np.zeros(batch.B * self.warps_per_block, np.int32)
         size = batch.shared.size
 
-        def ids():
-            return np.full(size, -1, np.int16)
-        self.seen = {"store": (ids(), None), "load": (ids(), ids()), "atomic": (ids(), ids()),
-                     "cas": (ids(), ids())}
-        self.records = [ids for pair in self.seen.values() for ids in pair if ids is not None]
+        def slot():
+            return np.full(size, -1, np.int16), np.zeros(size, np.int32)
+        self.seen = {"store": (slot(),), "load": (slot(), slot()), "atomic": (slot(), slot()),
+                     "cas": (slot(), slot())}
 
     def release(self, blocks):
         """A barrier released these blocks (bool per block of the batch): a new interval."""
         end = self.batch.B * self.pad
-        for ids in self.records if end else ():
-            ids[:end].reshape(self.batch.B, self.pad)[blocks] = -1
+        for slots in self.seen.values() if end else ():
+            for ids, _ in slots:
+                ids[:end].reshape(self.batch.B, self.pad)[blocks] = -1
+
+    def warp_synced(self, warps):
+        """These warps (bool per warp of the batch) made a bar.warp.sync of all their lanes."""
+        self.epoch[warps] += 1
 
     def access(self, what: str, off, lanes, size: int, ins):
         """Check, then record, one instruction's shared accesses: `size` bytes from byte `off`
         of the batch's shared buffer for each lane."""
         byte = off[:, None] + np.arange(size)
+        lanes = np.asarray(lanes)
         tid = (lanes % self.T).astype(np.int16)[:, None]
+        epoch = self.epoch[(lanes // self.T) * self.warps_per_block + tid[:, 0] // 32][:, None]
         races = []
         for earlier in _CONFLICTS[what]:
-            other = self._other(earlier, byte, tid)
+            other = self._other(earlier, byte, tid, epoch)
             bad = (other >= 0).any(axis=1)
             if bad.any():
                 races.append((int(np.argmax(bad)), earlier, other))
         if races:
             self._race(what, min(races, key=lambda race: race[0]), off, lanes, size, ins)
+        shape = byte.shape
+        byte, tid, epoch = (byte.reshape(-1), np.broadcast_to(tid, shape).reshape(-1),
+                            np.broadcast_to(epoch, shape).reshape(-1))
         if what == "store":
-            self._same_instruction_stores(byte, off, lanes, size, ins)
-        self._record(what, byte, np.broadcast_to(tid, byte.shape))
+            self._same_instruction_stores(byte.reshape(shape), off, lanes, size, ins)
+            ids, epochs = self.seen["store"][0]
+            ids[byte], epochs[byte] = tid, epoch
+        else:
+            self._record_accessors(self.seen[what], byte, tid, epoch)
 
-    def _other(self, kind: str, byte, tid):
-        """Per lane and byte: a thread other than the lane's that made a `kind` access, or -1."""
-        first, second = self.seen[kind]
-        a = first[byte]
-        other = np.where(a != tid, a, -1)
-        if second is not None:
-            b = second[byte]
-            other = np.where(other >= 0, other, np.where(b != tid, b, -1))
+    def _other(self, kind: str, byte, tid, epoch):
+        """Per lane and byte: a thread other than the lane's, not ordered before it by a
+        `syncwarp` of their warp, that made a `kind` access, or -1."""
+        other = None
+        for ids, epochs in self.seen[kind]:
+            o = ids[byte]
+            ordered = (o // 32 == tid // 32) & (epochs[byte] < epoch)
+            found = np.where((o != tid) & ~ordered, o, -1)
+            other = found if other is None else np.where(other >= 0, other, found)
         return other
 
-    def _record(self, what: str, byte, tid):
-        first, second = self.seen[what]
-        byte, tid = byte.reshape(-1), tid.reshape(-1)
-        if second is None:
-            first[byte] = tid
-            return
-        _fill_once(first, byte, tid, first[byte] < 0)
-        _fill_once(second, byte, tid, (first[byte] != tid) & (second[byte] < 0))
+    @staticmethod
+    def _record_accessors(slots, byte, tid, epoch):
+        """Record reads (or atomics) in two slots per byte, so that for any later access the
+        slots name an unordered other thread if any access since the barrier was one:
+        - once threads of two warps have made the access, the slots hold one of each, and every
+          later access by anyone races with one of them (an absorbing state);
+        - while one warp has, they hold up to two distinct threads of its newest epoch (older
+          ones are ordered before all its later accesses and are dropped)."""
+        (a, ea), (b, eb) = slots
+        order = np.argsort(byte, kind="stable")
+        byte, tid, epoch = byte[order], tid[order], epoch[order]
+        ub, starts = np.unique(byte, return_index=True)
+        starts_here = np.zeros(byte.size, np.int64)
+        starts_here[starts] = 1
+        group = np.cumsum(starts_here) - 1
+        t0, e0 = tid[starts], epoch[starts]
+        w0 = t0 // 32
+        elsewhere = tid // 32 != w0[group]
+        other_warp = _first_per_group(group, elsewhere, tid, ub.size)
+        other_epoch = _first_per_group(group, elsewhere, epoch, ub.size)
+        second = _first_per_group(group, (tid // 32 == w0[group]) & (tid != t0[group]), tid,
+                                  ub.size)
+        ta, tb, old_ea, old_eb = a[ub], b[ub], ea[ub], eb[ub]
+        two_warps = (ta >= 0) & (tb >= 0) & (ta // 32 != tb // 32)
+        other_before = (ta >= 0) & (ta // 32 != w0) & ~two_warps
+        live_a = (ta >= 0) & (ta // 32 == w0) & (old_ea == e0) & (ta != t0)
+        live_b = (tb >= 0) & (tb // 32 == w0) & (old_eb == e0) & (tb != t0)
+        same_warp_b = np.where(second >= 0, second, np.where(live_a, ta, np.where(live_b, tb, -1)))
+        new_a = np.where(two_warps | other_before, ta, t0)
+        new_ea = np.where(two_warps | other_before, old_ea, e0)
+        new_b = np.where(other_warp >= 0, other_warp,
+                         np.where(two_warps, tb, np.where(other_before, t0, same_warp_b)))
+        new_eb = np.where(other_warp >= 0, other_epoch, np.where(two_warps, old_eb, e0))
+        new_a = np.where(other_warp >= 0, t0, new_a)
+        new_ea = np.where(other_warp >= 0, e0, new_ea)
+        a[ub], ea[ub], b[ub], eb[ub] = new_a, new_ea, new_b, new_eb
 
     def _same_instruction_stores(self, byte, off, lanes, size: int, ins):
         """Two lanes of one store instruction that write the same byte (their threads are not
@@ -2447,13 +2496,14 @@ class _SharedRaces:
             f"block {batch.block_index(block)}")
 
 
-def _fill_once(ids, byte, tid, where):
-    """ids[byte] = tid where `where`, the first lane winning where several name one byte (a
-    plain fancy-index assignment leaves the winner unspecified)."""
-    byte, tid = byte[where], tid[where]
-    if byte.size:
-        unique, first = np.unique(byte, return_index=True)
-        ids[unique] = tid[first]
+def _first_per_group(group, where, values, ngroups: int):
+    """Per group (sorted group ids): values at the first position where `where`, or -1."""
+    out = np.full(ngroups, -1, values.dtype)
+    hit = np.flatnonzero(where)
+    if hit.size:
+        groups, first = np.unique(group[hit], return_index=True)
+        out[groups] = values[hit[first]]
+    return out
 
 
 class _RacecheckBatch(_Batch):
@@ -2477,6 +2527,18 @@ class _RacecheckBatch(_Batch):
         released = self.waiting.reshape(self.B, self.T).all(axis=1)
         super()._release_barrier()
         self.races.release(released)
+
+    def check_converged(self, mask, members, ins):
+        """bar.warp.sync: a new epoch for each warp whose every lane makes it (a partial member
+        mask orders only some lanes, which the check does not follow: it orders none)."""
+        super().check_converged(mask, members, ins)
+        t = self.special("%tid_linear")
+        warp = (np.arange(self.n) // self.T) * self.races.warps_per_block + t // 32
+        named = (np.broadcast_to(np.asarray(members, np.uint32), (self.n,)) >> (t % 32)) & 1
+        syncing = self.active_array(mask) & (named == 1)
+        count = np.bincount(warp[syncing], minlength=self.races.epoch.size)
+        lanes = np.bincount(warp, minlength=self.races.epoch.size)
+        self.races.warp_synced((count == lanes) & (count > 0))
 
 
 def _batching(launch: _Launch, racecheck: bool | None):

@@ -476,10 +476,73 @@ def test_syncwarp_orders_a_warp_exchange_through_shared_memory(threads):
     sync = instrs.index((10, "bar.warp.sync"))
     assert (9, "st.shared.s32") in instrs[:sync] and (11, "ld.shared.s32") in instrs[sync:]
     x = rng.integers(-100, 100, threads).astype(np.int32)
-    # (racecheck=False: the simulator's race check counts only bar.sync as a barrier)
     (out,) = run(src(EXCHANGE), "exchange", [x, Out(threads, np.int32)], grid=1, block=threads,
-                 racecheck=False)
+                 racecheck=True)
     np.testing.assert_array_equal(out, x[np.arange(threads) ^ 1] * 3)
+
+
+# lane t writes s[t], reads s[t ^ D], then writes s[t] again: both steps need a barrier
+WARP_EXCHANGE = """
+@ptxpy.jit
+def exchange(x: Array[i32], out: Array[i32]):
+    t = ptxpy.thread_idx.x
+    s = ptxpy.shared_array(64, i32)
+    s[t] = x[t]
+    SYNC
+    v = s[t ^ D]
+    SYNC
+    s[t] = v * 2
+    ptxpy.syncthreads()
+    out[t] = s[t]
+"""
+
+
+@pytest.mark.parametrize("distance, sync, race", [
+    (1, "ptxpy.syncwarp()", None),
+    (1, "pass", r"kernels.py:11: shared memory race: thread \(0,0,0\) reads 4 bytes at shared offset "
+                r"0x4 that thread \(1,0,0\) wrote since the last barrier"),
+    # a syncwarp orders the lanes of one warp only: s[t ^ 32] is another warp's
+    (32, "ptxpy.syncwarp()", r"kernels.py:11: shared memory race: thread \(0,0,0\) reads 4 bytes "
+                             r"at shared offset 0x80 that thread \(32,0,0\) wrote"),
+    (32, "ptxpy.syncthreads()", None),
+])
+def test_the_race_check_orders_the_lanes_of_a_warp_by_syncwarp(distance, sync, race):
+    """`syncwarp` ends a warp's interval for its own lanes (read after write, and write after
+    read through the second one), not for other warps."""
+    source = src(WARP_EXCHANGE.replace("SYNC", sync).replace("D]", f"{distance}]"))
+    x = rng.integers(-100, 100, 64).astype(np.int32)
+    args = [x, Out(64, np.int32)]
+    if race is not None:
+        with pytest.raises(SimulatorError, match=race):
+            run(source, "exchange", args, grid=1, block=64, racecheck=True)
+        return
+    (out,) = run(source, "exchange", args, grid=1, block=64, racecheck=True)
+    np.testing.assert_array_equal(out, x[np.arange(64) ^ distance] * 2)
+
+
+def test_a_syncwarp_after_one_warp_reads_does_not_order_another_warps_store():
+    """Warp 0 reads s[0..31], syncs its warp; then warp 1 writes s[0..31]: a race (only a block
+    barrier orders warp 1 after warp 0's reads), found although warp 0's epoch moved on."""
+    source = src("""
+@ptxpy.jit
+def k(x: Array[i32], out: Array[i32]):
+    t = ptxpy.thread_idx.x
+    s = ptxpy.shared_array(32, i32)
+    if t < 32:
+        s[t] = x[t]
+    ptxpy.syncthreads()
+    v = 0
+    if t < 32:
+        v = s[t]
+    ptxpy.syncwarp()
+    if t >= 32:
+        s[t - 32] = x[t]
+    out[t] = v
+""")
+    with pytest.raises(SimulatorError, match=r"thread \(32,0,0\) writes 4 bytes at shared offset "
+                                             r"0x0 that thread \(0,0,0\) read since the last barrier"):
+        run(source, "k", [np.arange(64, dtype=np.int32), Out(64, np.int32)], grid=1, block=64,
+            racecheck=True)
 
 
 @pytest.mark.skipif(os.environ.get("PTXPY_TEST_DEVICE") == "gpu",

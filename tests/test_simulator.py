@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import subprocess
 from fractions import Fraction
@@ -987,7 +988,7 @@ def test_racecheck_names_the_block_of_a_later_batch(monkeypatch):
     """Under the race check a batch holds fewer blocks (RACECHECK_BYTES of state): here one."""
     from ptxpy.runtime import simulator
 
-    monkeypatch.setattr(simulator, "RACECHECK_BYTES", 14 * 256)
+    monkeypatch.setattr(simulator, "RACECHECK_BYTES", simulator._SharedRaces.BYTES_PER_BYTE * 256)
     batches = []
     run = simulator._RacecheckBatch.run
     monkeypatch.setattr(simulator._RacecheckBatch, "run", lambda self: batches.append(self.B) or run(self))
@@ -1138,11 +1139,13 @@ COUNTER = HEADER + """.file 1 "kernels.py"
 def test_racecheck_atomics_of_many_threads_race_only_with_plain_accesses():
     out = np.zeros(1, np.uint32)
     run_kernel(COUNTER.replace("BARRIER", "bar.sync 0;"), "counter", 1, 96, [out], racecheck=True)
-    assert out[0] == 3 * 96
+    assert out[0] == 3 * 96 - 1     # from 0xffffffff: shared memory starts as all-ones bytes
     with pytest.raises(SimulatorError) as err:
         run_kernel(COUNTER.replace("BARRIER", ""), "counter", 1, 96, [out], racecheck=True)
+    # the other thread named is of another warp: once threads of two warps have made an access,
+    # the check keeps one of each
     assert str(err.value) == ("kernels.py:13: shared memory race: thread (0,0,0) reads 4 bytes at "
-                              "shared offset 0x0 that thread (1,0,0) atomically updated since the "
+                              "shared offset 0x0 that thread (32,0,0) atomically updated since the "
                               "last barrier; block (0,0,0)")
 
 
@@ -1687,3 +1690,80 @@ def test_nvcc_out_of_bounds_points_at_the_cuda_line(nvcc_module):
     x, y = np.zeros(10, np.float32), np.zeros(10, np.float32)
     with pytest.raises(SimulatorError, match=r"k\.cu:6: out-of-bounds global load"):
         run_kernel(nvcc_module, "saxpy", 1, 32, [20, 1.0, x, y])
+
+
+# ---- the race check against a model that keeps every access ------------------------------------
+
+class _FakeBatch:
+    """What _SharedRaces reads of a batch: one block of T threads, `size` bytes of shared."""
+
+    def __init__(self, T: int, size: int):
+        from types import SimpleNamespace
+        self.T, self.B, self.first_block = T, 1, 0
+        self.shared = np.zeros(size, np.uint8)
+        self.launch = SimpleNamespace(shared_pad=size, block=(T, 1, 1), grid=(1, 1, 1))
+        self.kernel = SimpleNamespace(where=lambda ins: "k.py:1")
+
+    def thread_index(self, t: int) -> str:
+        return f"({t},0,0)"
+
+    def block_index(self, b: int) -> str:
+        return f"({b},0,0)"
+
+
+def _model_race(history, epochs, what, lanes, words):
+    """Every earlier access since the barrier: the threads one of these accesses races with."""
+    from ptxpy.runtime.simulator import _CONFLICTS
+    found = set()
+    for t, word in zip(lanes, words):
+        for (o, kind, w, epoch) in history:
+            ordered = o // 32 == t // 32 and epoch < epochs[t // 32]
+            if w == word and kind in _CONFLICTS[what] and o != t and not ordered:
+                found.add(o)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_race_check_finds_what_a_model_keeping_every_access_finds(seed):
+    """Random shared accesses (loads, stores, atomics, compare-and-swaps of 4 bytes at 3 words,
+    by random lanes of a 80-thread block) with random `syncwarp`s of single warps and block
+    barriers: the check raises at the first access where the model finds an unordered other
+    thread, naming one the model names."""
+    from ptxpy.runtime.simulator import _SharedRaces
+    rng_ = np.random.default_rng(seed)
+    checked = 0
+    for _ in range(150):
+        T, n_words = 80, 3
+        races = _SharedRaces(_FakeBatch(T, 4 * n_words))
+        history, epochs = [], [0, 0, 0]
+        for step in range(12):
+            roll = rng_.random()
+            if roll < 0.1:
+                races.release(np.array([True]))
+                history = []
+                continue
+            if roll < 0.3:
+                warp = int(rng_.integers(3))
+                races.warp_synced(np.arange(3) == warp)
+                epochs[warp] += 1
+                continue
+            what = str(rng_.choice(["load", "store", "atomic", "cas"]))
+            count = int(rng_.integers(1, 4))
+            lanes = rng_.choice(T, count, replace=False)
+            if what == "store":
+                words = rng_.choice(n_words, count, replace=False) if count <= n_words else None
+                if words is None:
+                    continue
+            else:
+                words = rng_.integers(0, n_words, count)
+            expected = _model_race(history, epochs, what, lanes, words)
+            try:
+                races.access(what, np.asarray(words) * 4, np.asarray(lanes), 4, None)
+            except SimulatorError as err:
+                other = int(re.search(r"that thread \((\d+),0,0\)", str(err)).group(1))
+                assert other in expected, (str(err), expected)
+                checked += 1
+                break
+            assert not expected, (what, lanes, words, history, epochs)
+            history += [(int(t), what, int(w), epochs[int(t) // 32]) for t, w in zip(lanes, words)]
+    assert checked > 50
