@@ -342,12 +342,12 @@ class Kernel:
                             if isinstance(i, int) and 0 <= i < len(names)))
 
     def _specialise(self, consts: dict, by_ref: frozenset, batched: tuple = (),
-                    aliased: tuple = (), whole_warps: bool = False,
+                    aliased: tuple = (), whole_warps: bool | None = None,
                     narrow_refs: tuple = (), large_arrays: tuple = ()) -> CompiledKernel:
         """The kernel for these Const values and by-reference scalars; `batched` names the
         arrays of a batched specialisation (vmap as grid axis z: ptxpy.runtime.batching),
-        `aliased` the array arguments that share memory with an output; `whole_warps`: the
-        launch's block is a multiple of 32 threads; `narrow_refs` the by-reference 64-bit
+        `aliased` the array arguments that share memory with an output; `whole_warps`: whether the
+        launch's block is a multiple of 32 threads (None: not known); `narrow_refs` the by-reference 64-bit
         scalars JAX holds in 32 bits; `large_arrays` the arrays of 2**31 elements or more."""
         arch = self.arch or _gpu_arch() or driver.DEFAULT_ARCH
         key = (tuple(sorted(consts.items())), by_ref, arch, aliased, whole_warps, narrow_refs,
@@ -613,6 +613,17 @@ def _out_types(spec, kernel: str, computed: bool) -> tuple[list, bool]:
             raise TypeError(f"{kernel}: out_shape must be a jax.ShapeDtypeStruct, an array, a list "
                             "of them, or a function returning one of these; "
                             f"{'its function returned' if computed else 'got'} {got}")
+    for k, entry in enumerate(entries):
+        if any(_index(n) is None for n in entry.shape):
+            from ptxpy.runtime.launch import _is_tracer
+
+            traced = any(_is_tracer(n) for n in entry.shape)
+            raise TypeError(
+                f"{kernel}: out_shape must give each output a shape of ints; "
+                f"{'its function returned' if computed else 'got'} "
+                f"{'output ' + str(k) + ' ' if many else ''}the shape {tuple(entry.shape)!r:.80}"
+                + ("; under jax.jit a traced value cannot size an output: make the size a Const "
+                   "parameter, or a static argument of jax.jit" if traced else ""))
     return [jax.ShapeDtypeStruct(tuple(e.shape), e.dtype) for e in entries], many
 
 

@@ -832,6 +832,46 @@ def test_an_out_shape_that_is_no_shape_says_what_it_must_be(out_shape, says):
         kernel(np.ones(8, np.float32))
 
 
+@ptxpy.jit(out_shape=lambda n: jax.ShapeDtypeStruct((n,), jnp.int32), grid=1, block=32,
+           interpret=True)
+def iota(n: i32, out: Array[i32]):
+    i = ptxpy.thread_idx.x
+    if i < n:
+        out[i] = i
+
+
+def test_an_out_shape_sized_by_a_traced_scalar_is_a_worded_error():
+    kernel = iota
+    assert list(np.asarray(kernel(5))) == [0, 1, 2, 3, 4]      # eager: a concrete size
+    with pytest.raises(TypeError, match=r"^iota: out_shape must give each output a shape of ints; "
+                                        r"its function returned the shape \(.*Tracer.*\); under "
+                                        r"jax.jit a traced value cannot size an output: make the "
+                                        r"size a Const parameter, or a static argument of jax.jit"):
+        jax.jit(kernel)(5)
+
+
+@ptxpy.jit(out_shape=lambda x: [x, jax.ShapeDtypeStruct((1,), jnp.int32)], grid=1, block=(4, 4),
+           interpret=True)
+def lower(x: Array[f32, 2], out: Array[f32, 2], count: Array[i32]):
+    r = ptxpy.thread_idx.y
+    c = ptxpy.thread_idx.x
+    if c <= r:
+        out[r, c] = x[r, c]
+    if r == 0 and c == 0:
+        count[0] += 1
+
+
+def test_unwritten_output_elements_read_as_nan_in_the_simulator():
+    """On the GPU an output no input aliases starts as whatever its buffer held; the simulator
+    fills it with all-ones bytes, so elements a kernel leaves unwritten show (NaN, -1)."""
+    kernel = lower
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    out, count = kernel(x)
+    expected = np.where(np.tril(np.ones((4, 4), bool)), x, np.nan)
+    np.testing.assert_array_equal(np.asarray(out), expected)
+    assert list(np.asarray(count)) == [0]       # -1 + 1: a count never zeroed
+
+
 # --- scalars beyond 64 bits ----------------------------------------------------------------------
 
 @ptxpy.jit(out_shape=jax.ShapeDtypeStruct((2,), jnp.float32), grid=1, block=1, interpret=True)

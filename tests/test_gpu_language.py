@@ -245,6 +245,29 @@ def reduce(x: Array[{t}, 2], s: Array[{t}, 2], mx: Array[{t}, 2], mn: Array[{t},
 """
 
 
+def test_a_known_block_compiles_only_the_warp_reduction_it_needs():
+    """`whole_warps` (the decorator's, from the call's block): True leaves the butterfly alone,
+    False only the reduction over the lanes present; unknown (`ptxpy transpile`), both."""
+    from ptxpy.runtime.simulator import run_kernel
+    from ptxpy.transpiler import driver
+
+    program = driver.parse(src(WARP_REDUCTIONS.format(t="i32")), "kernels.py")
+    kernels = {}
+    for whole, shuffles in ((True, (15, 0, 0)), (False, (0, 15, 3)), (None, (15, 15, 3))):
+        options = driver.Options("sm_90", whole_warps=whole)
+        kernels[whole] = driver.compile_kernel(program, "reduce", None, frozenset(), options).kernel
+        counts = [len(re.findall(rf"shfl\.sync\.{mode}\.", kernels[whole].ptx))
+                  for mode in ("bfly", "down", "idx")]
+        assert tuple(counts) == shuffles, whole
+    x = rng.integers(-1000, 1000, (1, 48)).astype(np.int32)
+    outs = [np.zeros((1, 48), np.int32) for _ in range(3)]
+    run_kernel(kernels[False].ptx, "reduce", grid=1, block=48,
+               args=[a for array in [x] + outs for a in (array, 1, 48)])
+    for out, reduce in zip(outs, (np.sum, np.max, np.min)):
+        expected = [reduce(x[0, :32])] * 32 + [reduce(x[0, 32:])] * 16
+        np.testing.assert_array_equal(out[0], expected)
+
+
 @pytest.mark.parametrize("block", [(7, 1), (20, 1), (48, 1), (10, 5), (32, 2)])
 @pytest.mark.parametrize("t,dtype", [("i32", np.int32), ("f32", np.float32), ("f64", np.float64),
                                      ("u8", np.uint8)])

@@ -704,6 +704,44 @@ def consts(out: Array[f32]):
     np.testing.assert_allclose(out, ((i % 32) * 0.25 + 1e-3 + np.pi).astype(np.float32), rtol=1e-6)
 
 
+def test_float_of_a_string_is_a_float_constant():
+    """float('-inf') (the common Python spelling), float('nan'), float('1e3'): float constants
+    like math.inf, in a kernel and at module level."""
+    source = src("""
+BIG = float('inf')
+LIMIT = float(' 1e3 ') * 2
+
+@ptxpy.jit
+def k(x: Array[f32], out: Array[f32]):
+    i = ptxpy.thread_idx.x
+    m = float('-inf')
+    m = max(m, x[i])
+    out[4 * i] = m
+    out[4 * i + 1] = min(x[i], BIG)
+    out[4 * i + 2] = float('NaN')
+    out[4 * i + 3] = LIMIT + float("-Infinity") * 0.0
+""")
+    x = np.array([1.5, -np.inf, np.nan], np.float32)
+    (out,) = run(source, "k", [x, Out(12, np.float32)], grid=1, block=3)
+    expected = np.array([[v, v if v == v else np.inf, np.nan, np.nan] for v in x], np.float32)
+    expected[2, 0] = -np.inf            # max(-inf, nan) is -inf, as CUDA's fmax
+    np.testing.assert_array_equal(out.reshape(3, 4), expected)
+
+
+def test_a_negative_shape_index_counts_from_the_end():
+    source = src("""
+@ptxpy.jit
+def extents(x: Array[f32, 3], out: Array[i32]):
+    out[0] = x.shape[-1]
+    out[1] = x.shape[-2]
+    out[2] = x.shape[-3]
+    out[3] = x.shape[2 - 3]
+""")
+    (out,) = run(source, "extents", [np.zeros((2, 3, 5), np.float32), Out(4, np.int32)],
+                 grid=1, block=1)
+    assert list(out) == [5, 3, 2, 5]
+
+
 def test_tuple_module_constants_are_shapes_and_their_items_numbers():
     source = src("""
 TILE = (4, 33)

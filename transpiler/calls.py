@@ -8,8 +8,8 @@ import libcst as cst
 from ptxpy.types import ArrayType, ConstType, Scalar, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from . import typed
-from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, literal_value, truthy,
-                    unknown_attribute, weak_constant)
+from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, literal_value,
+                    method_problem, truthy, unknown_attribute, weak_constant)
 from .scope import CONST_FUNCS, NotConstant, code_of, qualname_constant, scalar_named
 
 MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil trunc fabs "
@@ -68,6 +68,11 @@ class CallChecker:
                                  "kernel (make it a @ptxpy.func)", node)
             if isinstance(func, (cst.Name, cst.Attribute)) and not self.is_local(_base_name(func)):
                 raise self.name_error(func, None)
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                if func.value.value in self.arrays:
+                    raise self.error(f"'{code_of(func)}': arrays have no methods in kernels (their "
+                                     "attributes are shape, size and ndim)", node)
+                raise self.error(method_problem(func), node)
             raise self.error(f"'{code_of(func)}' is not callable", node)
         if qual in STATEMENT_ONLY:
             raise self.error(STATEMENT_ONLY[qual], node)
@@ -132,10 +137,21 @@ class CallChecker:
     def cast(self, t: Scalar, qual: str, node: cst.Call) -> typed.Expr:
         label = qual.split(".")[-1]
         (arg,) = self.args(node, label, 1)
+        if qual == "builtins.float" and isinstance(arg, cst.SimpleString):
+            return weak_constant(self.float_of_string(arg), self.loc(node))
         value = self.value(arg)
         if t.is_bool:
             return truthy(value)
         return convert(value, t)
+
+    def float_of_string(self, node: cst.SimpleString) -> float:
+        """`float('inf')`, `float('-inf')`, `float('nan')` (any string Python's float takes):
+        a float constant, as `math.inf`."""
+        text = node.evaluated_value
+        try:
+            return float(text)
+        except (TypeError, ValueError):
+            raise self.error(f"could not convert string to float: {text!r}", node) from None
 
     def builtin_call(self, name: str, node: cst.Call) -> typed.Expr:
         if name == "abs":
@@ -220,7 +236,7 @@ class CallChecker:
             values = self.float_args(self.args(node, label, 2))
             return typed.Intrinsic(self.loc(node), values[0].type, name, values)
         supported = MATH_UNARY | MATH_PREDICATES | MATH_BINARY
-        if name not in MATH_NAMES:
+        if name not in MATH_NAMES or name == "fma":
             raise self.error(unknown_attribute("math", name, supported), node.func)
         supported = " ".join(sorted(supported))
         raise self.error(f"math.{name} is not supported in kernels (supported: {supported}, and "
@@ -385,6 +401,7 @@ class CallChecker:
 
     def atomic(self, name: str, node: cst.Call) -> typed.Expr:
         count = 4 if name == "atomic_cas" else 3
+        self.element_as_target(name, node, count)
         args = self.args(node, f"ptxpy.{name}", count)
         array = self.array_arg(args[0], f"ptxpy.{name}")
         kind = self.arrays[array]
@@ -399,6 +416,20 @@ class CallChecker:
         self.mark_written(array)
         return typed.Intrinsic(self.loc(node), elem, name, values,
                                {"array": array, "indices": indices})
+
+    def element_as_target(self, name: str, node: cst.Call, count: int) -> None:
+        """CUDA's `atomicAdd(&out[i], v)` written as `ptxpy.atomic_add(out[i], v)`: say how
+        ptxpy takes the array and the index."""
+        given = [a for a in node.args if a.keyword is None and not a.star]
+        first = given[0].value if given else None
+        if (len(given) == count - 1 and isinstance(first, cst.Subscript)
+                and isinstance(first.value, cst.Name) and first.value.value in self.arrays
+                and all(isinstance(e.slice, cst.Index) for e in first.slice)):
+            index = ", ".join(code_of(e.slice.value) for e in first.slice)
+            index = f"({index})" if len(first.slice) > 1 else index
+            rest = ", ".join(code_of(a.value) for a in given[1:])
+            raise self.error(f"ptxpy.{name} takes the array and the index apart: write "
+                             f"ptxpy.{name}({first.value.value}, {index}, {rest})", first)
 
     def atomic_indices(self, array: str, node: cst.BaseExpression) -> list:
         items = [node]

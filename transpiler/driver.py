@@ -24,10 +24,11 @@ class Options:
     #: array parameters that share memory with an output (`input_output_aliases`): the kernel
     #: reads them through the coherent path, not the read-only one, as it writes that memory
     aliased: tuple = ()
-    #: every launch of the kernel has blocks of a multiple of 32 threads (the decorator knows its
-    #: block): warp reductions need no path for a warp with lanes missing, and shuffles and
-    #: votes name all 32 lanes rather than those present
-    whole_warps: bool = False
+    #: True: every launch of the kernel has blocks of a multiple of 32 threads (the decorator
+    #: knows its block): warp reductions need no path for a warp with lanes missing, and
+    #: shuffles and votes name all 32 lanes rather than those present. False: no launch has;
+    #: warp reductions need only that path. None: not known (both paths, chosen at run time)
+    whole_warps: bool | None = None
     #: by-reference 64-bit scalars that arrive in 32 bits (JAX without jax_enable_x64 holds
     #: i64, u64, f64 as i32, u32, f32): the kernel loads that and widens it
     narrow_refs: tuple = ()
@@ -43,8 +44,8 @@ class Options:
             extra["large_arrays"] = self.large_arrays
         if self.aliased:
             extra["aliased"] = self.aliased
-        if self.whole_warps:
-            extra["whole_warps"] = True
+        if self.whole_warps is not None:
+            extra["whole_warps"] = self.whole_warps
         return {"arch": self.arch, "fast_math": self.fast_math, "debug": self.debug, **extra}
 
 

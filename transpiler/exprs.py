@@ -80,6 +80,19 @@ def literal_value(value, loc):
     return value
 
 
+_VALUES = (cst.Subscript, cst.Call, cst.BinaryOperation, cst.UnaryOperation, cst.Integer,
+           cst.Float)
+
+
+def method_problem(node: cst.Attribute) -> str:
+    """`x[i].item()`, `(a + b).astype(...)`: NumPy habits on a value."""
+    value, attr = code_of(node.value), node.attr.value
+    hint = {"item": f": '{value}' is already a number, write {value}",
+            "astype": f": convert with a type, as f32{value if value[0] == '(' else f'({value})'}"
+            }.get(attr, "")
+    return f"'{value}.{attr}': values have no attributes or methods in kernels{hint}"
+
+
 def weak_constant(value, loc) -> typed.Constant:
     const = typed.Constant(loc, literal_type(value, loc), value)
     const.weak = True
@@ -360,6 +373,8 @@ class ExprChecker:
                 return self.error(f"'{text}': string methods and formatting are not supported in "
                                   "kernels; print takes the values as arguments: print(\"x =\", x)",
                                   node)
+            if not isinstance(base, cst.Name) and isinstance(node.value, _VALUES):
+                return self.error(method_problem(node), node)
             if isinstance(base, cst.Name) and base.value in self.scope.constants:
                 kind = "a tuple" if isinstance(self.scope.constants[base.value], tuple) else "a number"
                 return self.error(f"'{base.value}' is {kind}; it has no attribute "
@@ -445,9 +460,9 @@ class ExprChecker:
             raise self.error(f"index {name}.shape with one compile-time integer", node)
         dim = self.const_value(items[0], f"the index of {name}.shape")
         rank = self.arrays[name].rank
-        if not isinstance(dim, int) or isinstance(dim, bool) or not 0 <= dim < rank:
+        if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < rank:
             raise self.error(f"{name}.shape[{dim!r}] is out of range: '{name}' has rank {rank}", node)
-        return typed.Shape(self.loc(node), i32, name, dim)
+        return typed.Shape(self.loc(node), i32, name, dim % rank)   # shape[-1]: as in Python
 
     def index_nodes(self, name: str, node: cst.Subscript) -> list:
         """The index expressions of `name[...]` (no slices), as many as the array's rank."""
@@ -721,6 +736,8 @@ def _name_hint(name: str) -> str:
 def unknown_attribute(module: str, attr: str, names) -> str:
     """`ptxpy has no attribute 'attr'` (or `module 'math' ...`), with the CUDA name or the
     closest of `names`."""
+    if module == "math" and attr == "fma":      # in math from Python 3.13
+        return "math.fma is not supported in kernels; ptxpy.fma(a, b, c) is the fused multiply-add"
     shown = "ptxpy" if module == "ptxpy" else f"module '{module}'"
     message = f"{shown} has no attribute '{attr}'"
     if module == "ptxpy" and attr in CUDA_NAMES:
@@ -752,7 +769,7 @@ def _qualname_problem(qual: str, text: str) -> str:
         return f"ptxpy.{dim} has no attribute '{attr[len(dim) + 1:]}'"
     if module == "math":
         name = attr.split(".")[0]
-        if name not in dir(math):
+        if name not in dir(math) or name == "fma":
             return unknown_attribute("math", name, MATH_NAMES)
         return f"'{text}' must be called"
     return f"'{text}' (from module {module}) cannot be used in a kernel (only math and ptxpy can)"

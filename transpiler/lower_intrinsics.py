@@ -604,13 +604,14 @@ def _warp_reduce(op: str):
     a lane that does not exist is undefined on the GPU. Where the block's size is not a
     multiple of 32 its last warp has fewer, so such blocks take only the lanes present
     (`_reduce_present_lanes`). The compile option `whole_warps` (the decorator knows the
-    launch's block) leaves the butterfly alone."""
+    launch's block) leaves only the butterfly where it is True, only that path where False."""
     def lower(b, e):
         (value,) = _args(b, e)
         if isinstance(e.type, Scalar):
             value = b.coerce(value, e.type)
-        if b.func.options.get("whole_warps"):    # the launch's blocks are whole warps
-            return _butterfly(b, op, value)
+        whole_warps = b.func.options.get("whole_warps")
+        if whole_warps is not None:
+            return _butterfly(b, op, value) if whole_warps else _reduce_present_lanes(b, op, value)
         threads = _block_threads(b)
         ragged = b.emit("cmp", bool_, [b.op("and", threads, ir.Const(i32, 31)), ir.Const(i32, 0)],
                         {"pred": "ne"})

@@ -181,7 +181,8 @@ def _eval_call(node: cst.Call, lookup, callee):
     func = callee(node.func) if callee is not None else None
     if func is None or any(a.keyword or a.star for a in node.args):
         raise NotConstant(node)
-    args = [const_eval(a.value, lookup, callee) for a in node.args]
+    args = [a.value.evaluated_value if func is float and isinstance(a.value, cst.SimpleString)
+            else const_eval(a.value, lookup, callee) for a in node.args]    # float('-inf')
     return _checked(node, func, *args)
 
 
