@@ -689,6 +689,26 @@ def test_an_array_of_2_31_elements_or_more_on_the_gpu():
     assert np.asarray(jax.jit(pick)(a, 65535, 32768)).tolist() == [7, 9]
 
 
+@ptxpy.jit(out_shape=lambda x: [x, x], grid=1, block=lambda x: x.shape[0])
+def warp_totals(x: Array[i32], s: Array[i32], m: Array[i32]):
+    i = ptxpy.thread_idx.x
+    s[i] = ptxpy.warp_sum(x[i])
+    m[i] = ptxpy.warp_max(x[i])
+
+
+@pytest.mark.parametrize("threads", [48, 64])
+def test_the_call_s_block_picks_the_one_warp_reduction_it_needs(threads):
+    """A block of 64 threads is whole warps: the butterfly alone; one of 48 has a warp of 16
+    lanes: only the reduction over the lanes present (on the GPU when there is one)."""
+    x = np.random.default_rng(threads).integers(-1000, 1000, threads).astype(np.int32)
+    s, m = warp_totals(x)
+    warps = [x[k:k + 32] for k in range(0, threads, 32)]
+    np.testing.assert_array_equal(np.asarray(s), np.concatenate([[w.sum()] * len(w) for w in warps]))
+    np.testing.assert_array_equal(np.asarray(m), np.concatenate([[w.max()] * len(w) for w in warps]))
+    ptx = warp_totals.ptx(x)
+    assert ("shfl.sync.bfly" in ptx, "shfl.sync.down" in ptx) == (threads == 64, threads == 48)
+
+
 @ptxpy.jit(out_shape=lambda x, a, n, m: x, grid=1, block=4)
 def wide_scalars(x: Array[f32], a: f64, n: i64, m: u64, out: Array[f32]):
     i = ptxpy.global_id(0)
