@@ -131,24 +131,6 @@ def test_writing_to_an_input_that_is_not_an_output_is_an_error():
     np.testing.assert_array_equal(np.asarray(scribble_in_place(x)), x + 1)
 
 
-@ptxpy.jit(out_shape=lambda x: x, grid=1, block=lambda x: x.shape[0], interpret=True)
-def warp_sums(x: Array[f32], out: Array[f32]):
-    i = ptxpy.thread_idx.x
-    out[i] = ptxpy.warp_sum(x[i])
-
-
-@pytest.mark.parametrize("n", [64, 48])
-def test_warp_reductions_are_compiled_for_the_launchs_block(n):
-    """A block of whole warps gets the butterfly alone; any other block also the path that
-    takes only the lanes a partial warp has (docs/language.md, warp functions)."""
-    x = np.arange(n, dtype=np.float32)
-    ptx = warp_sums.ptx(x)
-    assert ptx.count("shfl.sync.bfly") == 5
-    assert ("shfl.sync.down" in ptx) == (n % 32 != 0)
-    expected = np.concatenate([np.full(len(w), w.sum()) for w in np.split(x, range(32, n, 32))])
-    np.testing.assert_array_equal(np.asarray(warp_sums(x)), expected)
-
-
 @ptxpy.jit(out_shape=lambda x: x, grid=1, block=1, interpret=True)
 def bad_header(x: Array[f32] = None, out: Array[f32] = None):
     out[0] = x[0]
