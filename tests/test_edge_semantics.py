@@ -1368,3 +1368,37 @@ def printf(args: Array[f32], n: i32):
     x = np.zeros(3, np.float32)
     run(source, "printf", [x, np.int32(7)], grid=1, block=1)
     assert x[0] == 3.0
+
+
+@pytest.mark.parametrize("t", ["i32", "i64", "u32", "i8", "u16"])
+def test_integer_division_by_zero_gives_the_documented_value_in_every_form(t):
+    """`x // 0` is -1 for x >= 0 and -2 for x < 0 (all ones, and all ones less one, in unsigned
+    types), `x % 0` is x (docs/language.md), whether the divisor, the dividend or both are
+    constants: before, a constant zero divisor gave -1 for every x and `0 // z` gave 0."""
+    source = HEADER + f"""
+@ptxpy.jit
+def kern(a: Array[{t}], b: Array[{t}], o: Array[{t}, 2]):
+    i = ptxpy.global_id(0)
+    x = a[i]
+    z = b[i]
+    o[i, 0] = x // z
+    o[i, 1] = x // {t}(0)
+    o[i, 2] = {t}(0) // z
+    o[i, 3] = {t}(-7) // {t}(0)
+    o[i, 4] = x % z
+    o[i, 5] = x % {t}(0)
+    o[i, 6] = {t}(0) % z
+    o[i, 7] = {t}(5) // z
+"""
+    dtype = NUMPY[t]
+    signed = np.issubdtype(dtype, np.signedinteger)
+    a = np.array([-7, 0, 5, 100] if signed else [0, 5, 100, 7], dtype)
+    b = np.zeros(4, dtype)
+    (o,) = run(source, "kern", [a, b, Out((4, 8), dtype)], grid=1, block=4)
+
+    def floor_by_zero(x):
+        return np.array(-2 if x < 0 else -1).astype(dtype)
+    minus7 = np.array(-7).astype(dtype)
+    for row, x in zip(o, a):
+        assert row.tolist() == [floor_by_zero(x), floor_by_zero(x), floor_by_zero(0),
+                                floor_by_zero(minus7), x, x, 0, floor_by_zero(5)], (t, x)

@@ -704,6 +704,39 @@ def consts(out: Array[f32]):
     np.testing.assert_allclose(out, ((i % 32) * 0.25 + 1e-3 + np.pi).astype(np.float32), rtol=1e-6)
 
 
+def test_min_and_max_promote_all_their_arguments_to_one_type_in_any_order():
+    """max(i16, 0.5, u64) is f64, as i16 with u64 is; before, the arguments were promoted from
+    the left, and i16 with the weak 0.5 made an f32 that u64 then joined (16777220, not
+    16777219)."""
+    source = src("""
+@ptxpy.jit
+def k(a: Array[i16], b: Array[u64], out: Array[f64]):
+    x = a[0]
+    y = b[0]
+    out[0] = max(x, 0.5, y)
+    out[1] = max(x, y, 0.5)
+    out[2] = max(0.5, x, y)
+    out[3] = min(y, 0.5, x) + 0.0
+""")
+    (out,) = run(source, "k", [np.array([-3], np.int16), np.array([16777219], np.uint64),
+                               Out(4, np.float64)], grid=1, block=1)
+    assert out.tolist() == [16777219.0] * 3 + [-3.0]
+
+
+def test_a_bool_counts_in_i32_beside_a_weak_integer_that_needs_u64():
+    """A weak integer too big for i32 counts with its own type (u64), and a bool counts as i32:
+    i32 with u64 is f64, as with an i32 operand; before, the bool took u64 and the sum wrapped."""
+    source = src("""
+@ptxpy.jit
+def k(f: Array[ptxpy.bool_], out: Array[f64]):
+    t = f[0]
+    out[0] = t + 18446744073709551615
+    out[1] = (not t) - 2**63
+""")
+    (out,) = run(source, "k", [np.array([True]), Out(2, np.float64)], grid=1, block=1)
+    assert out.tolist() == [2.0**64, -(2.0**63)]
+
+
 def test_float_of_a_string_is_a_float_constant():
     """float('-inf') (the common Python spelling), float('nan'), float('1e3'): float constants
     like math.inf, in a kernel and at module level."""

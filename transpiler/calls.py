@@ -192,6 +192,8 @@ class CallChecker:
                              "to an integer)", digits)
         value = self.value(arg)
         if is_weak(value):
+            if not math.isfinite(value.value):      # Python raises here
+                raise self.error(f"cannot round {value.value!r} to an integer", node)
             return weak_constant(round(value.value), self.loc(node))
         if value.type.is_bool:
             return convert(value, i32)

@@ -166,19 +166,25 @@ def join(exprs: list) -> Scalar:
     A weak integer constant that does not fit the other operands' integer type counts as a
     value of its own type (`n < 3000000000` compares in i64) instead of wrapping silently.
     """
+    types = [e.type for e in exprs]
     if all(is_weak(e) for e in exprs):
-        return _literal_join([e.type for e in exprs])
-    t = _promote_all(exprs, [is_weak(e) for e in exprs])
+        return _literal_join(types)
+    t = _promote_all(types, [is_weak(e) for e in exprs])
     if t.is_int:
         weak = [is_weak(e) and (not e.type.is_int or fits(e.value, t)) for e in exprs]
-        t = _promote_all(exprs, weak)
+        if weak != [is_weak(e) for e in exprs]:     # arithmetic on a bool counts in i32
+            types = [i32 if ty.is_bool and not is_weak(e) else ty for ty, e in zip(types, exprs)]
+        t = _promote_all(types, weak)
     return t
 
 
-def _promote_all(exprs: list, weak: list) -> Scalar:
-    t, t_weak = exprs[0].type, weak[0]
-    for e, w in zip(exprs[1:], weak[1:]):
-        t, t_weak = promote(t, e.type, t_weak, w)
+def _promote_all(types: list, weak: list) -> Scalar:
+    """The types joined, the typed ones first: `max(i16, 0.5, u64)` is f64, as i16 with u64
+    is, whatever the order (one at a time from the left, i16 with 0.5 would be a weak f32)."""
+    order = sorted(range(len(types)), key=weak.__getitem__)
+    t, t_weak = types[order[0]], weak[order[0]]
+    for k in order[1:]:
+        t, t_weak = promote(t, types[k], t_weak, weak[k])
     return t
 
 
