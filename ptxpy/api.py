@@ -36,6 +36,10 @@ def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defi
                         f"{type(defines).__name__}")
     if not isinstance(arch, str):
         raise TypeError(f"transpile: arch must be a str such as 'sm_90', not {type(arch).__name__}")
+    for option, value in (("fast_math", fast_math), ("debug", debug)):
+        if not isinstance(value, bool):     # a string such as "no" would read as True
+            raise TypeError(f"transpile: {option} must be True or False, got {value!r:.40} "
+                            f"({type(value).__name__})")
     return driver.transpile(source, filename, arch, defines, fast_math, debug)
 
 

@@ -135,6 +135,8 @@ def parse_value(text: str):
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
         return lowered == "true"
+    if lowered.lstrip("+-") in ("inf", "infinity", "nan"):     # as Python's float() reads them
+        return float(lowered)
     try:
         value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError):

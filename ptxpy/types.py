@@ -6,6 +6,7 @@ array parameters, `Const[int]` (float, bool) of compile-time parameters. Promoti
 """
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -127,7 +128,10 @@ class ConstType:
             return None
         if base == "i32":
             return int(value) if isinstance(value, numbers.Integral) else None
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:   # an int beyond the floats: an infinity, as for a scalar
+            return math.inf if value > 0 else -math.inf
 
 
 @dataclass(frozen=True)

@@ -354,6 +354,8 @@ def test_transpile_takes_source_bytes_as_python_decodes_them():
     ({"filename": None}, "filename must be a str, not NoneType"),
     ({"defines": [("K", 1)]}, "defines must be a dict of Const values, not list"),
     ({"arch": 90}, "arch must be a str such as 'sm_90', not int"),
+    ({"debug": "no"}, r"debug must be True or False, got 'no' \(str\)"),
+    ({"fast_math": 1}, r"fast_math must be True or False, got 1 \(int\)"),
 ])
 def test_transpile_arguments_of_the_wrong_kind_are_type_errors(kwargs, message):
     call = {"source": SCALE_SOURCE, **kwargs}

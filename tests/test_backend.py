@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+import ptxpy
 from ptxpy.transpiler import ir
 from ptxpy.transpiler.abi import ParamSpec
 from ptxpy.transpiler.backend import BackendError, emit_ptx
@@ -1125,3 +1126,24 @@ def test_a_register_read_but_never_written_is_an_internal_error():
     block.instrs.append(MInstr("add.u32", [written], [written, lost]))
     with pytest.raises(BackendError, match=r"%rv\d+ is read by `add\.u32 .*` in entry but never written"):
         _check_written([block])
+
+
+@pytest.mark.parametrize("count, version", [(500, "7.8"), (600, "8.1"), (4200, None)])
+def test_kernel_parameters_beyond_4352_bytes_need_ptx_8_1_and_beyond_32764_are_an_error(count, version):
+    """600 f64 scalars (4800 bytes) need `.version 8.1`, which ptxas asks for; 4200 (33600
+    bytes) are more than CUDA takes: an error naming the kernel, not PTX ptxas refuses."""
+    from ptxpy.transpiler.errors import CompileError
+
+    params = ", ".join(f"a{k}: f64" for k in range(count))
+    source = (f"import ptxpy\nfrom ptxpy import Array, f64\n\n@ptxpy.jit\ndef k({params}, "
+              "out: Array[f64]):\n    out[0] = a0 + a1\n")
+    if version is None:
+        with pytest.raises(CompileError, match=r"kernel 'k' takes 33\d\d\d bytes of parameters; "
+                                               r"CUDA allows at most 32764"):
+            ptxpy.transpile(source, "k.py")
+        return
+    ptx = ptxpy.transpile(source, "k.py")["k"]
+    assert f".version {version}\n" in ptx
+    if find_ptxas():
+        ok, messages, _ = assemble(ptx, "sm_90")
+        assert ok, messages

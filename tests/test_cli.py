@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import ptxpy
 from ptxpy.cli import main
 from ptxpy.transpiler import ptxas
 
@@ -100,6 +101,7 @@ def test_check_says_when_ptxas_crashed(kernels_file, capsys, tmp_path, monkeypat
 @pytest.mark.parametrize("script, error", [
     ("not a program\n", "cannot run ptxas '{ptxas}': Exec format error"),
     ("#!/bin/sh\nexit 0\n", "ptxas '{ptxas}' exited with status 0 but wrote no output"),
+    ("#!/bin/sh\nexit 1\n", "ptxas '{ptxas}' exited with status 1 and printed nothing"),
 ])
 def test_check_with_a_broken_ptxas_is_one_line_of_bad_usage(kernels_file, capsys, tmp_path,
                                                            monkeypatch, script, error):
@@ -213,6 +215,32 @@ def test_define_that_sets_no_const_warns(kernels_file, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "ptxpy: warning: -D KK: no kernel compiled has a Const parameter 'KK'" in err
     assert "-D K:" not in err
+
+
+def test_an_integer_beyond_the_floats_for_a_const_float_is_an_infinity(tmp_path, capsys):
+    """As for a float scalar: `-D S=10**400`, a define or a default of that size gives inf
+    (before: a traceback from the CLI, an internal error from the API)."""
+    path = tmp_path / "k.py"
+    path.write_text("import ptxpy\nfrom ptxpy import Array, Const, f32\n\n@ptxpy.jit\n"
+                    "def k(out: Array[f32], S: Const[float] = 1.5):\n    out[0] = S\n")
+    assert main(["transpile", str(path), "-o", str(tmp_path), "-D", "S=1" + "0" * 400]) == 0
+    assert "0f7F800000" in (tmp_path / "k.ptx").read_text()
+    ptx = ptxpy.transpile(path.read_text(), defines={"S": -10**400})["k"]
+    assert "0fFF800000" in ptx
+
+
+def test_kernels_named_by_kernel_are_compiled_in_the_file_s_order(tmp_path, capsys):
+    """docs/cli.md: the file's order, each .ptx written as it is done, the first error ends
+    the command: `--kernel bad good` still writes good.ptx, which comes first in the file."""
+    path = tmp_path / "k.py"
+    path.write_text("import ptxpy\nfrom ptxpy import Array, Const, f32\n\n@ptxpy.jit\n"
+                    "def good(out: Array[f32], S: Const[float] = 1.5):\n    out[0] = S\n\n"
+                    "@ptxpy.jit\ndef bad(out: Array[f32]):\n    out[0] = undefined\n")
+    assert main(["transpile", str(path), "-o", str(tmp_path / "o"), "--kernel", "bad", "good",
+                 "-D", "S=-inf"]) == 1
+    assert os.listdir(tmp_path / "o") == ["good.ptx"]
+    assert "0fFF800000" in (tmp_path / "o" / "good.ptx").read_text()       # -D S=-inf
+    assert "error: name 'undefined' is not defined" in capsys.readouterr().err
 
 
 def test_unknown_kernel_is_an_input_error_naming_the_file(kernels_file, capsys):

@@ -704,6 +704,22 @@ def consts(out: Array[f32]):
     np.testing.assert_allclose(out, ((i % 32) * 0.25 + 1e-3 + np.pi).astype(np.float32), rtol=1e-6)
 
 
+def test_a_device_function_returning_a_one_element_tuple():
+    source = src("""
+@ptxpy.func
+def halve(a: f32) -> tuple[f32]:
+    return (a / 2.0,)
+
+@ptxpy.jit
+def k(x: Array[f32], out: Array[f32]):
+    (v,) = halve(x[0])
+    w, = halve(v)
+    out[0] = w
+""")
+    (out,) = run(source, "k", [np.array([6.0], np.float32), Out(1, np.float32)], grid=1, block=1)
+    assert out.tolist() == [1.5]
+
+
 def test_min_and_max_promote_all_their_arguments_to_one_type_in_any_order():
     """max(i16, 0.5, u64) is f64, as i16 with u64 is; before, the arguments were promoted from
     the left, and i16 with the weak 0.5 made an f32 that u64 then joined (16777220, not

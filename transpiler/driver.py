@@ -255,14 +255,14 @@ def with_absolute_file(ptx: str, path: str) -> str:
 
 
 def kernel_names(program: Program, wanted=None) -> list:
-    """The names of the kernels to compile: `wanted` (each checked to be a kernel of the
-    program), or all of the program's when it is empty."""
+    """The names of the kernels to compile, in the file's order: `wanted` (each checked to be
+    a kernel of the program), or all of the program's when it is empty."""
     from .frontend import kernel_decl
 
-    wanted = list(dict.fromkeys(wanted or ()))     # each once, in the order given
-    for name in wanted:
+    wanted = dict.fromkeys(wanted or ())
+    for name in wanted:         # the first unknown name given is the error
         kernel_decl(program.parsed, name)
-    return wanted or list(program.kernels)
+    return [name for name in program.kernels if not wanted or name in wanted]
 
 
 def unused_defines(defines: dict, kernels: list) -> list:

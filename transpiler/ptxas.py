@@ -64,6 +64,9 @@ def run_ptxas(ptxas: str, ptx: str, options: list[str]) -> tuple[bytes | None, s
         messages = proc.stdout + proc.stderr
         if proc.returncode < 0:      # killed by a signal: ptxas itself crashed, it printed nothing
             messages += f"ptxas crashed ({_signal_name(-proc.returncode)}) on this PTX\n"
+        if proc.returncode > 0 and not messages.strip():    # a ptxas rejecting PTX says why
+            raise PtxasUnusable(f"ptxas '{ptxas}' exited with status {proc.returncode} and "
+                                "printed nothing")
         if proc.returncode != 0:
             return None, messages
         try:

@@ -501,7 +501,7 @@ class _Builder:
         self.ev(s.value)
 
     def s_Assign(self, s) -> None:
-        if len(s.values) == 1 and len(s.targets) > 1:
+        if len(s.values) == 1 and (len(s.targets) > 1 or isinstance(s.values[0].type, TupleType)):
             values = self.ev_tuple(s.values[0])
         else:
             values = [self.ev(v) for v in s.values]
@@ -730,7 +730,7 @@ class _Builder:
             return
         if s.value is None:
             values = []
-        elif len(scope.ret_types) > 1:
+        elif isinstance(scope.func.return_type, TupleType):     # also a 1-tuple
             values = self.ev_tuple(s.value)
         else:
             values = [self.ev(s.value)]
@@ -1163,7 +1163,8 @@ class _Builder:
         if callee is None:
             raise CompileError(f"unknown function '{e.func}'", e.loc)
         if self.call_depth > 32:
-            raise CompileError(f"calls nested too deeply (recursion through '{e.func}'?)", e.loc)
+            raise CompileError(f"device functions nested more than 32 calls deep (at '{e.func}'); "
+                               "ptxpy inlines every call: flatten the chain", e.loc)
         if len(e.args) != len(callee.params):
             raise CompileError(f"'{e.func}' takes {len(callee.params)} arguments", e.loc)
         args = [self.array(a.array) if isinstance(a, typed.ArrayArg) else self.ev(a) for a in e.args]

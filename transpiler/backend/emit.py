@@ -8,6 +8,7 @@ import ptxpy
 from .. import ir
 from .machine import REG_DECL, Imm, MBlock, MFunction, MInstr, Sym, VReg, ascii_text, operand_regs
 from .printf import ARGS_ALIGN, ARGS_BUFFER, module_declarations
+from .errors import BackendError
 from .target import Target
 
 INDENT = "    "
@@ -17,6 +18,7 @@ def emit_module(func: ir.Function, mfunc: MFunction, target: Target) -> str:
     bodies = _block_bodies(mfunc)
     labelled = {t for body in bodies.values() for t in _branch_targets(body)}
     labels = {block: f"$BB{n}" for n, block in enumerate(bodies)}
+    _require_param_space(func, target)
     lines = _header(func, target) + module_declarations(mfunc.strings) + _entry_open(func, mfunc)
     lines.extend(_dependent_launch_wait(target))
     last_line = last_statement = None
@@ -36,6 +38,23 @@ def emit_module(func: ir.Function, mfunc: MFunction, target: Target) -> str:
             lines.append(INDENT + _text(instr, labels))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+#: kernel parameter bytes: up to 4352 from PTX 7.0, up to 32764 from PTX 8.1 (CUDA 12.1)
+SMALL_PARAM_SPACE, PARAM_SPACE = 4352, 32764
+
+
+def _require_param_space(func: ir.Function, target: Target) -> None:
+    size = 0
+    for spec in func.params:
+        for _, ptx_type in spec.ptx_params(func.name):
+            width = max(1, int("".join(c for c in ptx_type if c.isdigit()) or 8) // 8)
+            size = -(-size // width) * width + width
+    if size > PARAM_SPACE:
+        raise BackendError(f"kernel '{func.name}' takes {size} bytes of parameters; CUDA allows "
+                           f"at most {PARAM_SPACE} (pass large tables as an array)")
+    if size > SMALL_PARAM_SPACE:
+        target.require((8, 1), what=f"{size} bytes of kernel parameters")
 
 
 def _header(func: ir.Function, target: Target) -> list[str]:
