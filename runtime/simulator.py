@@ -314,7 +314,8 @@ def _mul_wide(a, b, t: PtxType):
 
 
 def _int_div(a, b, t: PtxType, want_rem: bool):
-    """Truncating division; x/0 gives all ones and x%0 gives x, as the GPU does."""
+    """Truncating division; x/0 and x%0 give all ones, as the H100 does (division by zero
+    probe, session 34: benchmarks/probes/division_by_zero_probe.py)."""
     a, b = np.asarray(a), np.asarray(b)
     zero = b == 0
     if t.kind == "s":
@@ -327,10 +328,8 @@ def _int_div(a, b, t: PtxType, want_rem: bool):
     else:
         safe = np.where(zero, 1, b).astype(t.dtype)
         quo, rem = a // safe, a % safe
-    if want_rem:
-        return np.where(zero, a, rem).astype(t.dtype)
     all_ones = np.array((1 << t.bits) - 1, _uint(t.nbytes)).view(t.dtype)
-    return np.where(zero, all_ones, quo).astype(t.dtype)
+    return np.where(zero, all_ones, rem if want_rem else quo).astype(t.dtype)
 
 
 def _shift(a, n, t: PtxType, left: bool):
