@@ -1,7 +1,7 @@
 """Expand Python's floor `floordiv`/`floormod` into truncating `div`/`rem` plus a correction.
 
 q = a / b; r = a % b; when r != 0 and r, b differ in sign: q -= 1, r += b (also for b == 0,
-whose `div` gives -1 and `rem` gives a: `x // 0` is -1 or -2 by x's sign). A constant divisor,
+where the H100's `div` and `rem` both give -1: `x // 0` is -2, `x % 0` is -1). A constant divisor,
 or a `divisor_sign` attribute (1 or -1, set by passes/ranges.py), settles b's sign at compile
 time, so only r's sign is tested; a positive power of two needs only a shift or a mask (an
 arithmetic shift already rounds toward minus infinity).
@@ -39,7 +39,7 @@ def _expand(instr: Instr) -> list[Instr]:
     a, b = instr.args
     t, is_div = instr.type, instr.op == "floordiv"
     if not t.is_signed or (isinstance(a, Const) and a.value == 0):
-        return [Instr("div" if is_div else "rem", t, [a, b])]     # 0 % b is 0, even for b == 0
+        return [Instr("div" if is_div else "rem", t, [a, b])]     # a 0 dividend needs no fix-up
     if isinstance(b, Const) and b.value > 0 and b.value & (b.value - 1) == 0:
         if is_div:
             return [Instr("shr", t, [a, Const(u32, b.value.bit_length() - 1)])]

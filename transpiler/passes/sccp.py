@@ -354,7 +354,7 @@ def simplify(instr: Instr) -> Value | None:
         if (op == "shl" or op == "shr" and t.kind == "uint") and _shifts_out(b, t):
             return Const(t, 0)
         if op in ("rem", "floormod") and _is(a, 0):
-            return Const(t, 0)      # also for x == 0 (x % 0 is x); ptxas got 0 % x wrong in a loop
+            return Const(t, 0)      # 0 % 0 too, as documented; ptxas got 0 % x wrong in a loop
         if op in _LEFT_IDENTITY and _is(a, _LEFT_IDENTITY[op]):
             return b
     elif t.is_bool:
