@@ -990,3 +990,45 @@ def test_bad_grid_and_block_values_name_the_kernel(launch, error, says):
                        interpret=True)
     with pytest.raises(error, match=f"^unguarded: {says}"):
         kernel(np.ones(8, np.float32))
+
+
+TAPS = (0.25, 0.5, 0.25)
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=lambda x: (ptxpy.cdiv(x.shape[0], 128),), block=128)
+def smooth(x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    n = x.shape[0]
+    if i < n:
+        acc = 0.0
+        for k in range(3):
+            j = min(max(i + k - 1, 0), n - 1)
+            acc += TAPS[k] * x[j]
+        out[i] = acc
+
+
+def _smooth(x):
+    padded = np.concatenate([x[:1], x, x[-1:]])
+    out = np.zeros_like(x)
+    for k in range(3):
+        out = (out + np.float32(TAPS[k]) * padded[k:k + x.size]).astype(np.float32)
+    return out
+
+
+def test_a_constant_table_through_jax_eager_and_in_a_jitted_chain():
+    """The `.const` table is initialized wherever the module is loaded: eagerly, and in a chain
+    of six launches under jax.jit (XLA records them into a CUDA graph on a GPU)."""
+    x = np.random.default_rng(7).standard_normal(1000).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(smooth(x)), _smooth(x))
+
+    @jax.jit
+    def six(v):
+        for _ in range(6):
+            v = smooth(v) * 2.0
+        return v
+
+    expected = x
+    for _ in range(6):
+        expected = (_smooth(expected) * np.float32(2)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(six(x)), expected)
+    assert ".const .align 4 .f32 const_TAPS[3]" in smooth.ptx(x)

@@ -6,8 +6,11 @@ the second and third lines are checked against the source.
 """
 import pytest
 
+from ptxpy.transpiler import driver
 from ptxpy.transpiler.errors import CompileError
 from ptxpy.transpiler.frontend import check_kernel, parse_module
+from ptxpy.transpiler.typed import format_body
+from ptxpy.types import f32
 
 HEADER = "import math\nimport ptxpy\nfrom ptxpy import Array, Const, f32, f64, i32, i64\n"
 
@@ -381,9 +384,9 @@ CASES = [
     ('tuple_constant_item_out_of_range',
      'TILE = (4, 8)\n@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = TILE[2]\n',
      'kernels.py:7:12: error: TILE[2]: index 2 is out of range for the tuple (4, 8)'),
-    ('tuple_constant_item_by_variable',
-     'TILE = (4, 8)\n@ptxpy.jit\ndef k(x: Array[f32], i: i32):\n    x[0] = TILE[i]\n',
-     "kernels.py:7:17: error: TILE[i]: 'i' is a variable (a tuple constant's index must be a compile-time integer)"),
+    ('tuple_constant_item_by_a_float',
+     'TILE = (4, 8)\n@ptxpy.jit\ndef k(x: Array[f32], i: f32):\n    x[0] = TILE[i]\n',
+     "kernels.py:7:17: error: TILE[i]: a tuple constant's index must be an integer, got f32"),
     ('tuple_constant_as_a_loop_bound',
      'TILE = (4, 8)\n@ptxpy.jit\ndef k(x: Array[f32]):\n    for j in ptxpy.static_range(TILE):\n        x[j] = 1.0\n',
      'kernels.py:7:33: error: an argument of ptxpy.static_range must be a number, not the tuple (4, 8)'),
@@ -447,6 +450,37 @@ CASES = [
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = f(x[1])\n',
      "kernels.py:5:15: error: positional-only parameters ('/' in the parameter list) are not "
      "supported; remove the '/'"),
+    ('attribute_of_a_shape',
+     '@ptxpy.jit\ndef k(x: Array[f32], out: Array[f64]):\n    out[0] = f64(x.shape.x)\n',
+     "kernels.py:6:18: error: 'x.shape' is a tuple of extents; it has no attribute 'x' (use x.shape[0])"),
+    ('float_index_of_a_shape',
+     '@ptxpy.jit\ndef k(x: Array[f32], out: Array[f64]):\n    out[0] = f64(x.shape[0.0])\n',
+     "kernels.py:6:26: error: the index of x.shape must be an integer, got 0.0"),
+    ('lambda_called',
+     '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = (lambda: 1.0)()\n',
+     "kernels.py:6:15: error: lambda functions are not supported in kernels"),
+    ('nested_tuple_constant',
+     'T = ((1, 2), (3, 4))\n@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = T[0][1]\n',
+     "kernels.py:7:14: error: name 'T' is a tuple holding tuples or other values, which ptxpy does "
+     "not take as a constant: tuple constants are flat tuples of numbers (kernels can use "
+     "parameters, locals, module constants, @ptxpy.func functions, math and ptxpy)"),
+    ('constant_assigned_under_an_if',
+     'if math.pi > 3:\n    BLOCK = 512\nelse:\n    BLOCK = 256\n@ptxpy.jit\ndef k(out: Array[f32]):\n'
+     '    out[0] = BLOCK\n',
+     "kernels.py:10:14: error: name 'BLOCK' is assigned inside a top-level 'if' statement (line 5), "
+     "which ptxpy does not evaluate: a module constant is a plain top-level assignment "
+     "(BLOCK = ...); or pass the value as a Const parameter"),
+    ('loop_variable_of_a_top_level_for',
+     'for j in range(3):\n    pass\n@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = j\n',
+     "kernels.py:8:14: error: name 'j' is assigned inside a top-level 'for' statement (line 4), "
+     "which ptxpy does not evaluate: a module constant is a plain top-level assignment "
+     "(j = ...); or pass the value as a Const parameter"),
+    ('nul_in_print_text',
+     '@ptxpy.jit\ndef k(out: Array[f32]):\n    print("a\\x00b", 1)\n',
+     "kernels.py:6:11: error: print() text cannot contain a NUL character ('\\0')"),
+    ('huge_integer_shortened',
+     'N = 2 ** 1000\n@ptxpy.jit\ndef k(out: Array[i64]):\n    out[0] = N % 7\n',
+     "kernels.py:7:14: error: integer constant 107150860718626...376 (302 digits) does not fit in 64 bits"),
     ('const_of_a_wide_type',
      '@ptxpy.jit\ndef k(x: Array[f32], N: Const[i64] = 1):\n    x[0] = 1.0\n',
      "kernels.py:5:31: error: Const[i64] is not supported: Const takes int, float or bool (also "
@@ -821,3 +855,52 @@ def test_a_variable_assigned_on_every_path_gives_no_warning(body, tmp_path, caps
     path.write_text(HEADER + MAYBE_UNASSIGNED.format(body=body))
     assert main(["transpile", str(path), "-o", str(tmp_path)]) == 0
     assert capsys.readouterr().err == ""
+
+
+EXPONENTIAL_CALLS = "".join(f"""
+@ptxpy.func
+def g{d}(a: f32) -> f32:
+    return g{d + 1}(a) + g{d + 1}(a * 2.0)
+""" for d in range(20)) + "\n@ptxpy.func\ndef g20(a: f32) -> f32:\n    return a\n"
+
+
+@pytest.mark.parametrize("body, first_line", [
+    ("@ptxpy.jit\ndef k(out: Array[f32]):\n    for a in ptxpy.static_range(4096):\n"
+     "        for b in ptxpy.static_range(4096):\n            out[0] += 1.0\n",
+     "kernels.py:6:5: error: unrolling this ptxpy.static_range, with the loops and calls inside "
+     "it, gives more than 65536 statements; use range() for a loop that need not be unrolled"),
+    ("@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n    for a in ptxpy.static_range(4096):\n"
+     "        for b in ptxpy.static_range(4096):\n            out[a] += x[b]\n",
+     "kernels.py:6:5: error: unrolling this ptxpy.static_range, with the loops inside it, gives "
+     "more than 65536 statements; use range() for a loop that need not be unrolled"),
+    ("@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n    out[0] = g0(x[0])\n" + EXPONENTIAL_CALLS,
+     "kernels.py:6:14: error: inlining this call, with the calls and unrolled loops inside it, "
+     "gives more than 65536 statements: every @ptxpy.func call is inlined, so a function that "
+     "calls another twice doubles the code at each level"),
+], ids=["nested_static_range", "nested_static_range_typed_per_copy", "calls_doubling"])
+def test_kernels_too_large_after_unrolling_and_inlining(body, first_line):
+    """Without the limit these compiled for minutes (issue found by the stop-34 error sweep)."""
+    source = HEADER + body
+    with pytest.raises(CompileError) as info:
+        driver.compile_kernel(driver.parse(source, "kernels.py"), "k")
+    lines = str(info.value).splitlines()
+    assert lines[0] == first_line
+    line, col = info.value.loc
+    assert lines[1] == source.splitlines()[line - 1] and lines[2] == " " * col + "^"
+
+
+def test_unrolling_below_the_limit_compiles():
+    source = HEADER + ("@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n"
+                       "    for a in ptxpy.static_range(64):\n"
+                       "        for b in ptxpy.static_range(64):\n"
+                       "            out[a] += x[b]\n")
+    ssa = driver.compile_kernel(driver.parse(source, "kernels.py"), "k", stop_after="ssa").ssa
+    assert sum(i.op == "add" and i.type == f32 for i in ssa.instrs()) == 64 * 64
+
+
+def test_tuple_assignment_at_the_top_level_binds_constants():
+    source = HEADER + ("A, (B) = 4, 5.5\n[C, D] = (1, 2)\n@ptxpy.jit\ndef k(out: Array[f32]):\n"
+                       "    out[0] = A * B + C - D\n")
+    typed_kernel = driver.compile_kernel(driver.parse(source, "kernels.py"), "k",
+                                         stop_after="typed").typed.kernel
+    assert "out[0:i32] = 21.0:f32" in "\n".join(format_body(typed_kernel.body))

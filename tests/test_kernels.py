@@ -1464,3 +1464,85 @@ def row_scale(x: Array[f32, 2], out: Array[f32, 2]):
     first_guard = ptx.index("bra")
     assert ptx.count("mad.wide") + ptx.count("mul.wide") == 2
     assert ptx.rindex("mad.wide") < first_guard
+
+
+NAN_MIN_MAX = """
+@ptxpy.jit
+def clamp(a: Array[f32], b: Array[f32], d: Array[f64], e: Array[f64], h: Array[f16],
+          g: Array[f16], n: Array[i32], o1: Array[f32], o2: Array[f32], o3: Array[f64],
+          o4: Array[f64], o5: Array[f16], o6: Array[i32], o7: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < a.shape[0]:
+        o1[i] = ptxpy.maximum(a[i], b[i])
+        o2[i] = ptxpy.minimum(ptxpy.maximum(a[i], -1.0), 1.0)
+        o3[i] = ptxpy.maximum(d[i], e[i])
+        o4[i] = ptxpy.minimum(d[i], e[i])
+        o5[i] = ptxpy.minimum(h[i], g[i])
+        o6[i] = ptxpy.maximum(n[i], 3) + ptxpy.minimum(n[i], -2)
+        o7[i] = ptxpy.maximum(math.nan, 1.0) + ptxpy.minimum(2.0, 3)
+"""
+
+
+def test_maximum_and_minimum_propagate_nan_as_numpy_does():
+    a = np.array([np.nan, 1, -2, 3, np.nan, 0.5, 7, -5, np.inf, -np.inf], np.float32)
+    b = np.array([1, np.nan, -3, 4, np.nan, -0.5, 2, 9, np.nan, 1], np.float32)
+    d, e = a.astype(np.float64), b.astype(np.float64)
+    h, g = a.astype(np.float16), b.astype(np.float16)
+    count = np.arange(-5, 5, dtype=np.int32)
+    size = a.size
+    outs = run(src(NAN_MIN_MAX), "clamp",
+               [a, b, d, e, h, g, count, Out(size, np.float32), Out(size, np.float32),
+                Out(size, np.float64), Out(size, np.float64), Out(size, np.float16),
+                Out(size, np.int32), Out(size, np.float32)], grid=1, block=32)
+    expected = [np.maximum(a, b), np.minimum(np.maximum(a, np.float32(-1)), np.float32(1)),
+                np.maximum(d, e), np.minimum(d, e), np.minimum(h, g),
+                np.maximum(count, 3) + np.minimum(count, -2), np.full(size, np.nan, np.float32)]
+    for out, want in zip(outs, expected):
+        assert out.dtype == want.dtype
+        np.testing.assert_array_equal(out, want)     # (NaNs in the same places)
+    ptx = compile_source(src(NAN_MIN_MAX), "clamp").ptx
+    assert "max.NaN.f32" in ptx and "min.NaN.f16" in ptx and "setp.nan.f64" in ptx
+    assert "max.s32" in ptx and ".NaN.s32" not in ptx
+
+
+def test_activemask_holds_the_lanes_running_together():
+    source = src("""
+@ptxpy.jit
+def lanes(out: Array[u32], inner: Array[u32]):
+    i = ptxpy.global_id(0)
+    out[i] = ptxpy.activemask()
+    if ptxpy.lane_id() < 5:
+        inner[i] = ptxpy.activemask()
+""")
+    out, inner = run(source, "lanes", [Out(52, np.uint32), Out(52, np.uint32, init=7)],
+                     grid=1, block=52)
+    np.testing.assert_array_equal(out, [0xFFFFFFFF] * 32 + [0xFFFFF] * 20)
+    lane = np.arange(52) % 32
+    np.testing.assert_array_equal(inner, np.where(lane < 5, 0x1F, 7))
+    assert "activemask.b32" in compile_source(source, "lanes").ptx
+
+
+def test_divmod_is_floor_division_and_remainder():
+    source = src("""
+@ptxpy.jit
+def k(a: Array[i32], b: Array[i32], x: Array[f32], q: Array[i32], r: Array[i32],
+      fq: Array[f32], fr: Array[f32], c: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < a.shape[0]:
+        q[i], r[i] = divmod(a[i], b[i])
+        fq[i], fr[i] = divmod(x[i], 0.75)
+        s, t = divmod(17, -5)
+        c[i] = s * 100 + t + divmod(a[i], 3)[1]
+""")
+    a = np.array([7, -7, 7, -7, 0, 100, -2147483647], np.int32)
+    b = np.array([2, 2, -2, -2, 3, 7, 10], np.int32)
+    x = np.array([1.6, -1.6, 3.0, -0.1, 0.75, 10, -7.5], np.float32)
+    n = a.size
+    q, r, fq, fr, c = run(source, "k", [a, b, x, Out(n, np.int32), Out(n, np.int32),
+                                        Out(n, np.float32), Out(n, np.float32), Out(n, np.int32)],
+                          grid=1, block=32)
+    np.testing.assert_array_equal(q, a // b)
+    np.testing.assert_array_equal(r, a % b)
+    np.testing.assert_array_equal(fq, x // np.float32(0.75))
+    np.testing.assert_array_equal(fr, x % np.float32(0.75))
+    np.testing.assert_array_equal(c, (17 // -5) * 100 + 17 % -5 + a % 3)

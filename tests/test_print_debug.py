@@ -236,7 +236,7 @@ def test_print_errors_are_located():
     with pytest.raises(CompileError) as err:
         compile_source(nul, "k")
     assert str(err.value).splitlines()[0] == (
-        "kernels.py:5:5: error: print() text cannot contain a NUL character ('\\0')")
+        "kernels.py:5:11: error: print() text cannot contain a NUL character ('\\0')")   # at the text
 
 
 # ---- debug=True ----------------------------------------------------------------------------

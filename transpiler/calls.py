@@ -5,11 +5,11 @@ import math
 
 import libcst as cst
 
-from ptxpy.types import ArrayType, ConstType, Scalar, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from . import typed
 from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, literal_value,
-                    method_problem, truthy, unknown_attribute, weak_constant)
+                    method_problem, table_load, truthy, unknown_attribute, weak_constant)
 from .scope import CONST_FUNCS, NotConstant, code_of, qualname_constant, scalar_named
 
 MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor ceil trunc fabs "
@@ -73,6 +73,8 @@ class CallChecker:
                     raise self.error(f"'{code_of(func)}': arrays have no methods in kernels (their "
                                      "attributes are shape, size and ndim)", node)
                 raise self.error(method_problem(func), node)
+            if isinstance(func, cst.Lambda):
+                raise self.error("lambda functions are not supported in kernels", func)
             raise self.error(f"'{code_of(func)}' is not callable", node)
         if qual in STATEMENT_ONLY:
             raise self.error(STATEMENT_ONLY[qual], node)
@@ -142,6 +144,10 @@ class CallChecker:
         value = self.value(arg)
         if t.is_bool:
             return truthy(value)
+        if value.__class__ is typed.TableLoad:
+            # the table's numbers converted, once each: f64(TAPS[k]) reads a table of doubles
+            return table_load(self.loc(node), t, value.table, self.scope.constants[value.table],
+                              value.index)
         return convert(value, t)
 
     def float_of_string(self, node: cst.SimpleString) -> float:
@@ -156,6 +162,8 @@ class CallChecker:
     def builtin_call(self, name: str, node: cst.Call) -> typed.Expr:
         if name == "abs":
             return self.abs_call(node)
+        if name == "divmod":
+            return self.divmod_call(node)
         if name in ("min", "max"):
             return self.min_max(name, node)
         if name == "round":
@@ -182,6 +190,12 @@ class CallChecker:
         if value.type.kind == "uint":
             return value
         return typed.Intrinsic(self.loc(node), value.type, "abs", [value])
+
+    def divmod_call(self, node: cst.Call) -> typed.Expr:
+        """`divmod(a, b)`: the tuple `(a // b, a % b)`, Python's floor division and remainder."""
+        a, b = (self.value(v) for v in self.args(node, "divmod", 2))
+        items = [self.binary(op, a, b, node) for op in (cst.FloorDivide, cst.Modulo)]
+        return typed.TupleExpr(self.loc(node), TupleType(tuple(e.type for e in items)), items)
 
     def round_call(self, node: cst.Call) -> typed.Expr:
         """`round(x)`: a float rounded to the nearest integer, ties to even as Python rounds,
@@ -220,6 +234,19 @@ class CallChecker:
         for value in values[1:]:
             result = typed.Binary(self.loc(node), t, op, result, convert(value, t))
         return result
+
+    def nan_min_max(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.maximum(a, b)`, `ptxpy.minimum(a, b)`: as NumPy's and JAX's, a NaN operand
+        gives NaN (Python's and CUDA's max ignore it); on integers and bools as max/min."""
+        a, b = (self.value(v) for v in self.args(node, f"ptxpy.{name}", 2))
+        plain = "max" if name == "maximum" else "min"
+        if is_weak(a) and is_weak(b):
+            if a.value != a.value or b.value != b.value:
+                return weak_constant(math.nan, self.loc(node))
+            return weak_constant(_fold_min_max(plain, [a.value, b.value]), self.loc(node))
+        t = join([a, b])
+        op = name if t.is_float else ("and" if plain == "min" else "or") if t.is_bool else plain
+        return typed.Binary(self.loc(node), t, op, convert(a, t), convert(b, t))
 
     def array_arg(self, node: cst.BaseExpression, what: str) -> str:
         if isinstance(node, cst.Name) and node.value in self.arrays:
@@ -268,6 +295,11 @@ class CallChecker:
             return typed.Intrinsic(loc, value.type if name == "brev" else i32, name, [value])
         if name == "mulhi":
             return self.mulhi(node)
+        if name in ("maximum", "minimum"):
+            return self.nan_min_max(name, node)
+        if name == "activemask":
+            self.args(node, label, 0)
+            return typed.Intrinsic(loc, u32, name, [])
         if name in FAST_UNARY:
             values = self.float_args(self.args(node, label, 1))
             return typed.Intrinsic(loc, values[0].type, name, values)
@@ -554,6 +586,8 @@ class CallChecker:
             value = node.evaluated_value
         if not isinstance(value, str):
             raise self.error(f"{what} must be a string literal", node)
+        if "\0" in value:
+            raise self.error("print() text cannot contain a NUL character ('\\0')", node)
         return value
 
 

@@ -70,8 +70,16 @@ def literal_type(value, loc) -> Scalar:
             return i64
         if 0 <= value < 2**64:
             return u64
-        raise CompileError(f"integer constant {value} does not fit in 64 bits", loc)
+        raise CompileError(f"integer constant {shown_number(value)} does not fit in 64 bits", loc)
     return f32
+
+
+def shown_number(value) -> str:
+    """An integer as a message shows it: in full up to 30 digits, else its first digits and
+    its length (`10715086071862...376 (302 digits)`)."""
+    text = str(value)
+    digits = len(text.lstrip("-"))
+    return text if digits <= 30 else f"{text[:15]}...{text[-3:]} ({digits} digits)"
 
 
 def literal_value(value, loc):
@@ -204,6 +212,22 @@ def _literal_join(types: list) -> Scalar:
     return max(ints, key=lambda t: (t.bits, t == u64))
 
 
+def table_load(loc, t: Scalar, name: str, table: tuple, index: typed.Expr) -> typed.TableLoad:
+    """`name[index]` read as a `t`: the table's numbers are converted as a cast converts
+    constants (`f64(TAPS[k])` reads a table of the doubles Python holds)."""
+    return typed.TableLoad(loc, t, name, tuple(convert_value(v, t, loc) for v in table), index)
+
+
+def table_type(name: str, values: tuple, loc) -> Scalar:
+    """The type a run-time index reads a tuple constant's numbers in: the type a variable
+    assigned one of them would have, joined over them (f32 for floats, else i32, i64 or u64)."""
+    t = _literal_join([literal_type(v, loc) for v in values])
+    if t == u64 and min(values) < 0:
+        raise CompileError(f"'{name}' mixes negative numbers with numbers from 2**63 on: no "
+                           "integer type holds them all, so it cannot be indexed at run time", loc)
+    return t
+
+
 def truthy(e: typed.Expr) -> typed.Expr:
     """`e` as a condition: a bool, or `e != 0` for a number."""
     if e.type == bool_:
@@ -329,6 +353,36 @@ class ExprChecker:
             return weak_constant(self.module_number(node), self.loc(node))
         return self.global_value(node)
 
+    def tuple_constant_subscript(self, node: cst.Subscript) -> typed.Expr:
+        """`TABLE[k]`: a weak constant where `k` is known at compile time, else a load from the
+        table in `.const` memory."""
+        table = self.scope.constants[node.value.value]
+        items = subscript_items(node)
+        if isinstance(table, tuple) and len(items) == 1 and not self.known_at_compile_time(items[0]):
+            return self.table_load(node.value.value, table, items[0], node)
+        return weak_constant(self.tuple_constant_item(node), self.loc(node))
+
+    def known_at_compile_time(self, node: cst.BaseExpression) -> bool:
+        try:
+            const_eval(node, self.const_lookup, self.const_callee)
+        except NotConstant:
+            return False
+        except CompileError:
+            return True     # (tuple_constant_item reports it)
+        return True
+
+    def table_load(self, name: str, table: tuple, item: cst.BaseExpression,
+                   node: cst.Subscript) -> typed.TableLoad:
+        if not table or not all(isinstance(v, (int, float)) for v in table):
+            raise self.error(f"{code_of(node)}: '{name}' is {table!r}; only a flat tuple of numbers "
+                             "can be indexed with a run-time value", node)
+        index = self.value(item)
+        if not index.type.is_int:
+            raise self.error(f"{code_of(node)}: a tuple constant's index must be an integer, got "
+                             f"{index.type}", item)
+        return table_load(self.loc(node), table_type(name, table, self.loc(node)), name, table,
+                          convert(index, index.type))
+
     def tuple_constant_item(self, node: cst.Subscript):
         """`TILE[0]` of a module's tuple constant: a number known at compile time."""
         try:
@@ -354,6 +408,11 @@ class ExprChecker:
         base = node.value
         if isinstance(base, cst.Name) and base.value in self.arrays:
             return self.array_attribute(base.value, node)
+        if (base.__class__ is cst.Attribute and base.attr.value == "shape"
+                and isinstance(base.value, cst.Name) and base.value.value in self.arrays):
+            name = base.value.value
+            raise self.error(f"'{name}.shape' is a tuple of extents; it has no attribute "
+                             f"'{node.attr.value}' (use {name}.shape[0])", node)
         if isinstance(base, cst.Name) and self.is_local(base.value):
             kind = self.vars.get(base.value, "a number")
             raise self.error(f"'{base.value}' is a scalar ({kind}) and has no attribute "
@@ -399,6 +458,8 @@ class ExprChecker:
             if self.scope.others.get(name) == "function":
                 return self.error(f"'{name}' is not a @ptxpy.func; decorate it with @ptxpy.func to "
                                   "call it from a kernel", node)
+            if name in self.scope.unevaluated:
+                return self.error(f"name '{name}' {self.scope.unevaluated[name]}", node)
             if name in self.scope.others:
                 return self.error(f"name '{name}' is {_article(self.scope.others[name])} "
                                   "(kernels can use parameters, locals, module constants, "
@@ -435,9 +496,14 @@ class ExprChecker:
         if isinstance(base, cst.Call):
             return self.tuple_item(node)
         if isinstance(base, cst.Name) and base.value in self.scope.constants and not self.is_local(base.value):
-            return weak_constant(self.tuple_constant_item(node), self.loc(node))
+            return self.tuple_constant_subscript(node)
         if isinstance(base, cst.Name) and base.value in self.vars:
             raise self.error(f"'{base.value}' is a scalar ({self.vars[base.value]}), not an array", node)
+        root = base
+        while root.__class__ is cst.Subscript:
+            root = root.value
+        if isinstance(root, cst.Name) and root.value in self.scope.others and not self.is_local(root.value):
+            raise self.name_error(root, None)
         raise self.chained_index_error(node) or self.error(
             f"'{code_of(base)}' cannot be indexed (only arrays can)", node)
 
@@ -466,7 +532,9 @@ class ExprChecker:
             raise self.error(f"index {name}.shape with one compile-time integer", node)
         dim = self.const_value(items[0], f"the index of {name}.shape")
         rank = self.arrays[name].rank
-        if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < rank:
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise self.error(f"the index of {name}.shape must be an integer, got {dim!r}", items[0])
+        if not -rank <= dim < rank:
             raise self.error(f"{name}.shape[{dim!r}] is out of range: '{name}' has rank {rank}", node)
         return typed.Shape(self.loc(node), i32, name, dim % rank)   # shape[-1]: as in Python
 
@@ -723,6 +791,7 @@ CUDA_NAMES = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "b
               "__mulhi": "mulhi", "__umulhi": "mulhi", "__mul64hi": "mulhi", "__umul64hi": "mulhi",
               "__threadfence": "threadfence", "__threadfence_block": "threadfence_block",
               "__threadfence_system": "threadfence_system", "__syncwarp": "syncwarp",
+              "__activemask": "activemask",
               "__shfl_up_sync": "shfl_up_sync", "__shfl_down_sync": "shfl_down_sync",
               "__shfl_xor_sync": "shfl_xor_sync", "__ballot_sync": "ballot_sync",
               "__any_sync": "any_sync", "__all_sync": "all_sync", "__reduce_add_sync": "warp_sum",

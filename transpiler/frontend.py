@@ -154,12 +154,51 @@ def _parse(source: str, filename: str, lines: list, keep: set | None = None,
     tree = tree or _python_syntax_check(source, lines)
     _check_nesting(tree, lines)
     top = parse_top_level(source, tree, keep)
-    parsed = ParsedModule(filename, lines, ModuleScope(top.statements), top)
+    scope = ModuleScope(top.statements, None if keep is not None else unevaluated_names(tree))
+    parsed = ParsedModule(filename, lines, scope, top)
     for stmt in top.statements:
         if isinstance(stmt, cst.FunctionDef):
             _declare(parsed, stmt)
     _declare_nested(parsed, tree, source)
     return parsed
+
+
+_COMPOUND_KINDS = {ast.If: "if", ast.For: "for", ast.AsyncFor: "for", ast.While: "while",
+                   ast.With: "with", ast.AsyncWith: "with", ast.Try: "try",
+                   **{getattr(ast, name): kind for name, kind in (("TryStar", "try"), ("Match", "match"))
+                      if hasattr(ast, name)}}
+
+
+def unevaluated_names(tree: ast.Module) -> dict:
+    """Names that top-level compound statements (`if`, `for`, `with`, `try` ...) bind, which
+    ptxpy does not evaluate: {name: what an error says after `name 'X'`}."""
+    found: dict = {}
+    for stmt in tree.body:
+        kind = _COMPOUND_KINDS.get(stmt.__class__) or (
+            None if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign,
+                                      ast.Import, ast.ImportFrom, ast.FunctionDef,
+                                      ast.AsyncFunctionDef, ast.ClassDef, ast.Pass))
+            else stmt.__class__.__name__.lower())
+        if kind is None:
+            continue
+        for node in sorted(_bound_in(stmt), key=lambda n: (n.lineno, n.col_offset)):
+            found.setdefault(node.id, (
+                f"is assigned inside a top-level '{kind}' statement (line {node.lineno}), which "
+                f"ptxpy does not evaluate: a module constant is a plain top-level assignment "
+                f"({node.id} = ...); or pass the value as a Const parameter"))
+    return found
+
+
+def _bound_in(stmt: ast.stmt):
+    """The Name targets `stmt` stores to, outside the functions and classes it defines."""
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
 
 
 def _python_syntax_check(source: str, lines: list) -> ast.Module:

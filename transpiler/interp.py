@@ -124,6 +124,8 @@ def evaluate(op: str, t: Scalar, attrs: dict, args: list, arg_types: list):
         return _bool_op(op, [bool(a) for a in args])
     if t.is_int:
         return _int_op(op, t, [int(a) for a in args], arg_types)
+    if attrs.get("nan") and op in ("min", "max") and (args[0] != args[0] or args[1] != args[1]):
+        return math.nan      # max.NaN: a NaN operand gives NaN
     return _float_op(op, t, [float(a) for a in args])
 
 
@@ -470,6 +472,8 @@ class _Thread:
         self.symbols = {}
         for decl in func.arrays:
             given = shared.get(decl.name) if decl.space == "shared" else None
+            if decl.space == "const":
+                given = numpy.array(decl.values, dtype=decl.elem.numpy)
             array = given if given is not None else numpy.zeros(decl.count, dtype=decl.elem.numpy)
             self.symbols[decl.name] = self.memory.map(array)
 

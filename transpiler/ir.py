@@ -140,12 +140,14 @@ class Block:
 
 @dataclass
 class SharedDecl:
-    """A block-wide `.shared` (or per-thread `.local`) array the function declares."""
+    """A block-wide `.shared` (or per-thread `.local`) array the function declares, or a table
+    of numbers in `.const` memory (declared at module scope, initialized with `values`)."""
     name: str
     elem: Scalar
     count: int
     align: int = 16
-    space: str = "shared"   # 'shared' | 'local'
+    space: str = "shared"   # 'shared' | 'local' | 'const'
+    values: tuple = ()      # 'const': the numbers, already of type `elem`
 
     @property
     def nbytes(self) -> int:
@@ -298,7 +300,8 @@ def format_function(func: Function) -> str:
     params = ", ".join(f"{p.name}: {_param_text(p)}" for p in func.params)
     lines = [f"func {func.name}({params}) {{"]
     for decl in func.arrays:
-        lines.append(f"  .{decl.space} {decl.name}: {decl.elem}[{decl.count}] align {decl.align}")
+        init = f" = {{{', '.join(map(repr, decl.values))}}}" if decl.space == "const" else ""
+        lines.append(f"  .{decl.space} {decl.name}: {decl.elem}[{decl.count}] align {decl.align}{init}")
     for block in func.blocks:
         preds = ", ".join(p.name for p in block.preds)
         lines.append(f"{block.name}:" + (f"    ; preds {preds}" if preds else ""))
@@ -330,7 +333,11 @@ def replace_uses(func: Function, old: Value, new: Value) -> None:
 
 def remove_instr(instr: Instr) -> None:
     block = instr.block
-    (block.phis if instr.is_phi else block.instrs).remove(instr)
+    group = block.phis if instr.is_phi else block.instrs
+    if group and group[-1] is instr:    # a terminator: no search through a long block
+        group.pop()
+    else:
+        group.remove(instr)
     instr.block = None
 
 

@@ -655,6 +655,7 @@ def _reduce_present_lanes(b, op: str, value):
 
 HANDLERS = {
     "lane_id": lambda b, e: sreg(b, "laneid"),
+    "activemask": lambda b, e: b.emit("activemask", u32, []),
     "warp_id": _warp_id,
     "global_id": _global_id,
     "cdiv": _cdiv,

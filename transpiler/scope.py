@@ -28,7 +28,7 @@ PTXPY_NAMES = frozenset(
     + list(intrinsics.__all__))
 MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "tau": math.tau}
 #: Python builtins a kernel may use.
-KERNEL_BUILTINS = frozenset("abs min max int float bool len print range".split())
+KERNEL_BUILTINS = frozenset("abs min max int float bool len print range divmod".split())
 PYTHON_BUILTINS = frozenset(dir(builtins))
 _SUBMODULES = {"ptxpy.types": "ptxpy", "ptxpy.intrinsics": "ptxpy"}
 _MAX_INT_BITS = 4096  # constant folding gives up beyond this (guards `2 ** 10 ** 9`)
@@ -202,8 +202,10 @@ CONST_FUNCS = {
 class ModuleScope:
     """What each top-level name means, in the order Python would have bound them."""
 
-    def __init__(self, statements: list):
-        """`statements`: the module's top-level libcst statements, in order."""
+    def __init__(self, statements: list, unevaluated: dict | None = None):
+        """`statements`: the module's top-level libcst statements, in order. `unevaluated`:
+        names bound only where ptxpy does not look (in a top-level `if`, `for`, `with` ...),
+        with what to say about them: `name 'X' ...`."""
         self.modules: dict[str, str] = {}      # local name -> 'ptxpy' | 'math' | other module
         self.imported: dict[str, str] = {}     # local name -> 'ptxpy.X' | 'math.X' | 'mod.X'
         self.constants: dict[str, object] = {}
@@ -211,6 +213,8 @@ class ModuleScope:
         self.star_ptxpy = False
         for stmt in statements:
             self._statement(stmt)
+        self.unevaluated = {name: text for name, text in (unevaluated or {}).items()
+                            if not self.binds(name)}
 
     # bindings
     def _forget(self, name: str) -> None:
@@ -232,6 +236,8 @@ class ModuleScope:
                 self._import(alias)
         elif isinstance(small, cst.ImportFrom):
             self._import_from(small)
+        elif isinstance(small, cst.Assign) and _unpacked_names(small):
+            self._bind_unpacked(_unpacked_names(small), small.value)
         elif isinstance(small, cst.Assign):
             names = [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
             self._bind_value(names, small.value, len(names) == len(small.targets))
@@ -251,6 +257,23 @@ class ModuleScope:
             self._forget(name)
             if _is_number(result) or _is_number_tuple(result):
                 self.constants[name] = result
+            elif isinstance(result, tuple):
+                self.others[name] = ("a tuple holding tuples or other values, which ptxpy does not "
+                                     "take as a constant: tuple constants are flat tuples of numbers")
+            else:
+                self.others[name] = "a module-level variable that is not a compile-time constant"
+
+    def _bind_unpacked(self, names: list, value: cst.BaseExpression) -> None:
+        """`A, B = 4, 5`: each name a constant, as Python binds them."""
+        try:
+            result = const_eval(value, self.lookup, self.const_callee)
+        except NotConstant:
+            result = None
+        items = result if isinstance(result, tuple) and len(result) == len(names) else None
+        for k, name in enumerate(names):
+            self._forget(name)
+            if items is not None and _is_number(items[k]):
+                self.constants[name] = items[k]
             else:
                 self.others[name] = "a module-level variable that is not a compile-time constant"
 
@@ -409,6 +432,16 @@ def scalar_named(qual: str | None) -> Scalar | None:
         name = qual[6:]
         return bool_ if name == "bool_" else SCALARS.get(name) if name != "bool" else None
     return None
+
+
+def _unpacked_names(node: cst.Assign) -> list | None:
+    """The names of `A, B = ...` (one target, a tuple or list of plain names), else None."""
+    if len(node.targets) != 1 or node.targets[0].target.__class__ not in (cst.Tuple, cst.List):
+        return None
+    elements = node.targets[0].target.elements
+    if not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in elements):
+        return None
+    return [e.value.value for e in elements]
 
 
 def subscript_items(node: cst.Subscript) -> list:

@@ -92,6 +92,21 @@ class _Array:
         self.large = large            # 2**31 elements or more: the linear index is 64-bit
 
 
+class _Expansion:
+    def __init__(self, builder, site):
+        self.builder, self.site = builder, site
+
+    def __enter__(self):
+        self.outermost = self.builder.expansion is None
+        if self.outermost:
+            self.builder.expansion = self.site
+
+    def __exit__(self, *exc):
+        if self.outermost:
+            self.builder.expansion = None
+        return False
+
+
 class _Scope:
     """One function instance: the kernel, or one inlined call."""
 
@@ -133,10 +148,13 @@ class _Builder:
         self.block_count = itertools.count()
         self.uids = itertools.count(1)
         self.symbols: set = set()
+        self.tables: dict = {}          # (tuple constant's name, type) -> its .const _Array
         self.stmt_line = None           # the first line of the statement being built
         self.reads_to_check: list = []  # (value, name, loc) of variable reads through a phi
         self.exit_block = None
         self.call_depth = 0
+        self.statements_built = 0       # (unrolled and inlined copies counted each time)
+        self.expansion = None           # (what, loc) of the outermost unrolled loop or call
         self.entry = self.new_block("entry")
         self.sealed.add(self.entry)
         self.start(self.entry)
@@ -474,6 +492,9 @@ class _Builder:
 
     # --- statements --------------------------------------------------------------------------
     def stmts(self, body: list) -> None:
+        self.statements_built += len(body)
+        if self.statements_built > typed.MAX_STATEMENTS:
+            raise self.too_large()
         outer = self.stmt_line
         for stmt in body:
             if not self.live:
@@ -485,6 +506,24 @@ class _Builder:
                 raise CompileError(f"cannot compile a {type(stmt).__name__} statement", stmt.loc)
             handler(stmt)
         self.stmt_line = outer
+
+    def too_large(self) -> CompileError:
+        what, loc = self.expansion or ("kernel", self.loc)
+        if what == "loop":
+            return CompileError(f"unrolling this ptxpy.static_range, with the loops and calls "
+                                f"inside it, gives more than {typed.MAX_STATEMENTS} statements; use "
+                                "range() for a loop that need not be unrolled", loc)
+        if what == "call":
+            return CompileError(f"inlining this call, with the calls and unrolled loops inside "
+                                f"it, gives more than {typed.MAX_STATEMENTS} statements: every "
+                                "@ptxpy.func call is inlined, so a function that calls another "
+                                "twice doubles the code at each level", loc)
+        return CompileError(f"this kernel has more than {typed.MAX_STATEMENTS} statements", loc)
+
+    def expanding(self, what: str, loc):
+        """Context of an unrolled loop or an inlined call: the outermost one is what
+        `too_large` names."""
+        return _Expansion(self, (what, loc))
 
     def expr_loc(self, loc):
         """An expression's loc for its instructions: on a line after its statement's first,
@@ -688,6 +727,14 @@ class _Builder:
         bodies = s.bodies if s.bodies is not None else [s.body] * len(s.values)
         jumps = any(_has_loop_jump(body) for body in (bodies if s.bodies is not None else [s.body]))
         exit = self.new_block("endstatic") if jumps else None
+        with self.expanding("loop", s.loc):
+            self.unroll(s, ty, bodies, jumps, exit)
+        if jumps:
+            self.br(exit)
+            self.seal(exit)
+            self.start(exit)
+
+    def unroll(self, s, ty, bodies, jumps, exit) -> None:
         for value, stmts in zip(s.values, bodies):
             if not self.live:
                 break
@@ -703,10 +750,6 @@ class _Builder:
             self.br(nxt)
             self.seal(nxt)
             self.start(nxt)
-        if jumps:
-            self.br(exit)
-            self.seal(exit)
-            self.start(exit)
 
     def s_Break(self, s) -> None:
         self.br(self.loop_targets(s, "break")[0])
@@ -969,6 +1012,27 @@ class _Builder:
         indices = [self.ev(i) for i in e.indices]
         return self.load_elem(self.array(e.array), indices)
 
+    def x_TableLoad(self, e):
+        index = self.ev(e.index)
+        return self.load_elem(self.table(e), [index])
+
+    def table(self, e: typed.TableLoad) -> _Array:
+        """The tuple constant's numbers as a `.const` array of `e.type`, declared once."""
+        key = (e.table, e.type)
+        if key not in self.tables:
+            values = e.values
+            suffix = "" if not any(k[0] == e.table for k in self.tables) else f"_{e.type}"
+            symbol = self.unique_symbol(f"const_{e.table}{suffix}")
+            self.func.arrays.append(ir.SharedDecl(symbol, e.type, len(values), max(1, e.type.nbytes),
+                                                  "const", values))
+            addr = ir.Instr("addr_of", ir.ADDR_TYPE, attrs={"symbol": symbol}, loc=self.loc)
+            if self.entry.terminator is not None:
+                self.entry.insert_before_terminator(addr)
+            else:
+                self.entry.append(addr)
+            self.tables[key] = _Array(e.table, e.type, [ir.Const(i32, len(values))], "const", addr)
+        return self.tables[key]
+
     def x_Shape(self, e):
         shape = self.array(e.array).shape
         if not 0 <= e.dim < len(shape):
@@ -1003,6 +1067,8 @@ class _Builder:
             return self.emit(op, ty, [left, right], {"contract": True})
         if op in ("add", "sub", "mul", "min", "max", "and", "or", "xor"):
             return self.emit(op, ty, [left, right])
+        if op in ("maximum", "minimum"):    # floats: a NaN operand gives NaN
+            return self.emit(op[:3], ty, [left, right], {"nan": True})
         if op == "truediv":
             return self.divide(left, right)
         if op in ("floordiv", "mod"):
@@ -1183,7 +1249,9 @@ class _Builder:
         scope.ret_block = self.new_block(f"ret_{callee.name}_")
         self.call_depth += 1
         try:
-            self.stmts(callee.body)
+            with self.expanding("call", e.loc):
+                self.statements_built += 3      # an inlined call costs about four statements
+                self.stmts(callee.body)
             for key, ty in zip(scope.ret_keys, scope.ret_types):
                 if self.live:
                     self.write(key, ir.Undef(ty))

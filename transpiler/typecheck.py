@@ -60,6 +60,8 @@ class FunctionChecker(ExprChecker, CallChecker):
         self.loop_depth = 0
         self.local_names, self.annotations = set(), {}
         self.static_vars: set = set()   # static_range variables bound as constants in self.consts
+        self.statements_unrolled = 0    # statements typed again for unrolled iterations
+        self.unroll_site = None         # the outermost static_range being typed
         self.array_nodes: dict = {}     # array name -> the shared_array/local_array call declaring it
         self.temporaries = 0            # hidden locals made so far ($t0, $t1, ...)
 
@@ -743,8 +745,18 @@ class FunctionChecker(ExprChecker, CallChecker):
         bodies = []
         self.static_vars.add(name)
         self.loop_depth += 1
+        outermost = self.unroll_site is None
+        if outermost:
+            self.unroll_site = node
         try:
             for k, value in enumerate(values):
+                self.statements_unrolled += len(stmts) if k == 0 else sum(varying)
+                if self.statements_unrolled > typed.MAX_STATEMENTS:
+                    err = self.error(f"unrolling this ptxpy.static_range, with the loops inside "
+                                     f"it, gives more than {typed.MAX_STATEMENTS} statements; use "
+                                     "range() for a loop that need not be unrolled", self.unroll_site)
+                    err.whole_loop = True
+                    raise err
                 self.consts[name] = value
                 try:
                     if k == 0:
@@ -755,7 +767,7 @@ class FunctionChecker(ExprChecker, CallChecker):
                                   for stmt, vary, done in zip(stmts, varying, first)]
                     bodies.append([s for piece in pieces for s in piece])
                 except CompileError as err:
-                    if k > 0:
+                    if k > 0 and not getattr(err, "whole_loop", False):
                         err.message = f"{err.message} (in the unrolled iteration where {name} = {value})"
                         err.args = (err.message,)
                     raise
@@ -763,6 +775,8 @@ class FunctionChecker(ExprChecker, CallChecker):
             self.loop_depth -= 1
             self.consts.pop(name, None)
             self.static_vars.discard(name)
+            if outermost:
+                self.unroll_site = None
         return typed.StaticFor(self.loc(node), name, list(values), bodies[0] if bodies else [], bodies)
 
     def static_loop_var(self, target: cst.Name, values: range) -> None:

@@ -17,6 +17,12 @@ from ptxpy.types import ArrayType, Scalar, TupleType
 Loc = tuple  # (line, col)
 
 
+#: statements typed or built, counting every unrolled and inlined copy: past this a kernel is
+#: an error (compiling 16384 takes about 3 s; nested static_range loops, or calls that double at
+#: each level, would otherwise compile for minutes)
+MAX_STATEMENTS = 65536
+
+
 @dataclass(eq=False)
 class Node:
     loc: Loc
@@ -42,6 +48,15 @@ class Var(Expr):
 class Load(Expr):
     array: str               # name of an array: parameter, shared_array or local_array
     indices: list            # one i32/i64/unsigned Expr per dimension
+
+
+@dataclass(eq=False)
+class TableLoad(Expr):
+    """`TABLE[i]` of a module tuple constant with a run-time index: an element of the table kept
+    in `.const` memory, the numbers `values` converted to `type` (docs/language.md)."""
+    table: str               # the constant's name
+    values: tuple            # its numbers, converted to `type` as a cast converts constants
+    index: Expr              # an integer of any type
 
 
 @dataclass(eq=False)
@@ -319,6 +334,8 @@ def format_expr(e: Expr) -> str:
         return f"{e.array}[{', '.join(map(format_expr, e.indices))}]{t}"
     if isinstance(e, Shape):
         return f"{e.array}.shape[{e.dim}]"
+    if isinstance(e, TableLoad):
+        return f"{e.table}[{format_expr(e.index)}]{t}"
     if isinstance(e, Unary):
         return f"({e.op} {format_expr(e.operand)}){t}"
     if isinstance(e, Binary):

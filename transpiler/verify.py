@@ -116,3 +116,5 @@ def _check_types(instr: Instr) -> None:
         _fail(instr, f"{instr.op} address must be {ADDR_TYPE}")
     elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local"):
         _fail(instr, "store needs attrs space in global shared local")
+    elif instr.op == "load" and instr.attrs.get("space", "global") not in ("global", "shared", "local", "const"):
+        _fail(instr, "load needs attrs space in global shared local const")

@@ -7,6 +7,7 @@ import ptxpy
 
 from .. import ir
 from .machine import REG_DECL, Imm, MBlock, MFunction, MInstr, Sym, VReg, ascii_text, operand_regs
+from .ptxtypes import half_bits, immediate, mem
 from .printf import ARGS_ALIGN, ARGS_BUFFER, module_declarations
 from .errors import BackendError
 from .target import Target
@@ -19,7 +20,8 @@ def emit_module(func: ir.Function, mfunc: MFunction, target: Target) -> str:
     labelled = {t for body in bodies.values() for t in _branch_targets(body)}
     labels = {block: f"$BB{n}" for n, block in enumerate(bodies)}
     _require_param_space(func, target)
-    lines = _header(func, target) + module_declarations(mfunc.strings) + _entry_open(func, mfunc)
+    lines = (_header(func, target) + module_declarations(mfunc.strings) + _const_tables(func)
+             + _entry_open(func, mfunc))
     lines.extend(_dependent_launch_wait(target))
     last_line = last_statement = None
     source_texts: dict[int, str] = {}   # line -> its text for `// line N:` comments
@@ -78,10 +80,28 @@ def _entry_open(func: ir.Function, mfunc: MFunction) -> list[str]:
         [f".visible .entry {func.name}()", "{"]
     lines.extend(_reg_decls(mfunc))
     for decl in func.arrays:
-        lines.append(f"{INDENT}.{decl.space} .align {decl.align} .b8 {decl.name}[{decl.nbytes}];")
+        if decl.space != "const":
+            lines.append(f"{INDENT}.{decl.space} .align {decl.align} .b8 {decl.name}[{decl.nbytes}];")
     if mfunc.printf_buffer:
         lines.append(f"{INDENT}.local .align {ARGS_ALIGN} .b8 {ARGS_BUFFER}[{mfunc.printf_buffer}];")
     return lines
+
+
+def _const_tables(func: ir.Function) -> list[str]:
+    """Module-scope `.const` arrays holding the tuple constants a kernel indexes at run time."""
+    lines = []
+    for decl in func.arrays:
+        if decl.space == "const":
+            t = decl.elem
+            if t.is_bool:
+                ptx_type, items = "u8", ["1" if v else "0" for v in decl.values]
+            elif t.is_float and t.bits == 16:
+                ptx_type, items = "b16", [f"0x{half_bits(t, v):04X}" for v in decl.values]
+            else:
+                ptx_type, items = mem(t), [immediate(t, v) for v in decl.values]
+            lines.append(f".const .align {decl.align} .{ptx_type} {decl.name}[{decl.count}] = "
+                         f"{{{', '.join(items)}}};")
+    return lines + [""] if lines else lines
 
 
 def _dependent_launch_wait(target: Target) -> list[str]:

@@ -551,8 +551,16 @@ class ISel:
             # `.rn` stops ptxas from contracting mul+add into fma: results then match the
             # simulator and NumPy bit for bit (contraction belongs in an IR pass, explicit `fma`)
             self.emit(f"{op}.rn.{arith(t)}", [dst], [a, b])
+        elif op in ("min", "max") and instr.attrs.get("nan") and t.bits == 64:
+            # no max.NaN.f64: a NaN operand gives a + b, a NaN (of the first NaN, quieted)
+            unordered, total = self.new("p"), self.new("fd")
+            self.emit(f"{op}.f64", [dst], [a, b])
+            self.emit("setp.nan.f64", [unordered], self.srcs(instr, imm=False))
+            self.emit("add.rn.f64", [total], [a, b])
+            self.emit("selp.f64", [dst], [total, dst, unordered])
         elif op in ("min", "max"):
-            self.emit(f"{op}.{arith(t)}", [dst], [a, b])
+            nan = ".NaN" if instr.attrs.get("nan") else ""
+            self.emit(f"{op}{nan}.{arith(t)}", [dst], [a, b])
         else:
             raise BackendError(f"{op} is not defined on {t}")
 
@@ -588,7 +596,8 @@ class ISel:
         elif op in ("add", "sub", "mul"):
             self.bf16_via_fma(op, dst, a, b)
         elif op in ("min", "max"):
-            self.emit(f"{op}.{t.name}", [dst], [a, b])
+            nan = ".NaN" if instr.attrs.get("nan") else ""
+            self.emit(f"{op}{nan}.{t.name}", [dst], [a, b])
         elif op == "copysign":
             magnitude, sign = self.new("rs"), self.new("rs")
             self.emit("and.b16", [magnitude], [a, Imm("0x7FFF")])
@@ -980,7 +989,7 @@ class ISel:
     # --- memory -----------------------------------------------------------------------------
     def _space(self, instr: ir.Instr) -> str:
         space = instr.attrs.get("space", "global")
-        if space not in ("global", "shared", "local"):
+        if space not in ("global", "shared", "local", "const"):
             raise BackendError(f"{instr.op}: unknown state space {space!r}")
         return space
 
