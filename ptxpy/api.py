@@ -43,8 +43,23 @@ def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defi
     return driver.transpile(source, filename, arch, defines, fast_math, debug)
 
 
+def _check_function(fn, decorator: str) -> None:
+    """A kernel or device function is a `def` whose source ptxpy reads: not a lambda, a class,
+    a built-in or a callable object (a TypeError where the decorator is applied)."""
+    inner = inspect.unwrap(fn) if hasattr(fn, "__wrapped__") else fn   # under other decorators:
+    if inspect.isfunction(inner) and inner.__name__ != "<lambda>":   # the source check names them
+        return
+    what = ("a lambda" if inspect.isfunction(fn) else f"the class {fn.__name__}" if inspect.isclass(fn)
+            else f"the built-in {getattr(fn, '__name__', fn)!r}" if inspect.isbuiltin(fn)
+            else f"an object of type {type(fn).__name__}"
+            + (f" ({fn.__name__!r})" if hasattr(fn, "__name__") else ""))
+    raise TypeError(f"{decorator} needs a function defined with def (ptxpy compiles its source), "
+                    f"got {what}")
+
+
 def func(fn):
     """Mark a device function: callable from kernels and other device functions (inlined)."""
+    _check_function(fn, "@ptxpy.func")
     @functools.wraps(fn)
     def host_call(*args, **kwargs):
         raise RuntimeError(f"@ptxpy.func {fn.__name__} can only be called from a kernel")
@@ -56,6 +71,7 @@ def jit(fn=None, *, out_shape=None, grid=None, block=None, input_output_aliases=
         debug: bool = False, fast_math: bool = False, interpret=None, arch=None):
     """Make a kernel from an annotated function (SPEC 2.6). Usable with or without arguments."""
     def wrap(f):
+        _check_function(f, "@ptxpy.jit")
         return Kernel(f, out_shape=out_shape, grid=grid, block=block,
                       input_output_aliases=input_output_aliases, debug=debug,
                       fast_math=fast_math, interpret=interpret, arch=arch)
@@ -288,6 +304,7 @@ class Kernel:
         fits_none = all(self._matching(args, kwargs, n)[1] for n in range(1, n_arrays + 1))
         if not n_arrays:
             return
+        self._raise_if_out_shape_leaves_out_inputs(out_shape, args, kwargs, n_arrays)
         n_outputs = self._output_count_like(out_shape)
         values, error = self._matching(args, kwargs, n_outputs)
         if fits_none or (isinstance(err, TypeError) and not _accepts(out_shape, args, kwargs)):
@@ -300,6 +317,28 @@ class Kernel:
                 self._check_arrays(given, shapes_only=True)
             except (TypeError, ValueError) as refused:
                 raise refused from None
+
+    def _raise_if_out_shape_leaves_out_inputs(self, fn, args, kwargs, n_arrays: int) -> None:
+        """out_shape's function, whose parameters are the kernel's inputs but for its `Const`s
+        (`lambda x: x`), cannot take a call that binds as the kernel's inputs: say so, rather
+        than read its arity as the number of outputs."""
+        given = len(args) + len(kwargs)
+        n_outputs = len(self.params) - given
+        if _accepts(fn, args, kwargs) or not 1 <= n_outputs <= n_arrays:
+            return
+        if self._matching(args, kwargs, n_outputs)[1] is not None:
+            return
+        try:
+            takes = list(inspect.signature(fn).parameters)
+        except (TypeError, ValueError):
+            return
+        inputs = self._inputs(n_outputs)
+        if takes != [p.name for p in inputs if not isinstance(p.type, ConstType)]:
+            return      # (named as the inputs but for the Consts: else the call may be wrong)
+        takes, inputs = ", ".join(takes), ", ".join(p.name for p in inputs)
+        raise TypeError(f"{self.__name__}: out_shape's function takes ({takes}) but the call passes "
+                        f"{given} inputs ({inputs}); give it one parameter per input, Const "
+                        f"parameters included: lambda {inputs}: ...") from None
 
     def _output_count_like(self, fn) -> int:
         """The number of outputs that leaves the kernel as many inputs as `fn` has parameters;

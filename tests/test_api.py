@@ -1032,3 +1032,34 @@ def test_a_constant_table_through_jax_eager_and_in_a_jitted_chain():
         expected = (_smooth(expected) * np.float32(2)).astype(np.float32)
     np.testing.assert_array_equal(np.asarray(six(x)), expected)
     assert ".const .align 4 .f32 const_TAPS[3]" in smooth.ptx(x)
+
+
+@pytest.mark.parametrize("target, what", [
+    (lambda x: x, "a lambda"),
+    (type("K", (), {}), "the class K"),
+    (len, "the built-in 'len'"),
+    (3, "an object of type int"),
+])
+def test_decorating_what_is_not_a_def_is_refused_at_once(target, what):
+    for decorator, apply in (("@ptxpy.jit", ptxpy.jit), ("@ptxpy.jit", ptxpy.jit(grid=1, block=1)),
+                             ("@ptxpy.func", ptxpy.func)):
+        with pytest.raises(TypeError) as info:
+            apply(target)
+        assert str(info.value) == (f"{decorator} needs a function defined with def (ptxpy "
+                                   f"compiles its source), got {what}")
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4, interpret=True)
+def scaled_by_const(x: Array[f32], out: Array[f32], K: Const[int] = 2):
+    i = ptxpy.global_id(0)
+    out[i] = x[i] * K
+
+
+def test_an_out_shape_function_that_leaves_out_a_const_is_named():
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(scaled_by_const(x)), x * 2)
+    with pytest.raises(TypeError) as info:
+        scaled_by_const(x, 3)
+    assert str(info.value) == ("scaled_by_const: out_shape's function takes (x) but the call "
+                               "passes 2 inputs (x, K); give it one parameter per input, Const "
+                               "parameters included: lambda x, K: ...")

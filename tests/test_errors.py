@@ -462,8 +462,11 @@ CASES = [
     ('nested_tuple_constant',
      'T = ((1, 2), (3, 4))\n@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = T[0][1]\n',
      "kernels.py:7:14: error: name 'T' is a tuple holding tuples or other values, which ptxpy does "
-     "not take as a constant: tuple constants are flat tuples of numbers (kernels can use "
-     "parameters, locals, module constants, @ptxpy.func functions, math and ptxpy)"),
+     "not take as a constant: tuple constants are flat tuples of numbers"),
+    ('module_constant_that_cannot_be_computed',
+     'BAD = math.log(0.0)\n@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = BAD\n',
+     "kernels.py:7:14: error: name 'BAD' is a module constant whose value cannot be computed: "
+     "math domain error"),
     ('constant_assigned_under_an_if',
      'if math.pi > 3:\n    BLOCK = 512\nelse:\n    BLOCK = 256\n@ptxpy.jit\ndef k(out: Array[f32]):\n'
      '    out[0] = BLOCK\n',
@@ -481,6 +484,13 @@ CASES = [
     ('huge_integer_shortened',
      'N = 2 ** 1000\n@ptxpy.jit\ndef k(out: Array[i64]):\n    out[0] = N % 7\n',
      "kernels.py:7:14: error: integer constant 107150860718626...376 (302 digits) does not fit in 64 bits"),
+    ('range_shadowed_by_a_local',
+     '@ptxpy.jit\ndef k(out: Array[f32]):\n    range = 3\n    for i in range(4):\n        out[i] = 1.0\n',
+     "kernels.py:7:14: error: 'range' here is a local variable, which hides the builtin range(); rename it"),
+    ('type_shadowed_by_the_module',
+     'f64 = float\n@ptxpy.jit\ndef k(out: Array[f64]):\n    out[0] = 1.0\n',
+     "kernels.py:6:18: error: 'f64' is defined again in this module, so it no longer names ptxpy's "
+     "f64; rename that definition"),
     ('const_of_a_wide_type',
      '@ptxpy.jit\ndef k(x: Array[f32], N: Const[i64] = 1):\n    x[0] = 1.0\n',
      "kernels.py:5:31: error: Const[i64] is not supported: Const takes int, float or bool (also "
@@ -904,3 +914,49 @@ def test_tuple_assignment_at_the_top_level_binds_constants():
     typed_kernel = driver.compile_kernel(driver.parse(source, "kernels.py"), "k",
                                          stop_after="typed").typed.kernel
     assert "out[0:i32] = 21.0:f32" in "\n".join(format_body(typed_kernel.body))
+
+
+@pytest.mark.parametrize("body, lines, message", [
+    ("    r = ptxpy.local_array(4, f32)\n    r[10] = x[0]\n    out[0] = r[10]\n", [7, 8],
+     "index 10 is out of bounds for axis 0 of 'r' (4 elements): the access is undefined if it runs"),
+    ("    s = ptxpy.shared_array((2, 8), f32)\n    s[1, 8] = x[0]\n    out[0] = s[1, 7]\n", [7],
+     "index 8 is out of bounds for axis 1 of 's' (8 elements): the access is undefined if it runs"),
+    ("    a, b, c, d = x[2:6]\n    out[0] = a + b + c + d\n", [6],
+     "misaligned vector access: 'x' at element 2 of its last axis, which is not a multiple of 4 "
+     "(a GPU fault when it runs)"),
+])
+def test_constant_indices_that_cannot_be_right_are_warnings(body, lines, message):
+    """Legal where the code never runs (a guarded copy of an unrolled loop), so warnings."""
+    import ptxpy
+    from ptxpy.transpiler.errors import SourceWarning
+
+    source = HEADER + "@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n" + body
+    with pytest.warns(SourceWarning) as seen:
+        ptxpy.transpile(source, "kernels.py")
+    assert [(str(w.message), w.lineno) for w in seen] == [(message, line) for line in lines]
+
+
+def test_in_bounds_constant_indices_and_aligned_vectors_give_no_warning():
+    import warnings
+
+    import ptxpy
+
+    source = HEADER + ("@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n"
+                       "    s = ptxpy.shared_array(8, f32)\n    s[7] = x[0]\n"
+                       "    a, b, c, d = x[4:8]\n    out[0] = s[7] + a + b + c + d\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ptxpy.transpile(source, "kernels.py")
+
+
+@pytest.mark.parametrize("decorator, message", [
+    ("@ptxpy.jti", "'@ptxpy.jti' is not a ptxpy decorator; did you mean @ptxpy.jit?"),
+    ("@ptxpy.fnc", "'@ptxpy.fnc' is not a ptxpy decorator; did you mean @ptxpy.func?"),
+    ("@ptxpy.kernel(block=32)", "'@ptxpy.kernel(block=32)' is not a ptxpy decorator "
+                                "(@ptxpy.jit or @ptxpy.func)"),
+])
+def test_a_misspelled_decorator_is_an_error_not_a_file_without_kernels(decorator, message):
+    source = HEADER + decorator + "\ndef k(out: Array[f32]):\n    out[0] = 1.0\n"
+    with pytest.raises(CompileError) as info:
+        driver.transpile(source, "kernels.py")
+    assert str(info.value).splitlines() == [f"kernels.py:4:1: error: {message}", decorator, "^"]

@@ -1546,3 +1546,18 @@ def k(a: Array[i32], b: Array[i32], x: Array[f32], q: Array[i32], r: Array[i32],
     np.testing.assert_array_equal(fq, x // np.float32(0.75))
     np.testing.assert_array_equal(fr, x % np.float32(0.75))
     np.testing.assert_array_equal(c, (17 // -5) * 100 + 17 % -5 + a % 3)
+
+
+def test_ndim_is_a_compile_time_constant():
+    source = src("""
+@ptxpy.jit
+def dims(x: Array[f32, 3], out: Array[f32]):
+    r = ptxpy.local_array(x.ndim, f32)
+    for d in ptxpy.static_range(x.ndim):
+        r[d] = f32(x.shape[d])
+    for d in ptxpy.static_range(x.ndim):
+        out[d] = r[d] ** x.ndim
+""")
+    x = np.zeros((2, 5, 7), np.float32)
+    (out,) = run(source, "dims", [x, Out(3, np.float32)], grid=1, block=1)
+    np.testing.assert_array_equal(out, np.array([2, 5, 7], np.float32) ** 3)

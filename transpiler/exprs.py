@@ -310,6 +310,9 @@ class ExprChecker:
         return CONST_FUNCS.get(self.qualname(node) or "")
 
     def const_lookup(self, node: cst.CSTNode):
+        if (node.__class__ is cst.Attribute and node.attr.value == "ndim"
+                and isinstance(node.value, cst.Name) and node.value.value in self.arrays):
+            return self.arrays[node.value.value].rank       # `x.ndim`: the rank, a constant
         if isinstance(node, cst.Name):
             name = node.value
             if name in self.consts:
@@ -461,7 +464,10 @@ class ExprChecker:
             if name in self.scope.unevaluated:
                 return self.error(f"name '{name}' {self.scope.unevaluated[name]}", node)
             if name in self.scope.others:
-                return self.error(f"name '{name}' is {_article(self.scope.others[name])} "
+                what = self.scope.others[name]
+                if what.startswith(_EXPLAINED):
+                    return self.error(f"name '{name}' is {what}", node)
+                return self.error(f"name '{name}' is {_article(what)} "
                                   "(kernels can use parameters, locals, module constants, "
                                   "@ptxpy.func functions, math and ptxpy)", node)
         if qual is None:
@@ -775,6 +781,10 @@ def _comparison_problem(op) -> str:
     if isinstance(op, (cst.In, cst.NotIn)):
         return "'in' is not supported in kernels"
     return "'is' comparisons are not supported in kernels; use == or !="
+
+
+#: what ModuleScope.others says in full about a name (no list of what kernels can use follows)
+_EXPLAINED = ("a module constant whose value cannot be computed", "a tuple holding tuples")
 
 
 def _article(what: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import difflib
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -247,6 +248,7 @@ def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
         table.pop(name, None)   # a later definition replaces an earlier one, as in Python
     kinds, others = _ptxpy_decorators(parsed, node)
     if not kinds:
+        _declare_misspelled(parsed, node, others)
         return
     kind = kinds[0][0]
     try:
@@ -338,6 +340,22 @@ def _check_entry_name(name: str, loc) -> None:
     if name == "vprintf":
         raise CompileError("a kernel cannot be named 'vprintf': that is the CUDA function print() "
                            "calls, which the PTX declares (rename it)", loc)
+
+
+def _declare_misspelled(parsed: ParsedModule, node: cst.FunctionDef, decorators: list) -> None:
+    """`@ptxpy.jti`: a kernel whose every use is an error naming the decorator (Python itself
+    would fail on it when importing the file)."""
+    for deco in decorators:
+        expr = deco.decorator.func if isinstance(deco.decorator, cst.Call) else deco.decorator
+        qual = parsed.scope.qualname(expr) or ""
+        if qual.startswith("ptxpy.") and qual not in ("ptxpy.jit", "ptxpy.func"):
+            close = difflib.get_close_matches(qual[6:], ["jit", "func"], n=1)
+            hint = f"; did you mean @ptxpy.{close[0]}?" if close else " (@ptxpy.jit or @ptxpy.func)"
+            err = CompileError(f"'@{code_of(deco.decorator)}' is not a ptxpy decorator{hint}",
+                               parsed.loc(deco))
+            err = err.located(parsed.filename, parsed.source_lines).with_traceback(None)
+            parsed.kernels[node.name.value] = InvalidDecl(node.name.value, parsed.loc(node.name), err)
+            return
 
 
 def _ptxpy_decorators(parsed: ParsedModule, node: cst.FunctionDef) -> tuple[list, list]:

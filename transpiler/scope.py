@@ -249,13 +249,18 @@ class ModuleScope:
                 self._aug_constant(name, small)
 
     def _bind_value(self, names: list, value: cst.BaseExpression, simple: bool) -> None:
+        failed = None
         try:
             result = const_eval(value, self.lookup, self.const_callee) if simple else None
-        except NotConstant:
+        except NotConstant as err:
             result = None
+            if err.reason.startswith("cannot evaluate"):     # constant, but its value fails
+                failed = err.reason[len("cannot evaluate this constant expression "):].strip("()")
         for name in names:
             self._forget(name)
-            if _is_number(result) or _is_number_tuple(result):
+            if failed is not None:
+                self.others[name] = f"a module constant whose value cannot be computed: {failed}"
+            elif _is_number(result) or _is_number_tuple(result):
                 self.constants[name] = result
             elif isinstance(result, tuple):
                 self.others[name] = ("a tuple holding tuples or other values, which ptxpy does not "
@@ -411,6 +416,9 @@ def resolve_type(node: cst.BaseExpression, scope: ModuleScope, loc, allow_const:
     if qual == "ptxpy.Const":
         raise CompileError("Const needs a type: Const[int], Const[float] or Const[bool]", loc(node))
     _check_imported(node, scope, loc)
+    if isinstance(node, cst.Name) and node.value in PTXPY_NAMES and scope.binds(node.value):
+        raise CompileError(f"'{node.value}' is defined again in this module, so it no longer names "
+                           f"ptxpy's {node.value}; rename that definition", loc(node))
     raise CompileError(f"unsupported type annotation '{code_of(node)}' (use a ptxpy scalar type, "
                        "bool, int, float, Array[T] or Array[T, R])", loc(node))
 

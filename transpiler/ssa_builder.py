@@ -855,6 +855,10 @@ class _Builder:
         """Address of `array[*lead, start]`; under debug, checks that the flat element index is a
         multiple of `width` (so the access is aligned) and that all `width` elements are in bounds."""
         indices = [*lead, start]
+        start = self.resolve(start)
+        if isinstance(start, ir.Const) and start.value % width:
+            self.warn(f"misaligned vector access: '{array.name}' at element {start.value} of its "
+                      f"last axis, which is not a multiple of {width} (a GPU fault when it runs)")
         address = self.element_address(array, indices, checked=True)
         if self.debug:
             self.bounds_check(array, indices)
@@ -912,6 +916,8 @@ class _Builder:
         """base + row-major linear index * element size (i32 arithmetic unless an index is 64-bit
         or the array has 2**31 elements or more)."""
         self.check_rank(array, indices)
+        if array.space in ("shared", "local"):
+            self.warn_constant_out_of_bounds(array, indices)
         if self.debug and not checked:
             self.bounds_check(array, indices)
         wide = array.large or any(v.type.bits > 32 for v in indices)
@@ -929,6 +935,22 @@ class _Builder:
         else:
             offset = self.emit("mul_wide", i64, [linear, ir.Const(i32, size)])
         return self.op("add", array.base, offset)
+
+    def warn_constant_out_of_bounds(self, array: _Array, indices: list) -> None:
+        """A constant index outside a shared or local array's constant extent: legal where that
+        code never runs (a guarded copy of an unrolled loop), so a warning."""
+        for axis, (index, extent) in enumerate(zip(indices, array.shape)):
+            index = self.resolve(index)
+            if (isinstance(index, ir.Const) and isinstance(extent, ir.Const)
+                    and not 0 <= index.value < extent.value):
+                self.warn(f"index {index.value} is out of bounds for axis {axis} of '{array.name}' "
+                          f"({extent.value} elements): the access is undefined if it runs")
+                return
+
+    def warn(self, message: str) -> None:
+        entry = (self.loc, message)
+        if entry not in self.func.warnings:
+            self.func.warnings.append(entry)
 
     def bounds_check(self, array: _Array, indices: list) -> None:
         self.check_rank(array, indices)

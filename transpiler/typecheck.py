@@ -668,6 +668,10 @@ class FunctionChecker(ExprChecker, CallChecker):
             return [self.range_loop(node, it)]
         if qual == "ptxpy.static_range":
             return [self.static_loop(node, it)]
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range":
+            what = "a local variable" if self.is_local("range") else "a name the module defines"
+            raise self.error(f"'range' here is {what}, which hides the builtin range(); rename it",
+                             it.func)
         raise self.error("for loops can only iterate over range(...) or ptxpy.static_range(...)", it)
 
     def range_loop(self, node: cst.For, call: cst.Call) -> typed.For:
