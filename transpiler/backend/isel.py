@@ -552,7 +552,7 @@ class ISel:
             # simulator and NumPy bit for bit (contraction belongs in an IR pass, explicit `fma`)
             self.emit(f"{op}.rn.{arith(t)}", [dst], [a, b])
         elif op in ("min", "max") and instr.attrs.get("nan") and t.bits == 64:
-            # no max.NaN.f64: a NaN operand gives a + b, a NaN (of the first NaN, quieted)
+            # no max.NaN.f64: where an operand is NaN the result is a + b, a quiet NaN
             unordered, total = self.new("p"), self.new("fd")
             self.emit(f"{op}.f64", [dst], [a, b])
             self.emit("setp.nan.f64", [unordered], self.srcs(instr, imm=False))
