@@ -65,10 +65,7 @@ def main(argv=None) -> int:
     owns the process's streams), else a call from Python."""
     if argv is not None:
         return run(argv)
-    if getattr(sys.stdout, "errors", None) == "strict":
-        # a path its encoding cannot show is printed escaped, as on stderr (where Python
-        # chose surrogateescape, undecodable bytes of a file name go back out as they came)
-        sys.stdout.reconfigure(errors="backslashreplace")
+    _path_bytes_as_given()
     try:
         status = run(sys.argv[1:], own_process=True)
         sys.stdout.flush()          # a reader gone shows here, not in Python's exit
@@ -79,6 +76,25 @@ def main(argv=None) -> int:
         # what is still buffered goes nowhere, instead of failing again at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+
+
+def _path_bytes_as_given() -> None:
+    """A file name's bytes that are not text (surrogate-escaped in sys.argv) go out on stdout
+    and stderr as they came, as a C compiler prints them, where the stream writes the file
+    system's encoding; elsewhere both show them escaped (`\\udcff`), never one of each."""
+    import codecs
+
+    def codec(name) -> str:
+        try:
+            return codecs.lookup(name or "").name
+        except LookupError:
+            return ""
+
+    same = codec(sys.getfilesystemencoding())
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            as_given = codec(getattr(stream, "encoding", None)) == same
+            stream.reconfigure(errors="surrogateescape" if as_given else "backslashreplace")
 
 
 def run(argv: list[str], own_process: bool = False) -> int:

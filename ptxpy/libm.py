@@ -3,7 +3,7 @@
 The compiler reads this file with its own frontend (transpiler/mathlib.py) and inlines
 `NAME_f32` or `NAME_f64` wherever a kernel calls `math.NAME` on that type: exp exp2 log log2
 log10 sin cos tan tanh erf pow fmod, then (in sections at the end) atan asin acos atan2, sinh
-cosh asinh acosh atanh expm1 log1p, hypot cbrt erfc; and `floordiv_*`/`floormod_*` for the
+cosh asinh acosh atanh expm1 log1p, hypot cbrt erfc, ldexp frexp; and `floordiv_*`/`floormod_*` for the
 float operators `//` and `%`. It is never imported to compute anything. Everything here is
 built from correctly rounded IEEE operations (add, sub, mul, div and fma in round-to-nearest,
 integer arithmetic, conversions, `ptxpy.bitcast`), so the GPU and ptxpy's simulator compute the
@@ -2556,3 +2556,96 @@ def erfc_f32(x: f32) -> f32:
 
 
 # === end of hypot, cbrt and erfc ==================================================================
+
+
+# === ldexp and frexp: exponents moved exactly =====================================================
+@ptxpy.func
+def ldexp_f64(x: f64, n: i32) -> f64:
+    """x * 2^n rounded once, as musl's scalbn: at most two exact steps of 2^1023 or 2^-969 bring
+    n into the normal range. A step down is 2^-969, not 2^-1022: y stays normal unless the
+    result is below half the smallest subnormal anyway, so the last product is the only rounding."""
+    y = x
+    k = n
+    if k > 1023:
+        y = y * _pow2_f64(1023)
+        k -= 1023
+        if k > 1023:
+            y = y * _pow2_f64(1023)
+            k = min(k - 1023, 1023)
+    elif k < -1022:
+        y = y * _pow2_f64(-969)
+        k += 969
+        if k < -1022:
+            y = y * _pow2_f64(-969)
+            k = max(k + 969, -1022)
+    return y * _pow2_f64(k)
+
+
+@ptxpy.func
+def ldexp_f32(x: f32, n: i32) -> f32:
+    """ldexp_f64 in f32: steps of 2^127 and 2^-102."""
+    y = x
+    k = n
+    if k > 127:
+        y = y * _pow2_f32(127)
+        k -= 127
+        if k > 127:
+            y = y * _pow2_f32(127)
+            k = min(k - 127, 127)
+    elif k < -126:
+        y = y * _pow2_f32(-102)
+        k += 102
+        if k < -126:
+            y = y * _pow2_f32(-102)
+            k = max(k + 102, -126)
+    return y * _pow2_f32(k)
+
+
+@ptxpy.func
+def _frexp_f64(x: f64) -> tuple[f64, i32]:
+    """x = m * 2^e with 1/2 <= |m| < 1, read from the bits (a subnormal scaled by 2^54 first);
+    zeros, infinities and NaN give (x, 0), as Python's math.frexp. Straight-line code: a kernel
+    inlines it for the mantissa and again for the exponent, and CSE keeps one copy."""
+    small = abs(x) < SMALLEST_NORMAL
+    y = x * TWO_54 if small else x
+    bits = ptxpy.bitcast(y, u64)
+    e = i32((bits >> 52) & 0x7FF) - (1076 if small else 1022)
+    m = ptxpy.bitcast((bits & 0x800FFFFFFFFFFFFF) | 0x3FE0000000000000, f64)
+    ordinary = (abs(x) > 0.0) & (abs(x) < math.inf)
+    return (m if ordinary else x), (e if ordinary else 0)
+
+
+@ptxpy.func
+def frexp_mantissa_f64(x: f64) -> f64:
+    m, e = _frexp_f64(x)
+    return m
+
+
+@ptxpy.func
+def frexp_exponent_f64(x: f64) -> i32:
+    m, e = _frexp_f64(x)
+    return e
+
+
+@ptxpy.func
+def _frexp_f32(x: f32) -> tuple[f32, i32]:
+    """_frexp_f64 in f32 (a subnormal scaled by 2^25)."""
+    small = abs(x) < _pow2_f32(-126)
+    y = x * _pow2_f32(25) if small else x
+    bits = ptxpy.bitcast(y, u32)
+    e = i32((bits >> 23) & 0xFF) - (151 if small else 126)
+    m = ptxpy.bitcast((bits & 0x807FFFFF) | 0x3F000000, f32)
+    ordinary = (abs(x) > 0.0) & (abs(x) < math.inf)
+    return (m if ordinary else x), (e if ordinary else 0)
+
+
+@ptxpy.func
+def frexp_mantissa_f32(x: f32) -> f32:
+    m, e = _frexp_f32(x)
+    return m
+
+
+@ptxpy.func
+def frexp_exponent_f32(x: f32) -> i32:
+    m, e = _frexp_f32(x)
+    return e

@@ -91,7 +91,8 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
         else:   # a NumPy scalar: the simulator would take a 0-d u64 array for an array
             args.append(np.asarray(value).reshape(())[()])
     launches += 1
-    run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=args)
+    run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=args,
+               dynamic_shared_bytes=int(kernel.options.get("dynamic_shared_bytes", 0)))
     return outputs
 
 

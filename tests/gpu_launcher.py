@@ -34,8 +34,9 @@ def newer_ptxas_chosen() -> bool:
     return compiler.chosen_ptxas(int(cu.cuDriverGetVersion()[1])) is not None
 
 
-def gpu_run_kernel(ptx, kernel, grid, block, args, image=None):
-    """`simulator.run_kernel`'s contract on a real GPU through cuda-python's driver API.
+def gpu_run_kernel(ptx, kernel, grid, block, args, image=None, shared=0):
+    """`simulator.run_kernel`'s contract on a real GPU through cuda-python's driver API
+    (`shared`: its `dynamic_shared_bytes`).
 
     `image`: a cubin of `ptx` to load; without one, the PTX is compiled as the runtime would
     (runtime/compiler.py: by the driver's JIT, or the ptxas PTXPY_PTXAS names)."""
@@ -80,7 +81,10 @@ def gpu_run_kernel(ptx, kernel, grid, block, args, image=None):
         values.append(getattr(ctypes, _CTYPES[ptx_type])(arg.item() if hasattr(arg, "item") else arg))
     pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
     grid, block = (tuple(grid) + (1, 1))[:3], (tuple(block) + (1, 1))[:3]
-    check(cu.cuLaunchKernel(function, *grid, *block, 0, 0, ctypes.addressof(pointers), 0))
+    if shared > 48 * 1024:
+        check(cu.cuFuncSetAttribute(
+            function, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared))
+    check(cu.cuLaunchKernel(function, *grid, *block, shared, 0, ctypes.addressof(pointers), 0))
     check(cu.cuCtxSynchronize())
     for dptr, arg in buffers:
         check(cu.cuMemcpyDtoH(arg.ctypes.data, dptr, arg.nbytes))

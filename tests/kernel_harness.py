@@ -71,13 +71,15 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
         else:
             ptx_args.append(value)
     assert len(values) == len(kernel.params), "wrong number of arguments for the kernel"
+    dynamic_shared = int(kernel.options.get("dynamic_shared_bytes", 0))   # arrays past 48 KB
     if os.environ.get("PTXPY_TEST_DEVICE") == "gpu":   # the same kernels on a real GPU
         from gpu_launcher import gpu_run_kernel
 
-        gpu_run_kernel(kernel.ptx, kernel.name, _dim3(grid), _dim3(block), ptx_args)
+        gpu_run_kernel(kernel.ptx, kernel.name, _dim3(grid), _dim3(block), ptx_args,
+                       shared=dynamic_shared)
     else:
         run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=ptx_args,
-                   racecheck=racecheck)
+                   dynamic_shared_bytes=dynamic_shared, racecheck=racecheck)
     return outputs
 
 

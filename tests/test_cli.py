@@ -517,3 +517,28 @@ def test_transpile_from_python_warns_of_a_define_that_sets_nothing(kernels_file)
     with pytest.warns(UserWarning, match=r"defines\['KK'\]: no kernel compiled has a Const "
                                          r"parameter 'KK'"):
         ptxpy.transpile(kernels_file.read_text(), str(kernels_file), defines={"KK": 1, "K": 2})
+
+
+@pytest.mark.skipif(sys.platform == "win32" or sys.getfilesystemencoding().lower() not in ("utf-8", "utf8"),
+                    reason="file names are bytes only on POSIX systems")
+@pytest.mark.parametrize("environment", [{"LC_ALL": "C.UTF-8"}, {"PYTHONUTF8": "1"},
+                                         {"PYTHONIOENCODING": "utf-8"}])
+def test_file_name_bytes_that_are_not_text_come_back_as_given(tmp_path, environment):
+    """Both streams print the name's bytes as they came (Python would show `\\udcff` on stderr
+    and, in a UTF-8 locale, fail or escape on stdout)."""
+    folder = os.fsencode(tmp_path)
+    good, bad = folder + b"/ok\xff.py", folder + b"/bad\xfe.py"
+    with open(good, "w") as f:
+        f.write("import ptxpy\nfrom ptxpy import Array, f32\n@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = 1.0\n")
+    with open(bad, "w") as f:
+        f.write("import ptxpy\n@ptxpy.jit\ndef k(x: f32):\n    y = zz\n")
+    out_dir = folder + b"/out\xfd"
+    env = {**os.environ, **environment}
+    done = subprocess.run([sys.executable, "-m", "ptxpy", "transpile", good, "-o", out_dir],
+                          capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(out_dir + b"/k.ptx  (")
+    done = subprocess.run([sys.executable, "-m", "ptxpy", "transpile", bad], capture_output=True,
+                          env=env, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.startswith(bad + b":3:10: error: 'f32' is not imported")

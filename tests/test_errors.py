@@ -246,7 +246,7 @@ CASES = [
      "kernels.py:6:16: error: 'in' is not supported in kernels"),
     ('math_unsupported',
      '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = math.lgamma(out[1])\n',
-     'kernels.py:6:14: error: math.lgamma is not supported in kernels (supported: acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp exp2 expm1 fabs floor fmod hypot isfinite isinf isnan log log10 log1p log2 pow sin sinh sqrt tan tanh trunc, and the constants pi e tau inf nan)'),
+     'kernels.py:6:14: error: math.lgamma is not supported in kernels (supported: acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp exp2 expm1 fabs floor fmod frexp hypot isfinite isinf isnan ldexp log log10 log1p log2 pow sin sinh sqrt tan tanh trunc, and the constants pi e tau inf nan)'),
     ('ptxpy_unknown',
      '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = ptxpy.thread_id()\n',
      "kernels.py:6:14: error: ptxpy has no attribute 'thread_id'; did you mean ptxpy.thread_idx?"),
@@ -960,3 +960,26 @@ def test_a_misspelled_decorator_is_an_error_not_a_file_without_kernels(decorator
     with pytest.raises(CompileError) as info:
         driver.transpile(source, "kernels.py")
     assert str(info.value).splitlines() == [f"kernels.py:4:1: error: {message}", decorator, "^"]
+
+
+@pytest.mark.parametrize("imports, decorator, message", [
+    ("import ptxpy\n", "@ptxpy.jit(block=32)(grid=1)",
+     "'@ptxpy.jit(block=32)(grid=1)' calls what @ptxpy.jit(...) returns; give every option in one "
+     "call, as @ptxpy.jit(block=..., grid=...)"),
+    ("from ptxpy import func\n", "@func()()",
+     "'@func()()' calls what @func(...) returns; give every option in one call, as "
+     "@func(block=..., grid=...)"),
+    ("", "@ptxpy.jit", "name 'ptxpy' is not defined (add 'import ptxpy' to the file)"),
+    ("import ptxpy\n", "@jit", "name 'jit' is not defined (add 'from ptxpy import jit' to the file)"),
+])
+def test_a_decorator_python_could_not_apply_is_an_error(imports, decorator, message):
+    source = imports + "from ptxpy import Array, f32\n" + decorator + "\ndef k(out: Array[f32]):\n    out[0] = 1.0\n"
+    line = source.count("\n", 0, source.index(decorator)) + 1
+    with pytest.raises(CompileError) as info:
+        driver.transpile(source, "kernels.py")
+    assert str(info.value).splitlines() == [f"kernels.py:{line}:1: error: {message}", decorator, "^"]
+
+
+def test_other_undefined_decorators_are_left_alone():
+    source = "import ptxpy\nfrom ptxpy import Array, f32\n@cache\ndef host(x):\n    return x\n"
+    assert driver.transpile(source, "kernels.py") == {}

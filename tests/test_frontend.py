@@ -74,6 +74,9 @@ def test_parse_finds_kernels_and_funcs_in_source_order():
     ("from ptxpy import jit as kern\nfrom ptxpy.types import f32 as F", "@kern(block=32)", "F"),
     ("import ptxpy.types as T\nimport ptxpy", "@ptxpy.jit", "T.f32"),
     ("from ptxpy import *", "@jit(grid=lambda *a: 1)", "f32"),
+    ("from ptxpy.api import jit\nfrom ptxpy import f32", "@jit", "f32"),
+    ("import ptxpy.api\nimport ptxpy", "@ptxpy.api.jit", "ptxpy.f32"),
+    ("import ptxpy.api as A\nimport ptxpy", "@A.jit(block=64)", "ptxpy.f32"),
 ])
 def test_decorator_and_type_spellings(imports, decorator, f32_name):
     source = f"{imports}\n{decorator}\ndef k(a: {f32_name}):\n    b = a\n"

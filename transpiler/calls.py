@@ -16,6 +16,7 @@ MATH_UNARY = frozenset("sqrt exp exp2 log log2 log10 sin cos tan tanh erf floor 
                        "atan asin acos sinh cosh asinh acosh atanh expm1 log1p cbrt erfc".split())
 MATH_PREDICATES = frozenset("isnan isinf isfinite".split())
 MATH_BINARY = frozenset(["copysign", "pow", "fmod", "atan2", "hypot"])
+MATH_EXPONENT = frozenset(["ldexp", "frexp"])
 FAST_UNARY = frozenset("rsqrt fast_exp fast_log fast_sin fast_cos".split())
 ATOMICS = frozenset("atomic_add atomic_sub atomic_min atomic_max atomic_and atomic_or atomic_xor "
                     "atomic_exch atomic_cas".split())
@@ -264,12 +265,46 @@ class CallChecker:
         if name in MATH_BINARY:
             values = self.float_args(self.args(node, label, 2))
             return typed.Intrinsic(self.loc(node), values[0].type, name, values)
-        supported = MATH_UNARY | MATH_PREDICATES | MATH_BINARY
+        if name == "ldexp":
+            return self.ldexp(node)
+        if name == "frexp":
+            return self.frexp(node)
+        supported = MATH_UNARY | MATH_PREDICATES | MATH_BINARY | MATH_EXPONENT
         if name not in MATH_NAMES or name == "fma":
             raise self.error(unknown_attribute("math", name, supported), node.func)
         supported = " ".join(sorted(supported))
         raise self.error(f"math.{name} is not supported in kernels (supported: {supported}, and "
                          "the constants pi e tau inf nan)", node.func)
+
+    def ldexp(self, node: cst.Call) -> typed.Expr:
+        """`math.ldexp(x, n)`: x * 2^n rounded once; n any integer (beyond +-2^16 it is clamped:
+        the result is already 0 or infinite)."""
+        x_node, n_node = self.args(node, "math.ldexp", 2)
+        (x,) = self.float_args([x_node])
+        n = self.value(n_node)
+        if n.type.is_float:
+            got = f"the float {n.value!r}" if is_weak(n) else n.type
+            raise self.error(f"math.ldexp takes an integer exponent, got {got}", n_node)
+        return typed.Intrinsic(self.loc(node), x.type, "ldexp", [x, self.exponent_i32(n)])
+
+    def exponent_i32(self, n: typed.Expr) -> typed.Expr:
+        """An integer exponent as i32, clamped to +-2^16 where its type is wider."""
+        limit = 1 << 16
+        if isinstance(n, typed.Constant):
+            return typed.Constant(n.loc, i32, max(-limit, min(limit, int(n.value))))
+        if n.type in (i64, u32, u64):
+            n = typed.Binary(n.loc, n.type, "min", n, typed.Constant(n.loc, n.type, limit))
+            if n.type.is_signed:
+                n = typed.Binary(n.loc, n.type, "max", n, typed.Constant(n.loc, n.type, -limit))
+        return convert(n, i32)
+
+    def frexp(self, node: cst.Call) -> typed.Expr:
+        """`m, e = math.frexp(x)`: x == m * 2^e with 1/2 <= |m| < 1 (m of x's type, e an i32)."""
+        (x,) = self.float_args(self.args(node, "math.frexp", 1))
+        loc = self.loc(node)
+        items = [typed.Intrinsic(loc, x.type, "frexp_mantissa", [x]),
+                 typed.Intrinsic(loc, i32, "frexp_exponent", [x])]
+        return typed.TupleExpr(loc, TupleType((x.type, i32)), items)
 
     def float_args(self, nodes: list) -> list:
         """Arguments of a float function: promoted together; integers become f32."""

@@ -346,16 +346,44 @@ def _declare_misspelled(parsed: ParsedModule, node: cst.FunctionDef, decorators:
     """`@ptxpy.jti`: a kernel whose every use is an error naming the decorator (Python itself
     would fail on it when importing the file)."""
     for deco in decorators:
-        expr = deco.decorator.func if isinstance(deco.decorator, cst.Call) else deco.decorator
-        qual = parsed.scope.qualname(expr) or ""
-        if qual.startswith("ptxpy.") and qual not in ("ptxpy.jit", "ptxpy.func"):
-            close = difflib.get_close_matches(qual[6:], ["jit", "func"], n=1)
-            hint = f"; did you mean @ptxpy.{close[0]}?" if close else " (@ptxpy.jit or @ptxpy.func)"
-            err = CompileError(f"'@{code_of(deco.decorator)}' is not a ptxpy decorator{hint}",
-                               parsed.loc(deco))
-            err = err.located(parsed.filename, parsed.source_lines).with_traceback(None)
-            parsed.kernels[node.name.value] = InvalidDecl(node.name.value, parsed.loc(node.name), err)
+        message = _misspelled_decorator(parsed, deco.decorator)
+        if message is not None:
+            err = CompileError(message, parsed.loc(deco)).located(parsed.filename, parsed.source_lines)
+            parsed.kernels[node.name.value] = InvalidDecl(node.name.value, parsed.loc(node.name),
+                                                          err.with_traceback(None))
             return
+
+
+def _misspelled_decorator(parsed: ParsedModule, decorator: cst.BaseExpression) -> str | None:
+    """What is wrong with a decorator meant to be ptxpy's, or None if it is not one of those:
+    `@ptxpy.jti`, `@ptxpy.jit(block=32)(grid=1)`, `@ptxpy.jit` or `@jit` with nothing imported."""
+    shown = code_of(decorator)
+    expr = decorator.func if isinstance(decorator, cst.Call) else decorator
+    inner = expr
+    while isinstance(inner, cst.Call):
+        inner = inner.func
+    qual = parsed.scope.qualname(inner) or ""
+    if qual in ("ptxpy.jit", "ptxpy.func"):      # only a call of the decorator's result gets here
+        return (f"'@{shown}' calls what @{code_of(inner)}(...) returns; give every option in one "
+                f"call, as @{code_of(inner)}(block=..., grid=...)")
+    if qual.startswith("ptxpy."):
+        close = difflib.get_close_matches(qual[6:], ["jit", "func"], n=1)
+        hint = f"; did you mean @ptxpy.{close[0]}?" if close else " (@ptxpy.jit or @ptxpy.func)"
+        return f"'@{shown}' is not a ptxpy decorator{hint}"
+    head, name = _head_and_last(expr)
+    if head is None or name not in ("jit", "func") or parsed.scope.binds(head):
+        return None
+    add = f"from ptxpy import {name}" if head == name else f"import {head}"
+    return f"name '{head}' is not defined (add '{add}' to the file)"
+
+
+def _head_and_last(expr: cst.BaseExpression) -> tuple:
+    """('ptxpy', 'jit') for `ptxpy.jit`, ('jit', 'jit') for `jit`; (None, None) otherwise."""
+    if isinstance(expr, cst.Name):
+        return expr.value, expr.value
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        return expr.value.value, expr.attr.value
+    return None, None
 
 
 def _ptxpy_decorators(parsed: ParsedModule, node: cst.FunctionDef) -> tuple[list, list]:

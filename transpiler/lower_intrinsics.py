@@ -205,6 +205,24 @@ def _fast(name: str):
     return lower
 
 
+def _ldexp(b, e):
+    """`math.ldexp(x, n)`; f16 and bf16 through f32, exact until the one rounding back."""
+    x, n = _args(b, e)
+    wide = f32 if x.type in (f16, bf16) else x.type
+    result = call_library(b, f"ldexp_{wide}", [b.coerce(x, wide), b.coerce(n, i32)])
+    return b.coerce(result, x.type)
+
+
+def _frexp(part: str):
+    """`math.frexp(x)`'s mantissa or exponent; f16 and bf16 through f32 (exactly)."""
+    def lower(b, e):
+        (x,) = _args(b, e)
+        wide = f32 if x.type in (f16, bf16) else x.type
+        result = call_library(b, f"frexp_{part}_{wide}", [b.coerce(x, wide)])
+        return b.coerce(result, x.type) if part == "mantissa" else result
+    return lower
+
+
 def call_library(b, name: str, args: list):
     """Inline the math library's device function `name` with argument values `args`.
 
@@ -684,5 +702,8 @@ HANDLERS = {
     "threadfence_block": _fence("cta"),
     "threadfence_system": _fence("sys"),
     "syncwarp": _syncwarp,
+    "ldexp": _ldexp,
+    "frexp_mantissa": _frexp("mantissa"),
+    "frexp_exponent": _frexp("exponent"),
     **{name: _math(fn) for name, fn in MATH.items()},
 }

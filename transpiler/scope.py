@@ -30,7 +30,7 @@ MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, 
 #: Python builtins a kernel may use.
 KERNEL_BUILTINS = frozenset("abs min max int float bool len print range divmod".split())
 PYTHON_BUILTINS = frozenset(dir(builtins))
-_SUBMODULES = {"ptxpy.types": "ptxpy", "ptxpy.intrinsics": "ptxpy"}
+_SUBMODULES = {"ptxpy.types": "ptxpy", "ptxpy.intrinsics": "ptxpy", "ptxpy.api": "ptxpy"}
 _MAX_INT_BITS = 4096  # constant folding gives up beyond this (guards `2 ** 10 ** 9`)
 
 
@@ -193,7 +193,7 @@ CONST_FUNCS = {
     "builtins.round": round,
     **{f"math.{name}": getattr(math, name) for name in
        ("sqrt exp exp2 log log2 log10 sin cos tan tanh erf erfc floor ceil trunc fabs fmod copysign "
-        "pow atan asin acos atan2 sinh cosh asinh acosh atanh expm1 log1p hypot cbrt").split()
+        "pow atan asin acos atan2 sinh cosh asinh acosh atanh expm1 log1p hypot cbrt ldexp frexp").split()
        if hasattr(math, name)},
 }
 

@@ -22,7 +22,7 @@ __all__ = ["FunctionChecker", "TupleExpr", "literal_value"]
 TupleExpr = typed.TupleExpr   # where it was defined before typed.py had it
 
 MAX_UNROLL = 4096
-MAX_SHARED_BYTES = 48 * 1024   # static shared memory per block
+MAX_SHARED_BYTES = 227 * 1024   # shared memory per block on any target (sm_90: past 48 KB, dynamic)
 MAX_LOCAL_BYTES = 512 * 1024   # local memory per thread (CUDA's limit from sm_20 on)
 AUG_OPS = {getattr(cst, name + "Assign"): getattr(cst, name) for name in (
     "Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power", "LeftShift",

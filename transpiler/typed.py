@@ -124,7 +124,7 @@ class Intrinsic(Expr):
 
     names: 'abs' 'sqrt' 'rsqrt' 'exp' 'exp2' 'log' 'log2' 'log10' 'sin' 'cos' 'tan' 'tanh'
     'erf' 'floor' 'ceil' 'fabs' 'copysign' 'pow' 'fmod' 'isnan' 'isinf' 'isfinite' 'fma'
-    'fast_exp' 'fast_log' 'fast_sin' 'fast_cos'
+    'fast_exp' 'fast_log' 'fast_sin' 'fast_cos' 'ldexp' (args: [x, i32 n]) 'frexp_mantissa' 'frexp_exponent'
     'thread_idx.x' ... 'grid_dim.z' (i32), 'lane_id', 'warp_id', 'global_id' (args: [axis const])
     'program_id' 'num_programs' (args: [axis const]), 'syncthreads' (type None)
     atomics 'atomic_add' ... (args: Load-like target given as `array` + `indices` in extra)

@@ -10,7 +10,7 @@ from .machine import REG_DECL, Imm, MBlock, MFunction, MInstr, Sym, VReg, ascii_
 from .ptxtypes import half_bits, immediate, mem
 from .printf import ARGS_ALIGN, ARGS_BUFFER, module_declarations
 from .errors import BackendError
-from .target import Target
+from .target import EXTERN_SHARED, STATIC_SHARED_LIMIT, Target, extern_shared_bytes, shared_layout
 
 INDENT = "    "
 
@@ -21,7 +21,7 @@ def emit_module(func: ir.Function, mfunc: MFunction, target: Target) -> str:
     labels = {block: f"$BB{n}" for n, block in enumerate(bodies)}
     _require_param_space(func, target)
     lines = (_header(func, target) + module_declarations(mfunc.strings) + _const_tables(func)
-             + _entry_open(func, mfunc))
+             + _extern_shared(func) + _entry_open(func, mfunc))
     lines.extend(_dependent_launch_wait(target))
     last_line = last_statement = None
     source_texts: dict[int, str] = {}   # line -> its text for `// line N:` comments
@@ -79,12 +79,29 @@ def _entry_open(func: ir.Function, mfunc: MFunction) -> list[str]:
     lines = [f".visible .entry {func.name}(", ",\n".join(params), ")", "{"] if params else \
         [f".visible .entry {func.name}()", "{"]
     lines.extend(_reg_decls(mfunc))
+    extern = shared_layout(func.arrays)
     for decl in func.arrays:
+        if decl.name in extern:
+            continue
         if decl.space != "const":
             lines.append(f"{INDENT}.{decl.space} .align {decl.align} .b8 {decl.name}[{decl.nbytes}];")
+
     if mfunc.printf_buffer:
         lines.append(f"{INDENT}.local .align {ARGS_ALIGN} .b8 {ARGS_BUFFER}[{mfunc.printf_buffer}];")
     return lines
+
+
+def _extern_shared(func: ir.Function) -> list[str]:
+    """The one `.extern .shared` array holding the kernel's shared arrays when together they
+    pass the static limit (target.shared_layout), with a comment saying where each lies."""
+    extern = shared_layout(func.arrays)
+    if not extern:
+        return []
+    lines = [f"// shared arrays past {STATIC_SHARED_LIMIT // 1024} KB: dynamic shared memory, "
+             f"{extern_shared_bytes(func.arrays)} bytes asked for at launch"]
+    lines += [f"//   {decl.name} at {EXTERN_SHARED}+{extern[decl.name]}, {decl.nbytes} bytes"
+              for decl in func.arrays if decl.name in extern]
+    return lines + [f".extern .shared .align 16 .b8 {EXTERN_SHARED}[];", ""]
 
 
 def _const_tables(func: ir.Function) -> list[str]:

@@ -24,7 +24,7 @@ from .errors import BackendError
 from .machine import Addr, Imm, MBlock, MFunction, MInstr, Phi, Sym, Terminator, VReg, Vec
 from .opaque import Opaque
 from .ptxtypes import (arith, bits, half_bits, immediate, mem, reg_bits, reg_class, signed_arith)
-from .target import Target
+from .target import EXTERN_SHARED, Target, shared_layout
 
 MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd": "u64",
             "f": "f32", "fd": "f64"}
@@ -100,6 +100,7 @@ class ISel:
         self.mblocks = {b: MBlock(b.name) for b in self.order}
         self.params = self._param_table()
         self.symbols = {decl.name: decl for decl in func.arrays}
+        self.extern_offsets = shared_layout(func.arrays)
         self.skipped: set[ir.Instr] = set()
         self.branch_tests: dict = {}   # cbr -> (the value it tests, whether its negation)
         self.tested_equal: set[ir.Instr] = set()     # integer `!=`s a branch tests as `==`
@@ -370,7 +371,7 @@ class ISel:
             return
         dst = self.nsrc(instr)
         if op == "addr_of":
-            self.emit("mov.u32", [dst], [Sym(self._symbol(instr))])
+            self.emit("mov.u32", [dst], [self._symbol_address(instr)])
         elif op == "mul_wide":
             self._mul32(dst, *self.srcs(instr))
         elif op == "shl":
@@ -421,7 +422,10 @@ class ISel:
             offset += int(const.value)
             value = next(a for a in value.args if not isinstance(a, ir.Const))
         if isinstance(value, ir.Instr) and value.op == "addr_of":
-            return Addr(Sym(self._symbol(value)), offset)
+            name = self._symbol(value)
+            if name in self.extern_offsets:
+                return Addr(Sym(EXTERN_SHARED), self.extern_offsets[name] + offset)
+            return Addr(Sym(name), offset)
         narrow = space in NARROW_SPACES and value in self.narrow
         base = self.nsrc(value) if narrow else self.src(value, imm=False)
         if not -(1 << 31) <= offset < (1 << 31):
@@ -432,6 +436,15 @@ class ISel:
                       [base, Imm(str(offset % (1 << 32) if narrow else offset))])
             return Addr(moved, 0)
         return Addr(base, offset)
+
+    def _symbol_address(self, instr: ir.Instr) -> Sym:
+        """The operand of `mov` that takes an array's address: its name, or `smem+OFFSET`
+        inside the `.extern .shared` array (target.shared_layout)."""
+        name = self._symbol(instr)
+        if name in self.extern_offsets:
+            offset = self.extern_offsets[name]
+            return Sym(f"{EXTERN_SHARED}+{offset}" if offset else EXTERN_SHARED)
+        return Sym(name)
 
     def _symbol(self, instr: ir.Instr) -> str:
         name = instr.attrs.get("symbol")
@@ -482,7 +495,7 @@ class ISel:
         self.emit("mov.u32", [self.reg(instr)], [Sym("%" + name)])
 
     def op_addr_of(self, instr: ir.Instr) -> None:
-        self.emit("mov.u64", [self.reg(instr)], [Sym(self._symbol(instr))])
+        self.emit("mov.u64", [self.reg(instr)], [self._symbol_address(instr)])
 
     # --- arithmetic -----------------------------------------------------------------------
     def op_add(self, instr):

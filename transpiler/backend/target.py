@@ -36,3 +36,40 @@ class Target:
     @property
     def version_text(self) -> str:
         return f"{self.version[0]}.{self.version[1]}"
+
+
+# --- shared memory ------------------------------------------------------------------------------
+#: shared memory a kernel may declare as `.shared` variables (CUDA's static limit, every arch)
+STATIC_SHARED_LIMIT = 48 * 1024
+#: the most shared memory one block may have on each target (CUDA's opt-in limit per block)
+SHARED_LIMIT = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024, 90: 227 * 1024,
+                100: 227 * 1024, 120: 99 * 1024}
+#: the `.extern .shared` array holding a kernel's shared arrays when they pass the static limit
+EXTERN_SHARED = "smem"
+
+
+def shared_limit(arch: str) -> int:
+    return SHARED_LIMIT.get(sm_number(arch), STATIC_SHARED_LIMIT)
+
+
+def shared_layout(arrays: list) -> dict:
+    """{symbol: byte offset} of the shared arrays inside one `.extern .shared` array, when
+    together they take more than the static limit (the launch then asks for that many bytes
+    of dynamic shared memory, as CUDA's `extern __shared__`); {} when each is a `.shared`
+    variable of its own."""
+    shared = [decl for decl in arrays if decl.space == "shared"]
+    offsets, end = {}, 0
+    for decl in shared:
+        end = -(-end // decl.align) * decl.align
+        offsets[decl.name] = end
+        end += decl.nbytes
+    return offsets if end > STATIC_SHARED_LIMIT else {}
+
+
+def extern_shared_bytes(arrays: list) -> int:
+    """Bytes of dynamic shared memory the `shared_layout` of `arrays` needs at launch (0: none)."""
+    offsets = shared_layout(arrays)
+    if not offsets:
+        return 0
+    last = next(decl for decl in reversed(arrays) if decl.space == "shared")
+    return offsets[last.name] + last.nbytes
