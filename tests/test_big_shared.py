@@ -116,3 +116,23 @@ def test_through_jax_eager_and_jitted():
     np.testing.assert_array_equal(np.asarray(chained(jnp.asarray(x))),
                                   (x.reshape(3, TILE) * 4 + 2).reshape(-1))
     assert ".extern .shared" in flip_tiles.ptx(jnp.asarray(x))
+
+
+def test_a_kernel_named_like_the_extern_array():
+    source = """
+import ptxpy
+from ptxpy import Array, f32
+
+@ptxpy.jit
+def smem(x: Array[f32], out: Array[f32]):
+    big = ptxpy.shared_array(16384, f32)
+    t = ptxpy.thread_idx.x
+    big[16383 - t] = x[t]
+    ptxpy.syncthreads()
+    out[t] = big[16383 - t] * 3.0
+"""
+    kernel = compile_source(source, "smem")
+    assert ".extern .shared .align 16 .b8 smem$[];" in kernel.ptx and ".entry smem(" in kernel.ptx
+    x = np.arange(64, dtype=np.float32)
+    (out,) = run(source, "smem", [x, Out(64, np.float32)], grid=1, block=64)
+    np.testing.assert_array_equal(out, x * 3)

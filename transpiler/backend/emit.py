@@ -10,7 +10,7 @@ from .machine import REG_DECL, Imm, MBlock, MFunction, MInstr, Sym, VReg, ascii_
 from .ptxtypes import half_bits, immediate, mem
 from .printf import ARGS_ALIGN, ARGS_BUFFER, module_declarations
 from .errors import BackendError
-from .target import EXTERN_SHARED, STATIC_SHARED_LIMIT, Target, extern_shared_bytes, shared_layout
+from .target import STATIC_SHARED_LIMIT, Target, extern_shared_bytes, extern_shared_name, shared_layout
 
 INDENT = "    "
 
@@ -99,9 +99,10 @@ def _extern_shared(func: ir.Function) -> list[str]:
         return []
     lines = [f"// shared arrays past {STATIC_SHARED_LIMIT // 1024} KB: dynamic shared memory, "
              f"{extern_shared_bytes(func.arrays)} bytes asked for at launch"]
-    lines += [f"//   {decl.name} at {EXTERN_SHARED}+{extern[decl.name]}, {decl.nbytes} bytes"
+    base = extern_shared_name(func.name)
+    lines += [f"//   {decl.name} at {base}+{extern[decl.name]}, {decl.nbytes} bytes"
               for decl in func.arrays if decl.name in extern]
-    return lines + [f".extern .shared .align 16 .b8 {EXTERN_SHARED}[];", ""]
+    return lines + [f".extern .shared .align 16 .b8 {base}[];", ""]
 
 
 def _const_tables(func: ir.Function) -> list[str]:

@@ -24,7 +24,7 @@ from .errors import BackendError
 from .machine import Addr, Imm, MBlock, MFunction, MInstr, Phi, Sym, Terminator, VReg, Vec
 from .opaque import Opaque
 from .ptxtypes import (arith, bits, half_bits, immediate, mem, reg_bits, reg_class, signed_arith)
-from .target import EXTERN_SHARED, Target, shared_layout
+from .target import Target, extern_shared_name, shared_layout
 
 MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd": "u64",
             "f": "f32", "fd": "f64"}
@@ -101,6 +101,7 @@ class ISel:
         self.params = self._param_table()
         self.symbols = {decl.name: decl for decl in func.arrays}
         self.extern_offsets = shared_layout(func.arrays)
+        self.extern_base = extern_shared_name(func.name)
         self.skipped: set[ir.Instr] = set()
         self.branch_tests: dict = {}   # cbr -> (the value it tests, whether its negation)
         self.tested_equal: set[ir.Instr] = set()     # integer `!=`s a branch tests as `==`
@@ -424,7 +425,7 @@ class ISel:
         if isinstance(value, ir.Instr) and value.op == "addr_of":
             name = self._symbol(value)
             if name in self.extern_offsets:
-                return Addr(Sym(EXTERN_SHARED), self.extern_offsets[name] + offset)
+                return Addr(Sym(self.extern_base), self.extern_offsets[name] + offset)
             return Addr(Sym(name), offset)
         narrow = space in NARROW_SPACES and value in self.narrow
         base = self.nsrc(value) if narrow else self.src(value, imm=False)
@@ -443,7 +444,7 @@ class ISel:
         name = self._symbol(instr)
         if name in self.extern_offsets:
             offset = self.extern_offsets[name]
-            return Sym(f"{EXTERN_SHARED}+{offset}" if offset else EXTERN_SHARED)
+            return Sym(f"{self.extern_base}+{offset}" if offset else self.extern_base)
         return Sym(name)
 
     def _symbol(self, instr: ir.Instr) -> str:

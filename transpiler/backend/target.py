@@ -48,6 +48,11 @@ SHARED_LIMIT = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024, 90
 EXTERN_SHARED = "smem"
 
 
+def extern_shared_name(kernel: str) -> str:
+    """EXTERN_SHARED, unless the kernel itself is named so (`$` is in no Python name)."""
+    return EXTERN_SHARED if kernel != EXTERN_SHARED else EXTERN_SHARED + "$"
+
+
 def shared_limit(arch: str) -> int:
     return SHARED_LIMIT.get(sm_number(arch), STATIC_SHARED_LIMIT)
 
