@@ -143,7 +143,7 @@ def compile_kernel(program: Program, name: str, consts: dict | None = None, by_r
 def _compile_kernel(program: Program, name: str, consts, by_ref, options: Options,
                     stop_after: str) -> Stages:
     from .backend import emit_ptx
-    from .backend.target import extern_shared_bytes
+    from .backend.target import shared_bytes
     from .frontend import check_kernel
     from .passes import optimize
     from .ssa_builder import build_function
@@ -162,8 +162,7 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
     if stop_after == "ssa":
         return stages
     ptx = _located(lambda: emit_ptx(stages.ssa), filename, source)
-    dynamic = extern_shared_bytes(func.arrays)    # shared arrays past 48 KB are dynamic
-    static = 0 if dynamic else sum(d.nbytes for d in func.arrays if d.space == "shared")
+    static, dynamic = shared_bytes(func.arrays)    # shared arrays past 48 KB are dynamic
     kernel_options = {**options.as_dict(), "consts": dict(consts or {})}
     if dynamic:
         kernel_options["dynamic_shared_bytes"] = dynamic

@@ -205,10 +205,15 @@ def _fast(name: str):
     return lower
 
 
+def _computed_in(t: Scalar) -> Scalar:
+    """The type the math library computes a float type in: f16 and bf16 in f32."""
+    return f32 if t in (f16, bf16) else t
+
+
 def _ldexp(b, e):
     """`math.ldexp(x, n)`; f16 and bf16 through f32, exact until the one rounding back."""
     x, n = _args(b, e)
-    wide = f32 if x.type in (f16, bf16) else x.type
+    wide = _computed_in(x.type)
     result = call_library(b, f"ldexp_{wide}", [b.coerce(x, wide), b.coerce(n, i32)])
     return b.coerce(result, x.type)
 
@@ -217,7 +222,7 @@ def _frexp(part: str):
     """`math.frexp(x)`'s mantissa or exponent; f16 and bf16 through f32 (exactly)."""
     def lower(b, e):
         (x,) = _args(b, e)
-        wide = f32 if x.type in (f16, bf16) else x.type
+        wide = _computed_in(x.type)
         result = call_library(b, f"frexp_{part}_{wide}", [b.coerce(x, wide)])
         return b.coerce(result, x.type) if part == "mantissa" else result
     return lower

@@ -43,7 +43,7 @@ from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, bool_, f32, f64
 
 from . import ir, typed
 from .abi import NARROW_CARRIER, RESERVED_PTX_NAMES, ParamSpec, unique_ptx_names
-from .backend.target import extern_shared_bytes, shared_limit
+from .backend.target import shared_bytes, shared_limit
 from .errors import CompileError, DeepRecursion
 
 PRINTF_MAX_ARGS = 32      # CUDA's printf drops arguments beyond 32
@@ -182,8 +182,7 @@ class _Builder:
     def check_shared_limit(self, kernel: typed.FuncDef) -> None:
         """The kernel's shared arrays, its device functions' included, fit one block on the
         target (past 48 KB they are dynamic shared memory: target.shared_layout)."""
-        total = (extern_shared_bytes(self.func.arrays)
-                 or sum(d.nbytes for d in self.func.arrays if d.space == "shared"))
+        total = sum(shared_bytes(self.func.arrays))
         limit = shared_limit(self.func.arch)
         if total > limit:
             raise CompileError(f"shared arrays take {total} bytes; {self.func.arch} gives a block at most "

@@ -10,7 +10,7 @@ from .machine import REG_DECL, Imm, MBlock, MFunction, MInstr, Sym, VReg, ascii_
 from .ptxtypes import half_bits, immediate, mem
 from .printf import ARGS_ALIGN, ARGS_BUFFER, module_declarations
 from .errors import BackendError
-from .target import STATIC_SHARED_LIMIT, Target, extern_shared_bytes, extern_shared_name, shared_layout
+from .target import STATIC_SHARED_LIMIT, Target, extern_shared_name, shared_bytes, shared_layout
 
 INDENT = "    "
 
@@ -98,7 +98,7 @@ def _extern_shared(func: ir.Function) -> list[str]:
     if not extern:
         return []
     lines = [f"// shared arrays past {STATIC_SHARED_LIMIT // 1024} KB: dynamic shared memory, "
-             f"{extern_shared_bytes(func.arrays)} bytes asked for at launch"]
+             f"{shared_bytes(func.arrays)[1]} bytes asked for at launch"]
     base = extern_shared_name(func.name)
     lines += [f"//   {decl.name} at {base}+{extern[decl.name]}, {decl.nbytes} bytes"
               for decl in func.arrays if decl.name in extern]

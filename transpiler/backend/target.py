@@ -71,10 +71,10 @@ def shared_layout(arrays: list) -> dict:
     return offsets if end > STATIC_SHARED_LIMIT else {}
 
 
-def extern_shared_bytes(arrays: list) -> int:
-    """Bytes of dynamic shared memory the `shared_layout` of `arrays` needs at launch (0: none)."""
+def shared_bytes(arrays: list) -> tuple[int, int]:
+    """(static, dynamic) shared memory bytes of a kernel's arrays: one of them is 0."""
     offsets = shared_layout(arrays)
+    shared = [decl for decl in arrays if decl.space == "shared"]
     if not offsets:
-        return 0
-    last = next(decl for decl in reversed(arrays) if decl.space == "shared")
-    return offsets[last.name] + last.nbytes
+        return sum(decl.nbytes for decl in shared), 0
+    return 0, offsets[shared[-1].name] + shared[-1].nbytes
