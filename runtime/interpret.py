@@ -15,6 +15,7 @@ import numpy as np
 from ptxpy.runtime import batching
 from ptxpy.runtime.ptx_parser import SimulatorError
 from ptxpy.transpiler.abi import CompiledKernel
+from ptxpy.transpiler.launch_shape import launch_shared_bytes
 
 #: Simulator launches made (each runs one grid; a batched vmap makes one); for tests.
 launches = 0
@@ -77,7 +78,7 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
     outputs = _output_buffers(inputs, out_types, aliases or {})
     in_params, out_params = split_params(kernel, len(outputs))
     given, made = iter(_sharing_outputs(inputs, outputs, aliases or {})), iter(outputs)
-    args = []
+    args, shapes = [], {}
     for spec in kernel.params:
         value = next(made) if spec in out_params else next(given)
         if spec.kind == "array":
@@ -85,14 +86,15 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
             if array is not value and spec.written:
                 raise ValueError(f"{kernel.name}: output '{spec.name}' must be a contiguous array")
             args.append(array)
-            args.extend(int(n) for n in array.shape[1 if spec.name in batched else 0:])
+            shapes[spec.name] = tuple(int(n) for n in array.shape[1 if spec.name in batched else 0:])
+            args.extend(shapes[spec.name])
         elif spec.by_ref:
             args.append(np.asarray(value, dtype=(spec.carrier or spec.dtype).numpy).reshape(1).copy())
         else:   # a NumPy scalar: the simulator would take a 0-d u64 array for an array
             args.append(np.asarray(value).reshape(())[()])
     launches += 1
     run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=args,
-               dynamic_shared_bytes=int(kernel.options.get("dynamic_shared_bytes", 0)))
+               dynamic_shared_bytes=launch_shared_bytes(kernel, shapes, tuple(block)))
     return outputs
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from ptxpy.runtime import batching, driver, ffi
 from ptxpy.transpiler import floatbits
 from ptxpy.transpiler.abi import CompiledKernel, ParamSpec
+from ptxpy.transpiler.launch_shape import launch_shared_bytes
 
 VMAP_METHOD = "sequential"
 _U32_MAX = 2**32 - 1
@@ -121,7 +122,8 @@ def check_call(kernel: CompiledKernel, args: list, out_types: list, grid, block,
     values = check_args(kernel, inputs, args, traced_by_value)
     out_types = check_out_types(kernel, outputs, out_types)
     grid, block = check_dims(kernel, "grid", grid), check_dims(kernel, "block", block)
-    check_limits(kernel, grid, block, driver.DeviceLimits())
+    shared = dynamic_shared_bytes(kernel, block, inputs, values, outputs, out_types)
+    check_limits(kernel, grid, block, driver.DeviceLimits(), shared=shared)
     aliases = check_aliases(kernel, inputs, values, out_types, input_output_aliases or {})
     check_writes(kernel, inputs, aliases)
     return inputs, values, out_types, grid, block, aliases
@@ -131,7 +133,8 @@ def register(kernel: CompiledKernel, values: list, out_types: list, grid, block)
     """Loads the kernel on every GPU and registers the launch plan of checked `values` (arrays
     may be `jax.ShapeDtypeStruct`s: only shapes are packed) and `out_types`; returns its key."""
     inputs, outputs = split_params(kernel, len(out_types))
-    image = _prepare_devices(kernel, grid, block)
+    shared = dynamic_shared_bytes(kernel, block, inputs, values, outputs, out_types)
+    image = _prepare_devices(kernel, grid, block, shared)
     _, slots, params, offsets = pack(kernel, inputs, values, outputs, out_types)
     plan = ffi.LaunchPlan(kernel.name, image, grid, block, image.dynamic_shared, params, offsets,
                           slots, pdl=waits_for_predecessors(kernel.ptx, kernel.name))
@@ -188,9 +191,18 @@ def _eager_signature(kernel, args, out_types, grid, block, aliases) -> tuple | N
         return None
 
 
-def dynamic_shared_bytes(kernel: CompiledKernel) -> int:
-    """Bytes of dynamic shared memory (`.extern .shared`) the kernel asks for at launch."""
-    return int(kernel.options.get("dynamic_shared_bytes", 0))
+def dynamic_shared_bytes(kernel: CompiledKernel, block=(1, 1, 1), inputs=(), values=(),
+                         outputs=(), out_types=()) -> int:
+    """Bytes of dynamic shared memory (`.extern .shared`) one launch asks for: the static arrays
+    past 48 KB, and the arrays sized at launch for these shapes and this block."""
+    if not kernel.options.get("launch_shared"):
+        return int(kernel.options.get("dynamic_shared_bytes", 0))
+    batched = {entry[0] for entry in kernel.options.get("batched", ())}
+    shapes = {}
+    for spec, value in [*zip(inputs, values), *zip(outputs, out_types)]:
+        if spec.kind == "array":
+            shapes[spec.name] = tuple(int(n) for n in value.shape)[1 if spec.name in batched else 0:]
+    return launch_shared_bytes(kernel, shapes, block)
 
 
 # --- checking --------------------------------------------------------------------------------
@@ -400,7 +412,8 @@ def check_dims(kernel: CompiledKernel, what: str, dims) -> tuple[int, int, int]:
 
 
 def check_limits(kernel: CompiledKernel, grid, block, limits: driver.DeviceLimits,
-                 device: str = "CUDA devices") -> None:
+                 device: str = "CUDA devices", shared: int | None = None) -> None:
+    """`shared`: the launch's dynamic shared memory bytes (dynamic_shared_bytes)."""
     name = f"kernel '{kernel.name}'"
     threads = block[0] * block[1] * block[2]
     if threads > limits.max_threads_per_block:
@@ -411,7 +424,7 @@ def check_limits(kernel: CompiledKernel, grid, block, limits: driver.DeviceLimit
             raise ValueError(f"{name}: block dimension {'xyz'[axis]} is {b}; {device} allow at most {mb}")
         if g > mg:
             raise ValueError(f"{name}: grid dimension {'xyz'[axis]} is {g}; {device} allow at most {mg}")
-    shared = dynamic_shared_bytes(kernel) + kernel.shared_bytes
+    shared = (dynamic_shared_bytes(kernel) if shared is None else shared) + kernel.shared_bytes
     if limits.arch and shared > limits.max_shared_optin:
         raise ValueError(f"{name}: needs {shared} bytes of shared memory per block; {device} "
                          f"allow at most {limits.max_shared_optin}")
@@ -462,14 +475,14 @@ def gpu_ordinals() -> list[int]:
     return [d.local_hardware_id if d.local_hardware_id is not None else d.id for d in devices]
 
 
-def _prepare_devices(kernel: CompiledKernel, grid, block) -> driver.KernelImage:
+def _prepare_devices(kernel: CompiledKernel, grid, block, shared: int) -> driver.KernelImage:
     """Loads the kernel on every GPU of this process (never inside a CUDA graph capture) and
-    checks the launch against each device's limits."""
+    checks the launch, with `shared` bytes of dynamic shared memory, against each device's
+    limits (an image per size: each sets its own dynamic shared-memory limit)."""
     ordinals = gpu_ordinals()
-    image = driver.kernel_image(kernel.name, kernel.ptx, kernel.arch,
-                                dynamic_shared_bytes(kernel), kernel.shared_bytes)
+    image = driver.kernel_image(kernel.name, kernel.ptx, kernel.arch, shared, kernel.shared_bytes)
     for ordinal in ordinals:
-        check_limits(kernel, grid, block, driver.device_limits(ordinal), f"device {ordinal}")
+        check_limits(kernel, grid, block, driver.device_limits(ordinal), f"device {ordinal}", shared)
         image.load(ordinal)
         most = image.max_threads_per_block(ordinal)
         threads = block[0] * block[1] * block[2]

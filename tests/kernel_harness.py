@@ -7,6 +7,7 @@ import numpy as np
 
 from ptxpy.transpiler import driver, ptxas
 from ptxpy.transpiler.abi import CompiledKernel
+from ptxpy.transpiler.launch_shape import launch_shared_bytes
 
 ARCHS = ("sm_80", "sm_90")
 
@@ -63,15 +64,17 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
             outputs.append(array)
             value = array
         values.append(value)
-    ptx_args = []
+    ptx_args, shapes = [], {}
     for spec, value in zip(kernel.params, values):
         if spec.kind == "array":
             ptx_args.append(value)
             ptx_args.extend(int(n) for n in value.shape)
+            shapes[spec.name] = tuple(value.shape)
         else:
             ptx_args.append(value)
     assert len(values) == len(kernel.params), "wrong number of arguments for the kernel"
-    dynamic_shared = int(kernel.options.get("dynamic_shared_bytes", 0))   # arrays past 48 KB
+    # arrays past 48 KB and arrays sized at launch
+    dynamic_shared = launch_shared_bytes(kernel, shapes, _dim3(block))
     if os.environ.get("PTXPY_TEST_DEVICE") == "gpu":   # the same kernels on a real GPU
         from gpu_launcher import gpu_run_kernel
 

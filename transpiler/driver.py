@@ -166,6 +166,9 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
     kernel_options = {**options.as_dict(), "consts": dict(consts or {})}
     if dynamic:
         kernel_options["dynamic_shared_bytes"] = dynamic
+    launch_sized = tuple(decl.launch for decl in func.arrays if decl.launch)
+    if launch_sized:     # (name, element bytes, extents): launch_shape.launch_shared_bytes
+        kernel_options["launch_shared"] = launch_sized
     stages.kernel = CompiledKernel(name, ptx, list(func.params), options.arch, static, filename,
                                    kernel_options)
     return stages

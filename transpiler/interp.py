@@ -470,7 +470,15 @@ class _Thread:
         self.memory = Memory()
         self.values: dict[Instr, object] = {}
         self.symbols = {}
+        region = None      # where the arrays sized at launch lie, one after another
         for decl in func.arrays:
+            if decl.launch:
+                if region is None:
+                    from .backend.target import shared_limit
+
+                    region = self.memory.map(numpy.zeros(shared_limit(func.arch), numpy.uint8))
+                self.symbols[decl.name] = region
+                continue
             given = shared.get(decl.name) if decl.space == "shared" else None
             if decl.space == "const":
                 given = numpy.array(decl.values, dtype=decl.elem.numpy)

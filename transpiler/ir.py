@@ -14,6 +14,8 @@ from typing import Iterator
 
 from ptxpy.types import Scalar, SCALARS, bool_, i32, i64, u32
 
+from .launch_shape import describe
+
 Loc = tuple  # (line, col), 1-based line, 0-based col, in the Python source
 _INSTR_IDS = itertools.count(1)   # `Instr.id`: printed as `%id`
 
@@ -148,6 +150,8 @@ class SharedDecl:
     align: int = 16
     space: str = "shared"   # 'shared' | 'local' | 'const'
     values: tuple = ()      # 'const': the numbers, already of type `elem`
+    launch: tuple = ()      # a shared array sized at launch: (source name, extent formulas)
+                            # (transpiler/launch_shape.py); its count is then 0
 
     @property
     def nbytes(self) -> int:
@@ -301,7 +305,8 @@ def format_function(func: Function) -> str:
     lines = [f"func {func.name}({params}) {{"]
     for decl in func.arrays:
         init = f" = {{{', '.join(map(repr, decl.values))}}}" if decl.space == "const" else ""
-        lines.append(f"  .{decl.space} {decl.name}: {decl.elem}[{decl.count}] align {decl.align}{init}")
+        extent = ", ".join(map(describe, decl.launch[2])) if decl.launch else decl.count
+        lines.append(f"  .{decl.space} {decl.name}: {decl.elem}[{extent}] align {decl.align}{init}")
     for block in func.blocks:
         preds = ", ".join(p.name for p in block.preds)
         lines.append(f"{block.name}:" + (f"    ; preds {preds}" if preds else ""))

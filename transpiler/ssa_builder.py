@@ -45,6 +45,7 @@ from . import ir, typed
 from .abi import NARROW_CARRIER, RESERVED_PTX_NAMES, ParamSpec, unique_ptx_names
 from .backend.target import shared_bytes, shared_limit
 from .errors import CompileError, DeepRecursion
+from .launch_shape import is_formula
 
 PRINTF_MAX_ARGS = 32      # CUDA's printf drops arguments beyond 32
 _UNSAFE_IN_SELECT = frozenset({"truediv", "floordiv", "mod"})
@@ -160,6 +161,7 @@ class _Builder:
         self.sealed.add(self.entry)
         self.start(self.entry)
         self.scope = _Scope(0, kernel)
+        self.kernel_scope = self.scope
 
     # --- driver ------------------------------------------------------------------------------
     def build(self) -> ir.Function:
@@ -259,6 +261,9 @@ class _Builder:
     def declare_arrays(self, scope: _Scope, func: typed.FuncDef, prefix: str) -> None:
         for decl in func.arrays:
             shape = (decl.shape,) if isinstance(decl.shape, int) else tuple(decl.shape)
+            if any(map(is_formula, shape)):
+                scope.arrays[decl.name] = self.launch_sized_array(decl, shape, prefix)
+                continue
             count = 1
             for n in shape:
                 count *= int(n)
@@ -276,6 +281,48 @@ class _Builder:
             else:
                 self.entry.append(addr)
             scope.arrays[decl.name] = _Array(decl.name, decl.elem, dims, space, addr, decl=decl)
+
+    def launch_sized_array(self, decl, shape: tuple, prefix: str) -> _Array:
+        """A shared array sized at launch (transpiler/launch_shape.py): it lies in the region
+        after the static shared arrays, where `addr_of` of its symbol points (target.shared_layout),
+        after the arrays of this kind declared before it, each on a 16-byte boundary. Its extents
+        and place are computed where it is declared, from values every block knows from the
+        start (`ntid`, the shape parameters), so each use sees the same ones."""
+        earlier = [d.launch for d in self.func.arrays if d.launch]
+        symbol = self.unique_symbol(f"smem_{prefix}{decl.name}")
+        self.func.arrays.append(ir.SharedDecl(symbol, decl.elem, 0, 16, "shared",
+                                              launch=(decl.name, decl.elem.nbytes, shape)))
+        offset = ir.Const(i32, 0)
+        for _, elem_bytes, extents in earlier:
+            offset = self.op("add", offset, self.launch_region_bytes(extents, elem_bytes))
+        dims = [self.launch_value(extent) for extent in shape]
+        base = self.emit("addr_of", ir.ADDR_TYPE, attrs={"symbol": symbol})
+        base = self.op("add", base, self.emit("cvt", i64, [offset]))
+        return _Array(decl.name, decl.elem, dims, "shared", base, decl=decl)
+
+    def launch_region_bytes(self, extents: tuple, elem_bytes: int):
+        """An array's bytes rounded up to 16 (launch_shape.aligned), in i32."""
+        count = ir.Const(i32, elem_bytes)
+        for extent in extents:
+            count = self.op("mul", count, self.launch_value(extent))
+        return self.op("and", self.op("add", count, ir.Const(i32, 15)), ir.Const(i32, -16))
+
+    def launch_value(self, formula):
+        """An extent formula's i32 value, as the host computes it (launch_shape.evaluate)."""
+        if isinstance(formula, int):
+            return ir.Const(i32, formula)
+        head = formula[0]
+        if head == "block_dim":
+            return self.emit("sreg", i32, attrs={"name": f"ntid.{formula[1]}"})
+        if head == "shape":
+            return self.kernel_scope.arrays[formula[1]].shape[formula[2]]
+        a, b = self.launch_value(formula[1]), self.launch_value(formula[2])
+        if head == "cdiv":
+            quotient, rest = self.binary("floordiv", i32, a, b), self.binary("mod", i32, a, b)
+            inexact = self.emit("cmp", bool_, [rest, ir.Const(i32, 0)], {"pred": "ne"})
+            return self.emit("select", i32, [inexact, self.op("add", quotient, ir.Const(i32, 1)), quotient])
+        names = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "min": "min", "max": "max"}
+        return self.binary(names[head], i32, a, b)
 
     def unique_symbol(self, base: str) -> str:
         """`base` as a PTX name not taken yet (PTX names are ASCII: `é` is written `_xe9`)."""

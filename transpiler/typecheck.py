@@ -14,6 +14,8 @@ from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, can_convert_imp
 from . import typed
 from .calls import CallChecker
 from .errors import CompileError
+from .launch_shape import describe, is_formula
+from .shape_formula import ShapeFormulas
 from .exprs import ExprChecker, convert, fits, is_weak, join, literal_value, truthy
 from .scope import code_of, resolve_type, scalar_named
 
@@ -45,7 +47,14 @@ UNSUPPORTED_STATEMENTS = {
 }
 
 
-class FunctionChecker(ExprChecker, CallChecker):
+def _shown(shape) -> str:
+    """A shape as the message shows it (extents known at launch as written)."""
+    if not isinstance(shape, tuple) or not any(map(is_formula, shape)):
+        return repr(shape)
+    return "(" + ", ".join(describe(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
     def __init__(self, program, decl, consts: dict, by_ref: frozenset):
         self.program, self.decl, self.by_ref = program, decl, by_ref
         self.parsed, self.scope = program.parsed, program.parsed.scope
@@ -587,12 +596,17 @@ class FunctionChecker(ExprChecker, CallChecker):
         space = "shared" if self.qualname(call.func) == "ptxpy.shared_array" else "local"
         label = f"ptxpy.{space}_array"
         shape_node, dtype_node = self.args(call, label, 2, keywords=("shape", "dtype"))
-        shape = self.const_value(shape_node, f"the shape of {label}", shape=True)
+        try:
+            shape = self.const_value(shape_node, f"the shape of {label}", shape=True)
+        except CompileError:
+            if space != "shared":
+                raise
+            shape = self.launch_shape(shape_node, label)   # sized at launch (launch_shape.py)
         shape = shape if isinstance(shape, tuple) else (shape,)
-        if not 1 <= len(shape) <= 4 or not all(
-                isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape):
+        if not 1 <= len(shape) <= 4 or not all(is_formula(n) or (
+                isinstance(n, int) and not isinstance(n, bool) and n > 0) for n in shape):
             raise self.error(f"the shape of {label} must be a positive int or a tuple of 1 to 4 "
-                             f"positive ints, got {shape!r}", shape_node)
+                             f"positive ints, got {_shown(shape)}", shape_node)
         elem = scalar_named(self.qualname(dtype_node))
         if elem is None:
             raise self.error(f"the dtype of {label} must be a ptxpy scalar type such as f32, got "
@@ -619,7 +633,7 @@ class FunctionChecker(ExprChecker, CallChecker):
     def check_shared_size(self, node) -> None:
         for space, limit, what in (("shared", MAX_SHARED_BYTES, ""), ("local", MAX_LOCAL_BYTES, " per thread")):
             total = sum(math.prod(decl.shape) * decl.elem.nbytes for decl in self.decls
-                        if decl.space == space)
+                        if decl.space == space and not any(map(is_formula, decl.shape)))
             if total > limit:
                 raise self.error(f"{space} arrays take {total} bytes{what}; the limit is {limit}", node)
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from ptxpy.types import ArrayType, Scalar, TupleType
 
+from .launch_shape import describe
+
 Loc = tuple  # (line, col)
 
 
@@ -298,7 +300,7 @@ class ArrayDecl:
     """A `shared_array` or `local_array` the function declares (SSA builder makes SharedDecls)."""
     name: str
     elem: Scalar
-    shape: tuple
+    shape: tuple             # ints, or for a shared array sized at launch formulas (launch_shape.py)
     space: str               # 'shared' | 'local'
 
 
@@ -422,7 +424,8 @@ def format_func(f: FuncDef, key: str | None = None) -> str:
     ret = f" -> {f.return_type}" if f.return_type is not None else ""
     lines = [f"{kind} {key or f.name}({params}){ret}:"]
     for decl in f.arrays:
-        lines.append(f"    {decl.space} {decl.name}: {decl.elem}{list(decl.shape)}")
+        extents = ", ".join(describe(n) for n in decl.shape)
+        lines.append(f"    {decl.space} {decl.name}: {decl.elem}[{extents}]")
     if f.locals:
         lines.append("    # locals: " + ", ".join(f"{k}: {v}" for k, v in f.locals.items()))
     return "\n".join(lines + format_body(f.body))

@@ -9,6 +9,7 @@ from .. import ir
 from .machine import REG_DECL, Imm, MBlock, MFunction, MInstr, Sym, VReg, ascii_text, operand_regs
 from .ptxtypes import half_bits, immediate, mem
 from .printf import ARGS_ALIGN, ARGS_BUFFER, module_declarations
+from ..launch_shape import describe
 from .errors import BackendError
 from .target import STATIC_SHARED_LIMIT, Target, extern_shared_name, shared_bytes, shared_layout
 
@@ -97,11 +98,25 @@ def _extern_shared(func: ir.Function) -> list[str]:
     extern = shared_layout(func.arrays)
     if not extern:
         return []
-    lines = [f"// shared arrays past {STATIC_SHARED_LIMIT // 1024} KB: dynamic shared memory, "
-             f"{shared_bytes(func.arrays)[1]} bytes asked for at launch"]
     base = extern_shared_name(func.name)
-    lines += [f"//   {decl.name} at {base}+{extern[decl.name]}, {decl.nbytes} bytes"
-              for decl in func.arrays if decl.name in extern]
+    sized_at_launch = [decl for decl in func.arrays if decl.launch]
+    if sized_at_launch:
+        lines = ["// shared arrays sized at launch: dynamic shared memory, each array on a 16-byte "
+                 "boundary after the one before"]
+    else:
+        lines = [f"// shared arrays past {STATIC_SHARED_LIMIT // 1024} KB: dynamic shared memory, "
+                 f"{shared_bytes(func.arrays)[1]} bytes asked for at launch"]
+    previous = None
+    for decl in func.arrays:
+        if decl.name not in extern:
+            continue
+        if not decl.launch:
+            lines.append(f"//   {decl.name} at {base}+{extern[decl.name]}, {decl.nbytes} bytes")
+            continue
+        where = f"after {previous}" if previous else f"at {base}+{extern[decl.name]}"
+        extents = ", ".join(describe(n) for n in decl.launch[2])
+        lines.append(f"//   {decl.name} {where}, {decl.elem}[{extents}]")
+        previous = decl.name
     return lines + [f".extern .shared .align 16 .b8 {base}[];", ""]
 
 

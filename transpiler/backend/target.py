@@ -60,21 +60,31 @@ def shared_limit(arch: str) -> int:
 def shared_layout(arrays: list) -> dict:
     """{symbol: byte offset} of the shared arrays inside one `.extern .shared` array, when
     together they take more than the static limit (the launch then asks for that many bytes
-    of dynamic shared memory, as CUDA's `extern __shared__`); {} when each is a `.shared`
-    variable of its own."""
-    shared = [decl for decl in arrays if decl.space == "shared"]
+    of dynamic shared memory, as CUDA's `extern __shared__`) or some are sized at launch; {}
+    when each is a `.shared` variable of its own. Arrays sized at launch all map to the
+    16-byte boundary after the static ones, where the region holding them begins (the kernel
+    adds each one's place in it: transpiler/launch_shape.py)."""
+    static = [decl for decl in arrays if decl.space == "shared" and not decl.launch]
+    sized_at_launch = [decl for decl in arrays if decl.space == "shared" and decl.launch]
     offsets, end = {}, 0
-    for decl in shared:
+    for decl in static:
         end = -(-end // decl.align) * decl.align
         offsets[decl.name] = end
         end += decl.nbytes
-    return offsets if end > STATIC_SHARED_LIMIT else {}
+    if not sized_at_launch:
+        return offsets if end > STATIC_SHARED_LIMIT else {}
+    region = -(-end // 16) * 16
+    offsets.update((decl.name, region) for decl in sized_at_launch)
+    return offsets
 
 
 def shared_bytes(arrays: list) -> tuple[int, int]:
-    """(static, dynamic) shared memory bytes of a kernel's arrays: one of them is 0."""
+    """(static, dynamic) shared memory bytes of a kernel's arrays: one of them is 0. With
+    arrays sized at launch, dynamic is what precedes them (a launch adds their bytes)."""
     offsets = shared_layout(arrays)
-    shared = [decl for decl in arrays if decl.space == "shared"]
+    static = [decl for decl in arrays if decl.space == "shared" and not decl.launch]
     if not offsets:
-        return sum(decl.nbytes for decl in shared), 0
-    return 0, offsets[shared[-1].name] + shared[-1].nbytes
+        return sum(decl.nbytes for decl in static), 0
+    if any(decl.launch for decl in arrays if decl.space == "shared"):
+        return 0, max(offsets.values())
+    return 0, offsets[static[-1].name] + static[-1].nbytes
