@@ -221,7 +221,8 @@ CASES = [
      '@ptxpy.jit\ndef k(n: i32):\n    s = ptxpy.shared_array(n, f32)\n',
      "kernels.py:6:28: error: 'n' is a variable; the shape of ptxpy.shared_array must be a "
      "compile-time constant, or known at launch: built from ptxpy.block_dim, x.shape[k] of the "
-     "kernel's array parameters and constants (+ - * // ptxpy.cdiv min max), written in the call"),
+     "kernel's array parameters and constants (+ - * // ptxpy.cdiv min max), or a variable "
+     "assigned once, before it, from such an expression"),
     ('range_step_zero',
      '@ptxpy.jit\ndef k(n: i32):\n    for i in range(0, n, 0):\n        pass\n',
      'kernels.py:6:26: error: range() step must not be zero'),

@@ -192,6 +192,43 @@ def off_by_one(x: Array[f32], out: Array[f32]):
             block=24, debug=True)
 
 
+VARIABLES = HEADER + """
+@ptxpy.jit
+def tiles(x: Array[f32, 2], out: Array[f32, 2]):
+    rows = x.shape[0]
+    cols = x.shape[1]
+    wide = ptxpy.cdiv(cols, 4) * 4
+    pad = 3
+    t = ptxpy.thread_idx.x
+    tile = ptxpy.shared_array((rows, wide + pad), f32)
+    for k in range(t, rows * cols, ptxpy.block_dim.x):
+        tile[k // cols, k % cols] = x[k // cols, k % cols]
+    ptxpy.syncthreads()
+    for k in range(t, rows * cols, ptxpy.block_dim.x):
+        out[k // cols, k % cols] = tile[rows - 1 - k // cols, k % cols] + f32(tile.shape[1])
+"""
+
+
+def test_a_variable_assigned_once_may_size_an_array():
+    kernel = compile_source(VARIABLES, "tiles")
+    ((name, size, (rows, cols)),) = kernel.options["launch_shared"]
+    assert (name, size, describe(rows)) == ("tile", 4, "x.shape[0]")
+    assert describe(cols) == "ptxpy.cdiv(x.shape[1], 4) * 4 + 3"
+    x = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)
+    (out,) = run(VARIABLES, "tiles", [x, Out((5, 7), np.float32)], grid=1, block=32)
+    np.testing.assert_array_equal(out, x[::-1] + np.float32(8 + 3))
+
+
+def test_a_variable_assigned_twice_may_not():
+    for second in ("    n = n + 1\n", "    n += 1\n"):
+        body = ("@ptxpy.jit\ndef k(x: Array[f32]):\n    n = x.shape[0]\n" + second +
+                "    s = ptxpy.shared_array(n, f32)\n")
+        assert compile_error(body).startswith("kernels.py:8:28: error: 'n' is a variable; the shape")
+    body = "@ptxpy.jit\ndef k(x: Array[f32]):\n    n = 4\n    s = ptxpy.shared_array((n, n), f32)\n"
+    kernel = compile_source(HEADER + body, "k")      # known now: a static array
+    assert "launch_shared" not in kernel.options and kernel.shared_bytes == 64
+
+
 # --- the host's arithmetic -------------------------------------------------------------------
 
 def test_formulas_evaluate_with_python_s_meaning():
@@ -241,7 +278,7 @@ ALLOWED = ("a compile-time constant, or known at launch: built from ptxpy.block_
 @pytest.mark.parametrize("body, message", [
     ("@ptxpy.jit\ndef k(x: Array[f32], n: i32):\n    s = ptxpy.shared_array(n * 2, f32)\n",
      f"kernels.py:6:28: error: 'n' is a variable; the shape of ptxpy.shared_array must be "
-     f"{ALLOWED}, written in the call"),
+     f"{ALLOWED}, or a variable assigned once, before it, from such an expression"),
     ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array(ptxpy.grid_dim.x, f32)\n",
      f"kernels.py:6:28: error: 'ptxpy.grid_dim.x' is not known at launch: the shape of "
      f"ptxpy.shared_array must be {ALLOWED}"),

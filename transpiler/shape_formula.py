@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .launch_shape import I32_MAX, I32_MIN
+from .errors import CompileError
+from .launch_shape import I32_MAX, I32_MIN, LaunchShapeError, evaluate
 from .scope import NotConstant, code_of, const_eval, subscript_items
 
 ALLOWED = ("a compile-time constant, or known at launch: built from ptxpy.block_dim, x.shape[k] "
@@ -35,9 +36,12 @@ class ShapeFormulas:
             value = const_eval(node, self.const_lookup, self.const_callee)
         except NotConstant:
             formula = self.extent_formula(node, label)
-            if not _reads_launch(formula):    # constants only: why const_eval failed is the error
-                self.const_value(node, f"an extent of {label}")
-            return formula
+            if _reads_launch(formula):
+                return formula
+            try:                      # constants only, through a variable: known now
+                value = evaluate(formula, {}, (1, 1, 1))
+            except LaunchShapeError as err:
+                raise self.error(str(err), node) from None
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(f"an extent of {label} must be an int, got {value!r}", node)
         if not I32_MIN <= value <= I32_MAX:
@@ -64,8 +68,14 @@ class ShapeFormulas:
         if kind is cst.Call:
             return self.call_formula(node, label)
         if kind is cst.Name and self.is_local(node.value):
+            bound = self.launch_values.get(node.value)
+            if bound is not None:    # assigned once (`n = x.shape[0]`), before this
+                try:
+                    return self.launch_extent(bound, label)
+                except CompileError:
+                    pass
             raise self.error(f"'{node.value}' is a variable; the shape of {label} must be {ALLOWED}, "
-                             "written in the call", node)
+                             "or a variable assigned once, before it, from such an expression", node)
         raise self.error(f"'{code_of(node)}' is not known at launch: the shape of {label} must be "
                          f"{ALLOWED}", node)
 

@@ -73,6 +73,8 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.unroll_site = None         # the outermost static_range being typed
         self.array_nodes: dict = {}     # array name -> the shared_array/local_array call declaring it
         self.temporaries = 0            # hidden locals made so far ($t0, $t1, ...)
+        self.assign_counts: dict = {}   # local name -> how many places assign it
+        self.launch_values: dict = {}   # local assigned once, unannotated -> its value's node
 
     # --- the function ---------------------------------------------------------------------
     def check(self) -> typed.FuncDef:
@@ -104,6 +106,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         collector = _NameCollector()
         collector.statement(body)
         self.local_names = collector.names
+        self.assign_counts = collector.counts
         for name, ann_node in collector.annotated:
             t = resolve_type(ann_node, self.scope, self.loc)
             if not isinstance(t, Scalar):
@@ -217,7 +220,10 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             if value.__class__ is cst.Call and self.qualname(value.func) in (
                     "ptxpy.shared_array", "ptxpy.local_array"):
                 return self.declare_array(target.value, value)
-            return [self.assign_name(target, self.expr(value), value)]
+            assigned = self.assign_name(target, self.expr(value), value)
+            if self.assign_counts.get(target.value) == 1 and target.value not in self.annotations:
+                self.launch_values[target.value] = value   # may size a shared array (shape_formula)
+            return [assigned]
         if isinstance(target, (cst.Tuple, cst.List)):
             return self.tuple_assign(target, value, node)
         if isinstance(target, cst.Subscript):
@@ -836,11 +842,13 @@ class _NameCollector:
 
     def __init__(self):
         self.names: set = set()
+        self.counts: dict = {}      # name -> how many targets assign it
         self.annotated: list = []
 
     def _add(self, target) -> None:
         if isinstance(target, cst.Name):
             self.names.add(target.value)
+            self.counts[target.value] = self.counts.get(target.value, 0) + 1
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._add(element.value)
