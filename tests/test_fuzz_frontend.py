@@ -58,7 +58,10 @@ def loops(x: Array[f32, 2], out: Array[f32], K: Const[int] = 4):
 @ptxpy.jit
 def shared(x: Array[f32], out: Array[f32], h: f16):
     s = ptxpy.shared_array((64, 2), f32)
+    m = ptxpy.cdiv(len(x), 2)
+    d = ptxpy.shared_array((ptxpy.block_dim.x, max(m, 1)), f32)
     t = ptxpy.thread_idx.x
+    d[t, 0] = x[t]
     s[t, 0] = x[t] ** 2
     ptxpy.syncthreads()
     v0, v1, v2, v3 = x[t:t + 4]
@@ -106,6 +109,10 @@ UNSUPPORTED = [
     "y = ptxpy.local_array(TILE + (0,), f32)", "for q in range(TILE[1.0]): pass",
     "y = ptxpy.WARP_SIZE()", "y = math.pi()", "y = ptxpy.thread_idx.x()", "y = EPS(1)",
     "y = math.fmod(1.0)", "y = math.fmod(x, 0.0)", "y = n % 0.0",
+    "y = ptxpy.shared_array(len(x) // 0, f32)", "y = ptxpy.shared_array(len(x) - 2 ** 40, f32)",
+    "y = ptxpy.shared_array(-len(x), f32)", "y = ptxpy.shared_array(min(len(x)), f32)",
+    "y = ptxpy.shared_array((ptxpy.block_dim.x, 1.5), f32)", "y = ptxpy.shared_array(out.shape[n], f32)",
+    "m = len(x)\nm += 1\ny = ptxpy.shared_array(m, f32)", "y = ptxpy.local_array(ptxpy.block_dim.x, f32)",
 ]
 
 TOKENS = [
@@ -116,7 +123,7 @@ TOKENS = [
     "continue", "pass", "def", "lambda", "class", "0", "1", "2.5", "1e40", "2**70", "True",
     "None", "'s'", ".", "shape", "\n", "\n    ", "\n        ", " ", "@ptxpy.jit", "@ptxpy.func",
     "->", "tuple", ";", "\\", "#", "\t", "\x00", "é", "1_000", "0x10", "...", "*", "yield",
-    "TILE", "[0]", "math.fmod",
+    "TILE", "[0]", "math.fmod", "ptxpy.shared_array(", "ptxpy.block_dim.x", "len(x)",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"
