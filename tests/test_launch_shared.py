@@ -282,6 +282,8 @@ ALLOWED = ("a compile-time constant, or known at launch: built from ptxpy.block_
     ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array(ptxpy.grid_dim.x, f32)\n",
      f"kernels.py:6:28: error: 'ptxpy.grid_dim.x' is not known at launch: the shape of "
      f"ptxpy.shared_array must be {ALLOWED}"),
+    ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array(blockDim.x, f32)\n",
+     "kernels.py:6:28: error: name 'blockDim' is not defined; CUDA's blockDim is ptxpy.block_dim"),
     ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.local_array(ptxpy.block_dim.x, f32)\n",
      "kernels.py:6:27: error: the shape of ptxpy.local_array must be a compile-time constant: "
      "literals, module constants, Const parameters and arithmetic on them"),

@@ -76,6 +76,8 @@ class ShapeFormulas:
                     pass
             raise self.error(f"'{node.value}' is a variable; the shape of {label} must be {ALLOWED}, "
                              "or a variable assigned once, before it, from such an expression", node)
+        if kind is cst.Name or kind is cst.Attribute:
+            self.expr(node)           # an undefined name (CUDA's blockDim.x ...) says so
         raise self.error(f"'{code_of(node)}' is not known at launch: the shape of {label} must be "
                          f"{ALLOWED}", node)
 
