@@ -63,11 +63,15 @@ def _cdiv(b, e):
     """`ptxpy.cdiv(a, d)` as the host computes it, -(-a // d), for every sign and value: the
     floor quotient, plus one when a remainder is left. (`(a + d - 1) // d` overflows near
     the end of the type: `cdiv(u8(250), 10)` would be 0.)"""
-    a, d = _args(b, e)
-    quotient = b.binary("floordiv", e.type, a, d)
-    rest = b.binary("mod", e.type, a, d)
-    inexact = b.emit("cmp", bool_, [rest, ir.Const(e.type, 0)], {"pred": "ne"})
-    return b.emit("select", e.type, [inexact, b.op("add", quotient, ir.Const(e.type, 1)), quotient])
+    return ceil_division(b, e.type, *_args(b, e))
+
+
+def ceil_division(b, ty, a, d):
+    """-(-a // d) in type `ty`, on values already of that type."""
+    quotient = b.binary("floordiv", ty, a, d)
+    rest = b.binary("mod", ty, a, d)
+    inexact = b.emit("cmp", bool_, [rest, ir.Const(ty, 0)], {"pred": "ne"})
+    return b.emit("select", ty, [inexact, b.op("add", quotient, ir.Const(ty, 1)), quotient])
 
 
 def _global_id(b, e):

@@ -318,9 +318,9 @@ class _Builder:
             return self.kernel_scope.arrays[formula[1]].shape[formula[2]]
         a, b = self.launch_value(formula[1]), self.launch_value(formula[2])
         if head == "cdiv":
-            quotient, rest = self.binary("floordiv", i32, a, b), self.binary("mod", i32, a, b)
-            inexact = self.emit("cmp", bool_, [rest, ir.Const(i32, 0)], {"pred": "ne"})
-            return self.emit("select", i32, [inexact, self.op("add", quotient, ir.Const(i32, 1)), quotient])
+            from .lower_intrinsics import ceil_division
+
+            return ceil_division(self, i32, a, b)
         names = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "min": "min", "max": "max"}
         return self.binary(names[head], i32, a, b)
 
