@@ -19,7 +19,6 @@ starting on a 16-byte boundary, in the order they are declared (target.shared_la
 from __future__ import annotations
 
 ALIGN = 16
-OPS = ("+", "-", "*", "//", "cdiv", "min", "max")
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
 
