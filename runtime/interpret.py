@@ -78,7 +78,7 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
     outputs = _output_buffers(inputs, out_types, aliases or {})
     in_params, out_params = split_params(kernel, len(outputs))
     given, made = iter(_sharing_outputs(inputs, outputs, aliases or {})), iter(outputs)
-    args, shapes = [], {}
+    args, shapes, scalars = [], {}, {}
     for spec in kernel.params:
         value = next(made) if spec in out_params else next(given)
         if spec.kind == "array":
@@ -92,9 +92,10 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
             args.append(np.asarray(value, dtype=(spec.carrier or spec.dtype).numpy).reshape(1).copy())
         else:   # a NumPy scalar: the simulator would take a 0-d u64 array for an array
             args.append(np.asarray(value).reshape(())[()])
+            scalars[spec.name] = args[-1]
     launches += 1
     run_kernel(kernel.ptx, kernel.name, grid=grid, block=block, args=args,
-               dynamic_shared_bytes=launch_shared_bytes(kernel, shapes, tuple(block)))
+               dynamic_shared_bytes=launch_shared_bytes(kernel, shapes, tuple(block), scalars))
     return outputs
 
 

@@ -198,11 +198,13 @@ def dynamic_shared_bytes(kernel: CompiledKernel, block=(1, 1, 1), inputs=(), val
     if not kernel.options.get("launch_shared"):
         return int(kernel.options.get("dynamic_shared_bytes", 0))
     batched = {entry[0] for entry in kernel.options.get("batched", ())}
-    shapes = {}
+    shapes, scalars = {}, {}
     for spec, value in [*zip(inputs, values), *zip(outputs, out_types)]:
         if spec.kind == "array":
             shapes[spec.name] = tuple(int(n) for n in value.shape)[1 if spec.name in batched else 0:]
-    return launch_shared_bytes(kernel, shapes, block)
+        elif not spec.by_ref:   # checked already: a 0-d NumPy array (_scalar_value)
+            scalars[spec.name] = int(value)
+    return launch_shared_bytes(kernel, shapes, block, scalars)
 
 
 # --- checking --------------------------------------------------------------------------------

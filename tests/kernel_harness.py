@@ -64,7 +64,7 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
             outputs.append(array)
             value = array
         values.append(value)
-    ptx_args, shapes = [], {}
+    ptx_args, shapes, scalars = [], {}, {}
     for spec, value in zip(kernel.params, values):
         if spec.kind == "array":
             ptx_args.append(value)
@@ -72,9 +72,11 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
             shapes[spec.name] = tuple(value.shape)
         else:
             ptx_args.append(value)
+            if not spec.by_ref:
+                scalars[spec.name] = value
     assert len(values) == len(kernel.params), "wrong number of arguments for the kernel"
     # arrays past 48 KB and arrays sized at launch
-    dynamic_shared = launch_shared_bytes(kernel, shapes, _dim3(block))
+    dynamic_shared = launch_shared_bytes(kernel, shapes, _dim3(block), scalars)
     if os.environ.get("PTXPY_TEST_DEVICE") == "gpu":   # the same kernels on a real GPU
         from gpu_launcher import gpu_run_kernel
 

@@ -218,11 +218,12 @@ CASES = [
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = x[0] ** 0.5\n',
      "kernels.py:6:20: error: the exponent of '**' must be a compile-time integer, got 0.5 (use math.pow or math.sqrt)"),
     ('shared_shape_not_constant',
-     '@ptxpy.jit\ndef k(n: i32):\n    s = ptxpy.shared_array(n, f32)\n',
-     "kernels.py:6:28: error: 'n' is a variable; the shape of ptxpy.shared_array must be a "
+     '@ptxpy.jit\ndef k(n: i32):\n    m = 1\n    m = n\n    s = ptxpy.shared_array(m, f32)\n',
+     "kernels.py:8:28: error: 'm' is a variable; the shape of ptxpy.shared_array must be a "
      "compile-time constant, or known at launch: built from ptxpy.block_dim, x.shape[k] of the "
-     "kernel's array parameters and constants (+ - * // ptxpy.cdiv min max), or a variable "
-     "assigned once, before it, from such an expression"),
+     "kernel's array parameters, its integer scalar parameters and constants "
+     "(+ - * // % ptxpy.cdiv min max), or a variable assigned once, before it, from such an "
+     "expression"),
     ('range_step_zero',
      '@ptxpy.jit\ndef k(n: i32):\n    for i in range(0, n, 0):\n        pass\n',
      'kernels.py:6:26: error: range() step must not be zero'),

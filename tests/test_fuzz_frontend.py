@@ -113,6 +113,9 @@ UNSUPPORTED = [
     "y = ptxpy.shared_array(-len(x), f32)", "y = ptxpy.shared_array(min(len(x)), f32)",
     "y = ptxpy.shared_array((ptxpy.block_dim.x, 1.5), f32)", "y = ptxpy.shared_array(out.shape[n], f32)",
     "m = len(x)\nm += 1\ny = ptxpy.shared_array(m, f32)", "y = ptxpy.local_array(ptxpy.block_dim.x, f32)",
+    "y = ptxpy.shared_array((n % 3, -n), f32)", "n = 2\ny = ptxpy.shared_array(n, f32)",
+    "y = ptxpy.shared_array(len(x) % 0, f32)", "y = ptxpy.shared_array(+n - -len(x), f32)",
+    "y = ptxpy.shared_array(n % (n - n), f32)", "y = ptxpy.shared_array(-(-2 ** 31), f32)",
 ]
 
 TOKENS = [

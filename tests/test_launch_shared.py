@@ -12,15 +12,16 @@ import pytest
 
 import ptxpy
 from kernel_harness import Out, compile_source, run
-from ptxpy import Array, f32
+from ptxpy import Array, f32, i32
 from ptxpy.runtime.ptx_parser import SimulatorError
 from ptxpy.transpiler import driver
 from ptxpy.transpiler.errors import CompileError
-from ptxpy.transpiler.launch_shape import LaunchShapeError, describe, evaluate, launch_shared_bytes
+from ptxpy.transpiler.launch_shape import (LaunchShapeError, aligned, describe, evaluate,
+                                           launch_shared_bytes)
 
 HEADER = """
 import ptxpy
-from ptxpy import Array, f16, f32, f64, i32, u8
+from ptxpy import Array, f16, f32, f64, i32, i64, u8, u32
 """
 
 BLOCK_REVERSE = HEADER + """
@@ -248,6 +249,24 @@ def test_formulas_evaluate_with_python_s_meaning():
         evaluate(("*", ("shape", "x", 0), ("shape", "x", 0)), {"x": (1 << 16,)}, block)
 
 
+def test_scalars_modulo_and_negation_evaluate_with_python_s_meaning():
+    block = (64, 1, 1)
+    cases = [(("%", ("scalar", "n"), 7), 5), (("%", ("neg", ("scalar", "n")), 7), 2),
+             (("%", 17, ("neg", ("block_dim", "y"))), 0), (("%", ("scalar", "n"), -5), -3),
+             (("neg", ("//", ("neg", ("scalar", "n")), 4)), 3)]
+    for formula, value in cases:
+        assert evaluate(formula, {}, block, {"n": 12}) == value, describe(formula)
+    assert describe(("neg", ("//", ("neg", ("scalar", "n")), 4))) == "-(-n // 4)"
+    assert describe(("*", ("%", ("scalar", "n"), 3), ("neg", 2))) == "n % 3 * -2"
+    assert describe(("%", ("scalar", "n"), ("+", 1, 2))) == "n % (1 + 2)"
+    with pytest.raises(LaunchShapeError, match="divides by zero"):
+        evaluate(("%", 4, ("scalar", "n")), {}, block, {"n": 0})
+    with pytest.raises(LaunchShapeError, match=r"^n is 2147483648, past the 32-bit integers"):
+        evaluate(("scalar", "n"), {}, block, {"n": 1 << 31})
+    with pytest.raises(LaunchShapeError, match="scalar parameter 'n' is passed as a JAX array"):
+        evaluate(("+", ("scalar", "n"), 1), {}, block, {})
+
+
 def test_a_negative_extent_is_an_error_before_launch():
     source = HEADER + """
 @ptxpy.jit
@@ -263,6 +282,41 @@ def k(x: Array[f32], out: Array[f32]):
         launch_shared_bytes(kernel, {}, (32,))
 
 
+SCALAR_SIZED = HEADER + """
+@ptxpy.jit
+def windows(x: Array[f32], out: Array[f32], n: i32, m: u32, w: i64):
+    t = ptxpy.thread_idx.x
+    window = ptxpy.shared_array(n, f32)
+    odd = ptxpy.shared_array((m % 7, -(-n // 2)), u8)
+    last = ptxpy.shared_array(max(w, 1), i32)
+    for j in range(t, n, ptxpy.block_dim.x):
+        window[j] = x[j] * 2.0
+    if t == 0:
+        odd[odd.shape[0] - 1, odd.shape[1] - 1] = u8(odd.shape[1])
+        last[last.shape[0] - 1] = i32(w)
+    ptxpy.syncthreads()
+    if t < n:
+        out[t] = window[n - 1 - t] + f32(odd[odd.shape[0] - 1, odd.shape[1] - 1]) * 1000.0 \\
+            + f32(last[last.shape[0] - 1]) * 100000.0
+"""
+
+
+@pytest.mark.parametrize("n, m, w, block", [(100, 10, 3, 128), (37, 3, 1, 64), (5, 20, 40, 32)])
+def test_scalar_parameters_size_arrays_with_modulo_and_negation(n, m, w, block):
+    x = np.arange(100, dtype=np.float32)
+    (out,) = run(SCALAR_SIZED, "windows", [x, Out(128, np.float32, init=-1), n, m, w], 1, block,
+                 racecheck=True)
+    t = np.arange(n)
+    expected = np.full(128, -1, np.float32)
+    expected[t] = x[n - 1 - t] * 2 + (-(-n // 2)) * 1000 + w * 100000
+    np.testing.assert_array_equal(out, expected)
+    kernel = compile_source(SCALAR_SIZED, "windows")
+    assert "//   smem_odd after smem_window, u8[m % 7, -(-n // 2)]" in kernel.ptx
+    assert "//   smem_last after smem_odd, i32[max(w, 1)]" in kernel.ptx
+    assert launch_shared_bytes(kernel, {}, (block,), {"n": n, "m": m, "w": w}) == \
+        aligned(4 * n) + aligned((m % 7) * (-(-n // 2))) + aligned(4 * max(w, 1))
+
+
 # --- errors in the source -------------------------------------------------------------------
 
 def compile_error(body: str) -> str:
@@ -272,13 +326,31 @@ def compile_error(body: str) -> str:
 
 
 ALLOWED = ("a compile-time constant, or known at launch: built from ptxpy.block_dim, x.shape[k] of "
-           "the kernel's array parameters and constants (+ - * // ptxpy.cdiv min max)")
+           "the kernel's array parameters, its integer scalar parameters and constants "
+           "(+ - * // % ptxpy.cdiv min max)")
 
 
 @pytest.mark.parametrize("body, message", [
-    ("@ptxpy.jit\ndef k(x: Array[f32], n: i32):\n    s = ptxpy.shared_array(n * 2, f32)\n",
-     f"kernels.py:6:28: error: 'n' is a variable; the shape of ptxpy.shared_array must be "
+    ("@ptxpy.jit\ndef k(x: Array[f32], n: i32):\n    for j in range(n):\n        m = j\n"
+     "    s = ptxpy.shared_array(m * 2, f32)\n",
+     f"kernels.py:8:28: error: 'm' is a variable; the shape of ptxpy.shared_array must be "
      f"{ALLOWED}, or a variable assigned once, before it, from such an expression"),
+    ("@ptxpy.jit\ndef k(x: Array[f32], n: i32):\n    n += 1\n    s = ptxpy.shared_array(n, f32)\n",
+     "kernels.py:7:28: error: 'n' is assigned in the kernel, and the shape of ptxpy.shared_array "
+     "is computed from parameter 'n' as the launch passes it: give the new value another name"),
+    ("@ptxpy.jit\ndef k(x: Array[f32], n: f32):\n    s = ptxpy.shared_array((4, n), f32)\n",
+     "kernels.py:6:32: error: parameter 'n' is f32: an extent of ptxpy.shared_array must be an "
+     "integer"),
+    ("@ptxpy.jit\ndef k(x: Array[f32], n: bool):\n    s = ptxpy.shared_array(n + 1, f32)\n",
+     "kernels.py:6:28: error: parameter 'n' is bool: an extent of ptxpy.shared_array must be an "
+     "integer"),
+    ("@ptxpy.func\ndef f(n: i32) -> f32:\n    s = ptxpy.shared_array(n, f32)\n"
+     "    return s[0]\n\n@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = f(4)\n",
+     "kernels.py:6:28: error: 'n': in a @ptxpy.func a shared array sized at launch may use "
+     "ptxpy.block_dim and constants only (the launch does not know which value 'n' is); declare "
+     "it in the kernel"),
+    ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array(len(x) % (2 - 2), f32)\n",
+     "kernels.py:6:28: error: integer modulo by zero"),
     ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array(ptxpy.grid_dim.x, f32)\n",
      f"kernels.py:6:28: error: 'ptxpy.grid_dim.x' is not known at launch: the shape of "
      f"ptxpy.shared_array must be {ALLOWED}"),
@@ -319,7 +391,8 @@ def test_every_ptx_assembles_and_the_typed_tree_shows_the_formula():
     from kernel_harness import assemble_all
 
     for source, name in [(BLOCK_REVERSE, "block_reverse"), (LAYOUT, "layout"),
-                         (FUNC_SCRATCH, "twice"), (PAST_48_KB, "big_and_sized")]:
+                         (FUNC_SCRATCH, "twice"), (PAST_48_KB, "big_and_sized"),
+                         (SCALAR_SIZED, "windows")]:
         assemble_all(source, name)
     typed = driver.compile_kernel(driver.parse(LAYOUT, "kernels.py"), "layout", None, frozenset(),
                                   driver.Options("sm_90"), stop_after="typed").typed
@@ -367,3 +440,41 @@ def test_through_jax_a_launch_past_the_limit_is_an_error():
     np.testing.assert_array_equal(np.asarray(too_big(jnp.ones(64, jnp.float32)))[:32], np.ones(32))
     with pytest.raises(ValueError, match="its shared arrays take 262144 bytes at this launch"):
         too_big(jnp.zeros(16384, jnp.float32))
+
+
+@ptxpy.jit(out_shape=lambda x, n: x, grid=1, block=128)
+def window_sum(x: Array[f32], n: i32, out: Array[f32]):
+    s = ptxpy.shared_array(n, f32)
+    t = ptxpy.thread_idx.x
+    for j in range(t, n, ptxpy.block_dim.x):
+        s[j] = x[j]
+    ptxpy.syncthreads()
+    if t < x.shape[0]:
+        total = f32(0)
+        for j in range(n):
+            total += s[j]
+        out[t] = total + f32(t)
+
+
+def test_through_jax_a_scalar_passed_as_a_number_sizes_the_array():
+    x = np.random.default_rng(9).integers(-50, 50, 128).astype(np.float32)   # exact sums
+    for n in (1, 50, 128):
+        np.testing.assert_array_equal(np.asarray(window_sum(jnp.asarray(x), n)),
+                                      x[:n].sum() + np.arange(128, dtype=np.float32))
+    jitted = jax.jit(lambda v: window_sum(v, 7) * 2)
+    np.testing.assert_array_equal(np.asarray(jitted(jnp.asarray(x))),
+                                  (x[:7].sum() + np.arange(128, dtype=np.float32)) * 2)
+    rows = np.stack([x, x + 1])
+    np.testing.assert_array_equal(np.asarray(jax.vmap(lambda v: window_sum(v, 3))(jnp.asarray(rows))),
+                                  rows[:, :3].sum(1, keepdims=True) + np.arange(128, dtype=np.float32))
+
+
+def test_through_jax_a_scalar_the_host_cannot_read_is_an_error_before_launch():
+    x = jnp.ones(128, jnp.float32)
+    unknown = "scalar parameter 'n' is passed as a JAX array"
+    with pytest.raises(LaunchShapeError, match=unknown):
+        jax.jit(lambda v, n: window_sum(v, n))(x, 5)
+    with pytest.raises(LaunchShapeError, match=unknown):
+        jax.vmap(window_sum, in_axes=(None, 0))(x, jnp.array([1, 2], jnp.int32))
+    with pytest.raises(LaunchShapeError, match=r"negative extent at this launch \(n = -3\)"):
+        window_sum(x, -3)

@@ -11,7 +11,9 @@ A formula is one of:
     ("block_dim", "x")       ptxpy.block_dim.x (.y, .z)
     ("shape", "x", 1)        x.shape[1] of the kernel's array parameter x (its kernel view: a
                              batched specialisation leaves out the batch axis)
-    (op, a, b)               op in "+ - * // cdiv min max", Python's meaning (floor division)
+    ("scalar", "n")          the kernel's integer scalar parameter n, as the launch passes it
+    ("neg", a)               -a
+    (op, a, b)               op in "+ - * // % cdiv min max", Python's meaning (floor division)
 
 These arrays lie after the kernel's static shared arrays in the `.extern .shared` array, each
 starting on a 16-byte boundary, in the order they are declared (target.shared_layout).
@@ -37,7 +39,7 @@ def aligned(nbytes: int) -> int:
 
 def describe(formula, context: int = 0) -> str:
     """The formula as the user would write it (for the PTX comment and messages); `context`
-    is the precedence of the operator around it (1: + -, 2: * //)."""
+    is the precedence of the operator around it (1: + -, 2: * // %, 3: unary -)."""
     if isinstance(formula, int):
         return str(formula)
     head = formula[0]
@@ -45,6 +47,10 @@ def describe(formula, context: int = 0) -> str:
         return f"ptxpy.block_dim.{formula[1]}"
     if head == "shape":
         return f"{formula[1]}.shape[{formula[2]}]"
+    if head == "scalar":
+        return formula[1]
+    if head == "neg":       # binds tighter than every operator here
+        return f"-{describe(formula[1], 3)}"
     if head in ("cdiv", "min", "max"):
         name = "ptxpy.cdiv" if head == "cdiv" else head
         return f"{name}({describe(formula[1])}, {describe(formula[2])})"
@@ -53,10 +59,11 @@ def describe(formula, context: int = 0) -> str:
     return f"({text})" if level < context else text
 
 
-def evaluate(formula, shapes: dict, block: tuple) -> int:
+def evaluate(formula, shapes: dict, block: tuple, scalars: dict | None = None) -> int:
     """The formula's value at a launch: `shapes` maps each array parameter to its shape (as the
-    kernel sees it), `block` is the launch's (x, y, z). Raises LaunchShapeError where the
-    kernel's i32 arithmetic would overflow or divide by zero."""
+    kernel sees it), `block` is the launch's (x, y, z), `scalars` the values of the scalar
+    parameters passed by value. Raises LaunchShapeError where the kernel's i32 arithmetic would
+    overflow or divide by zero, or a scalar it needs is not known on the host."""
     if isinstance(formula, int):
         return formula
     head = formula[0]
@@ -64,27 +71,46 @@ def evaluate(formula, shapes: dict, block: tuple) -> int:
         return int(block["xyz".index(formula[1])])
     if head == "shape":
         return int(shapes[formula[1]][formula[2]])
-    a, b = evaluate(formula[1], shapes, block), evaluate(formula[2], shapes, block)
-    if head in ("//", "cdiv") and b == 0:
-        raise LaunchShapeError(f"{describe(formula)} divides by zero")
-    value = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "//": lambda: a // b,
-             "cdiv": lambda: -(-a // b), "min": lambda: min(a, b), "max": lambda: max(a, b)}[head]()
+    if head == "scalar":
+        value = _scalar(formula[1], scalars)
+    elif head == "neg":
+        value = -evaluate(formula[1], shapes, block, scalars)
+    else:
+        a, b = evaluate(formula[1], shapes, block, scalars), evaluate(formula[2], shapes, block, scalars)
+        if head in ("//", "%", "cdiv") and b == 0:
+            raise LaunchShapeError(f"{describe(formula)} divides by zero")
+        value = _BINARY[head](a, b)
     if not I32_MIN <= value <= I32_MAX:
         raise LaunchShapeError(f"{describe(formula)} is {value}, past the 32-bit integers the "
                                "kernel computes it in")
     return value
 
 
-def launch_shared_bytes(kernel, shapes: dict, block: tuple) -> int:
+_BINARY = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+           "//": lambda a, b: a // b, "%": lambda a, b: a % b, "cdiv": lambda a, b: -(-a // b),
+           "min": min, "max": max}
+
+
+def _scalar(name: str, scalars: dict | None) -> int:
+    if scalars is None or name not in scalars:
+        raise LaunchShapeError(f"scalar parameter '{name}' is passed as a JAX array (a device value, "
+                               "or traced by jax.jit or jax.vmap), so the host does not know its "
+                               "value at launch: pass a Python number, or make it a Const "
+                               "parameter")
+    return int(scalars[name])
+
+
+def launch_shared_bytes(kernel, shapes: dict, block: tuple, scalars: dict | None = None) -> int:
     """Bytes of dynamic shared memory one launch of `kernel` (a CompiledKernel) asks for: its
     static arrays past 48 KB (`options["dynamic_shared_bytes"]`) and its arrays sized at
-    launch (`options["launch_shared"]`: (name, element bytes, extents) each)."""
+    launch (`options["launch_shared"]`: (name, element bytes, extents) each). `scalars`: the
+    values of the scalar parameters passed by value (by name)."""
     total = int(kernel.options.get("dynamic_shared_bytes", 0))
     block = (block,) if isinstance(block, int) else tuple(block)
     block += (1,) * (3 - len(block))
     for name, elem_bytes, extents in kernel.options.get("launch_shared", ()):
         try:
-            values = [evaluate(extent, shapes, block) for extent in extents]
+            values = [evaluate(extent, shapes, block, scalars) for extent in extents]
         except LaunchShapeError as err:
             raise LaunchShapeError(f"kernel '{kernel.name}': the shape of shared array '{name}': "
                                    f"{err}") from None

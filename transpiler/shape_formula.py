@@ -10,14 +10,16 @@ from .launch_shape import I32_MAX, I32_MIN, LaunchShapeError, evaluate
 from .scope import NotConstant, code_of, const_eval, subscript_items
 
 ALLOWED = ("a compile-time constant, or known at launch: built from ptxpy.block_dim, x.shape[k] "
-           "of the kernel's array parameters and constants (+ - * // ptxpy.cdiv min max)")
-_BINARY = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.FloorDivide: "//"}
+           "of the kernel's array parameters, its integer scalar parameters and constants "
+           "(+ - * // % ptxpy.cdiv min max)")
+_BINARY = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.FloorDivide: "//",
+           cst.Modulo: "%"}
 _CALLS = {"ptxpy.cdiv": "cdiv", "builtins.min": "min", "builtins.max": "max"}
 
 
 class ShapeFormulas:
     """Mixin for FunctionChecker (uses const_lookup, const_callee, qualname, arrays,
-    array_params, is_kernel, error)."""
+    array_params, vars, scalar_params, assign_counts, is_kernel, error)."""
 
     def launch_shape(self, node: cst.BaseExpression, label: str) -> tuple:
         """The extents of a shape that is not all known at compile time."""
@@ -54,9 +56,12 @@ class ShapeFormulas:
         if kind is cst.BinaryOperation and type(node.operator) in _BINARY:
             op = _BINARY[type(node.operator)]
             left, right = self.launch_extent(node.left, label), self.launch_extent(node.right, label)
-            if op == "//" and right == 0:
-                raise self.error("integer division by zero", node)
+            if op in ("//", "%") and right == 0:
+                raise self.error(f"integer {'division' if op == '//' else 'modulo'} by zero", node)
             return (op, left, right)
+        if kind is cst.UnaryOperation and type(node.operator) in (cst.Minus, cst.Plus):
+            inner = self.launch_extent(node.expression, label)
+            return ("neg", inner) if type(node.operator) is cst.Minus else inner
         if kind is cst.Attribute:
             qual = self.qualname(node) or ""
             if qual.startswith("ptxpy.block_dim.") and qual[-1] in "xyz" and len(qual) == 17:
@@ -67,6 +72,8 @@ class ShapeFormulas:
                 return shape
         if kind is cst.Call:
             return self.call_formula(node, label)
+        if kind is cst.Name and node.value in self.scalar_params:
+            return self.scalar_extent(node, label)
         if kind is cst.Name and self.is_local(node.value):
             bound = self.launch_values.get(node.value)
             if bound is not None:    # assigned once (`n = x.shape[0]`), before this
@@ -110,6 +117,23 @@ class ShapeFormulas:
                              f"which array '{name}' is); declare it in the kernel", node)
         return ("shape", name, axis)
 
+    def scalar_extent(self, node: cst.Name, label: str):
+        """A scalar parameter of the kernel, as the launch passes it: ("scalar", name)."""
+        name = node.value
+        if not self.is_kernel:
+            raise self.error(f"'{name}': in a @ptxpy.func a shared array sized at launch may use "
+                             "ptxpy.block_dim and constants only (the launch does not know which "
+                             f"value '{name}' is); declare it in the kernel", node)
+        if self.assign_counts.get(name):
+            raise self.error(f"'{name}' is assigned in the kernel, and the shape of {label} is "
+                             f"computed from parameter '{name}' as the launch passes it: give the "
+                             "new value another name", node)
+        ty = self.vars[name]
+        if ty.is_float or ty.is_bool:
+            raise self.error(f"parameter '{name}' is {ty}: an extent of {label} must be an integer",
+                             node)
+        return ("scalar", name)
+
     def call_formula(self, node: cst.Call, label: str):
         qual = self.qualname(node.func) or ""
         op = _CALLS.get(qual)
@@ -134,6 +158,6 @@ class ShapeFormulas:
 def _reads_launch(formula) -> bool:
     if isinstance(formula, int):
         return False
-    if formula[0] in ("block_dim", "shape"):
+    if formula[0] in ("block_dim", "shape", "scalar"):
         return True
-    return _reads_launch(formula[1]) or _reads_launch(formula[2])
+    return any(_reads_launch(operand) for operand in formula[1:])

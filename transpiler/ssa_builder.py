@@ -162,6 +162,7 @@ class _Builder:
         self.start(self.entry)
         self.scope = _Scope(0, kernel)
         self.kernel_scope = self.scope
+        self.scalar_params: dict = {}   # name -> (ParamSpec, PTX name), for scalar_param
 
     # --- driver ------------------------------------------------------------------------------
     def build(self) -> ir.Function:
@@ -225,13 +226,17 @@ class _Builder:
                 self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=nc,
                                                    large=p.name in large)
                 continue
-            if p.by_ref:
-                ptr = self.emit("param", ir.ADDR_TYPE, attrs={"name": names[0], "ptr": True})
-                value = self.emit("load", spec.carrier or p.type, [ptr], {"space": "global", "nc": True})
-                value = self.coerce(value, p.type)
-            else:
-                value = self.emit("param", p.type, attrs={"name": names[0]})
-            self.write(self.var_key(p.name, p.type), value)
+            self.scalar_params[p.name] = (spec, names[0])
+            self.write(self.var_key(p.name, p.type), self.scalar_param(p.name))
+
+    def scalar_param(self, name: str):
+        """The kernel's scalar parameter `name` as the launch passes it (read again here)."""
+        spec, ptx_name = self.scalar_params[name]
+        if spec.by_ref:
+            ptr = self.emit("param", ir.ADDR_TYPE, attrs={"name": ptx_name, "ptr": True})
+            value = self.emit("load", spec.carrier or spec.dtype, [ptr], {"space": "global", "nc": True})
+            return self.coerce(value, spec.dtype)
+        return self.emit("param", spec.dtype, attrs={"name": ptx_name})
 
     def param_spec(self, kernel: typed.FuncDef, p) -> ParamSpec:
         if isinstance(p.type, ArrayType):
@@ -316,12 +321,17 @@ class _Builder:
             return self.emit("sreg", i32, attrs={"name": f"ntid.{formula[1]}"})
         if head == "shape":
             return self.kernel_scope.arrays[formula[1]].shape[formula[2]]
+        if head == "scalar":    # the host checked that its value is an i32
+            return self.coerce_bits(self.scalar_param(formula[1]), i32)
+        if head == "neg":
+            return self.binary("sub", i32, ir.Const(i32, 0), self.launch_value(formula[1]))
         a, b = self.launch_value(formula[1]), self.launch_value(formula[2])
         if head == "cdiv":
             from .lower_intrinsics import ceil_division
 
             return ceil_division(self, i32, a, b)
-        names = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "min": "min", "max": "max"}
+        names = {"+": "add", "-": "sub", "*": "mul", "//": "floordiv", "%": "mod", "min": "min",
+                 "max": "max"}
         return self.binary(names[head], i32, a, b)
 
     def unique_symbol(self, base: str) -> str:

@@ -64,6 +64,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.locals: dict = {}        # locals only, in order of first assignment
         self.arrays: dict = {}        # array name -> ArrayType
         self.array_params: set = set()
+        self.scalar_params: set = set()
         self.decls: list = []
         self.written: set = set()
         self.loop_depth = 0
@@ -98,6 +99,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
                 self.array_params.add(p.name)
             else:
                 self.vars[p.name] = p.type
+                self.scalar_params.add(p.name)
             params.append(typed.Param(p.name, p.type, p.name in self.by_ref))
         return params
 
