@@ -418,6 +418,9 @@ def check_limits(kernel: CompiledKernel, grid, block, limits: driver.DeviceLimit
     """`shared`: the launch's dynamic shared memory bytes (dynamic_shared_bytes)."""
     name = f"kernel '{kernel.name}'"
     threads = block[0] * block[1] * block[2]
+    if threads % 32 and kernel.options.get("whole_warps_only"):
+        raise ValueError(f"{name}: block {block} has {threads} threads, not a multiple of 32: the "
+                         "kernel calls ptxpy.mma_sync, which needs every warp whole")
     if threads > limits.max_threads_per_block:
         raise ValueError(f"{name}: block {block} has {threads} threads; {device} allow at most "
                          f"{limits.max_threads_per_block} per block")

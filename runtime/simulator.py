@@ -1135,6 +1135,8 @@ _INT_ROUND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
 
 
 def _c_cvt(k, ins, m: _Mods) -> _Op:
+    if m.take("tf32"):
+        return _cvt_tf32(k, ins, m)
     rnd = m.take("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")
     ftz, sat = m.take("ftz") is not None, m.take("sat") is not None
     types = m.types()
@@ -1147,6 +1149,21 @@ def _c_cvt(k, ins, m: _Mods) -> _Op:
         m.fail("cvt between these types")
     fn = _cvt_fn(dst, src, rnd, ftz, sat, m)
     return _simple(k, ins, [src], dst, fn)
+
+
+def _cvt_tf32(k, ins, m: _Mods) -> _Op:
+    """cvt.rna.tf32.f32: the f32 rounded to 10 fraction bits, ties away from zero, in a .b32
+    (the infinities kept, a NaN made the canonical 0x7FFFFFFF)."""
+    if m.take("rna") is None or m.one_type({"f32"}) is None:
+        m.fail("only cvt.rna.tf32.f32 is supported")
+
+    def rounded(a):
+        bits = np.asarray(a, np.float32).view(np.uint32)
+        special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+        near = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+        nan = special & ((bits & np.uint32(0x7FFFFF)) != 0)
+        return np.where(nan, np.uint32(0x7FFFFFFF), np.where(special, bits, near)).astype(np.uint32)
+    return _simple(k, ins, [T_F32], T_U32, rounded)
 
 
 def _cvt_fn(dst: PtxType, src: PtxType, rnd, ftz: bool, sat: bool, m: _Mods):
@@ -1642,6 +1659,87 @@ def _c_vote(k, ins, m: _Mods) -> _Op:
     return _Op(WSYNC, run, members=rmask)
 
 
+# mma.sync fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8/k16"): for each register
+# element, its (row, column) as functions of the lane's group g = lane // 4 and t = lane % 4
+_MMA_C = [(lambda g, t: g, lambda g, t: 2 * t), (lambda g, t: g, lambda g, t: 2 * t + 1),
+          (lambda g, t: g + 8, lambda g, t: 2 * t), (lambda g, t: g + 8, lambda g, t: 2 * t + 1)]
+_MMA_LAYOUTS = {   # shape: (K, A's elements, B's elements)
+    "m16n8k8": (8, [(lambda g, t: g, lambda g, t: t), (lambda g, t: g + 8, lambda g, t: t),
+                    (lambda g, t: g, lambda g, t: t + 4), (lambda g, t: g + 8, lambda g, t: t + 4)],
+                [(lambda g, t: t, lambda g, t: g), (lambda g, t: t + 4, lambda g, t: g)]),
+    "m16n8k16": (16, [(lambda g, t, i=i: g + 8 * ((i >> 1) & 1),
+                       lambda g, t, i=i: 2 * t + (i & 1) + 8 * (i >> 2)) for i in range(8)],
+                 [(lambda g, t, i=i: 2 * t + (i & 1) + 8 * (i >> 1), lambda g, t: g)
+                  for i in range(4)]),
+}
+
+
+def _c_mma(k, ins, m: _Mods) -> _Op:
+    """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and .m16n8k16 with f16 or bf16 A and
+    B: each warp's D = A B + C, from the fragments its 32 lanes hold. The products and their
+    sum are computed in f64 and rounded to f32 once (the tensor cores' order and intermediate
+    precision are unspecified); tf32 operands lose their low 13 bits."""
+    m.take("sync")
+    m.take("aligned")
+    shape = m.take("m16n8k8", "m16n8k16")
+    m.take("row")
+    m.take("col")
+    kind = m.take("tf32") if shape == "m16n8k8" else None
+    if kind is not None:
+        m.take("tf32")
+        types = m.types()
+    else:
+        types = m.types()
+        if len(types) == 4 and types[1].name == types[2].name in ("f16", "bf16"):
+            kind = types[1].name
+            types = [types[0], types[3]]
+    if shape is None or kind is None or [t.name for t in types] != ["f32", "f32"]:
+        m.fail("mma.sync needs .m16n8k8.row.col.f32.tf32.tf32.f32 or "
+               ".m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32")
+    ops = ins.operands
+    size, a_layout, b_layout = _MMA_LAYOUTS[shape]
+    if len(ops) != 4 or not all(isinstance(op, Vec) for op in ops) or \
+            [len(op.items) for op in ops] != [4, 4, 2, 4]:     # A and B: 32-bit registers
+        k._bad(ins, "mma.sync takes {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}")
+    writes = [k.writer(item, T_F32, ins) for item in ops[0].items]
+    read_a = [k.reader(item, T_U32, ins) for item in ops[1].items]
+    read_b = [k.reader(item, T_U32, ins) for item in ops[2].items]
+    read_c = [k.reader(item, T_F32, ins) for item in ops[3].items]
+
+    def elements(reads, ctx):
+        """Each register's element(s) as f64 arrays over the threads, in fragment order."""
+        out = []
+        for read in reads:
+            word = np.broadcast_to(np.asarray(read(ctx)).astype(np.uint32), (ctx.n,))
+            if kind == "tf32":
+                out.append((word & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64))
+            else:
+                halves = TYPES[kind].dtype
+                for half in (word & np.uint32(0xFFFF), word >> np.uint32(16)):
+                    out.append(half.astype(np.uint16).view(halves).astype(np.float64))
+        return out
+
+    def run(ctx, mask):
+        lanes = ctx.whole_warps(mask, ins)        # (warps, 32) thread numbers
+        g, t = np.arange(32) // 4, np.arange(32) % 4
+        warps = np.arange(lanes.shape[0])[:, None]
+        a = np.zeros((lanes.shape[0], 16, size))
+        b = np.zeros((lanes.shape[0], size, 8))
+        c = np.zeros((lanes.shape[0], 16, 8))
+        for matrix, layout, values in ((a, a_layout, elements(read_a, ctx)),
+                                       (b, b_layout, elements(read_b, ctx)),
+                                       (c, _MMA_C, [np.broadcast_to(np.asarray(r(ctx), np.float64),
+                                                                    (ctx.n,)) for r in read_c])):
+            for (row, col), value in zip(layout, values):
+                matrix[warps, row(g, t), col(g, t)] = value[lanes]
+        d = (a @ b + c).astype(np.float32)
+        for (row, col), write in zip(_MMA_C, writes):
+            out = np.zeros(ctx.n, np.float32)
+            out[lanes] = d[warps, row(g, t), col(g, t)]
+            write(ctx, out, mask)
+    return _Op(WSYNC, run, members=lambda ctx: np.uint32(0xFFFFFFFF))
+
+
 def _c_activemask(k, ins, m: _Mods) -> _Op:
     m.one_type({"b32"})
     write = k.writer(_operands(k, ins, 1)[0], T_U32, ins)
@@ -1754,7 +1852,7 @@ _COMPILERS = {
     "copysign": _c_copysign, "testp": _c_testp, "setp": _c_setp, "selp": _c_selp, "cvt": _c_cvt,
     "cvta": _c_cvta, "ld": _c_ld, "ldu": _c_ld, "st": _c_st, "atom": _c_atom, "red": _c_atom,
     "bra": _c_bra, "ret": _c_exit, "exit": _c_exit, "trap": _c_trap, "bar": _c_bar,
-    "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote,
+    "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
 }
 
@@ -1985,6 +2083,26 @@ class _Batch:
         weights = np.where(flags, np.ldexp(1.0, (t % 32).astype(np.int32)), 0.0)
         bits = np.bincount(warp, weights, minlength=int(warp[-1]) + 1).astype(np.uint32)
         return bits[warp]
+
+    def whole_warps(self, mask, ins):
+        """The thread numbers of each warp running an instruction that needs all 32 lanes (an
+        `mma.sync`), as an array (warps, 32); an error where a warp is partial or split."""
+        t = self.special("%tid_linear")
+        lane = t % 32
+        active = self.active_array(mask)
+        short = active & (t - lane + 32 > self.T)
+        if short.any():
+            thread = int(np.argmax(short))
+            raise SimulatorError(f"{self.kernel.where(ins)}: `{ins.text}` needs whole warps of 32 "
+                                 f"threads; this block of {self.T} has a last warp of "
+                                 f"{self.T % 32}; {self.describe(thread)}")
+        missing = active & (self.warp_bits(active) != np.uint32(0xFFFFFFFF))
+        if missing.any():
+            thread = int(np.argmax(missing))
+            raise SimulatorError(f"{self.kernel.where(ins)}: `{ins.text}`: every lane of the warp "
+                                 f"must execute it together, and some do not; {self.describe(thread)}")
+        starts = np.flatnonzero(active & (lane == 0))
+        return starts[:, None] + np.arange(32)[None, :]
 
     def check_converged(self, mask, members, ins):
         if mask is None and self.live.all():

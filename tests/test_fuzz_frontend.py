@@ -116,6 +116,10 @@ UNSUPPORTED = [
     "y = ptxpy.shared_array((n % 3, -n), f32)", "n = 2\ny = ptxpy.shared_array(n, f32)",
     "y = ptxpy.shared_array(len(x) % 0, f32)", "y = ptxpy.shared_array(+n - -len(x), f32)",
     "y = ptxpy.shared_array(n % (n - n), f32)", "y = ptxpy.shared_array(-(-2 ** 31), f32)",
+    "y = ptxpy.mma_sync((1.0,), (2.0,), (3.0,))", "y = ptxpy.mma_sync(x, x, x)",
+    "p, q, r, s = ptxpy.mma_sync((x[0], x[1], x[2], x[3]), (x[n], 1), (0.0, 0.0, 0.0, n))",
+    "p, q, r, s = ptxpy.mma_sync((x[0],) * 4, (x[0], x[1]), (0.0, 0.0, 0.0, 0.0))",
+    "y = ptxpy.mma_sync((x[0], x[1], x[2], x[3]), (x[n], 1), (0.0, 0.0, 0.0, 0.0))[2]",
 ]
 
 TOKENS = [

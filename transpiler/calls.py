@@ -5,7 +5,8 @@ import math
 
 import libcst as cst
 
-from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from ptxpy.types import (ArrayType, ConstType, Scalar, TupleType, bf16, bool_, can_convert_implicitly,
+                         f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
 
 from . import typed
 from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, literal_value,
@@ -353,6 +354,8 @@ class CallChecker:
             return typed.Intrinsic(loc, VOTES[name], name, [truthy(self.value(arg))])
         if name == "bitcast":
             return self.bitcast(node)
+        if name == "mma_sync":
+            return self.mma_sync(node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
             return self.library_private(name, node)
         raise self.name_error(node.func, f"ptxpy.{name}")
@@ -534,6 +537,45 @@ class CallChecker:
             args.append(convert(lane, i32))
         extra = {"width": width} if width != 32 else {}
         return typed.Intrinsic(self.loc(node), value.type, name, args, extra)
+
+    def mma_sync(self, node: cst.Call) -> typed.Expr:
+        """`d0, d1, d2, d3 = ptxpy.mma_sync((a0, ..., a3), (b0, b1), (c0, ..., c3))`: one warp's
+        tensor-core product D = A B + C of a 16x8 f32 tile (PTX's `mma.sync`, fragments as PTX
+        lays them out: docs/language.md). A and B of 4 and 2 f32 values (rounded to tf32):
+        m16n8k8; of 8 and 4 values, all f16 or all bf16: m16n8k16. C is 4 f32 values."""
+        label = "ptxpy.mma_sync"
+        usage = (f"{label} takes three tuples (a, b, c): 4, 2 and 4 f32 values (m16n8k8, tf32), or "
+                 "8 and 4 values all f16 or all bf16 and 4 f32 values (m16n8k16)")
+        nodes = self.args(node, label, 3)
+        parts = []
+        for part in nodes:
+            if part.__class__ is not cst.Tuple or any(e.__class__ is not cst.Element
+                                                       for e in part.elements):
+                raise self.error(f"{usage}; got '{code_of(part)}'", part)
+            parts.append([e.value for e in part.elements])
+        counts = tuple(len(p) for p in parts)
+        if counts not in ((4, 2, 4), (8, 4, 4)):
+            raise self.error(f"{usage}; got tuples of {counts[0]}, {counts[1]} and {counts[2]}", node)
+        a, b, c = ([self.value(n) for n in p] for p in parts)
+        if counts[0] == 4:
+            kind = "tf32"
+            element = f32
+        else:
+            strong = {v.type for v in a + b if not is_weak(v)}
+            element = strong.pop() if len(strong) == 1 else None
+            if element not in (f16, bf16):
+                found = ", ".join(sorted(str(t) for t in {v.type for v in a + b}))
+                raise self.error(f"the a and b values of an m16n8k16 {label} must be all f16 or "
+                                 f"all bf16 (cast them), got {found}", node)
+            kind = element.name
+        values = []
+        for group, nodes_of, t in ((a, parts[0], element), (b, parts[1], element), (c, parts[2], f32)):
+            for value, n in zip(group, nodes_of):
+                if not can_convert_implicitly(value.type, t, is_weak(value)):
+                    raise self.error(f"{label}: '{code_of(n)}' is {value.type}, where {t} is needed "
+                                     f"(cast it: {t}(...))", n)
+                values.append(convert(value, t))
+        return typed.Intrinsic(self.loc(node), TupleType((f32,) * 4), f"mma_{kind}", values)
 
     def shuffle_width(self, label: str, node: cst.BaseExpression) -> int:
         """CUDA's `width`: the warp as segments of that many lanes, a constant power of two."""

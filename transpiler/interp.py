@@ -90,7 +90,7 @@ PURE_OPS = frozenset({
     "add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "not", "neg", "abs",
     "mul_hi", "mul_wide", "shl", "shr", "fma", "sqrt", "rsqrt", "rcp", "floor", "ceil", "trunc",
     "round", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "isnan", "isinf", "cmp", "select",
-    "cvt", "bitcast", "mov", "floordiv", "floormod", "popc", "clz", "brev", "bfind",
+    "cvt", "bitcast", "mov", "floordiv", "floormod", "popc", "clz", "brev", "bfind", "tf32",
 })
 #: bit operations: computed on the argument's bits, whatever the result type
 _BIT_OPS = frozenset({"popc", "clz", "brev", "bfind"})
@@ -118,6 +118,8 @@ def evaluate(op: str, t: Scalar, attrs: dict, args: list, arg_types: list):
         return _convert(args[0], arg_types[0], t, attrs.get("mode"))
     if op == "bitcast":
         return from_bit_pattern(bits(args[0], arg_types[0]), t)
+    if op == "tf32":
+        return tf32_bits(bits(args[0], arg_types[0]))
     if op in _BIT_OPS:
         return wrap_int(_bit_op(op, attrs, bits(args[0], arg_types[0]), arg_types[0].bits), t)
     if t.is_bool:
@@ -127,6 +129,14 @@ def evaluate(op: str, t: Scalar, attrs: dict, args: list, arg_types: list):
     if attrs.get("nan") and op in ("min", "max") and (args[0] != args[0] or args[1] != args[1]):
         return math.nan      # max.NaN: a NaN operand gives NaN
     return _float_op(op, t, [float(a) for a in args])
+
+
+def tf32_bits(f32_bits: int) -> int:
+    """`cvt.rna.tf32.f32`: an f32 (its bits) rounded to 10 fraction bits, ties away from zero;
+    the infinities kept, a NaN made 0x7FFFFFFF."""
+    if f32_bits & 0x7F800000 == 0x7F800000:
+        return 0x7FFFFFFF if f32_bits & 0x7FFFFF else f32_bits
+    return (f32_bits + 0x1000) & 0xFFFFE000
 
 
 def _compare(pred: str, a, b, t: Scalar) -> bool:
@@ -617,6 +627,9 @@ class _Thread:
     def op_shfl(self, instr: Instr):
         self.require_lone_thread("shfl")
         return self.value(instr.args[0])
+
+    def op_mma(self, instr: Instr):
+        raise InterpError("mma.sync needs the simulator (a whole warp)")
 
     def op_vote(self, instr: Instr):
         members = instr.args[1] if len(instr.args) > 1 else None

@@ -255,6 +255,10 @@ def _ops() -> dict[str, OpSpec]:
     ops["atom"] = OpSpec("free", None, effects=True)
     ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask[, clamp]]
     ops["vote"] = OpSpec("free", None, effects=True)   # predicate[, member mask]
+    # a warp's tensor-core product (PTX mma.sync; attrs shape, ab): A's, B's, C's elements; its
+    # four f32 results are taken by `extract`
+    ops["mma"] = OpSpec("free", None, effects=True)
+    ops["tf32"] = OpSpec("free", 1)    # u32 <- f32: rounded to tf32 (cvt.rna.tf32.f32), its bits
     ops["barrier"] = OpSpec("free", 0, effects=True)
     ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync

@@ -616,6 +616,21 @@ def _shfl(mode: str):
     return lower
 
 
+MMA_SHAPES = {"tf32": "m16n8k8", "f16": "m16n8k16", "bf16": "m16n8k16"}
+
+
+def _mma(kind: str):
+    """`ptxpy.mma_sync`: one `mma` (a warp's tensor-core product; its arguments are A's, B's and
+    C's elements in order) and the four f32 elements of D taken out of it."""
+    def lower(b, e):
+        args = _args(b, e)
+        if kind == "tf32":     # rounded where CSE and LICM can share and hoist the rounding
+            args[:6] = [b.emit("tf32", u32, [v]) for v in args[:6]]
+        product = b.emit("mma", f32, args, {"shape": MMA_SHAPES[kind], "ab": kind})
+        return [b.emit("extract", f32, [product], {"index": k}) for k in range(4)]
+    return lower
+
+
 def _vote(mode: str):
     """A vote takes the lanes present (see `_shfl`)."""
     def lower(b, e):
@@ -693,6 +708,7 @@ HANDLERS = {
     "shfl_sync": _shfl("idx"),
     "shfl_up_sync": _shfl("up"),
     "shfl_down_sync": _shfl("down"),
+    "mma_tf32": _mma("tf32"), "mma_f16": _mma("f16"), "mma_bf16": _mma("bf16"),
     "shfl_xor_sync": _shfl("bfly"),
     "ballot_sync": _vote("ballot"),
     "any_sync": _vote("any"),

@@ -1,6 +1,8 @@
 """The IR verifier: the invariants every pass must keep. Run between passes in tests."""
 from __future__ import annotations
 
+from ptxpy.types import f32, u32
+
 from .cfg import DomTree, reverse_postorder
 from .ir import (ADDR_TYPE, CMP_PREDICATES, OPS, Const, Function, Instr, Undef, bool_,
                  format_instr)
@@ -112,9 +114,31 @@ def _check_types(instr: Instr) -> None:
     elif shape == "wide":
         if types[0] != types[1] or instr.type.bits != 2 * types[0].bits or instr.type.kind != types[0].kind:
             _fail(instr, "mul_wide takes two N-bit ints and gives a 2N-bit int of the same kind")
+    elif instr.op == "mma":
+        _verify_mma(instr, types)
+    elif instr.op == "tf32" and (types[0] != f32 or instr.type != u32):
+        _fail(instr, "tf32 takes an f32 and gives its tf32 bits as u32")
+    elif instr.op == "extract" and (not isinstance(instr.args[0], Instr)
+                                    or instr.args[0].op not in ("vload", "mma")):
+        _fail(instr, "extract takes a vload or an mma")
     elif instr.op in ("load", "vload", "store", "vstore", "atom") and types[0] != ADDR_TYPE:
         _fail(instr, f"{instr.op} address must be {ADDR_TYPE}")
     elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local"):
         _fail(instr, "store needs attrs space in global shared local")
     elif instr.op == "load" and instr.attrs.get("space", "global") not in ("global", "shared", "local", "const"):
         _fail(instr, "load needs attrs space in global shared local const")
+
+
+_MMA_OPERANDS = {("m16n8k8", "tf32"): ("u32", 4, 2), ("m16n8k16", "f16"): ("f16", 8, 4),
+                 ("m16n8k16", "bf16"): ("bf16", 8, 4)}
+
+
+def _verify_mma(instr, types) -> None:
+    form = _MMA_OPERANDS.get((instr.attrs.get("shape"), instr.attrs.get("ab")))
+    if form is None:
+        _fail(instr, "mma needs attrs shape/ab m16n8k8/tf32, m16n8k16/f16 or m16n8k16/bf16")
+    element, a_count, b_count = form
+    wanted = [element] * (a_count + b_count) + ["f32"] * 4
+    if instr.type != f32 or [t.name for t in types] != wanted:
+        _fail(instr, f"mma {instr.attrs['shape']}.{instr.attrs['ab']} takes {a_count + b_count} "
+                     f"{element} and 4 f32 args and gives f32")

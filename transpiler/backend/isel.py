@@ -1067,9 +1067,35 @@ class ISel:
             if k in used:
                 self.emit(f"{ld}.{mem(t)}", [elem], [Addr(addr.base, addr.offset + k)])
 
+    def op_tf32(self, instr: ir.Instr) -> None:
+        self.emit("cvt.rna.tf32.f32", [self.reg(instr)], [self.src(instr.args[0], imm=False)])
+
     def op_extract(self, instr: ir.Instr) -> None:
-        if instr.args[0].op != "vload":
-            raise BackendError("extract takes a vload")
+        if instr.args[0].op not in ("vload", "mma"):
+            raise BackendError("extract takes a vload or an mma")
+
+    def op_mma(self, instr: ir.Instr) -> None:
+        """`mma.sync.aligned` on 32-bit registers: tf32 operands as `tf32` gave them, f16/bf16
+        operands packed two to a register (the lower-numbered element in the low half, as
+        PTX's fragments have them)."""
+        shape, kind = instr.attrs["shape"], instr.attrs["ab"]
+        n_ab = 6 if kind == "tf32" else 12
+        ab = [self.src(v, imm=False) for v in instr.args[:n_ab]]
+        if kind == "tf32":
+            words = ab
+        else:
+            words = [self.new("r") for _ in range(n_ab // 2)]
+            for k, word in enumerate(words):
+                self.emit("mov.b32", [word], [Vec(ab[2 * k:2 * k + 2])])
+        a, b = words[:len(words) * 2 // 3], words[len(words) * 2 // 3:]
+        c = [self.src(v, imm=False) for v in instr.args[n_ab:]]
+        d = [self.new(f32) for _ in range(4)]
+        for user in self.users.get(instr, []):
+            if user.op != "extract":
+                raise BackendError("an mma's value may only be used by extract")
+            d[user.attrs["index"]] = self.reg(user)
+        self.emit(f"mma.sync.aligned.{shape}.row.col.f32.{kind}.{kind}.f32", d,
+                  [Vec(a), Vec(b), Vec(c)], vec_dst=True)
 
     def op_vstore(self, instr: ir.Instr) -> None:
         values, space = instr.args[1:], self._space(instr)
