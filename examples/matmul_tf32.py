@@ -2,16 +2,18 @@
 
 The precision of PyTorch's `allow_tf32` and of XLA's default f32 `dot` on these GPUs: each
 operand keeps 10 fraction bits, products are exact and summed in f32. Built on
-`ptxpy.mma_sync` (PTX `mma.sync.aligned.m16n8k8`, docs/language.md "Tensor cores"):
+`ptxpy.mma_sync` (PTX `mma.sync.aligned.m16n8k8`) and `ptxpy.cp_async` (PTX `cp.async`),
+docs/language.md "Tensor cores" and "Asynchronous copies":
 
 - each block of 256 threads (8 warps) computes a 128 x 128 tile of z and loops over K in
-  steps of 16, staging a 128 x 16 tile of x and a 16 x 128 tile of y in shared memory (two
-  128-bit global loads per thread for each, issued one step ahead: register prefetching);
+  steps of 32, each step's 128 x 32 tile of x and 32 x 128 tile of y copied into shared memory
+  by 16-byte `cp.async` into a ring of STAGES buffers: the copies of step k + STAGES - 1 are
+  in flight while step k is computed (the software pipeline of CUTLASS's multistage kernels);
 - the warps form a 2 x 4 grid, each owning a 64 x 32 tile of z: 4 x 4 tensor-core tiles of
   16 x 8, whose 64 f32 accumulators stay in registers;
 - per k step of 8 a warp reads its A fragments (4 per 16-row tile) and B fragments (2 per
   8-column tile) from shared memory and issues 16 `mma.sync`;
-- the shared tiles' rows are padded (x: 16 + 4 floats, y: 128 + 8) so that the 32 lanes of a
+- the shared tiles' rows are padded (x: 32 + 4 floats, y: 128 + 8) so that the 32 lanes of a
   fragment load hit 32 different banks.
 
 `python examples/matmul_tf32.py [--size N]` checks z against float64 NumPy (N a multiple of
@@ -25,79 +27,88 @@ import jax.numpy as jnp
 import numpy as np
 
 import ptxpy
-from ptxpy import Array, f32
+from ptxpy import Array, f32, i32
 
 BM = 128            # block tile rows
 BN = 128            # block tile columns
-BK = 16             # K step (two mma k-steps of 8)
-THREADS = 256       # 8 warps: 2 (rows) x 4 (columns)
+BK = 32             # K step: four mma k-steps of 8
+STAGES = 3          # shared-memory buffers in the cp.async ring
 WM = 64             # warp tile rows: 4 mma tiles of 16
 WN = 32             # warp tile columns: 4 mma tiles of 8
+MT = WM // 16       # mma tiles per warp tile, down and across
+NT = WN // 8
+WARPS_N = BN // WN  # the block's warps: (BM // WM) x WARPS_N, here 2 x 4
+THREADS = BM // WM * WARPS_N * 32
 X_STRIDE = BK + 4   # padded shared rows: fragment loads free of bank conflicts
 Y_STRIDE = BN + 8
+X_CHUNKS = BK // 4                  # 16-byte pieces of a row of x's tile
+X_ROWS = THREADS // X_CHUNKS        # rows of x's tile one copy by every thread covers
+Y_ROWS = THREADS // (BN // 4)       # rows of y's tile one copy by every thread covers
+
+
+@ptxpy.func
+def load_stage(x: Array[f32, 2], y: Array[f32, 2], xs: Array[f32, 3], ys: Array[f32, 3],
+               stage: i32, k0: i32, m0: i32, n0: i32, t: i32, valid: bool):
+    """Start the copies of x's BM x BK tile at (m0, k0) and y's BK x BN tile at (k0, n0) into
+    ring buffer `stage`, 16 bytes per cp.async (where not `valid` they read nothing and
+    fill the buffer with zeros)."""
+    for r in ptxpy.static_range(BM // X_ROWS):
+        row = t // X_CHUNKS + X_ROWS * r
+        col = (t % X_CHUNKS) * 4
+        ptxpy.cp_async(xs[stage, row, col:col + 4], x[m0 + row, k0 + col:k0 + col + 4], valid)
+    for r in ptxpy.static_range(BK // Y_ROWS):
+        row = t // (BN // 4) + Y_ROWS * r
+        col = (t % (BN // 4)) * 4
+        ptxpy.cp_async(ys[stage, row, col:col + 4], y[k0 + row, n0 + col:n0 + col + 4], valid)
 
 
 @ptxpy.jit(out_shape=lambda x, y: jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), x.dtype),
            grid=lambda x, y: (y.shape[1] // BN, x.shape[0] // BM), block=THREADS)
 def matmul_tf32(x: Array[f32, 2], y: Array[f32, 2], z: Array[f32, 2]):
-    k_total = x.shape[1]
+    tiles = x.shape[1] // BK
     m0 = ptxpy.block_idx.y * BM
     n0 = ptxpy.block_idx.x * BN
-    xs = ptxpy.shared_array((BM, X_STRIDE), f32)    # xs[m, k] = x[m0 + m, k0 + k]
-    ys = ptxpy.shared_array((BK, Y_STRIDE), f32)    # ys[k, n] = y[k0 + k, n0 + n]
-    acc = ptxpy.local_array((4, 4, 4), f32)         # [m tile, n tile, fragment]: registers
-    for i in ptxpy.static_range(4):
-        for j in ptxpy.static_range(4):
+    xs = ptxpy.shared_array((STAGES, BM, X_STRIDE), f32)    # xs[s, m, k] = x[m0 + m, k0 + k]
+    ys = ptxpy.shared_array((STAGES, BK, Y_STRIDE), f32)    # ys[s, k, n] = y[k0 + k, n0 + n]
+    acc = ptxpy.local_array((MT, NT, 4), f32)               # [m tile, n tile, fragment]: registers
+    for i in ptxpy.static_range(MT):
+        for j in ptxpy.static_range(NT):
             for e in ptxpy.static_range(4):
                 acc[i, j, e] = 0.0
 
     t = ptxpy.thread_idx.x
     warp = t // 32
-    wm = (warp // 4) * WM           # this warp's tile of the block's
-    wn = (warp % 4) * WN
+    wm = (warp // WARPS_N) * WM     # this warp's tile of the block's
+    wn = (warp % WARPS_N) * WN
     g = ptxpy.lane_id() // 4        # the lane's place in the fragments
     q = ptxpy.lane_id() % 4
-    # The tiles each thread copies per step: rows xr and xr + 64 of x's (4 floats at column xc),
-    # rows yr and yr + 8 of y's (4 floats at column yc).
-    xr = t // 4
-    xc = (t % 4) * 4
-    yr = t // 32
-    yc = (t % 32) * 4
-    kx = xc
-    ny = n0 + yc
-    p0, p1, p2, p3 = x[m0 + xr, kx:kx + 4]
-    p4, p5, p6, p7 = x[m0 + xr + 64, kx:kx + 4]
-    r0, r1, r2, r3 = y[yr, ny:ny + 4]
-    r4, r5, r6, r7 = y[yr + 8, ny:ny + 4]
-    for k0 in range(0, k_total, BK):
-        xs[xr, xc:xc + 4] = (p0, p1, p2, p3)
-        xs[xr + 64, xc:xc + 4] = (p4, p5, p6, p7)
-        ys[yr, yc:yc + 4] = (r0, r1, r2, r3)
-        ys[yr + 8, yc:yc + 4] = (r4, r5, r6, r7)
-        ptxpy.syncthreads()
-        if k0 + BK < k_total:       # the next step's tiles, while this one is computed
-            kx = k0 + BK + xc
-            p0, p1, p2, p3 = x[m0 + xr, kx:kx + 4]
-            p4, p5, p6, p7 = x[m0 + xr + 64, kx:kx + 4]
-            r0, r1, r2, r3 = y[k0 + BK + yr, ny:ny + 4]
-            r4, r5, r6, r7 = y[k0 + BK + yr + 8, ny:ny + 4]
+    for s in ptxpy.static_range(STAGES - 1):     # the first steps' tiles, a group each
+        load_stage(x, y, xs, ys, s, s * BK, m0, n0, t, s < tiles)
+        ptxpy.cp_async_commit()
+    for kt in range(tiles):
+        ptxpy.cp_async_wait(STAGES - 2)     # this thread's copies of step kt have landed,
+        ptxpy.syncthreads()                 # everyone's have, and step kt - 1's buffer is free
+        ahead = kt + STAGES - 1
+        load_stage(x, y, xs, ys, ahead % STAGES, ahead * BK, m0, n0, t, ahead < tiles)
+        ptxpy.cp_async_commit()             # (an empty group past the end keeps the count)
+        st = kt % STAGES
         for k in ptxpy.static_range(0, BK, 8):
-            for j in ptxpy.static_range(4):
-                b0 = ys[k + q, wn + j * 8 + g]
-                b1 = ys[k + q + 4, wn + j * 8 + g]
-                for i in ptxpy.static_range(4):
+            for j in ptxpy.static_range(NT):
+                b0 = ys[st, k + q, wn + j * 8 + g]
+                b1 = ys[st, k + q + 4, wn + j * 8 + g]
+                for i in ptxpy.static_range(MT):
                     row = wm + i * 16 + g
                     d0, d1, d2, d3 = ptxpy.mma_sync(
-                        (xs[row, k + q], xs[row + 8, k + q], xs[row, k + q + 4], xs[row + 8, k + q + 4]),
+                        (xs[st, row, k + q], xs[st, row + 8, k + q], xs[st, row, k + q + 4],
+                         xs[st, row + 8, k + q + 4]),
                         (b0, b1),
                         (acc[i, j, 0], acc[i, j, 1], acc[i, j, 2], acc[i, j, 3]))
                     acc[i, j, 0] = d0
                     acc[i, j, 1] = d1
                     acc[i, j, 2] = d2
                     acc[i, j, 3] = d3
-        ptxpy.syncthreads()
-    for i in ptxpy.static_range(4):
-        for j in ptxpy.static_range(4):
+    for i in ptxpy.static_range(MT):
+        for j in ptxpy.static_range(NT):
             row = m0 + wm + i * 16 + g
             col = n0 + wn + j * 8 + 2 * q
             z[row, col:col + 2] = (acc[i, j, 0], acc[i, j, 1])

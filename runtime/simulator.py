@@ -1740,6 +1740,109 @@ def _c_mma(k, ins, m: _Mods) -> _Op:
     return _Op(WSYNC, run, members=lambda ctx: np.uint32(0xFFFFFFFF))
 
 
+# ---- cp.async ------------------------------------------------------------------------------------
+
+def _c_cp(k, ins, m: _Mods) -> _Op:
+    """cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}; cp.async.commit_group;
+    cp.async.wait_group N; cp.async.wait_all. A copy reads its source when issued and writes
+    its destination when a wait of the issuing thread covers its group (_AsyncCopies): a read
+    of the destination before that sees what was there, as the GPU may."""
+    if not m.take("async"):
+        m.fail("only cp.async is supported")
+    if m.take("commit_group"):
+        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.commit(mask))
+    if m.take("wait_all"):
+        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, None))
+    if m.take("wait_group"):
+        (count,) = _operands(k, ins, 1)
+        if not isinstance(count, Imm):
+            k._bad(ins, "cp.async.wait_group takes a constant")
+        n = int(_imm(count, T_U32))
+        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, n))
+    level = m.take("ca", "cg")
+    if level is None or not m.take("shared", "shared::cta") or not m.take("global"):
+        m.fail("cp.async needs .ca or .cg, .shared and .global")
+    ops = ins.operands
+    if len(ops) not in (3, 4) or not isinstance(ops[2], Imm):
+        k._bad(ins, "cp.async takes [dst], [src], cp-size and an optional src-size")
+    size = int(_imm(ops[2], T_U32))
+    if size not in (4, 8, 16) or (level == "cg" and size != 16):
+        k._bad(ins, "cp-size must be 4, 8 or 16 (16 with .cg)")
+    dst, src = k.address(ops[0], "shared", ins), k.address(ops[1], "global", ins)
+    read_size = k.reader(ops[3], T_U32, ins) if len(ops) == 4 else (lambda ctx: np.uint32(size))
+
+    def run(ctx, mask):
+        lanes = np.arange(ctx.n) if mask is None else np.flatnonzero(mask)
+        if lanes.size:
+            ctx.async_copies.issue(ins, lanes, _broadcast_u64(dst(ctx), None, ctx.n)[lanes],
+                                   _broadcast_u64(src(ctx), None, ctx.n)[lanes],
+                                   _pick(read_size(ctx), lanes, lanes.size).astype(np.int64), size)
+    return _Op(PLAIN, run)
+
+
+class _AsyncCopies:
+    """A batch's cp.async copies in flight: per copy its threads, each with the group it joins
+    (the thread's commits before it), its destination offsets in the batch's shared memory and
+    the bytes read."""
+
+    def __init__(self, batch: "_Batch"):
+        self.batch = batch
+        self.commits = np.zeros(batch.n, np.int64)
+        self.pending = []     # [instruction, lanes, groups, offsets, bytes (lanes x size)]
+
+    def issue(self, ins, lanes, dst, src, read_size, size: int):
+        batch = self.batch
+        segs = _Batch.locate(batch, "shared", dst, lanes, size, "store", ins)
+        offsets = segs[0][1]
+        read_size = np.minimum(read_size, size)
+        data = np.zeros((lanes.size, size), np.uint8)
+        reading = np.flatnonzero(read_size > 0)
+        misaligned = (src[reading] & U64(size - 1)) != 0
+        if misaligned.any():
+            batch._fault("misaligned", "global", "load", size, src[reading], lanes[reading],
+                         misaligned, ins)
+        for count in np.unique(read_size[reading]):
+            which = reading[read_size[reading] == count]
+            found = batch.locate("global", src[which], lanes[which], int(count), "load", ins)
+            for byte in range(int(count)):
+                data[which, byte] = _gather(found, which.size, np.dtype(np.uint8), byte)
+        races = getattr(batch, "races", None)
+        if races is not None:     # the write may land any time from here to the wait: both count
+            races.access("store", offsets, lanes, size, ins)
+        self.pending.append([ins, lanes, self.commits[lanes].copy(), offsets, data])
+
+    def commit(self, mask):
+        if mask is None:
+            self.commits += 1
+        else:
+            self.commits[mask] += 1
+
+    def wait(self, mask, newest: int | None):
+        """Complete the copies of the threads in `mask` but those of their `newest` latest
+        committed groups (None: every copy, committed or not)."""
+        active = self.batch.active_array(mask)
+        kept = []
+        for entry in self.pending:
+            ins, lanes, groups, offsets, data = entry
+            done = active[lanes]
+            if newest is not None:
+                done &= groups < self.commits[lanes] - newest
+            if done.any():
+                self._write(ins, lanes[done], offsets[done], data[done])
+                if done.all():
+                    continue
+                entry[1:] = [lanes[~done], groups[~done], offsets[~done], data[~done]]
+            kept.append(entry)
+        self.pending = kept
+
+    def _write(self, ins, lanes, offsets, data):
+        batch = self.batch
+        batch.shared[offsets[:, None] + np.arange(data.shape[1])] = data
+        races = getattr(batch, "races", None)
+        if races is not None:
+            races.access("store", offsets, lanes, data.shape[1], ins)
+
+
 def _c_activemask(k, ins, m: _Mods) -> _Op:
     m.one_type({"b32"})
     write = k.writer(_operands(k, ins, 1)[0], T_U32, ins)
@@ -1854,6 +1957,7 @@ _COMPILERS = {
     "bra": _c_bra, "ret": _c_exit, "exit": _c_exit, "trap": _c_trap, "bar": _c_bar,
     "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
+    "cp": _c_cp,
 }
 
 # ---- execution ---------------------------------------------------------------------------------
@@ -1952,6 +2056,7 @@ class _Batch:
         self._special = {}
         self.live = np.ones(self.n, bool)
         self.last_printed: dict[int, tuple[str, Instr]] = {}   # thread -> (its last vprintf text, the call)
+        self.async_copies = _AsyncCopies(self)
 
     # special registers
     def special(self, name: str):

@@ -30,6 +30,10 @@ BIT_UNARY = frozenset(["popc", "clz", "brev", "ffs"])
 #: statements without a value: the memory fences and the warp barrier
 NO_VALUE = frozenset(["syncthreads", "syncwarp", "threadfence", "threadfence_block",
                       "threadfence_system"])
+#: asynchronous copies from global to shared memory (PTX cp.async)
+ASYNC_COPY = frozenset(["cp_async", "cp_async_commit", "cp_async_wait"])
+#: the bytes one cp.async copies
+ASYNC_COPY_BYTES = (4, 8, 16)
 #: helpers only the math library may call: round to nearest even, high half of a product
 LIBRARY_PRIVATE = frozenset(["_rint", "_mul_hi"])
 SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
@@ -356,6 +360,8 @@ class CallChecker:
             return self.bitcast(node)
         if name == "mma_sync":
             return self.mma_sync(node)
+        if name in ASYNC_COPY:
+            return self.async_copy(name, node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
             return self.library_private(name, node)
         raise self.name_error(node.func, f"ptxpy.{name}")
@@ -576,6 +582,60 @@ class CallChecker:
                                      f"(cast it: {t}(...))", n)
                 values.append(convert(value, t))
         return typed.Intrinsic(self.loc(node), TupleType((f32,) * 4), f"mma_{kind}", values)
+
+    def async_copy(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.cp_async(dst, src[, pred])`, `ptxpy.cp_async_commit()`,
+        `ptxpy.cp_async_wait([n])`: PTX's cp.async, commit_group and wait_group (wait_all
+        without n). dst and src are an element or a slice of one array each, of one element
+        type, 4, 8 or 16 bytes; the state spaces (shared, global) are checked where the arrays
+        are known, in the SSA builder (a device function's array may be either)."""
+        loc, label = self.loc(node), f"ptxpy.{name}"
+        if name == "cp_async_commit":
+            self.args(node, label, 0)
+            return typed.Intrinsic(loc, None, name, [])
+        if name == "cp_async_wait":
+            (count,) = self.args(node, label, 0, 1)
+            if count is None:
+                return typed.Intrinsic(loc, None, name, [])
+            n = self.const_value(count, f"the group count of {label}")
+            if type(n) is not int or not 0 <= n <= 7:
+                raise self.error(f"{label}(n) needs a constant n from 0 to 7 (the newest groups "
+                                 f"that may still be in flight), got {n!r}", count)
+            return typed.Intrinsic(loc, None, name, [], {"n": n})
+        dst_node, src_node, pred_node = self.args(node, label, 2, 3)
+        dst = self.async_operand(dst_node, label, "destination")
+        src = self.async_operand(src_node, label, "source")
+        (dst_array, *_, dst_width), (src_array, *_, src_width) = dst, src
+        dst_elem, src_elem = self.arrays[dst_array].elem, self.arrays[src_array].elem
+        if dst_elem != src_elem:
+            raise self.error(f"{label} copies between arrays of one element type: '{dst_array}' "
+                             f"holds {dst_elem}, '{src_array}' {src_elem}", node)
+        if dst_width != src_width:
+            raise self.error(f"{label}: the destination has {dst_width} element(s), the source "
+                             f"{src_width}", node)
+        size = dst_width * dst_elem.nbytes
+        if size not in ASYNC_COPY_BYTES:
+            raise self.error(f"{label} copies 4, 8 or 16 bytes; {dst_width} {dst_elem} element(s) "
+                             f"are {size}", node)
+        self.mark_written(dst_array)
+        args = [] if pred_node is None else [truthy(self.value(pred_node))]
+        return typed.Intrinsic(loc, None, name, args, {"dst": dst, "src": src, "bytes": size})
+
+    def async_operand(self, node: cst.BaseExpression, label: str, what: str) -> tuple:
+        """(array, leading index Exprs, start Expr, width) of `a[i]`, `a[r, j]` or a slice
+        `a[r, j:j + W]`."""
+        if not (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name)
+                and node.value.value in self.arrays):
+            raise self.error(f"the {what} of {label} is an array element or slice (s[i, j:j + 4]), "
+                             f"got '{code_of(node)}'", node)
+        array = node.value.value
+        if any(e.slice.__class__ is cst.Slice for e in node.slice):
+            lead, start, width = self.slice_parts(array, node)
+            if width < 1:
+                raise self.error(f"the {what} of {label} is an empty slice", node)
+            return array, lead, start, width
+        *lead, start = self.indices(array, node)
+        return array, lead, start, 1
 
     def shuffle_width(self, label: str, node: cst.BaseExpression) -> int:
         """CUDA's `width`: the warp as segments of that many lanes, a constant power of two."""

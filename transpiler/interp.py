@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-from ptxpy.types import Scalar, i32
+from ptxpy.types import Scalar, i32, u8
 from .floatbits import (DEFAULT_NAN, MAX_FINITE, bits_of, from_bits, int_to_float, next_toward,
                         round_to)
 from .ir import Const, Function, Instr, Undef, Value
@@ -597,6 +597,21 @@ class _Thread:
             raise InterpError("misaligned vector store")
         for k, item in enumerate(items):
             self.memory.store(base + k * size, item.type, self.value(item))
+
+    def op_cp_async(self, instr: Instr):
+        """A lone thread's copy: done at once (its wait comes before any read it makes)."""
+        dst, src = (int(self.value(a)) for a in instr.args[:2])
+        size = instr.attrs["bytes"]
+        if dst % size or src % size:
+            raise InterpError("misaligned cp.async")
+        copy = len(instr.args) < 3 or self.value(instr.args[2])
+        for k in range(size):
+            self.memory.store(dst + k, u8, self.memory.load(src + k, u8) if copy else 0)
+
+    def op_cp_async_commit(self, instr: Instr):
+        pass
+
+    op_cp_async_wait = op_cp_async_commit
 
     def op_atom(self, instr: Instr):
         addr = int(self.value(instr.args[0]))

@@ -259,6 +259,12 @@ def _ops() -> dict[str, OpSpec]:
     # four f32 results are taken by `extract`
     ops["mma"] = OpSpec("free", None, effects=True)
     ops["tf32"] = OpSpec("free", 1)    # u32 <- f32: rounded to tf32 (cvt.rna.tf32.f32), its bits
+    # an asynchronous copy of attrs bytes (4, 8 or 16) from global to shared memory (PTX
+    # cp.async): the shared address, the global address[, bool: copy, else fill with zeros]
+    ops["cp_async"] = OpSpec("free", None, effects=True)
+    ops["cp_async_commit"] = OpSpec("free", 0, effects=True)   # cp.async.commit_group
+    ops["cp_async_wait"] = OpSpec("free", 0, effects=True)     # [attrs n]: cp.async.wait_group n,
+    #                                                            without n cp.async.wait_all
     ops["barrier"] = OpSpec("free", 0, effects=True)
     ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync

@@ -631,6 +631,48 @@ def _mma(kind: str):
     return lower
 
 
+def _cp_async(b, e):
+    """`ptxpy.cp_async(dst, src[, pred])`: one `cp_async` of `bytes` from the global address of
+    src to the shared address of dst (checked under debug as a vector access is); a false
+    `pred` fills dst with zeros and reads nothing. Evaluated in Python's order: dst's indices,
+    src's, then pred."""
+    dst = _async_operand(b, e, e.extra["dst"], "shared", "destination")
+    src = _async_operand(b, e, e.extra["src"], "global", "source")
+    pred = b.ev(e.args[0]) if e.args else None
+    addresses = [_async_address(b, *dst, None), _async_address(b, *src, pred)]
+    b.emit("cp_async", None, addresses + ([pred] if e.args else []),
+           {"bytes": e.extra["bytes"], "space": "shared"})
+
+
+def _async_operand(b, e, operand, space: str, what: str) -> tuple:
+    """(array, evaluated leading indices, evaluated start, width) of an operand in `space`."""
+    name, lead, start, width = operand
+    array = b.array(name)
+    if array.space != space:
+        where = "in registers" if array.space == "reg" else f"in {array.space} memory"
+        raise CompileError(f"ptxpy.cp_async copies from global to shared memory: its {what} "
+                           f"'{name}' is {where}", e.loc)
+    return array, [b.ev(i) for i in lead], b.ev(start), width
+
+
+def _async_address(b, array, lead: list, start, width: int, guard):
+    """The address of an element or slice; under debug, checked where `guard` is true."""
+    if width > 1:
+        return b.vector_address(array, lead, start, width, guard)
+    address = b.element_address(array, [*lead, start], checked=True)
+    if b.debug:
+        b.bounds_check(array, [*lead, start], guard)
+    return address
+
+
+def _cp_async_commit(b, e):
+    b.emit("cp_async_commit", None)
+
+
+def _cp_async_wait(b, e):
+    b.emit("cp_async_wait", None, [], {"n": e.extra["n"]} if "n" in e.extra else {})
+
+
 def _vote(mode: str):
     """A vote takes the lanes present (see `_shfl`)."""
     def lower(b, e):
@@ -709,6 +751,7 @@ HANDLERS = {
     "shfl_up_sync": _shfl("up"),
     "shfl_down_sync": _shfl("down"),
     "mma_tf32": _mma("tf32"), "mma_f16": _mma("f16"), "mma_bf16": _mma("bf16"),
+    "cp_async": _cp_async, "cp_async_commit": _cp_async_commit, "cp_async_wait": _cp_async_wait,
     "shfl_xor_sync": _shfl("bfly"),
     "ballot_sync": _vote("ballot"),
     "any_sync": _vote("any"),

@@ -919,9 +919,10 @@ class _Builder:
         half = width // 2
         return [(addr, half), (self.op("add", addr, ir.Const(i64, half * array.elem.nbytes)), half)]
 
-    def vector_address(self, array: _Array, lead: list, start, width: int):
+    def vector_address(self, array: _Array, lead: list, start, width: int, guard=None):
         """Address of `array[*lead, start]`; under debug, checks that the flat element index is a
-        multiple of `width` (so the access is aligned) and that all `width` elements are in bounds."""
+        multiple of `width` (so the access is aligned) and that all `width` elements are in bounds
+        (where `guard`, a bool, is true: an access it turns off reads nothing)."""
         indices = [*lead, start]
         start = self.resolve(start)
         if isinstance(start, ir.Const) and start.value % width:
@@ -929,12 +930,13 @@ class _Builder:
                       f"last axis, which is not a multiple of {width} (a GPU fault when it runs)")
         address = self.element_address(array, indices, checked=True)
         if self.debug:
-            self.bounds_check(array, indices)
-            self.bounds_check(array, [*lead, self.op("add", start, _const(start.type, width - 1))])
+            self.bounds_check(array, indices, guard)
+            self.bounds_check(array, [*lead, self.op("add", start, _const(start.type, width - 1))], guard)
             offset = self.op("sub", address, array.base)
             misaligned = self.op("and", offset, ir.Const(i64, width * array.elem.nbytes - 1))
             flat = self.op("div", offset, ir.Const(i64, array.elem.nbytes))
-            self.check(self.emit("cmp", bool_, [misaligned, ir.Const(i64, 0)], {"pred": "eq"}),
+            aligned = self.emit("cmp", bool_, [misaligned, ir.Const(i64, 0)], {"pred": "eq"})
+            self.check(self.unless_off(aligned, guard),
                        f"{self.where()}: misaligned vector access to '{array.name}' at element %lld "
                        f"(must be a multiple of {width})\n", [(flat, i64)])
         return address
@@ -1020,16 +1022,24 @@ class _Builder:
         if entry not in self.func.warnings:
             self.func.warnings.append(entry)
 
-    def bounds_check(self, array: _Array, indices: list) -> None:
+    def bounds_check(self, array: _Array, indices: list, guard=None) -> None:
+        """Under debug: trap unless every index is in range (or `guard`, a bool, is false)."""
         self.check_rank(array, indices)
         for axis, (index, extent) in enumerate(zip(indices, array.shape)):
             uty = u64 if index.type.bits > 32 else u32
             ok = self.emit("cmp", bool_, [self.coerce_bits(index, uty), self.coerce_bits(extent, uty)],
                            {"pred": "lt"})
+            ok = self.unless_off(ok, guard)
             shown, conversion = (u64, "%llu") if index.type == u64 else (i64, "%lld")
             fmt = (f"{self.where()}: index out of bounds: index {conversion} is not in [0, %d) "
                    f"for axis {axis} of '{array.name}'\n")
             self.check(ok, fmt, [(index, shown), (extent, i32)])
+
+    def unless_off(self, ok, guard):
+        """`ok`, or true where `guard` (a bool; None: always on) turns the access off."""
+        if guard is None:
+            return ok
+        return self.emit("select", bool_, [guard, ok, ir.Const(bool_, True)])
 
     def check(self, ok, fmt: str, args: list) -> None:
         """Continue when `ok`, else print `fmt` and trap (in a cold block)."""

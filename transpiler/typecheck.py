@@ -519,6 +519,15 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
     def vector_slice(self, array: str, sub: cst.Subscript) -> tuple:
         """(leading index Exprs, start Expr, width) of `array[..., start:start + W]`."""
         kind = self.arrays[array]
+        lead, start, width = self.slice_parts(array, sub)
+        if width not in (2, 4, 8) or (width == 8 and kind.elem.bits != 16):
+            raise self.error(f"vector access of {width} {kind.elem} elements is not supported (2 or 4 "
+                             "elements, or 8 of a 16-bit type)", sub)
+        return lead, start, width
+
+    def slice_parts(self, array: str, sub: cst.Subscript) -> tuple:
+        """(leading index Exprs, start Expr, width) of `array[..., start:start + W]`, any W."""
+        kind = self.arrays[array]
         *leading, last = sub.slice
         if (len(sub.slice) != kind.rank or not isinstance(last.slice, cst.Slice)
                 or any(isinstance(e.slice, cst.Slice) for e in leading)):
@@ -530,9 +539,6 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         width = self.slice_width(piece)
         if type(width) is not int:
             raise self.error(f"the width of a vector access must be an integer, got {width!r}", sub)
-        if width not in (2, 4, 8) or (width == 8 and kind.elem.bits != 16):
-            raise self.error(f"vector access of {width} {kind.elem} elements is not supported (2 or 4 "
-                             "elements, or 8 of a 16-bit type)", sub)
         start = (self.index(piece.lower) if piece.lower is not None
                  else typed.Constant(self.loc(sub), i32, 0))
         lead = [self.index(e.slice.value) for e in leading]

@@ -121,6 +121,8 @@ def _check_types(instr: Instr) -> None:
     elif instr.op == "extract" and (not isinstance(instr.args[0], Instr)
                                     or instr.args[0].op not in ("vload", "mma")):
         _fail(instr, "extract takes a vload or an mma")
+    elif instr.op == "cp_async":
+        _verify_cp_async(instr, types)
     elif instr.op in ("load", "vload", "store", "vstore", "atom") and types[0] != ADDR_TYPE:
         _fail(instr, f"{instr.op} address must be {ADDR_TYPE}")
     elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local"):
@@ -142,3 +144,10 @@ def _verify_mma(instr, types) -> None:
     if instr.type != f32 or [t.name for t in types] != wanted:
         _fail(instr, f"mma {instr.attrs['shape']}.{instr.attrs['ab']} takes {a_count + b_count} "
                      f"{element} and 4 f32 args and gives f32")
+
+
+def _verify_cp_async(instr, types) -> None:
+    if types[:2] != [ADDR_TYPE, ADDR_TYPE] or len(types) > 3 or types[2:] not in ([], [bool_]):
+        _fail(instr, f"cp_async takes two {ADDR_TYPE} addresses and an optional bool")
+    if instr.attrs.get("bytes") not in (4, 8, 16) or instr.attrs.get("space") != "shared":
+        _fail(instr, "cp_async needs attrs bytes 4, 8 or 16 and space shared")

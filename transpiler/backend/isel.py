@@ -29,7 +29,7 @@ from .target import Target, extern_shared_name, shared_layout
 MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd": "u64",
             "f": "f32", "fd": "f64"}
 FULL_MASK = Imm("0xffffffff")
-_MEMORY_OPS = ("load", "vload", "store", "vstore", "atom")
+_MEMORY_OPS = ("load", "vload", "store", "vstore", "atom", "cp_async")
 #: state spaces whose addresses fit in 32 bits: their address arithmetic is done in 32 bits
 NARROW_SPACES = ("shared", "local")
 _U32_MASK = 0xFFFFFFFF
@@ -1115,6 +1115,34 @@ class ISel:
             self.emit(f"st.{space}.v{n}.u8", [], [addr, Vec(bytes_)])
         else:
             self.emit(f"st.{space}.v{n}.{mem(t)}", [], [addr, Vec(regs)])
+
+    def op_cp_async(self, instr: ir.Instr) -> None:
+        """`cp.async.ca` (4 or 8 bytes; `.cg` for 16, which skips L1 as CUTLASS's copies do);
+        a predicate gives the bytes read as `src-size`, 0 filling the destination with zeros."""
+        self.target.require((7, 0), 80, "cp.async")
+        size = instr.attrs["bytes"]
+        dst, src = self.address(instr.args[0], "shared"), self.address(instr.args[1], "global")
+        operands = [dst, src, Imm(str(size))]
+        if len(instr.args) > 2:
+            pred = instr.args[2]
+            if isinstance(pred, ir.Const):
+                if not pred.value:
+                    operands.append(Imm("0"))
+            else:
+                read = self.new("r")
+                self.emit("selp.u32", [read], [Imm(str(size)), Imm("0"), self.src(pred, imm=False)])
+                operands.append(read)
+        level = "cg" if size == 16 else "ca"
+        self.emit(f"cp.async.{level}.shared.global", [], operands)
+
+    def op_cp_async_commit(self, instr: ir.Instr) -> None:
+        self.emit("cp.async.commit_group", [], [])
+
+    def op_cp_async_wait(self, instr: ir.Instr) -> None:
+        if "n" in instr.attrs:
+            self.emit("cp.async.wait_group", [], [Imm(str(instr.attrs["n"]))])
+        else:
+            self.emit("cp.async.wait_all", [], [])
 
     def op_atom(self, instr: ir.Instr) -> None:
         op, space, t = instr.attrs.get("op"), self._space(instr), instr.type
