@@ -604,9 +604,9 @@ class _Thread:
         size = instr.attrs["bytes"]
         if dst % size or src % size:
             raise InterpError("misaligned cp.async")
-        copy = len(instr.args) < 3 or self.value(instr.args[2])
+        read = min(size, int(self.value(instr.args[2]))) if len(instr.args) > 2 else size
         for k in range(size):
-            self.memory.store(dst + k, u8, self.memory.load(src + k, u8) if copy else 0)
+            self.memory.store(dst + k, u8, self.memory.load(src + k, u8) if k < read else 0)
 
     def op_cp_async_commit(self, instr: Instr):
         pass

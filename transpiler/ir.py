@@ -260,7 +260,8 @@ def _ops() -> dict[str, OpSpec]:
     ops["mma"] = OpSpec("free", None, effects=True)
     ops["tf32"] = OpSpec("free", 1)    # u32 <- f32: rounded to tf32 (cvt.rna.tf32.f32), its bits
     # an asynchronous copy of attrs bytes (4, 8 or 16) from global to shared memory (PTX
-    # cp.async): the shared address, the global address[, bool: copy, else fill with zeros]
+    # cp.async): the shared address, the global address[, u32: the bytes to read, the rest
+    # of the destination filled with zeros]
     ops["cp_async"] = OpSpec("free", None, effects=True)
     ops["cp_async_commit"] = OpSpec("free", 0, effects=True)   # cp.async.commit_group
     ops["cp_async_wait"] = OpSpec("free", 0, effects=True)     # [attrs n]: cp.async.wait_group n,

@@ -633,15 +633,18 @@ def _mma(kind: str):
 
 def _cp_async(b, e):
     """`ptxpy.cp_async(dst, src[, pred])`: one `cp_async` of `bytes` from the global address of
-    src to the shared address of dst (checked under debug as a vector access is); a false
-    `pred` fills dst with zeros and reads nothing. Evaluated in Python's order: dst's indices,
+    src to the shared address of dst (checked under debug as a vector access is); where `pred`
+    is false it reads 0 bytes and fills dst with zeros. Evaluated in Python's order: dst's indices,
     src's, then pred."""
     dst = _async_operand(b, e, e.extra["dst"], "shared", "destination")
     src = _async_operand(b, e, e.extra["src"], "global", "source")
     pred = b.ev(e.args[0]) if e.args else None
     addresses = [_async_address(b, *dst, None), _async_address(b, *src, pred)]
-    b.emit("cp_async", None, addresses + ([pred] if e.args else []),
-           {"bytes": e.extra["bytes"], "space": "shared"})
+    size = e.extra["bytes"]
+    read = []      # the bytes to read: all, or none where pred is false (one select for CSE)
+    if pred is not None:
+        read = [b.emit("select", u32, [pred, ir.Const(u32, size), ir.Const(u32, 0)])]
+    b.emit("cp_async", None, addresses + read, {"bytes": size, "space": "shared"})
 
 
 def _async_operand(b, e, operand, space: str, what: str) -> tuple:

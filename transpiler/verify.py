@@ -147,7 +147,7 @@ def _verify_mma(instr, types) -> None:
 
 
 def _verify_cp_async(instr, types) -> None:
-    if types[:2] != [ADDR_TYPE, ADDR_TYPE] or len(types) > 3 or types[2:] not in ([], [bool_]):
-        _fail(instr, f"cp_async takes two {ADDR_TYPE} addresses and an optional bool")
+    if types[:2] != [ADDR_TYPE, ADDR_TYPE] or len(types) > 3 or types[2:] not in ([], [u32]):
+        _fail(instr, f"cp_async takes two {ADDR_TYPE} addresses and an optional u32 byte count")
     if instr.attrs.get("bytes") not in (4, 8, 16) or instr.attrs.get("space") != "shared":
         _fail(instr, "cp_async needs attrs bytes 4, 8 or 16 and space shared")

@@ -1118,20 +1118,15 @@ class ISel:
 
     def op_cp_async(self, instr: ir.Instr) -> None:
         """`cp.async.ca` (4 or 8 bytes; `.cg` for 16, which skips L1 as CUTLASS's copies do);
-        a predicate gives the bytes read as `src-size`, 0 filling the destination with zeros."""
+        a third arg is `src-size`, the bytes to read (the rest of the destination is zeroed)."""
         self.target.require((7, 0), 80, "cp.async")
         size = instr.attrs["bytes"]
         dst, src = self.address(instr.args[0], "shared"), self.address(instr.args[1], "global")
         operands = [dst, src, Imm(str(size))]
         if len(instr.args) > 2:
-            pred = instr.args[2]
-            if isinstance(pred, ir.Const):
-                if not pred.value:
-                    operands.append(Imm("0"))
-            else:
-                read = self.new("r")
-                self.emit("selp.u32", [read], [Imm(str(size)), Imm("0"), self.src(pred, imm=False)])
-                operands.append(read)
+            read = instr.args[2]
+            if not (isinstance(read, ir.Const) and read.value >= size):
+                operands.append(self.src(read))
         level = "cg" if size == 16 else "ca"
         self.emit(f"cp.async.{level}.shared.global", [], operands)
 
