@@ -120,6 +120,11 @@ UNSUPPORTED = [
     "p, q, r, s = ptxpy.mma_sync((x[0], x[1], x[2], x[3]), (x[n], 1), (0.0, 0.0, 0.0, n))",
     "p, q, r, s = ptxpy.mma_sync((x[0],) * 4, (x[0], x[1]), (0.0, 0.0, 0.0, 0.0))",
     "y = ptxpy.mma_sync((x[0], x[1], x[2], x[3]), (x[n], 1), (0.0, 0.0, 0.0, 0.0))[2]",
+    "ptxpy.cp_async(x[0:4], x[4:8])", "ptxpy.cp_async(x, x)", "ptxpy.cp_async(x[0:3], out[0:3])",
+    "s = ptxpy.shared_array(8, f32)\nptxpy.cp_async(s[0:4], x[n:n + 2])",
+    "s = ptxpy.shared_array(8, f32)\nptxpy.cp_async(s[0:4], x[n:n + 4], 1.5)",
+    "s = ptxpy.shared_array(8, i32)\nptxpy.cp_async(s[0], x[n])", "ptxpy.cp_async_wait(n)",
+    "ptxpy.cp_async_wait(8)", "ptxpy.cp_async_commit(1)", "y = ptxpy.cp_async_wait()",
 ]
 
 TOKENS = [

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 39's card run for ptxpy.cp_async: the tests on the GPU, the example, the matmul
+# variants beside XLA and the register-prefetching kernel, compute-sanitizer. From the
+# repository root on the device: OUT=dir bash benchmarks/probes/cp_async_card.sh [BASELINE.py]
+set -u
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/card.txt" 2>&1
+step() {   # step NAME SECONDS COMMAND...: run it with a time limit, keep its output
+    local name=$1 limit=$2; shift 2
+    echo "== $name: $*" >> "$OUT/steps.txt"
+    timeout "$limit" "$@" > "$OUT/$name.txt" 2>&1
+    echo "== $name: exit $?" >> "$OUT/steps.txt"
+    tail -3 "$OUT/$name.txt" >> "$OUT/steps.txt"
+}
+step tests-gpu 120 env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_mma.py
+step tests-jax 120 python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py -k jax
+step example 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_examples.py -k matmul_tf32
+step probe 330 python3 benchmarks/probes/matmul_async_probe.py ${1:+--baseline "$1"} --json "$OUT/probe.json"
+step memcheck 90 compute-sanitizer --tool memcheck --report-api-errors no python3 examples/matmul_tf32.py --size 512
+step racecheck 150 compute-sanitizer --tool racecheck --report-api-errors no python3 examples/matmul_tf32.py --size 256
+cat "$OUT/steps.txt"
