@@ -2,8 +2,8 @@
 
 The precision of PyTorch's `allow_tf32` and of XLA's default f32 `dot` on these GPUs: each
 operand keeps 10 fraction bits, products are exact and summed in f32. Built on
-`ptxpy.mma_sync` (PTX `mma.sync.aligned.m16n8k8`) and `ptxpy.cp_async` (PTX `cp.async`),
-docs/language.md "Tensor cores" and "Asynchronous copies":
+`ptxpy.mma_sync` (PTX `mma.sync.aligned.m16n8k8`), `ptxpy.ldmatrix` and `ptxpy.cp_async` (PTX
+`cp.async`), docs/language.md "Tensor cores" and "Asynchronous copies":
 
 - each block of 256 threads (8 warps) computes a 128 x 128 tile of z and loops over K in
   steps of 32, each step's 128 x 32 tile of x and 32 x 128 tile of y copied into shared memory
@@ -11,8 +11,9 @@ docs/language.md "Tensor cores" and "Asynchronous copies":
   in flight while step k is computed (the software pipeline of CUTLASS's multistage kernels);
 - the warps form a 2 x 4 grid, each owning a 64 x 32 tile of z: 4 x 4 tensor-core tiles of
   16 x 8, whose 64 f32 accumulators stay in registers;
-- per k step of 8 a warp reads its A fragments (4 per 16-row tile) and B fragments (2 per
-  8-column tile) from shared memory and issues 16 `mma.sync`;
+- per k step of 8 a warp reads its A fragments with one `ptxpy.ldmatrix` per 16-row tile
+  (PTX `ldmatrix ... .x4`: four 8 x 4 f32 matrices, each lane pointing at one row), its B
+  fragments (2 per 8-column tile) with scalar shared loads, and issues 16 `mma.sync`;
 - the shared tiles' rows are padded (x: 32 + 4 floats, y: 128 + 8) so that the 32 lanes of a
   fragment load hit 32 different banks.
 
@@ -44,6 +45,7 @@ Y_STRIDE = BN + 8
 X_CHUNKS = BK // 4                  # 16-byte pieces of a row of x's tile
 X_ROWS = THREADS // X_CHUNKS        # rows of x's tile one copy by every thread covers
 Y_ROWS = THREADS // (BN // 4)       # rows of y's tile one copy by every thread covers
+LDMATRIX = 1        # A fragments by ptxpy.ldmatrix (1) or four scalar shared loads (0)
 
 
 @ptxpy.func
@@ -71,6 +73,7 @@ def matmul_tf32(x: Array[f32, 2], y: Array[f32, 2], z: Array[f32, 2]):
     xs = ptxpy.shared_array((STAGES, BM, X_STRIDE), f32)    # xs[s, m, k] = x[m0 + m, k0 + k]
     ys = ptxpy.shared_array((STAGES, BK, Y_STRIDE), f32)    # ys[s, k, n] = y[k0 + k, n0 + n]
     acc = ptxpy.local_array((MT, NT, 4), f32)               # [m tile, n tile, fragment]: registers
+    af = ptxpy.local_array((MT, 4), f32)                    # a k step's A fragments: registers
     for i in ptxpy.static_range(MT):
         for j in ptxpy.static_range(NT):
             for e in ptxpy.static_range(4):
@@ -80,8 +83,9 @@ def matmul_tf32(x: Array[f32, 2], y: Array[f32, 2], z: Array[f32, 2]):
     warp = t // 32
     wm = (warp // WARPS_N) * WM     # this warp's tile of the block's
     wn = (warp % WARPS_N) * WN
-    g = ptxpy.lane_id() // 4        # the lane's place in the fragments
-    q = ptxpy.lane_id() % 4
+    lane = ptxpy.lane_id()
+    g = lane // 4                   # the lane's place in the fragments
+    q = lane % 4
     for s in ptxpy.static_range(STAGES - 1):     # the first steps' tiles, a group each
         load_stage(x, y, xs, ys, s, s * BK, m0, n0, t, s < tiles)
         ptxpy.cp_async_commit()
@@ -93,15 +97,25 @@ def matmul_tf32(x: Array[f32, 2], y: Array[f32, 2], z: Array[f32, 2]):
         ptxpy.cp_async_commit()             # (an empty group past the end keeps the count)
         st = kt % STAGES
         for k in ptxpy.static_range(0, BK, 8):
+            for i in ptxpy.static_range(MT):     # the A fragments of the warp's row tiles
+                if LDMATRIX:    # lanes 0-15 point at rows 0-15, k..k+3; 16-31 at k+4..k+7
+                    arow = wm + i * 16 + lane % 16
+                    acol = k + (lane // 16) * 4
+                    a0, a1, a2, a3 = ptxpy.ldmatrix(xs[st, arow, acol:acol + 4], 4)
+                else:
+                    row = wm + i * 16 + g
+                    a0, a1 = xs[st, row, k + q], xs[st, row + 8, k + q]
+                    a2, a3 = xs[st, row, k + q + 4], xs[st, row + 8, k + q + 4]
+                af[i, 0] = a0
+                af[i, 1] = a1
+                af[i, 2] = a2
+                af[i, 3] = a3
             for j in ptxpy.static_range(NT):
                 b0 = ys[st, k + q, wn + j * 8 + g]
                 b1 = ys[st, k + q + 4, wn + j * 8 + g]
                 for i in ptxpy.static_range(MT):
-                    row = wm + i * 16 + g
                     d0, d1, d2, d3 = ptxpy.mma_sync(
-                        (xs[st, row, k + q], xs[st, row + 8, k + q], xs[st, row, k + q + 4],
-                         xs[st, row + 8, k + q + 4]),
-                        (b0, b1),
+                        (af[i, 0], af[i, 1], af[i, 2], af[i, 3]), (b0, b1),
                         (acc[i, j, 0], acc[i, j, 1], acc[i, j, 2], acc[i, j, 3]))
                     acc[i, j, 0] = d0
                     acc[i, j, 1] = d1

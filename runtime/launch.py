@@ -420,7 +420,7 @@ def check_limits(kernel: CompiledKernel, grid, block, limits: driver.DeviceLimit
     threads = block[0] * block[1] * block[2]
     if threads % 32 and kernel.options.get("whole_warps_only"):
         raise ValueError(f"{name}: block {block} has {threads} threads, not a multiple of 32: the "
-                         "kernel calls ptxpy.mma_sync, which needs every warp whole")
+                         "kernel calls ptxpy.mma_sync or ptxpy.ldmatrix, which need every warp whole")
     if threads > limits.max_threads_per_block:
         raise ValueError(f"{name}: block {block} has {threads} threads; {device} allow at most "
                          f"{limits.max_threads_per_block} per block")

@@ -1740,6 +1740,43 @@ def _c_mma(k, ins, m: _Mods) -> _Op:
     return _Op(WSYNC, run, members=lambda ctx: np.uint32(0xFFFFFFFF))
 
 
+def _c_ldmatrix(k, ins, m: _Mods) -> _Op:
+    """ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: a warp's load of 1, 2 or 4 8x8
+    matrices of 16-bit elements, lanes 8i to 8i + 7 giving the 16-byte rows of matrix i. Lane l
+    gets, per matrix, row l // 4's elements 2(l % 4) and 2(l % 4) + 1 (with .trans, column
+    l // 4's), the first in the register's low half."""
+    m.take("sync")
+    m.take("aligned")
+    count = m.take("x1", "x2", "x4")
+    trans = m.take("trans") is not None
+    m.take("shared", "shared::cta")
+    if not m.take("m8n8") or count is None or m.one_type({"b16"}).name != "b16":
+        m.fail("ldmatrix needs .m8n8, .x1/.x2/.x4 and .b16")
+    count = int(count[1])
+    ops = ins.operands
+    if len(ops) != 2 or not isinstance(ops[0], Vec) or len(ops[0].items) != count:
+        k._bad(ins, f"ldmatrix .x{count} takes {{{count} registers}}, [address]")
+    writes = [k.writer(item, T_U32, ins) for item in ops[0].items]
+    addr = k.address(ops[1], "shared", ins)
+
+    def run(ctx, mask):
+        lanes = ctx.whole_warps(mask, ins)         # (warps, 32) thread numbers
+        where = _broadcast_u64(addr(ctx), None, ctx.n)
+        lane = np.arange(32)
+        g, t = lane // 4, lane % 4
+        for i, write in enumerate(writes):
+            givers = lanes[:, 8 * i:8 * i + 8].reshape(-1)      # each warp's rows, in order
+            segs = ctx.locate("shared", where[givers], givers, 16, "load", ins)
+            rows = np.stack([_gather(segs, givers.size, np.dtype(np.uint16), c)
+                             for c in range(8)], axis=1).reshape(-1, 8, 8)   # warp, row, column
+            first, second = ((rows[:, 2 * t, g], rows[:, 2 * t + 1, g]) if trans
+                             else (rows[:, g, 2 * t], rows[:, g, 2 * t + 1]))
+            out = np.zeros(ctx.n, np.uint32)
+            out[lanes] = first.astype(np.uint32) | (second.astype(np.uint32) << np.uint32(16))
+            write(ctx, out, mask)
+    return _Op(WSYNC, run, members=lambda ctx: np.uint32(0xFFFFFFFF))
+
+
 # ---- cp.async ------------------------------------------------------------------------------------
 
 def _c_cp(k, ins, m: _Mods) -> _Op:
@@ -1957,7 +1994,7 @@ _COMPILERS = {
     "bra": _c_bra, "ret": _c_exit, "exit": _c_exit, "trap": _c_trap, "bar": _c_bar,
     "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
-    "cp": _c_cp,
+    "cp": _c_cp, "ldmatrix": _c_ldmatrix,
 }
 
 # ---- execution ---------------------------------------------------------------------------------

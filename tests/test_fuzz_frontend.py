@@ -125,6 +125,12 @@ UNSUPPORTED = [
     "s = ptxpy.shared_array(8, f32)\nptxpy.cp_async(s[0:4], x[n:n + 4], 1.5)",
     "s = ptxpy.shared_array(8, i32)\nptxpy.cp_async(s[0], x[n])", "ptxpy.cp_async_wait(n)",
     "ptxpy.cp_async_wait(8)", "ptxpy.cp_async_commit(1)", "y = ptxpy.cp_async_wait()",
+    "y = ptxpy.ldmatrix(x[0:4], 4)", "y = ptxpy.ldmatrix(x, 1)", "y = ptxpy.ldmatrix(x[0:4], n)",
+    "s = ptxpy.shared_array((8, 8), f16)\np, q = ptxpy.ldmatrix(s[n, 0:8], 1, trans=n)",
+    "s = ptxpy.shared_array((8, 8), f16)\np, q = ptxpy.ldmatrix(s[n, 0:8], 1, True)",
+    "s = ptxpy.shared_array((8, 4), f32)\np = ptxpy.ldmatrix(s[n, 0:4], 1, trans=True)",
+    "s = ptxpy.shared_array((8, 4), f32)\np, q = ptxpy.ldmatrix(s[n, 0:4], 1)",
+    "s = ptxpy.shared_array((8, 8), f16)\np, q, r, t = ptxpy.ldmatrix(s[n, 0:8], 2)",
 ]
 
 TOKENS = [

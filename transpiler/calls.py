@@ -362,6 +362,8 @@ class CallChecker:
             return self.mma_sync(node)
         if name in ASYNC_COPY:
             return self.async_copy(name, node)
+        if name == "ldmatrix":
+            return self.ldmatrix(node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
             return self.library_private(name, node)
         raise self.name_error(node.func, f"ptxpy.{name}")
@@ -620,6 +622,39 @@ class CallChecker:
         self.mark_written(dst_array)
         args = [] if pred_node is None else [truthy(self.value(pred_node))]
         return typed.Intrinsic(loc, None, name, args, {"dst": dst, "src": src, "bytes": size})
+
+    def ldmatrix(self, node: cst.Call) -> typed.Expr:
+        """`v0, v1, ... = ptxpy.ldmatrix(s[r, c:c + W], n[, trans=True])`: PTX's `ldmatrix`, a
+        warp's load of n (1, 2 or 4) 8 x 8 matrices of 16-bit elements (8 x 4 of 32-bit ones)
+        from shared memory, each lane giving one 16-byte row and getting its fragment: two
+        elements of each matrix (one of 32 bits), 2n (n) values in all."""
+        label = "ptxpy.ldmatrix"
+        positional = sum(a.keyword is None for a in node.args)
+        if positional > 2:
+            raise self.error(f"{label}() takes a row and a count, and an optional trans= "
+                             f"({positional} given)", node)
+        row_node, count_node, trans_node = self.args(node, label, 2, 3,
+                                                     keywords=("row", "count", "trans"))
+        array, lead, start, width = self.async_operand(row_node, label, "row")
+        elem = self.arrays[array].elem
+        if elem.is_bool or elem.bits not in (16, 32) or width * elem.nbytes != 16:
+            raise self.error(f"each lane of {label} gives a 16-byte row of 16- or 32-bit elements: "
+                             f"s[r, c:c + 8] of f16, bf16, i16, u16 or s[r, c:c + 4] of f32, i32, "
+                             f"u32; got '{code_of(row_node)}'", row_node)
+        count = self.const_value(count_node, f"the matrix count of {label}")
+        if type(count) is not int or count not in (1, 2, 4):
+            raise self.error(f"{label} loads 1, 2 or 4 matrices, got {count!r}", count_node)
+        trans = False
+        if trans_node is not None:
+            trans = self.const_value(trans_node, f"trans= of {label}")
+            if type(trans) is not bool:
+                raise self.error(f"trans= of {label} is True or False, got {trans!r}", trans_node)
+            if trans and elem.bits != 16:
+                raise self.error(f"{label}(..., trans=True) transposes 16-bit elements; '{array}' "
+                                 f"holds {elem}", trans_node)
+        values = count * (2 if elem.bits == 16 else 1)
+        return typed.Intrinsic(self.loc(node), TupleType((elem,) * values), "ldmatrix", [],
+                               {"row": (array, lead, start, width), "count": count, "trans": trans})
 
     def async_operand(self, node: cst.BaseExpression, label: str, what: str) -> tuple:
         """(array, leading index Exprs, start Expr, width) of `a[i]`, `a[r, j]` or a slice

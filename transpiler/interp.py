@@ -646,6 +646,9 @@ class _Thread:
     def op_mma(self, instr: Instr):
         raise InterpError("mma.sync needs the simulator (a whole warp)")
 
+    def op_ldmatrix(self, instr: Instr):
+        raise InterpError("ldmatrix needs the simulator (a whole warp)")
+
     def op_vote(self, instr: Instr):
         members = instr.args[1] if len(instr.args) > 1 else None
         if getattr(members, "op", None) != "activemask":   # (a compare-and-swap loop's vote over

@@ -266,6 +266,10 @@ def _ops() -> dict[str, OpSpec]:
     ops["cp_async_commit"] = OpSpec("free", 0, effects=True)   # cp.async.commit_group
     ops["cp_async_wait"] = OpSpec("free", 0, effects=True)     # [attrs n]: cp.async.wait_group n,
     #                                                            without n cp.async.wait_all
+    # a warp's load of attrs count (1, 2, 4) 8x8 matrices of 16-bit elements (8x4 of 32-bit
+    # ones) from shared memory (PTX ldmatrix; attrs trans, space): the row this lane points
+    # at; the lane's elements are taken by `extract`
+    ops["ldmatrix"] = OpSpec("free", 1, effects=True)
     ops["barrier"] = OpSpec("free", 0, effects=True)
     ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync

@@ -653,8 +653,9 @@ def _async_operand(b, e, operand, space: str, what: str) -> tuple:
     array = b.array(name)
     if array.space != space:
         where = "in registers" if array.space == "reg" else f"in {array.space} memory"
-        raise CompileError(f"ptxpy.cp_async copies from global to shared memory: its {what} "
-                           f"'{name}' is {where}", e.loc)
+        label = ("ptxpy.ldmatrix loads from shared memory" if e.name == "ldmatrix"
+                 else "ptxpy.cp_async copies from global to shared memory")
+        raise CompileError(f"{label}: its {what} '{name}' is {where}", e.loc)
     return array, [b.ev(i) for i in lead], b.ev(start), width
 
 
@@ -666,6 +667,18 @@ def _async_address(b, array, lead: list, start, width: int, guard):
     if b.debug:
         b.bounds_check(array, [*lead, start], guard)
     return address
+
+
+def _ldmatrix(b, e):
+    """`ptxpy.ldmatrix`: one `ldmatrix` (a warp's load of `count` matrices from the rows its
+    lanes point at) and the lane's elements taken out of it, 16-bit ones two per matrix."""
+    array, lead, start, width = _async_operand(b, e, e.extra["row"], "shared", "row")
+    address = _async_address(b, array, lead, start, width, None)
+    count, elem = e.extra["count"], array.elem
+    loaded = b.emit("ldmatrix", elem, [address],
+                    {"count": count, "trans": e.extra["trans"], "space": "shared"})
+    per_matrix = 2 if elem.bits == 16 else 1
+    return [b.emit("extract", elem, [loaded], {"index": k}) for k in range(count * per_matrix)]
 
 
 def _cp_async_commit(b, e):
@@ -755,6 +768,7 @@ HANDLERS = {
     "shfl_down_sync": _shfl("down"),
     "mma_tf32": _mma("tf32"), "mma_f16": _mma("f16"), "mma_bf16": _mma("bf16"),
     "cp_async": _cp_async, "cp_async_commit": _cp_async_commit, "cp_async_wait": _cp_async_wait,
+    "ldmatrix": _ldmatrix,
     "shfl_xor_sync": _shfl("bfly"),
     "ballot_sync": _vote("ballot"),
     "any_sync": _vote("any"),

@@ -119,8 +119,10 @@ def _check_types(instr: Instr) -> None:
     elif instr.op == "tf32" and (types[0] != f32 or instr.type != u32):
         _fail(instr, "tf32 takes an f32 and gives its tf32 bits as u32")
     elif instr.op == "extract" and (not isinstance(instr.args[0], Instr)
-                                    or instr.args[0].op not in ("vload", "mma")):
-        _fail(instr, "extract takes a vload or an mma")
+                                    or instr.args[0].op not in ("vload", "mma", "ldmatrix")):
+        _fail(instr, "extract takes a vload, an mma or an ldmatrix")
+    elif instr.op == "ldmatrix":
+        _verify_ldmatrix(instr, types)
     elif instr.op == "cp_async":
         _verify_cp_async(instr, types)
     elif instr.op in ("load", "vload", "store", "vstore", "atom") and types[0] != ADDR_TYPE:
@@ -151,3 +153,12 @@ def _verify_cp_async(instr, types) -> None:
         _fail(instr, f"cp_async takes two {ADDR_TYPE} addresses and an optional u32 byte count")
     if instr.attrs.get("bytes") not in (4, 8, 16) or instr.attrs.get("space") != "shared":
         _fail(instr, "cp_async needs attrs bytes 4, 8 or 16 and space shared")
+
+
+def _verify_ldmatrix(instr, types) -> None:
+    t, attrs = instr.type, instr.attrs
+    if types != [ADDR_TYPE] or t is None or t.is_bool or t.bits not in (16, 32):
+        _fail(instr, f"ldmatrix takes an {ADDR_TYPE} address and gives a 16- or 32-bit type")
+    if attrs.get("count") not in (1, 2, 4) or attrs.get("space") != "shared" or \
+            attrs.get("trans") not in (False, True) or (attrs["trans"] and t.bits != 16):
+        _fail(instr, "ldmatrix needs attrs count 1, 2 or 4, space shared, trans (16-bit only)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 39's card run for ptxpy.cp_async: the tests on the GPU, the example, the matmul
+# Session 39's card run for ptxpy.cp_async and ptxpy.ldmatrix: the tests on the GPU, the example, the matmul
 # variants beside XLA and the register-prefetching kernel, compute-sanitizer. From the
 # repository root on the device: OUT=dir bash benchmarks/probes/cp_async_card.sh [BASELINE.py]
 set -u
@@ -13,8 +13,8 @@ step() {   # step NAME SECONDS COMMAND...: run it with a time limit, keep its ou
     echo "== $name: exit $?" >> "$OUT/steps.txt"
     tail -3 "$OUT/$name.txt" >> "$OUT/steps.txt"
 }
-step tests-gpu 120 env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_mma.py
-step tests-jax 120 python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py -k jax
+step tests-gpu 150 env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py tests/test_mma.py
+step tests-jax 120 python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py tests/test_mma.py -k "jax or refus or block"
 step example 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_examples.py -k matmul_tf32
 step probe 330 python3 benchmarks/probes/matmul_async_probe.py ${1:+--baseline "$1"} --json "$OUT/probe.json"
 step memcheck 90 compute-sanitizer --tool memcheck --report-api-errors no python3 examples/matmul_tf32.py --size 512

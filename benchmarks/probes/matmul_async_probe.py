@@ -1,5 +1,6 @@
-"""The tensor-core matmul with its tiles fed by `ptxpy.cp_async`, in a few shapes, beside the
-register-prefetching example and XLA's f32 `jnp.dot` (tf32): TFLOP/s at 4096^3 and 8192^3.
+"""The tensor-core matmul with its tiles fed by `ptxpy.cp_async`, in a few shapes, beside XLA's
+f32 `jnp.dot` (tf32) and, with --baseline, another kernel (session 38's register-prefetching
+example): TFLOP/s at 4096^3 and 8192^3.
 
 Each variant is examples/matmul_tf32.py with other module constants (written to a temporary
 module); every one is checked against float64 NumPy at 2048^3 first. On the GPU only:
@@ -21,7 +22,8 @@ import numpy as np
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "matmul_tf32.py"
 # (name, {constant: value}); the example's own constants first
-VARIANTS = [("example", {}), ("stages 2", {"STAGES": 2}), ("stages 4", {"STAGES": 4}),
+VARIANTS = [("example", {}), ("A by scalar loads", {"LDMATRIX": 0}),
+            ("stages 2", {"STAGES": 2}), ("stages 4", {"STAGES": 4}),
             ("bk 16, stages 4", {"BK": 16, "STAGES": 4}),
             ("warp 64x64, block 128x256", {"BN": 256, "WN": 64}),
             ("warp 64x64, block 128x128", {"WN": 64}),

@@ -29,7 +29,7 @@ from .target import Target, extern_shared_name, shared_layout
 MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd": "u64",
             "f": "f32", "fd": "f64"}
 FULL_MASK = Imm("0xffffffff")
-_MEMORY_OPS = ("load", "vload", "store", "vstore", "atom", "cp_async")
+_MEMORY_OPS = ("load", "vload", "store", "vstore", "atom", "cp_async", "ldmatrix")
 #: state spaces whose addresses fit in 32 bits: their address arithmetic is done in 32 bits
 NARROW_SPACES = ("shared", "local")
 _U32_MASK = 0xFFFFFFFF
@@ -1071,8 +1071,8 @@ class ISel:
         self.emit("cvt.rna.tf32.f32", [self.reg(instr)], [self.src(instr.args[0], imm=False)])
 
     def op_extract(self, instr: ir.Instr) -> None:
-        if instr.args[0].op not in ("vload", "mma"):
-            raise BackendError("extract takes a vload or an mma")
+        if instr.args[0].op not in ("vload", "mma", "ldmatrix"):
+            raise BackendError("extract takes a vload, an mma or an ldmatrix")
 
     def op_mma(self, instr: ir.Instr) -> None:
         """`mma.sync.aligned` on 32-bit registers: tf32 operands as `tf32` gave them, f16/bf16
@@ -1096,6 +1096,27 @@ class ISel:
             d[user.attrs["index"]] = self.reg(user)
         self.emit(f"mma.sync.aligned.{shape}.row.col.f32.{kind}.{kind}.f32", d,
                   [Vec(a), Vec(b), Vec(c)], vec_dst=True)
+
+    def op_ldmatrix(self, instr: ir.Instr) -> None:
+        """`ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` into 32-bit registers, each
+        then split into the lane's two 16-bit elements (the lower-numbered in the low half) or
+        moved into its 32-bit element."""
+        t, count = instr.type, instr.attrs["count"]
+        per_word = 2 if t.bits == 16 else 1
+        elems = [self.new(t) for _ in range(count * per_word)]
+        for user in self.users.get(instr, []):
+            if user.op != "extract":
+                raise BackendError("an ldmatrix's value may only be used by extract")
+            elems[user.attrs["index"]] = self.reg(user)
+        words = [self.new("r") for _ in range(count)]
+        trans = ".trans" if instr.attrs.get("trans") else ""
+        self.emit(f"ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16", words,
+                  [self.address(instr.args[0], "shared")], vec_dst=True)
+        for k, word in enumerate(words):
+            if per_word == 2:
+                self.emit("mov.b32", elems[2 * k:2 * k + 2], [word], vec_dst=True)
+            else:
+                self.emit("mov.b32", [elems[k]], [word])
 
     def op_vstore(self, instr: ir.Instr) -> None:
         values, space = instr.args[1:], self._space(instr)

@@ -12,8 +12,8 @@ instruction between could let another thread's write be seen or see this one's:
   dropped.
 
 A store to a state space forgets what is known about that space (another address may alias);
-an atomic, barrier, fence, `syncwarp`, `printf` or anything else with effects forgets
-everything (shuffles and votes touch no memory). Without synchronisation another thread's
+an atomic, barrier, fence, `syncwarp`, `printf`, `cp_async` or anything else with effects forgets
+everything (shuffles, votes and `mma` touch no memory; `ldmatrix` only reads, as a load does). Without synchronisation another thread's
 access to the same address would be a data race, which CUDA leaves undefined, so these hold for
 every thread.
 """
@@ -58,7 +58,7 @@ def _forward_block(block, replaced: dict) -> bool:
                 continue
             known[key] = instr
             _forget(unread, space)
-        elif op in ("load", "vload"):
+        elif op in ("load", "vload", "ldmatrix"):     # (ldmatrix: a warp's shared load)
             _forget(unread, instr.attrs.get("space"))
         elif op in ("store", "vstore"):
             space = instr.attrs.get("space")
