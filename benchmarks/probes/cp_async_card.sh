@@ -13,9 +13,9 @@ step() {   # step NAME SECONDS COMMAND...: run it with a time limit, keep its ou
     echo "== $name: exit $?" >> "$OUT/steps.txt"
     tail -3 "$OUT/$name.txt" >> "$OUT/steps.txt"
 }
-step tests-gpu 120 env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py tests/test_mma.py
+step tests-gpu 90 env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py tests/test_mma.py
 step example 60 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_examples.py -k matmul_tf32
-step probe 150 python3 benchmarks/probes/matmul_async_probe.py ${1:+--baseline "$1"} --json "$OUT/probe.json"
+step probe 140 python3 benchmarks/probes/matmul_async_probe.py ${1:+--baseline "$1"} --json "$OUT/probe.json"
 step tests-jax 60 python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py tests/test_mma.py -k "jax or refus or block"
 step memcheck 60 compute-sanitizer --tool memcheck --report-api-errors no python3 examples/matmul_tf32.py --size 512
 step racecheck 80 compute-sanitizer --tool racecheck --report-api-errors no python3 examples/matmul_tf32.py --size 256
