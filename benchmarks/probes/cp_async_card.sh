@@ -13,7 +13,7 @@ step() {   # step NAME SECONDS COMMAND...: run it with a time limit, keep its ou
     echo "== $name: exit $?" >> "$OUT/steps.txt"
     tail -3 "$OUT/$name.txt" >> "$OUT/steps.txt"
 }
-step tests-gpu 90 env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py tests/test_mma.py
+step tests-gpu 90 env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py
 step example 90 bash -c "python3 examples/matmul_tf32.py && python3 examples/matmul_bf16.py"
 step probe 140 python3 benchmarks/probes/matmul_async_probe.py ${1:+--baseline "$1"} --json "$OUT/probe.json"
 step tests-jax 60 python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py tests/test_mma.py -k "jax or refus or block"
