@@ -23,7 +23,7 @@ import numpy as np
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "matmul_tf32.py"
 # (name, {constant: value}); the example's own constants first
 VARIANTS = [("example", {}), ("A by scalar loads", {"LDMATRIX": 0}), ("stages 4", {"STAGES": 4}),
-            ("warp 64x64, block 128x256", {"BN": 256, "WN": 64})]
+            ("warp 64x32, block 128x128", {"BN": 128, "WN": 32})]
 
 
 def variant(name: str, constants: dict, folder: Path, source: Path = EXAMPLE):
