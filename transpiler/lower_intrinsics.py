@@ -636,8 +636,8 @@ def _cp_async(b, e):
     src to the shared address of dst (checked under debug as a vector access is); where `pred`
     is false it reads 0 bytes and fills dst with zeros. Evaluated in Python's order: dst's indices,
     src's, then pred."""
-    dst = _async_operand(b, e, e.extra["dst"], "shared", "destination")
-    src = _async_operand(b, e, e.extra["src"], "global", "source")
+    dst = _async_operand(b, e, e.extra["dst"], "shared", "destination", COPIES)
+    src = _async_operand(b, e, e.extra["src"], "global", "source", COPIES)
     pred = b.ev(e.args[0]) if e.args else None
     addresses = [_async_address(b, *dst, None), _async_address(b, *src, pred)]
     size = e.extra["bytes"]
@@ -647,15 +647,18 @@ def _cp_async(b, e):
     b.emit("cp_async", None, addresses + read, {"bytes": size, "space": "shared"})
 
 
-def _async_operand(b, e, operand, space: str, what: str) -> tuple:
-    """(array, evaluated leading indices, evaluated start, width) of an operand in `space`."""
+COPIES = "ptxpy.cp_async copies from global to shared memory"
+MATRIX_LOADS = "ptxpy.ldmatrix loads from shared memory"
+
+
+def _async_operand(b, e, operand, space: str, what: str, rule: str) -> tuple:
+    """(array, evaluated leading indices, evaluated start, width) of an operand that must be in
+    `space` (`rule` says so in the error)."""
     name, lead, start, width = operand
     array = b.array(name)
     if array.space != space:
         where = "in registers" if array.space == "reg" else f"in {array.space} memory"
-        label = ("ptxpy.ldmatrix loads from shared memory" if e.name == "ldmatrix"
-                 else "ptxpy.cp_async copies from global to shared memory")
-        raise CompileError(f"{label}: its {what} '{name}' is {where}", e.loc)
+        raise CompileError(f"{rule}: its {what} '{name}' is {where}", e.loc)
     return array, [b.ev(i) for i in lead], b.ev(start), width
 
 
@@ -672,7 +675,7 @@ def _async_address(b, array, lead: list, start, width: int, guard):
 def _ldmatrix(b, e):
     """`ptxpy.ldmatrix`: one `ldmatrix` (a warp's load of `count` matrices from the rows its
     lanes point at) and the lane's elements taken out of it, 16-bit ones two per matrix."""
-    array, lead, start, width = _async_operand(b, e, e.extra["row"], "shared", "row")
+    array, lead, start, width = _async_operand(b, e, e.extra["row"], "shared", "row", MATRIX_LOADS)
     address = _async_address(b, array, lead, start, width, None)
     count, elem = e.extra["count"], array.elem
     loaded = b.emit("ldmatrix", elem, [address],
