@@ -1600,7 +1600,8 @@ def _c_bar(k, ins, m: _Mods) -> _Op:
 
 
 def _c_fence(k, ins, m: _Mods) -> _Op:
-    """membar/fence: the simulator runs one thread group at a time, so memory is always ordered."""
+    """membar/fence (fence.proxy.async too): the simulator runs one thread group at a time, and
+    wgmma reads shared memory when issued, so memory is always ordered."""
     m.used = [True] * len(m.rest)
     return _Op(PLAIN, lambda ctx, mask: None)
 
@@ -1775,6 +1776,217 @@ def _c_ldmatrix(k, ins, m: _Mods) -> _Op:
             out[lanes] = first.astype(np.uint32) | (second.astype(np.uint32) << np.uint32(16))
             write(ctx, out, mask)
     return _Op(WSYNC, run, members=lambda ctx: np.uint32(0xFFFFFFFF))
+
+
+# ---- warpgroup MMA (wgmma, sm_90a) ----------------------------------------------------------
+
+WARPGROUP = "warpgroup"     # the members of a WSYNC op that waits for its whole warpgroup
+_WGMMA_SHAPE = re.compile(r"m64n(\d+)k(\d+)$")
+_SWIZZLE_CHUNKS = (1, 8, 4, 2)   # by descriptor mode (none, 128B, 64B, 32B): 16-byte chunks per row
+
+
+def _c_wgmma(k, ins, m: _Mods) -> _Op:
+    """wgmma.fence, wgmma.commit_group, wgmma.wait_group N and wgmma.mma_async (all
+    .sync.aligned): instructions of a whole warpgroup, four consecutive warps (threads 128q to
+    128q + 127 of a block), whose threads meet there as a warp's lanes meet at mma.sync. The
+    simulator runs mma_async to completion when it is issued (_c_wgmma_mma), so the fence,
+    commit and wait have no effect on data: they only check that the warpgroup executes them
+    together."""
+    what = m.take("fence", "commit_group", "wait_group", "mma_async")
+    if what is None or not m.take("sync") or not m.take("aligned"):
+        m.fail("wgmma needs .fence, .commit_group, .wait_group or .mma_async, with .sync.aligned")
+    if what == "mma_async":
+        return _c_wgmma_mma(k, ins, m)
+    if what == "wait_group":
+        (count,) = _operands(k, ins, 1)
+        if not isinstance(count, Imm) or count.kind != "int" or not 0 <= count.value <= 7:
+            k._bad(ins, "wgmma.wait_group takes a constant from 0 to 7")
+    else:
+        _operands(k, ins, 0)
+    return _Op(WSYNC, lambda ctx, mask: ctx.whole_warpgroups(mask, ins), members=WARPGROUP)
+
+
+def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
+    """wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d, a-desc, b-desc,
+    scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b and .m64nNk8.f32.tf32.tf32
+    (no transposes), N = 8, 16, ..., 256: each warpgroup's D (64 x N, in its threads' N/2 f32
+    registers d) = A B + (scale-d ? D : 0), A (64 x K) and B (K x N) read from shared memory
+    through the descriptors (_wgmma_operand), which must be the same in all of a warpgroup's
+    threads, as scale-d must. imm-scale-a/b = -1 negate A/B. Run synchronously, when issued:
+    the operands are read and d written at once (a kernel that changes them before its
+    wait_group is not caught). Products and sum in f64, rounded to f32 once, as mma.sync;
+    tf32 operands lose their low 13 bits."""
+    shape = m.take_prefixed("m64n")
+    found = _WGMMA_SHAPE.match(shape or "")
+    if m.take("tf32"):
+        m.take("tf32")
+        kind, types = "tf32", [t.name for t in m.types()]
+        usage = ".m64nNk8.f32.tf32.tf32 d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b"
+    else:
+        types = [t.name for t in m.types()]
+        kind = types[1] if len(types) == 3 and types[1] == types[2] in ("f16", "bf16") else None
+        types = types[:1]
+        usage = (".m64nNk16.f32.{f16,bf16}.{f16,bf16} d, a-desc, b-desc, scale-d, imm-scale-a, "
+                 "imm-scale-b, imm-trans-a, imm-trans-b")
+    kdim = 8 if kind == "tf32" else 16
+    n = int(found.group(1)) if found else 0
+    if (kind is None or types != ["f32"] or not found or int(found.group(2)) != kdim
+            or n % 8 or not 8 <= n <= 256):
+        m.fail(f"wgmma.mma_async needs {usage} (N = 8, 16, ..., 256)")
+    ops = ins.operands
+    if len(ops) > 1 and isinstance(ops[1], Vec):
+        k._bad(ins, "wgmma.mma_async with A in registers is not supported (only A in shared "
+                    "memory, through a descriptor)")
+    if len(ops) != (6 if kind == "tf32" else 8) or not isinstance(ops[0], Vec):
+        k._bad(ins, f"wgmma.mma_async{usage}: expected {6 if kind == 'tf32' else 8} operands, "
+                    f"found {len(ops)}")
+    if len(ops[0].items) != n // 2:
+        k._bad(ins, f"d of .m64n{n} is {n // 2} .f32 registers, found {len(ops[0].items)}")
+    writes = [k.writer(item, T_F32, ins) for item in ops[0].items]
+    read_c = [k.reader(item, T_F32, ins) for item in ops[0].items]
+    read_a, read_b = (_wgmma_descriptor(k, ins, op) for op in ops[1:3])
+    read_scale = _wgmma_scale_d(k, ins, ops[3])
+    sign_a, sign_b = (_wgmma_imm(k, ins, op, (1, -1), name)
+                      for op, name in zip(ops[4:6], ("imm-scale-a", "imm-scale-b")))
+    trans_a, trans_b = (bool(_wgmma_imm(k, ins, op, (0, 1), name)) for op, name in
+                        zip(ops[6:8] or (None, None), ("imm-trans-a", "imm-trans-b")))
+    rows, cols = _wgmma_d_layout(n)
+
+    def run(ctx, mask):
+        groups = ctx.whole_warpgroups(mask, ins)        # (warpgroups, 128) thread numbers
+        desc_a, desc_b, scale = (_per_warpgroup(ctx, groups, read(ctx), what, ins)
+                                 for read, what in ((read_a, "the A descriptor"),
+                                                    (read_b, "the B descriptor"),
+                                                    (read_scale, "scale-d")))
+        a = sign_a * _wgmma_operand(ctx, groups, desc_a, 64, kdim, kind, trans_a, "A", ins)
+        b = sign_b * _wgmma_operand(ctx, groups, desc_b, n, kdim, kind, trans_b, "B", ins)
+        c = np.zeros((groups.shape[0], 64, n))
+        for i, read in enumerate(read_c):
+            value = np.broadcast_to(np.asarray(read(ctx), np.float64), (ctx.n,))
+            c[:, rows[i], cols[i]] = value[groups]
+        c = np.where(scale.astype(bool)[:, None, None], c, 0.0)    # scale-d 0: D is never read
+        d = (a @ b.transpose(0, 2, 1) + c).astype(np.float32)
+        for i, write in enumerate(writes):
+            out = np.zeros(ctx.n, np.float32)
+            out[groups] = d[:, rows[i], cols[i]]
+            write(ctx, out, mask)
+    return _Op(WSYNC, run, members=WARPGROUP)
+
+
+def _wgmma_descriptor(k, ins, op):
+    """A reader of a 64-bit matrix descriptor: a .b64/.u64/.s64 register or an immediate."""
+    if isinstance(op, Reg) and not _is_special(op.name):
+        t = k._reg_type(op.name, ins)
+        if t.bits != 64 or t.kind not in "bus":
+            k._bad(ins, f"a matrix descriptor is a 64-bit integer register, not .{t.name} "
+                        f"{op.name}")
+    elif not isinstance(op, Imm) or op.kind != "int":
+        k._bad(ins, f"a matrix descriptor is a 64-bit register or an integer constant, not {op!r}")
+    return k.reader(op, T_U64, ins)
+
+
+def _wgmma_scale_d(k, ins, op):
+    """A reader of scale-d: a predicate register (or its negation `!%p`), or the constant 0 or 1."""
+    if isinstance(op, Imm):
+        if op.kind != "int" or op.value not in (0, 1):
+            k._bad(ins, "scale-d is a predicate or the constant 0 or 1")
+    elif not isinstance(op, Reg) or _is_special(op.name) or k._reg_type(op.name, ins).kind != "p":
+        k._bad(ins, f"scale-d is a predicate or the constant 0 or 1, not {op!r}")
+    return k.reader(op, T_PRED, ins)
+
+
+def _wgmma_imm(k, ins, op, allowed, name: str) -> int:
+    if op is None:
+        return allowed[0]       # tf32: no imm-trans operands
+    if not isinstance(op, Imm) or op.kind != "int" or op.value not in allowed:
+        k._bad(ins, f"{name} is the constant {' or '.join(map(str, allowed))}")
+    return int(op.value)
+
+
+def _wgmma_d_layout(n: int):
+    """Per register i of d and thread of the warpgroup: D's row and column (the PTX ISA's
+    wgmma D fragment: mma.sync's m16n8 C fragment, once per 8 columns, warp w holding rows
+    16w to 16w + 15)."""
+    tid, i = np.arange(128)[None, :], np.arange(n // 2)[:, None]
+    lane, e = tid % 32, i % 4
+    return 16 * (tid // 32) + lane // 4 + 8 * (e // 2), 8 * (i // 4) + 2 * (lane % 4) + e % 2
+
+
+def _per_warpgroup(ctx, groups, value, what: str, ins):
+    """A value that must be the same in all 128 threads of each warpgroup: one per warpgroup;
+    an error naming the first thread where it differs."""
+    value = np.broadcast_to(np.asarray(value), (ctx.n,))[groups]
+    differs = value != value[:, :1]
+    if differs.any():
+        g, lane = np.argwhere(differs)[0]
+        raise SimulatorError(
+            f"{ctx.kernel.where(ins)}: `{ins.text}`: {what} must be the same in all 128 threads "
+            f"of the warpgroup; it is {_show(value[g, lane])} here and {_show(value[g, 0])} in "
+            f"thread {ctx.thread_index(int(groups[g, 0]) % ctx.T)}; "
+            f"{ctx.describe(int(groups[g, lane]))}")
+    return value[:, 0]
+
+
+def _show(value) -> str:
+    return str(bool(value)) if value.dtype == np.bool_ else hex(int(value))
+
+
+def _wgmma_operand(ctx, groups, desc, rows: int, kdim: int, kind: str, trans: bool, name: str, ins):
+    """Per warpgroup, the rows x K matrix X of f64 values that its descriptor describes (A[m, k] =
+    X(m, k), B[k, n] = X(n, k)), read from its block's shared memory in 16-byte chunks, chunk c as
+    a load of the warpgroup's thread c % 128 (so the race check sees it)."""
+    start, lbo, sbo, base, mode = _descriptor_fields(desc)
+    if base.any():
+        g = int(np.argmax(base != 0))
+        raise SimulatorError(f"{ctx.kernel.where(ins)}: `{ins.text}`: the {name} descriptor "
+                             f"{int(desc[g]):#x} has base offset {int(base[g])}; only 0 is "
+                             f"supported; {ctx.describe(int(groups[g, 0]))}")
+    size = 4 if kind == "tf32" else 2
+    per_chunk = 16 // size
+    addr = _wgmma_chunks(start, lbo, sbo, mode, rows, kdim, per_chunk, trans)   # (groups, i, j)
+    count = addr[0].size
+    lanes = groups[:, np.arange(count) % 128].reshape(-1)
+    segs = ctx.locate("shared", addr.reshape(-1).astype(U64), lanes, 16, "load", ins)
+    dtype = np.dtype(np.uint32 if kind == "tf32" else np.uint16)
+    chunks = np.stack([_gather(segs, lanes.size, dtype, e) for e in range(per_chunk)], axis=1)
+    chunks = chunks.reshape(addr.shape + (per_chunk,))
+    if trans:     # chunks (row // per_chunk, k) hold rows row // per_chunk * per_chunk + e
+        chunks = chunks.transpose(0, 1, 3, 2)
+    bits = chunks.reshape(groups.shape[0], rows, kdim)
+    if kind == "tf32":
+        return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+    return bits.view(TYPES[kind].dtype).astype(np.float64)
+
+
+def _descriptor_fields(desc):
+    """A wgmma matrix descriptor's fields as int64 arrays: the start address, the leading and
+    stride byte offsets (all in bytes), the base offset and the swizzle mode."""
+    desc = np.asarray(desc).astype(U64)
+
+    def field(shift: int, bits: int):
+        return ((desc >> U64(shift)) & U64((1 << bits) - 1)).astype(np.int64)
+    return field(0, 14) << 4, field(16, 14) << 4, field(32, 14) << 4, field(49, 3), field(62, 2)
+
+
+def _wgmma_chunks(start, lbo, sbo, mode, rows: int, kdim: int, per_chunk: int, trans: bool):
+    """The shared addresses of an operand's 16-byte chunks, per warpgroup (its descriptor's
+    fields, one per warpgroup), as (warpgroups, rows, K / per_chunk) for a K-major operand (chunk
+    (r, c): row r, columns c * per_chunk on) or (warpgroups, rows / per_chunk, K) for an MN-major
+    one (chunk (c, k): column k, rows c * per_chunk on). Core matrices are 8 rows of 16 bytes;
+    with a swizzle of W 16-byte chunks per row (mode 1, 2, 3: W = 8, 4, 2), the XOR of address
+    bits 4-6 with bits 7-9 (CuTe's Swizzle<log2 W, 4, 3>) is applied to the whole address."""
+    start, lbo, sbo, mode = (x[:, None, None] for x in (start, lbo, sbo, mode))
+    width = np.array(_SWIZZLE_CHUNKS)[mode]
+    if trans:
+        c, kk = np.arange(rows // per_chunk)[:, None], np.arange(kdim)[None, :]
+        plain = c * sbo + (kk % 8) * 16 + (kk // 8) * lbo
+        swizzled = (c % width) * 16 + (c // width) * lbo + (kk % 8) * 16 * width + (kk // 8) * sbo
+    else:
+        r, c = np.arange(rows)[:, None], np.arange(kdim // per_chunk)[None, :]
+        plain = (r % 8) * 16 + (r // 8) * sbo + c * lbo
+        swizzled = (r % 8) * 16 * width + (r // 8) * sbo + c * 16
+    addr = start + np.where(mode == 0, plain, swizzled)
+    return addr ^ (((addr >> 7) & (width - 1)) << 4)
 
 
 # ---- cp.async ------------------------------------------------------------------------------------
@@ -1994,7 +2206,7 @@ _COMPILERS = {
     "bra": _c_bra, "ret": _c_exit, "exit": _c_exit, "trap": _c_trap, "bar": _c_bar,
     "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
-    "cp": _c_cp, "ldmatrix": _c_ldmatrix,
+    "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma,
 }
 
 # ---- execution ---------------------------------------------------------------------------------
@@ -2245,6 +2457,34 @@ class _Batch:
                                  f"must execute it together, and some do not; {self.describe(thread)}")
         starts = np.flatnonzero(active & (lane == 0))
         return starts[:, None] + np.arange(32)[None, :]
+
+    def whole_warpgroups(self, mask, ins):
+        """The thread numbers of each warpgroup (4 warps: threads 128q to 128q + 127 of a block)
+        running a `wgmma` instruction, as an array (warpgroups, 128); an error where the block is
+        not whole warpgroups or some threads of a warpgroup do not execute it together."""
+        active = self.active_array(mask)
+        if self.T % 128:
+            thread = int(np.argmax(active))
+            raise SimulatorError(f"{self.kernel.where(ins)}: `{ins.text}` needs whole warpgroups "
+                                 f"of 128 threads (4 warps); this block has {self.T} threads; "
+                                 f"{self.describe(thread)}")
+        missing = active & (self.warpgroup_count(active) != 128)
+        if missing.any():
+            thread = int(np.argmax(missing))
+            raise SimulatorError(f"{self.kernel.where(ins)}: `{ins.text}`: every thread of the "
+                                 f"warpgroup (threads {thread % self.T // 128 * 128} to "
+                                 f"{thread % self.T // 128 * 128 + 127}) must execute it together, "
+                                 f"and some do not; {self.describe(thread)}")
+        starts = np.flatnonzero(active & (self.special("%tid_linear") % 128 == 0))
+        return starts[:, None] + np.arange(128)[None, :]
+
+    def warpgroup_count(self, flags):
+        """Per thread: how many threads of its warpgroup (threads 128q to 128q + 127 of its
+        block; the last one possibly partial) have flags true."""
+        flags = np.broadcast_to(np.asarray(flags, bool), (self.n,))
+        group = ((np.arange(self.n) // self.T) * (-(-self.T // 128))
+                 + self.special("%tid_linear") // 128)
+        return np.bincount(group, flags, minlength=int(group[-1]) + 1).astype(np.int64)[group]
 
     def check_converged(self, mask, members, ins):
         if mask is None and self.live.all():
@@ -2509,20 +2749,31 @@ class _Batch:
 
     def _lanes_to_wait(self, op: _Op, mask):
         """The lanes of `mask` at a warp-synchronous instruction whose member mask names a live
-        lane not executing it with them: as the PTX ISA says, they wait for it (None if none)."""
+        lane not executing it with them: as the PTX ISA says, they wait for it (None if none).
+        At a wgmma instruction (members WARPGROUP) they wait for the live threads of their
+        warpgroup."""
         if mask is None and self.live.all():
             return None
         active = self.active_array(mask)
+        if op.members is WARPGROUP:      # a wgmma: for the whole warpgroup
+            wait = active & (self.warpgroup_count(self.live & ~active) != 0)
+            return wait if wait.any() else None
         members = np.asarray(op.members(self)).astype(np.uint32)
         missing = self.warp_bits(self.live & ~active) & members
         wait = active & (missing != 0)
         return wait if wait.any() else None
 
     def _warp_deadlock(self):
-        """Every lane still running waits at a shfl/vote for lanes that cannot come: they wait
-        at another instruction or a barrier, or skipped this one."""
+        """Every lane still running waits at a shfl/vote (or threads at a wgmma) for lanes that
+        cannot come: they wait at another instruction or a barrier, or skipped this one."""
         lane = int(np.argmax(self.warp_waiting))
         op = self.kernel.code[int(self.pc[lane])]
+        if op.members is WARPGROUP:
+            exited = self.warpgroup_count(~self.live)[lane] != 0
+            why = ("a thread of its warpgroup has exited instead of executing it with this thread"
+                   if exited else "threads of its warpgroup are live but never execute it with "
+                   "this thread") + "; all 128 threads of a warpgroup must execute it together"
+            raise SimulatorError(f"{op.where}: `{op.ins.text}`: {why}; {self.describe(lane)}")
         members = np.broadcast_to(np.asarray(op.members(self)).astype(np.uint32), (self.n,))[lane]
         exited = int(self.warp_bits(~self.live)[lane]) & int(members)
         if exited:     # they were live when this lane arrived

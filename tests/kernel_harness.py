@@ -28,14 +28,14 @@ def compile_source(source: str, name: str, consts=None, arch="sm_90", debug=Fals
     return driver.compile_kernel(program, name, consts, frozenset(by_ref), options).kernel
 
 
-def assemble_all(source: str, name: str, consts=None, compiled=None, **kw) -> dict:
-    """Assemble for every arch in ARCHS; return {arch: registers}. Fails the test on an error.
+def assemble_all(source: str, name: str, consts=None, compiled=None, archs=ARCHS, **kw) -> dict:
+    """Assemble for every arch in `archs`; return {arch: registers}. Fails the test on an error.
 
     `compiled` maps an arch to its kernel where the caller has compiled it already."""
     registers = {}
     if ptxas.find_ptxas() is None:
         return registers
-    for arch in ARCHS:
+    for arch in archs:
         kernel = (compiled or {}).get(arch) or compile_source(source, name, consts, arch=arch, **kw)
         ok, log, regs = ptxas.assemble(kernel.ptx, arch)
         assert ok, f"ptxas {arch} rejected {name}:\n{log}\n{kernel.ptx}"
@@ -44,8 +44,9 @@ def assemble_all(source: str, name: str, consts=None, compiled=None, **kw) -> di
 
 
 def run(source: str, name: str, args: list, grid, block, consts=None, debug=False,
-        fast_math=False, assemble=True, racecheck=None):
-    """Compile, assemble (sm_80, sm_90) and simulate; return the outputs (a list of arrays).
+        fast_math=False, assemble=True, racecheck=None, archs=ARCHS):
+    """Compile, assemble (for `archs`: sm_80, sm_90) and simulate; return the outputs (a list
+    of arrays).
 
     `args` lists the call's inputs in parameter order, with `Out(...)` for each output array.
     `racecheck`: the simulator's shared-memory race check (None: PTXPY_SIM_RACECHECK decides).
@@ -54,7 +55,7 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
 
     kernel = compile_source(source, name, consts, arch="sm_90", debug=debug, fast_math=fast_math)
     if assemble:
-        assemble_all(source, name, consts, compiled={"sm_90": kernel}, debug=debug,
+        assemble_all(source, name, consts, compiled={"sm_90": kernel}, archs=archs, debug=debug,
                      fast_math=fast_math)
     values, outputs = [], []
     for value in args:

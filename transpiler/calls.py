@@ -34,6 +34,13 @@ NO_VALUE = frozenset(["syncthreads", "syncwarp", "threadfence", "threadfence_blo
 ASYNC_COPY = frozenset(["cp_async", "cp_async_commit", "cp_async_wait"])
 #: the bytes one cp.async copies
 ASYNC_COPY_BYTES = (4, 8, 16)
+#: Hopper's warpgroup matrix multiply (PTX wgmma) and the fence between its proxies
+WGMMA = frozenset(["wgmma", "wgmma_desc", "wgmma_fence", "wgmma_commit", "wgmma_wait",
+                   "fence_proxy_async"])
+#: the operand types of `ptxpy.wgmma`: the dtype named -> PTX's type (f32 is read as tf32)
+WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "tf32"}
+#: the swizzle modes of a wgmma descriptor, in bytes (0: none)
+WGMMA_SWIZZLES = (0, 32, 64, 128)
 #: helpers only the math library may call: round to nearest even, high half of a product
 LIBRARY_PRIVATE = frozenset(["_rint", "_mul_hi"])
 SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
@@ -364,6 +371,8 @@ class CallChecker:
             return self.async_copy(name, node)
         if name == "ldmatrix":
             return self.ldmatrix(node)
+        if name in WGMMA:
+            return self.wgmma_call(name, node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
             return self.library_private(name, node)
         raise self.name_error(node.func, f"ptxpy.{name}")
@@ -655,6 +664,95 @@ class CallChecker:
         values = count * (2 if elem.bits == 16 else 1)
         return typed.Intrinsic(self.loc(node), TupleType((elem,) * values), "ldmatrix", [],
                                {"row": (array, lead, start, width), "count": count, "trans": trans})
+
+    def wgmma_call(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.wgmma_fence()`, `wgmma_commit()`, `wgmma_wait(n)`, `fence_proxy_async()`,
+        `wgmma_desc(...)` and `wgmma(...)`: PTX's wgmma.fence, commit_group, wait_group,
+        fence.proxy.async, a shared-memory matrix descriptor and wgmma.mma_async."""
+        loc, label = self.loc(node), f"ptxpy.{name}"
+        if name == "wgmma":
+            return self.wgmma(node)
+        if name == "wgmma_desc":
+            return self.wgmma_desc(node)
+        if name != "wgmma_wait":
+            self.args(node, label, 0)
+            return typed.Intrinsic(loc, None, name, [])
+        (count,) = self.args(node, label, 1)
+        n = self.const_value(count, f"the group count of {label}")
+        if type(n) is not int or not 0 <= n <= 7:
+            raise self.error(f"{label}(n) needs a constant n from 0 to 7 (the newest groups that "
+                             f"may still be in flight), got {n!r}", count)
+        return typed.Intrinsic(loc, None, name, [], {"n": n})
+
+    def wgmma_desc(self, node: cst.Call) -> typed.Expr:
+        """`ptxpy.wgmma_desc(s[i, j], swizzle, lbo, sbo)`: the u64 descriptor of the matrix
+        that starts at shared element s[i, j]: its address, the leading and stride byte
+        offsets and the swizzle mode (bytes: 0, 32, 64 or 128), all but the address constants."""
+        label = "ptxpy.wgmma_desc"
+        ref_node, swizzle_node, lbo_node, sbo_node = self.args(
+            node, label, 4, keywords=("ref", "swizzle", "lbo", "sbo"))
+        array, lead, start, width = self.async_operand(ref_node, label, "matrix")
+        if width != 1:
+            raise self.error(f"the matrix of {label} is the element it starts at (s[i, j]), got "
+                             f"'{code_of(ref_node)}'", ref_node)
+        swizzle = self.const_value(swizzle_node, f"the swizzle of {label}")
+        if type(swizzle) is not int or swizzle not in WGMMA_SWIZZLES:
+            raise self.error(f"the swizzle of {label} is 0, 32, 64 or 128 (bytes), got {swizzle!r}",
+                             swizzle_node)
+        offsets = []
+        for what, n in (("lbo", lbo_node), ("sbo", sbo_node)):
+            value = self.const_value(n, f"{what}= of {label}")
+            if type(value) is not int or value % 16 or not 0 <= value < 1 << 18:
+                raise self.error(f"{what}= of {label} is a byte offset, a multiple of 16 from 0 "
+                                 f"to {(1 << 18) - 16}, got {value!r}", n)
+            offsets.append(value)
+        return typed.Intrinsic(self.loc(node), u64, "wgmma_desc", [],
+                               {"ref": (array, lead, start, 1), "swizzle": swizzle,
+                                "lbo": offsets[0], "sbo": offsets[1]})
+
+    def wgmma(self, node: cst.Call) -> typed.Expr:
+        """`ptxpy.wgmma(acc, a_desc, b_desc, dtype[, trans_a=, trans_b=, accumulate=])`: a
+        warpgroup's acc += A B (acc = A B where `accumulate` is false) on the tensor cores,
+        A (64 x K) and B (K x N) in shared memory as their descriptors say, acc the thread's
+        N / 2 f32 accumulators in a local array (N from its size, checked where it is known)."""
+        label = "ptxpy.wgmma"
+        positional = sum(a.keyword is None for a in node.args)
+        if positional > 4:
+            raise self.error(f"{label}() takes acc, a_desc, b_desc and dtype, then trans_a=, "
+                             f"trans_b= and accumulate= by keyword ({positional} given)", node)
+        acc_node, a_node, b_node, dtype_node, ta_node, tb_node, acc_flag = self.args(
+            node, label, 4, 7,
+            keywords=("acc", "a_desc", "b_desc", "dtype", "trans_a", "trans_b", "accumulate"))
+        acc = self.array_arg(acc_node, f"the accumulators of {label}")
+        if self.arrays[acc].elem != f32:
+            raise self.error(f"the accumulators of {label} are a local f32 array; '{acc}' holds "
+                             f"{self.arrays[acc].elem}", acc_node)
+        elem = scalar_named(self.qualname(dtype_node))
+        if elem is None or elem.name not in WGMMA_TYPES:
+            raise self.error(f"the dtype of {label} is f16, bf16 or f32 (tf32 products), got "
+                             f"'{code_of(dtype_node)}'", dtype_node)
+        kind = WGMMA_TYPES[elem.name]
+        trans = []
+        for what, n in (("trans_a", ta_node), ("trans_b", tb_node)):
+            flag = False if n is None else self.const_value(n, f"{what}= of {label}")
+            if type(flag) is not bool:
+                raise self.error(f"{what}= of {label} is True or False, got {flag!r}", n)
+            if flag and kind == "tf32":
+                raise self.error(f"{label} of f32 (tf32) reads A and B K-major only: {what}=True "
+                                 f"needs f16 or bf16", n)
+            trans.append(flag)
+        descs = []
+        for what, n in (("a_desc", a_node), ("b_desc", b_node)):
+            value = self.value(n)
+            if not can_convert_implicitly(value.type, u64, is_weak(value)):
+                raise self.error(f"{what} of {label} is a u64 descriptor (ptxpy.wgmma_desc), got "
+                                 f"{value.type}", n)
+            descs.append(convert(value, u64))
+        scale = typed.Constant(self.loc(node), bool_, True) if acc_flag is None else \
+            truthy(self.value(acc_flag))
+        self.mark_written(acc)
+        return typed.Intrinsic(self.loc(node), None, "wgmma", [*descs, scale],
+                               {"acc": acc, "ab": kind, "trans_a": trans[0], "trans_b": trans[1]})
 
     def async_operand(self, node: cst.BaseExpression, label: str, what: str) -> tuple:
         """(array, leading index Exprs, start Expr, width) of `a[i]`, `a[r, j]` or a slice

@@ -169,8 +169,11 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
     launch_sized = tuple(decl.launch for decl in func.arrays if decl.launch)
     if launch_sized:     # (name, element bytes, extents): launch_shape.launch_shared_bytes
         kernel_options["launch_shared"] = launch_sized
-    if any(instr.op in ("mma", "ldmatrix") for instr in stages.ssa.instrs()):
+    ops = {instr.op for instr in stages.ssa.instrs()}
+    if ops & {"mma", "ldmatrix"}:
         kernel_options["whole_warps_only"] = True    # mma.sync, ldmatrix: launch.check_limits
+    if ops & {"wgmma", "wgmma_fence", "wgmma_commit", "wgmma_wait"}:
+        kernel_options["whole_warpgroups_only"] = True
     stages.kernel = CompiledKernel(name, ptx, list(func.params), options.arch, static, filename,
                                    kernel_options)
     return stages

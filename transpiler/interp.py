@@ -649,6 +649,14 @@ class _Thread:
     def op_ldmatrix(self, instr: Instr):
         raise InterpError("ldmatrix needs the simulator (a whole warp)")
 
+    def op_wgmma(self, instr: Instr):
+        raise InterpError("wgmma needs the simulator (a whole warpgroup)")
+
+    op_wgmma_fence = op_wgmma_commit = op_wgmma_wait = op_wgmma
+
+    def op_fence_proxy_async(self, instr: Instr):
+        pass        # one memory, one proxy here
+
     def op_vote(self, instr: Instr):
         members = instr.args[1] if len(instr.args) > 1 else None
         if getattr(members, "op", None) != "activemask":   # (a compare-and-swap loop's vote over

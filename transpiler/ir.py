@@ -270,6 +270,14 @@ def _ops() -> dict[str, OpSpec]:
     # ones) from shared memory (PTX ldmatrix; attrs trans, space): the row this lane points
     # at; the lane's elements are taken by `extract`
     ops["ldmatrix"] = OpSpec("free", 1, effects=True)
+    # a warpgroup's tensor-core product (PTX wgmma.mma_async; attrs n, ab, trans_a, trans_b):
+    # the n / 2 f32 accumulators, A's and B's u64 descriptors, bool: add the accumulators; its
+    # n / 2 f32 results are taken by `extract`
+    ops["wgmma"] = OpSpec("free", None, effects=True)
+    ops["wgmma_fence"] = OpSpec("free", 0, effects=True)     # wgmma.fence
+    ops["wgmma_commit"] = OpSpec("free", 0, effects=True)    # wgmma.commit_group
+    ops["wgmma_wait"] = OpSpec("free", 0, effects=True)      # attrs n: wgmma.wait_group n
+    ops["fence_proxy_async"] = OpSpec("free", 0, effects=True)   # fence.proxy.async.shared::cta
     ops["barrier"] = OpSpec("free", 0, effects=True)
     ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync

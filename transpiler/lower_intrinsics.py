@@ -11,6 +11,7 @@ do. f16/bf16 math is computed in f32 and rounded back.
 """
 from __future__ import annotations
 
+import math
 import types
 
 from ptxpy.types import Scalar, bf16, bool_, f16, f32, f64, i32, i64, u16, u32, u64
@@ -684,6 +685,92 @@ def _ldmatrix(b, e):
     return [b.emit("extract", elem, [loaded], {"index": k}) for k in range(count * per_matrix)]
 
 
+DESCRIPTORS = "ptxpy.wgmma_desc describes a matrix in shared memory"
+#: the mode field of a wgmma descriptor (bits 62-63) for each swizzle, in bytes
+SWIZZLE_MODES = {0: 0, 128: 1, 64: 2, 32: 3}
+
+
+def _wgmma_desc(b, e):
+    """`ptxpy.wgmma_desc(s[i, j], swizzle, lbo, sbo)`: bits 0-13 the shared address / 16, 16-29
+    lbo / 16, 32-45 sbo / 16, 62-63 the swizzle mode (PTX ISA, "Matrix Descriptor Format").
+    A swizzle XORs bits of the absolute address: the array is aligned to its pattern (8 rows
+    of `swizzle` bytes), so that the rows and chunks the kernel computes are the hardware's."""
+    array, lead, start, _ = _async_operand(b, e, e.extra["ref"], "shared", "matrix", DESCRIPTORS)
+    swizzle = e.extra["swizzle"]
+    if swizzle:
+        _align_shared(b, array, 8 * swizzle, e)
+    address = b.coerce(_async_address(b, array, lead, start, 1, None), u64)
+    field = b.op("shr", b.op("and", address, ir.Const(u64, 0x3FFFF)), ir.Const(i32, 4))
+    fixed = ((e.extra["lbo"] >> 4) << 16 | (e.extra["sbo"] >> 4) << 32
+             | SWIZZLE_MODES[swizzle] << 62)
+    return b.op("or", field, ir.Const(u64, fixed)) if fixed else field
+
+
+def _align_shared(b, array, align: int, e) -> None:
+    """Place shared `array` on an `align`-byte boundary (its declaration, or an error where
+    it is sized at launch: those lie on 16-byte boundaries)."""
+    base = array.base
+    symbol = base.attrs.get("symbol") if base.__class__ is ir.Instr and base.op == "addr_of" else None
+    decl = next((d for d in b.func.arrays if d.name == symbol and not d.launch), None)
+    if decl is None:
+        raise CompileError(f"a swizzled ptxpy.wgmma_desc needs '{array.name}' on a {align}-byte "
+                           "boundary, which an array sized at launch is not: give it a constant "
+                           "shape", e.loc)
+    decl.align = max(decl.align, align)
+
+
+WGMMA_N = range(8, 257, 8)      # the N of wgmma's m64nNk* shapes
+
+
+def _wgmma(b, e):
+    """`ptxpy.wgmma(acc, a_desc, b_desc, dtype, ...)`: one `wgmma` reading the accumulators
+    (the local array's elements in row-major order), its results written back to them."""
+    array = b.array(e.extra["acc"])
+    if array.space not in ("reg", "local"):
+        raise CompileError(f"the accumulators of ptxpy.wgmma are a local array; '{array.name}' "
+                           f"is in {array.space} memory", e.loc)
+    extents = [d.value for d in array.shape]
+    count = math.prod(extents)
+    if 2 * count not in WGMMA_N:
+        raise CompileError(f"ptxpy.wgmma takes N / 2 accumulators per thread for a 64 x N tile, "
+                           f"N a multiple of 8 up to 256 (4, 8, ..., 128 f32); '{array.name}' has "
+                           f"{count}", e.loc)
+    indices = [list(_row_major_index(k, extents)) for k in range(count)]
+    acc = [b.load_elem(array, [ir.Const(i32, i) for i in index]) for index in indices]
+    a_desc, b_desc, scale = (b.ev(arg) for arg in e.args)
+    attrs = {"n": 2 * count, "ab": e.extra["ab"], "trans_a": e.extra["trans_a"],
+             "trans_b": e.extra["trans_b"]}
+    product = b.emit("wgmma", f32, [*acc, a_desc, b_desc, b.as_bool(scale)], attrs)
+    for k, index in enumerate(indices):
+        b.store_elem(array, [ir.Const(i32, i) for i in index],
+                     b.emit("extract", f32, [product], {"index": k}))
+
+
+def _row_major_index(flat: int, extents: list) -> tuple:
+    """The row-major indices of element `flat` of an array of `extents`."""
+    index = []
+    for extent in reversed(extents):
+        flat, rest = divmod(flat, extent)
+        index.append(rest)
+    return tuple(reversed(index))
+
+
+def _hopper(lower):
+    """Hopper's own instructions: wgmma is sm_90a's (an `sm_90` target becomes `sm_90a`;
+    Blackwell has none), fence.proxy.async sm_90's and later."""
+    def checked(b, e):
+        sm = sm_number(b.func.arch)
+        if sm < 90 or (sm != 90 and e.name != "fence_proxy_async"):
+            needs = "sm_90 or newer" if e.name == "fence_proxy_async" else "sm_90 (Hopper: sm_90a)"
+            raise CompileError(f"ptxpy.{e.name} needs {needs}; the target is {b.func.arch}", e.loc)
+        return lower(b, e)
+    return checked
+
+
+def _wgmma_wait(b, e):
+    b.emit("wgmma_wait", None, [], {"n": e.extra["n"]})
+
+
 def _cp_async_commit(b, e):
     b.emit("cp_async_commit", None)
 
@@ -772,6 +859,10 @@ HANDLERS = {
     "mma_tf32": _mma("tf32"), "mma_f16": _mma("f16"), "mma_bf16": _mma("bf16"),
     "cp_async": _cp_async, "cp_async_commit": _cp_async_commit, "cp_async_wait": _cp_async_wait,
     "ldmatrix": _ldmatrix,
+    "wgmma": _hopper(_wgmma), "wgmma_desc": _wgmma_desc, "wgmma_wait": _hopper(_wgmma_wait),
+    "wgmma_fence": _hopper(lambda b, e: b.emit("wgmma_fence", None)),
+    "wgmma_commit": _hopper(lambda b, e: b.emit("wgmma_commit", None)),
+    "fence_proxy_async": _hopper(lambda b, e: b.emit("fence_proxy_async", None)),
     "shfl_xor_sync": _shfl("bfly"),
     "ballot_sync": _vote("ballot"),
     "any_sync": _vote("any"),

@@ -86,10 +86,14 @@ def _run(command: list[str]) -> subprocess.CompletedProcess:
 
 def assemble(ptx: str, arch: str = "sm_90") -> tuple[bool, str, int | None]:
     """(ok, ptxas's messages, registers per thread from `ptxas -v`, None when not reported);
-    PtxasUnusable when the ptxas found does not work."""
+    PtxasUnusable when the ptxas found does not work. PTX whose target is arch-specific
+    (`sm_90a`, which an `sm_90` kernel using wgmma becomes) is assembled for that target."""
     ptxas = find_ptxas()
     if ptxas is None:
         return False, "ptxas not found (install nvidia-cuda-nvcc or put ptxas on the PATH)", None
+    specific = re.search(r"^\s*\.target\s+(sm_\d+a)\b", ptx, flags=re.M)
+    if specific and specific.group(1).rstrip("a") == arch.rstrip("a"):
+        arch = specific.group(1)
     cubin, messages = run_ptxas(ptxas, ptx, ["-v", f"-arch={arch}"])
     found = re.search(r"Used (\d+) registers", messages)
     return cubin is not None, messages, int(found.group(1)) if found else None

@@ -118,9 +118,11 @@ def _check_types(instr: Instr) -> None:
         _verify_mma(instr, types)
     elif instr.op == "tf32" and (types[0] != f32 or instr.type != u32):
         _fail(instr, "tf32 takes an f32 and gives its tf32 bits as u32")
+    elif instr.op == "wgmma":
+        _verify_wgmma(instr, types)
     elif instr.op == "extract" and (not isinstance(instr.args[0], Instr)
-                                    or instr.args[0].op not in ("vload", "mma", "ldmatrix")):
-        _fail(instr, "extract takes a vload, an mma or an ldmatrix")
+                                    or instr.args[0].op not in ("vload", "mma", "ldmatrix", "wgmma")):
+        _fail(instr, "extract takes a vload, an mma, an ldmatrix or a wgmma")
     elif instr.op == "ldmatrix":
         _verify_ldmatrix(instr, types)
     elif instr.op == "cp_async":
@@ -146,6 +148,19 @@ def _verify_mma(instr, types) -> None:
     if instr.type != f32 or [t.name for t in types] != wanted:
         _fail(instr, f"mma {instr.attrs['shape']}.{instr.attrs['ab']} takes {a_count + b_count} "
                      f"{element} and 4 f32 args and gives f32")
+
+
+def _verify_wgmma(instr, types) -> None:
+    attrs = instr.attrs
+    n = attrs.get("n")
+    if n not in range(8, 257, 8) or attrs.get("ab") not in ("f16", "bf16", "tf32") or \
+            attrs.get("trans_a") not in (False, True) or attrs.get("trans_b") not in (False, True) or \
+            (attrs["ab"] == "tf32" and (attrs["trans_a"] or attrs["trans_b"])):
+        _fail(instr, "wgmma needs attrs n (8, 16, ..., 256), ab f16, bf16 or tf32, and trans_a, "
+                     "trans_b (not for tf32)")
+    if instr.type != f32 or [t.name for t in types] != ["f32"] * (n // 2) + ["u64", "u64", "bool"]:
+        _fail(instr, f"wgmma of n {n} takes {n // 2} f32 accumulators, two u64 descriptors and a "
+                     "bool, and gives f32")
 
 
 def _verify_cp_async(instr, types) -> None:

@@ -3,16 +3,7 @@
 # variants beside XLA and the register-prefetching kernel, compute-sanitizer. From the
 # repository root on the device: OUT=dir bash benchmarks/probes/cp_async_card.sh [BASELINE.py]
 set -u
-OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > "$OUT/card.txt" 2>&1
-step() {   # step NAME SECONDS COMMAND...: run it with a time limit, keep its output
-    local name=$1 limit=$2; shift 2
-    echo "== $name: $*" >> "$OUT/steps.txt"
-    timeout "$limit" "$@" > "$OUT/$name.txt" 2>&1
-    echo "== $name: exit $?" >> "$OUT/steps.txt"
-    tail -3 "$OUT/$name.txt" >> "$OUT/steps.txt"
-}
+source "$(dirname "$0")/card_steps.sh"
 step tests-gpu 90 env PTXPY_TEST_DEVICE=gpu python3 -m pytest -q -p no:cacheprovider tests/test_cp_async.py tests/test_ldmatrix.py
 step example 90 bash -c "python3 examples/matmul_tf32.py && python3 examples/matmul_bf16.py"
 step probe 140 python3 benchmarks/probes/matmul_async_probe.py ${1:+--baseline "$1"} --json "$OUT/probe.json"

@@ -26,7 +26,8 @@ VARIANTS = [("example", {}), ("A by scalar loads", {"LDMATRIX": 0}), ("stages 4"
             ("warp 64x32, block 128x128", {"BN": 128, "WN": 32})]
 
 
-def variant(name: str, constants: dict, folder: Path, source: Path = EXAMPLE):
+def variant(name: str, constants: dict, folder: Path, source: Path = EXAMPLE,
+            kernel: str = "matmul_tf32"):
     text = source.read_text()
     for key, value in constants.items():
         text, count = re.subn(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
@@ -36,7 +37,7 @@ def variant(name: str, constants: dict, folder: Path, source: Path = EXAMPLE):
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return jax.jit(module.matmul_tf32)
+    return jax.jit(getattr(module, kernel))
 
 
 def tflops(fn, x, y, rounds=3, reps=20) -> float:
@@ -51,6 +52,27 @@ def tflops(fn, x, y, rounds=3, reps=20) -> float:
     return 2 * x.shape[0] * x.shape[1] * y.shape[1] / best / 1e12
 
 
+def measure(systems: list, check: tuple, inputs: dict, results: dict, width: int = 22) -> None:
+    """Check each (name, jitted matmul) against float64 NumPy on `check` (x, y), then time it
+    on each size's `inputs`; a row per system into results["variants"] and printed. A system
+    that fails to compile or launch gets its error instead."""
+    x64, y64 = (np.asarray(a).astype(np.float64) for a in check)
+    exact, scale = x64 @ y64, np.abs(x64) @ np.abs(y64)
+    for name, fn in systems:
+        try:
+            z = np.asarray(fn(jnp.asarray(check[0]), jnp.asarray(check[1])))
+        except Exception as err:
+            print(f"{name:{width}s} failed: {type(err).__name__}: {err}", flush=True)
+            results["variants"][name] = {"failed": f"{type(err).__name__}: {err}"}
+            continue
+        row = {"error": float(np.max(np.abs(z - exact) / scale))}
+        for n, (x, y) in inputs.items():
+            row[str(n)] = round(tflops(fn, x, y), 1)
+        results["variants"][name] = row
+        print(f"{name:{width}s} error {row['error']:.1e}  " +
+              "  ".join(f"{n}^3 {row[str(n)]:6.1f} TFLOP/s" for n in inputs), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default=None)
@@ -60,8 +82,6 @@ def main():
     check = 2048
     xc = rng.standard_normal((check, check), dtype=np.float32)
     yc = rng.standard_normal((check, check), dtype=np.float32)
-    exact = xc.astype(np.float64) @ yc.astype(np.float64)
-    scale = np.abs(xc).astype(np.float64) @ np.abs(yc).astype(np.float64)
     sizes = [4096, 8192]
     inputs = {n: (jnp.asarray(rng.standard_normal((n, n), dtype=np.float32)),
                   jnp.asarray(rng.standard_normal((n, n), dtype=np.float32))) for n in sizes}
@@ -71,15 +91,7 @@ def main():
         systems += [(name, variant(name, constants, Path(folder))) for name, constants in VARIANTS]
         if args.baseline:
             systems.append(("baseline", variant("baseline", {}, Path(folder), Path(args.baseline))))
-        for name, fn in systems:
-            z = np.asarray(fn(jnp.asarray(xc), jnp.asarray(yc)))
-            error = float(np.max(np.abs(z - exact) / scale))
-            row = {"error": error}
-            for n in sizes:
-                row[str(n)] = round(tflops(fn, *inputs[n]), 1)
-            results["variants"][name] = row
-            print(f"{name:22s} error {error:.1e}  " +
-                  "  ".join(f"{n}^3 {row[str(n)]:6.1f} TFLOP/s" for n in sizes), flush=True)
+        measure(systems, (xc, yc), inputs, results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

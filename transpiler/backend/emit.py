@@ -117,7 +117,8 @@ def _extern_shared(func: ir.Function) -> list[str]:
         extents = ", ".join(describe(n) for n in decl.launch[2])
         lines.append(f"//   {decl.name} {where}, {decl.elem}[{extents}]")
         previous = decl.name
-    return lines + [f".extern .shared .align 16 .b8 {base}[];", ""]
+    align = max([16] + [decl.align for decl in func.arrays if decl.name in extern])
+    return lines + [f".extern .shared .align {align} .b8 {base}[];", ""]
 
 
 def _const_tables(func: ir.Function) -> list[str]:

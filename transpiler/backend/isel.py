@@ -1071,8 +1071,8 @@ class ISel:
         self.emit("cvt.rna.tf32.f32", [self.reg(instr)], [self.src(instr.args[0], imm=False)])
 
     def op_extract(self, instr: ir.Instr) -> None:
-        if instr.args[0].op not in ("vload", "mma", "ldmatrix"):
-            raise BackendError("extract takes a vload, an mma or an ldmatrix")
+        if instr.args[0].op not in ("vload", "mma", "ldmatrix", "wgmma"):
+            raise BackendError("extract takes a vload, an mma, an ldmatrix or a wgmma")
 
     def op_mma(self, instr: ir.Instr) -> None:
         """`mma.sync.aligned` on 32-bit registers: tf32 operands as `tf32` gave them, f16/bf16
@@ -1096,6 +1096,50 @@ class ISel:
             d[user.attrs["index"]] = self.reg(user)
         self.emit(f"mma.sync.aligned.{shape}.row.col.f32.{kind}.{kind}.f32", d,
                   [Vec(a), Vec(b), Vec(c)], vec_dst=True)
+
+    def op_wgmma(self, instr: ir.Instr) -> None:
+        """`wgmma.mma_async.sync.aligned.m64n{n}k{16|8}.f32.{ab}.{ab}`: its accumulator registers
+        are C in and D out, so each result's register first takes its accumulator by a `mov`,
+        which the allocator coalesces away when the accumulator dies here (the usual case: a
+        loop's accumulators keep their registers, which no instruction touches while the
+        product is in flight)."""
+        self.target.require_wgmma("wgmma.mma_async")
+        n, kind = instr.attrs["n"], instr.attrs["ab"]
+        acc = instr.args[:n // 2]
+        d = [self.new(f32) for _ in acc]
+        for user in self.users.get(instr, []):
+            if user.op != "extract":
+                raise BackendError("a wgmma's value may only be used by extract")
+            d[user.attrs["index"]] = self.reg(user)
+        for reg, value in zip(d, acc):
+            source = self.src(value)
+            if source is not reg:
+                self.block.instrs.append(copy_instr(reg, source, self.loc))
+        a_desc, b_desc, scale = instr.args[n // 2:]
+        scale = Imm(str(int(scale.value))) if isinstance(scale, ir.Const) else self.src(scale)
+        a_desc, b_desc = self.src(a_desc), self.src(b_desc)
+        k = 8 if kind == "tf32" else 16
+        flags = [Imm("1"), Imm("1")]      # imm-scale-a, imm-scale-b: A and B as they are
+        if kind != "tf32":
+            flags += [Imm(str(int(instr.attrs["trans_a"]))), Imm(str(int(instr.attrs["trans_b"])))]
+        self.emit(f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}", d,
+                  [a_desc, b_desc, scale, *flags], vec_dst=True, reads_dsts=True)
+
+    def op_wgmma_fence(self, instr: ir.Instr) -> None:
+        self.target.require_wgmma("wgmma.fence")
+        self.emit("wgmma.fence.sync.aligned", [], [])
+
+    def op_wgmma_commit(self, instr: ir.Instr) -> None:
+        self.target.require_wgmma("wgmma.commit_group")
+        self.emit("wgmma.commit_group.sync.aligned", [], [])
+
+    def op_wgmma_wait(self, instr: ir.Instr) -> None:
+        self.target.require_wgmma("wgmma.wait_group")
+        self.emit("wgmma.wait_group.sync.aligned", [], [Imm(str(instr.attrs["n"]))])
+
+    def op_fence_proxy_async(self, instr: ir.Instr) -> None:
+        self.target.require((8, 0), 90, "fence.proxy.async")
+        self.emit("fence.proxy.async.shared::cta", [], [])
 
     def op_ldmatrix(self, instr: ir.Instr) -> None:
         """`ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` into 32-bit registers, each

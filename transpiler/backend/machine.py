@@ -121,10 +121,11 @@ class MInstr:
     guard: tuple | None = None       # (pred VReg, negated)
     phi_copy: bool = False           # a copy out-of-SSA made for a phi
     raw: bool = False                # `opcode` is a whole line of text (`{`, `.param ...;`, `call ...;`)
+    reads_dsts: bool = False         # the dsts are read too (wgmma's accumulators: C in, D out)
 
     @property
     def uses(self) -> list[VReg]:
-        regs = []
+        regs = list(self.dsts) if self.reads_dsts else []
         for op in self.srcs:
             if op.__class__ is VReg:
                 regs.append(op)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import ir
 
 OPAQUE_OPS = frozenset({"param", "sreg", "load", "vload", "extract", "atom", "shfl", "vote",
-                        "activemask", "mma", "ldmatrix"})
+                        "activemask", "mma", "ldmatrix", "wgmma"})
 
 
 class Opaque:

@@ -28,6 +28,14 @@ class Target:
             raise BackendError(f"{what} needs sm_{sm} or newer, the target is {self.arch}")
         self.version = max(self.version, version)
 
+    def require_wgmma(self, what: str) -> None:
+        """wgmma is sm_90a's alone (PTX 8.0): an `sm_90` target becomes `sm_90a`, whose PTX
+        only Hopper runs; other targets are an error (Blackwell has no wgmma)."""
+        if self.sm != 90:
+            raise BackendError(f"{what} needs sm_90a (Hopper), the target is {self.arch}")
+        self.arch = "sm_90a"
+        self.version = max(self.version, BASE_VERSION["sm_90a"])
+
     @property
     def bf16_arith(self) -> bool:
         """add/sub/mul/setp/cvt on .bf16 beyond f32<->bf16 (sm_90, PTX 7.8)."""

@@ -1,0 +1,350 @@
+"""`ptxpy.wgmma(acc, a_desc, b_desc, dtype, ...)`, `ptxpy.wgmma_desc(s[i], swizzle, lbo, sbo)`,
+`wgmma_fence`, `wgmma_commit`, `wgmma_wait` and `fence_proxy_async`: Hopper's warpgroup matrix
+multiply (PTX `wgmma.mma_async`, sm_90a). Checked against NumPy in the simulator (on the GPU
+with PTXPY_TEST_DEVICE=gpu, where the layouts below are the hardware's to agree with): A and B
+of every operand type, K-major and MN-major, with and without each swizzle, N from 8 to 256,
+accumulate run-time and constant, two warpgroups; the compile-time errors and the PTX.
+
+A kernel copies A and B into one shared array at element offsets NumPy computes from the
+layout under test (`offsets`), so the test, not the kernel, decides where each element lies."""
+import os
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from kernel_harness import Out, compile_source, run
+from ptxpy.runtime.ptx_parser import SimulatorError
+from ptxpy.transpiler.errors import CompileError
+
+ON_GPU = os.environ.get("PTXPY_TEST_DEVICE") == "gpu"
+HOPPER = ("sm_90",)       # (assembled for sm_90a: an sm_90 kernel with wgmma targets it)
+
+HEADER = """
+import ptxpy
+from ptxpy import Array, bf16, f16, f32, i32, u64
+"""
+TYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}
+SWIZZLE_W = {0: 1, 32: 2, 64: 4, 128: 8}     # 16-byte chunks in a swizzled row
+
+KERNEL = HEADER + """
+@ptxpy.jit
+def mm(a: Array[{T}, 1], a_at: Array[i32, 1], b: Array[{T}, 1], b_at: Array[i32, 1],
+       c: Array[f32, 2], flag: i32, out: Array[f32, 2]):
+    s = ptxpy.shared_array(({SIZE},), {T})
+    t = ptxpy.thread_idx.x
+    for i in range(t, a_at.shape[0], ptxpy.block_dim.x):
+        s[a_at[i]] = a[i]
+    for i in range(t, b_at.shape[0], ptxpy.block_dim.x):
+        s[b_at[i]] = b[i]
+    ptxpy.fence_proxy_async()
+    ptxpy.syncthreads()
+    g = t // 128
+    lane = t % 32
+    row = 64 * g + 16 * ((t % 128) // 32) + lane // 4
+    acc = ptxpy.local_array(({N8}, 4), f32)
+    for j in ptxpy.static_range({N8}):
+        for e in ptxpy.static_range(4):
+            acc[j, e] = c[row + 8 * (e // 2), 8 * j + 2 * (lane % 4) + e % 2]
+    ptxpy.wgmma_fence()
+    da = ptxpy.wgmma_desc(s[{A_START} + g * {A_SIZE}], {SWIZZLE}, {A_LBO}, {A_SBO})
+    db = ptxpy.wgmma_desc(s[{B_START}], {SWIZZLE}, {B_LBO}, {B_SBO})
+    ptxpy.wgmma(acc, da, db, {T}, {TRANS}accumulate=flag != 0)
+    ptxpy.wgmma_commit()
+    ptxpy.wgmma_wait(0)
+    for j in ptxpy.static_range({N8}):
+        for e in ptxpy.static_range(4):
+            out[row + 8 * (e // 2), 8 * j + 2 * (lane % 4) + e % 2] = acc[j, e]
+"""
+
+
+def layout(rows: int, k: int, esize: int, swizzle: int, mn_major: bool):
+    """(byte offset of each element (rows x k) of an operand from its descriptor's start,
+    lbo, sbo, bytes spanned) for a canonical layout of the PTX ISA's wgmma ("Shared Memory
+    Matrix Layout"), the start taken 1024-byte aligned (the swizzle XORs address bits)."""
+    w, per_chunk = SWIZZLE_W[swizzle], 16 // esize
+    r, kk = np.meshgrid(np.arange(rows), np.arange(k), indexing="ij")
+    if not mn_major:
+        chunk, e = kk // per_chunk, kk % per_chunk
+        if swizzle == 0:     # 8 x 16-byte core matrices: the k chunks lbo apart, 8-row groups sbo
+            lbo, sbo = 128, 128 * (k // per_chunk)
+            off = (r % 8) * 16 + (r // 8) * sbo + chunk * lbo
+        else:                # rows of 16w bytes, 8-row atoms sbo apart (lbo unused: 16)
+            lbo, sbo = 16, 128 * w
+            off = (r % 8) * 16 * w + (r // 8) * sbo + chunk * 16
+    else:
+        chunk, e, k0, k1 = r // per_chunk, r % per_chunk, kk % 8, kk // 8
+        if swizzle == 0:     # core matrices of 8 k rows x 16 bytes: k groups lbo, chunks sbo
+            lbo, sbo = 128, 128 * (k // 8)
+            off = chunk * sbo + k0 * 16 + k1 * lbo
+        else:                # 8 k rows of 16w bytes per atom; atoms along k sbo, along mn lbo
+            sbo = 128 * w
+            lbo = sbo * (k // 8)
+            off = (chunk % w) * 16 + (chunk // w) * lbo + k0 * 16 * w + k1 * sbo
+    off = off + e * esize
+    if swizzle:
+        off = off ^ (((off >> 7) & (w - 1)) << 4)
+    span = -(-(int(off.max()) + esize) // 1024) * 1024
+    return off, lbo, sbo, span
+
+
+def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, groups=1,
+               flag=1, seed=0):
+    """Run one wgmma of a 64 x n tile per warpgroup; compare with NumPy."""
+    t = "f32" if kind == "tf32" else kind
+    dtype, esize = TYPES[t], np.dtype(TYPES[t]).itemsize
+    k = 32 // esize
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-8, 9, (groups * 64, k)).astype(np.float32) / 4
+    b = rng.integers(-8, 9, (k, n)).astype(np.float32) / 4
+    c = rng.integers(-64, 65, (groups * 64, n)).astype(np.float32)
+    a_off, a_lbo, a_sbo, a_span = layout(64, k, esize, swizzle, trans_a)
+    b_off, b_lbo, b_sbo, b_span = layout(n, k, esize, swizzle, trans_b)
+    a_size = a_span // esize          # elements per warpgroup's A
+    a_at = np.concatenate([a_off.ravel() // esize + g * a_size for g in range(groups)])
+    b_start = groups * a_size
+    b_at = b_off.ravel() // esize + b_start
+    trans = "".join(f"{name}=True, " for name, on in (("trans_a", trans_a), ("trans_b", trans_b)) if on)
+    source = (KERNEL.replace("{T}", t).replace("{SIZE}", str(b_start + b_span // esize))
+              .replace("{N8}", str(n // 8)).replace("{A_START}", "0").replace("{A_SIZE}", str(a_size))
+              .replace("{B_START}", str(b_start)).replace("{SWIZZLE}", str(swizzle))
+              .replace("{A_LBO}", str(a_lbo)).replace("{A_SBO}", str(a_sbo))
+              .replace("{B_LBO}", str(b_lbo)).replace("{B_SBO}", str(b_sbo)).replace("{TRANS}", trans))
+    a_values = np.concatenate([a[64 * g:64 * g + 64].ravel() for g in range(groups)]).astype(dtype)
+    (out,) = run(source, "mm", [a_values, a_at.astype(np.int32), b.T.ravel().astype(dtype),
+                                b_at.astype(np.int32), c, np.int32(flag),
+                                Out((groups * 64, n), np.float32)],
+                 1, 128 * groups, archs=HOPPER)
+    expected = a.astype(np.float64) @ b.astype(np.float64) + (c if flag else 0)
+    np.testing.assert_array_equal(out, expected.astype(np.float32))
+
+
+@pytest.mark.parametrize("kind", ["bf16", "f16", "tf32"])
+@pytest.mark.parametrize("swizzle", [0, 32, 64, 128])
+def test_k_major_operands_of_each_type_and_swizzle(kind, swizzle):
+    wgmma_case(kind, 64, swizzle)
+
+
+@pytest.mark.parametrize("kind", ["bf16", "f16"])
+@pytest.mark.parametrize("swizzle", [0, 32, 64, 128])
+@pytest.mark.parametrize("trans_a, trans_b", [(False, True), (True, False), (True, True)])
+def test_mn_major_operands(kind, swizzle, trans_a, trans_b):
+    wgmma_case(kind, 128, swizzle, trans_a, trans_b)
+
+
+@pytest.mark.parametrize("n", [8, 16, 136, 256])
+def test_each_width_n(n):
+    wgmma_case("bf16", n, 128, trans_b=True)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_accumulate_false_at_run_time_ignores_the_accumulators(flag):
+    wgmma_case("f16", 32, 64, flag=flag)
+
+
+def test_two_warpgroups_with_their_own_a():
+    wgmma_case("bf16", 64, 128, trans_b=True, groups=2)
+
+
+# a loop of steps over K with the accumulators in registers throughout, and accumulate=False
+# on the first step (no zeros written), as a matmul's main loop is
+LOOP = HEADER + """
+@ptxpy.jit
+def loop(x: Array[bf16, 2], y: Array[bf16, 2], out: Array[f32, 2]):
+    xs = ptxpy.shared_array((64, 64), bf16)     # A: 64 x 64, K-major, 128-byte swizzle
+    ys = ptxpy.shared_array((32, 16), bf16)     # B: N = 32, K-major, 32-byte swizzle
+    acc = ptxpy.local_array((16,), f32)
+    t = ptxpy.thread_idx.x
+    for kt in range(x.shape[1] // 64):
+        ptxpy.syncthreads()
+        for i in range(t, 64 * 8, 128):          # 16-byte chunk i % 8 of row i // 8
+            r = i // 8
+            c = i % 8
+            for e in ptxpy.static_range(8):
+                xs[r, (c ^ (r % 8)) * 8 + e] = x[r, kt * 64 + c * 8 + e]
+        ptxpy.fence_proxy_async()
+        ptxpy.syncthreads()
+        ptxpy.wgmma_fence()
+        for k in ptxpy.static_range(0, 64, 16):
+            ptxpy.syncthreads()
+            for i in range(t, 32 * 2, 128):
+                r = i // 2
+                c = i % 2
+                for e in ptxpy.static_range(8):
+                    ys[r, (c ^ ((r // 4) % 2)) * 8 + e] = y[kt * 64 + k + c * 8 + e, r]
+            ptxpy.fence_proxy_async()
+            ptxpy.syncthreads()
+            ptxpy.wgmma(acc, ptxpy.wgmma_desc(xs[0, k], 128, 16, 1024),
+                        ptxpy.wgmma_desc(ys[0, 0], 32, 16, 256), bf16,
+                        accumulate=kt + k > 0)
+            ptxpy.wgmma_commit()
+            ptxpy.wgmma_wait(0)
+    lane = t % 32
+    row = 16 * (t // 32) + lane // 4
+    for j in ptxpy.static_range(4):
+        for e in ptxpy.static_range(4):
+            out[row + 8 * (e // 2), 8 * j + 2 * (lane % 4) + e % 2] = acc[4 * j + e]
+"""
+
+
+def test_a_loop_over_k_with_a_kernel_swizzling_its_own_tiles():
+    rng = np.random.default_rng(5)
+    x = (rng.integers(-8, 9, (64, 192)) / 4).astype(ml_dtypes.bfloat16)
+    y = (rng.integers(-8, 9, (192, 32)) / 4).astype(ml_dtypes.bfloat16)
+    (out,) = run(LOOP, "loop", [x, y, Out((64, 32), np.float32)], 1, 128, archs=HOPPER)
+    expected = x.astype(np.float64) @ y.astype(np.float64)
+    np.testing.assert_array_equal(out, expected.astype(np.float32))
+
+
+# --- compile-time errors, the launch check and the PTX --------------------------------------------
+
+def compile_error(body: str, arch: str = "sm_90") -> str:
+    """The first line of the CompileError of a kernel with this body (its line 13 onwards)."""
+    with pytest.raises(CompileError) as info:
+        compile_source(HEADER + """
+@ptxpy.jit
+def k(x: Array[bf16, 2], n: i32):
+    s = ptxpy.shared_array((64, 64), bf16)
+    acc = ptxpy.local_array((8, 4), f32)
+    wrong = ptxpy.local_array((6,), f32)
+    ints = ptxpy.local_array((32,), i32)
+    d = ptxpy.wgmma_desc(s[0, 0], 128, 16, 1024)
+""" + body, "k", arch=arch)
+    return str(info.value).splitlines()[0]
+
+
+@pytest.mark.parametrize("body, message", [
+    ("    ptxpy.wgmma(wrong, d, d, bf16)\n",
+     "kernels.py:12:5: error: ptxpy.wgmma takes N / 2 accumulators per thread for a 64 x N tile, "
+     "N a multiple of 8 up to 256 (4, 8, ..., 128 f32); 'wrong' has 6"),
+    ("    ptxpy.wgmma(ints, d, d, bf16)\n",
+     "kernels.py:12:17: error: the accumulators of ptxpy.wgmma are a local f32 array; 'ints' "
+     "holds i32"),
+    ("    ptxpy.wgmma(s, d, d, bf16)\n",
+     "kernels.py:12:17: error: the accumulators of ptxpy.wgmma are a local f32 array; 's' holds "
+     "bf16"),
+    ("    ptxpy.wgmma(acc, d, d, i32)\n",
+     "kernels.py:12:28: error: the dtype of ptxpy.wgmma is f16, bf16 or f32 (tf32 products), got "
+     "'i32'"),
+    ("    ptxpy.wgmma(acc, d, d, f32, trans_b=True)\n",
+     "kernels.py:12:41: error: ptxpy.wgmma of f32 (tf32) reads A and B K-major only: "
+     "trans_b=True needs f16 or bf16"),
+    ("    ptxpy.wgmma(acc, d, d, bf16, trans_a=1)\n",
+     "kernels.py:12:42: error: trans_a= of ptxpy.wgmma is True or False, got 1"),
+    ("    ptxpy.wgmma(acc, d, 1.5, bf16)\n",
+     "kernels.py:12:25: error: b_desc of ptxpy.wgmma is a u64 descriptor (ptxpy.wgmma_desc), got "
+     "f32"),
+    ("    ptxpy.wgmma(acc, d, d, bf16, True)\n",
+     "kernels.py:12:5: error: ptxpy.wgmma() takes acc, a_desc, b_desc and dtype, then trans_a=, "
+     "trans_b= and accumulate= by keyword (5 given)"),
+    ("    e = ptxpy.wgmma_desc(x[0, 0], 128, 16, 1024)\n",
+     "kernels.py:12:9: error: ptxpy.wgmma_desc describes a matrix in shared memory: its matrix "
+     "'x' is in global memory"),
+    ("    e = ptxpy.wgmma_desc(s[0, 0:8], 128, 16, 1024)\n",
+     "kernels.py:12:26: error: the matrix of ptxpy.wgmma_desc is the element it starts at "
+     "(s[i, j]), got 's[0, 0:8]'"),
+    ("    e = ptxpy.wgmma_desc(s[0, 0], 16, 16, 1024)\n",
+     "kernels.py:12:35: error: the swizzle of ptxpy.wgmma_desc is 0, 32, 64 or 128 (bytes), "
+     "got 16"),
+    ("    e = ptxpy.wgmma_desc(s[0, 0], 128, 8, 1024)\n",
+     "kernels.py:12:40: error: lbo= of ptxpy.wgmma_desc is a byte offset, a multiple of 16 from 0 "
+     "to 262128, got 8"),
+    ("    e = ptxpy.wgmma_desc(s[0, 0], 128, 16, 1 << 18)\n",
+     "kernels.py:12:44: error: sbo= of ptxpy.wgmma_desc is a byte offset, a multiple of 16 from 0 "
+     "to 262128, got 262144"),
+    ("    ptxpy.wgmma_wait(8)\n",
+     "kernels.py:12:22: error: ptxpy.wgmma_wait(n) needs a constant n from 0 to 7 (the newest "
+     "groups that may still be in flight), got 8"),
+    ("    ptxpy.wgmma_wait()\n",
+     "kernels.py:12:5: error: ptxpy.wgmma_wait() takes 1 argument (0 given)"),
+    ("    ptxpy.wgmma_fence(1)\n",
+     "kernels.py:12:5: error: ptxpy.wgmma_fence() takes 0 arguments (1 given)"),
+])
+def test_errors(body, message):
+    assert compile_error(body) == message
+
+
+@pytest.mark.parametrize("arch, name, needs", [
+    ("sm_80", "wgmma_fence", "sm_90 (Hopper: sm_90a)"),
+    ("sm_100", "wgmma_commit", "sm_90 (Hopper: sm_90a)"),
+    ("sm_89", "fence_proxy_async", "sm_90 or newer"),
+])
+def test_hopper_targets_only(arch, name, needs):
+    assert compile_error(f"    ptxpy.{name}()\n", arch) == (
+        f"kernels.py:12:5: error: ptxpy.{name} needs {needs}; the target is {arch}")
+
+
+def test_wgmma_in_sm_90a_ptx():
+    ptx = compile_source(LOOP, "loop").ptx
+    assert re.search(r"^\.version 8\.0\n\.target sm_90a$", ptx, flags=re.M)
+    assert ".shared .align 1024 .b8 smem_xs[8192];" in ptx
+    assert ".shared .align 256 .b8 smem_ys[1024];" in ptx
+    mma = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n32k16\.f32\.bf16\.bf16 "
+                     r"\{(%f\d+(?:, %f\d+)*)\}, %rd\d+, %rd\d+, (!?%p\d+), 1, 1, 0, 0;", ptx)
+    assert len(mma) == 4 and len(mma[0][0].split(", ")) == 16
+    # the accumulators keep their registers through the loop: no instruction but the
+    # wgmma writes them before the stores after it
+    accumulators = set(mma[0][0].split(", "))
+    assert all(set(m[0].split(", ")) == accumulators for m in mma)
+    body = ptx[ptx.index("wgmma.fence"):ptx.rindex("wgmma.wait_group")]
+    written = re.findall(r"^\s+(?!wgmma)\S+ (%f\d+),", body, flags=re.M)
+    assert not accumulators & set(written)
+    for name in ("fence", "commit_group"):
+        assert f"wgmma.{name}.sync.aligned;" in ptx
+    assert "wgmma.wait_group.sync.aligned 0;" in ptx
+    assert "fence.proxy.async.shared::cta;" in ptx
+
+
+def test_a_constant_accumulate_is_an_immediate():
+    source = KERNEL.replace("accumulate=flag != 0", "accumulate=False")
+    for key, value in (("{T}", "f16"), ("{SIZE}", "8192"), ("{N8}", "1"), ("{A_START}", "0"),
+                       ("{A_SIZE}", "0"), ("{B_START}", "4096"), ("{SWIZZLE}", "0"),
+                       ("{A_LBO}", "128"), ("{A_SBO}", "256"), ("{B_LBO}", "128"),
+                       ("{B_SBO}", "256"), ("{TRANS}", "")):
+        source = source.replace(key, value)
+    ptx = compile_source(source, "mm").ptx
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.f16\.f16 \{%f\d+, %f\d+, "
+                     r"%f\d+, %f\d+\}, %rd\d+, %rd\d+, 0, 1, 1, 0, 0;", ptx)
+
+
+def test_the_descriptor_bits():
+    """start / 16 in bits 0-13, lbo / 16 in 16-29, sbo / 16 in 32-45, the swizzle mode in 62-63:
+    the kernel writes its descriptors out (the array's address is the simulator's or the GPU's,
+    so only the fixed bits and the distance between two starts are compared)."""
+    source = HEADER + """
+@ptxpy.jit
+def descs(out: Array[u64, 1]):
+    s = ptxpy.shared_array((4096,), f16)
+    out[0] = ptxpy.wgmma_desc(s[0], 128, 16, 1024)
+    out[1] = ptxpy.wgmma_desc(s[16], 64, 4096, 512)
+    out[2] = ptxpy.wgmma_desc(s[1024], 32, 262128, 256)
+    out[3] = ptxpy.wgmma_desc(s[8], 0, 128, 256)
+"""
+    (out,) = run(source, "descs", [Out(4, np.uint64)], 1, 1, archs=HOPPER)
+    start = out & 0x3FFF
+    assert list(start - start[0]) == [0, 2, 128, 1]
+    assert list(out >> 14 << 14) == [1 << 62 | 1 << 16 | 64 << 32, 2 << 62 | 256 << 16 | 32 << 32,
+                                      3 << 62 | 16383 << 16 | 16 << 32, 8 << 16 | 16 << 32]
+    assert int(start[0]) * 16 % 1024 == 0       # the array is aligned for the 128-byte swizzle
+
+
+@pytest.mark.skipif(ON_GPU, reason="the simulator's check; on the GPU a partial warpgroup hangs "
+                                   "or is undefined")
+def test_the_simulator_requires_whole_warpgroups():
+    with pytest.raises(SimulatorError, match="128"):
+        run(LOOP, "loop", [np.zeros((64, 64), ml_dtypes.bfloat16),
+                           np.zeros((64, 32), ml_dtypes.bfloat16), Out((64, 32), np.float32)],
+            1, 96, archs=HOPPER)
+
+
+def test_the_launch_check_asks_for_whole_warpgroups():
+    from ptxpy.runtime import launch
+
+    kernel = compile_source(LOOP, "loop")
+    assert kernel.options.get("whole_warpgroups_only")
+    limits = launch.driver.DeviceLimits(arch=90)
+    launch.check_limits(kernel, (1, 1, 1), (256, 1, 1), limits)
+    with pytest.raises(ValueError, match=r"block \(96, 1, 1\) has 96 threads, not a multiple of "
+                                         r"128: the kernel calls ptxpy.wgmma"):
+        launch.check_limits(kernel, (1, 1, 1), (96, 1, 1), limits)
