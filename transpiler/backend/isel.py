@@ -122,12 +122,34 @@ class ISel:
         self._plan_folds()
         self._plan_branch_tests()
         self._plan_narrow()
+        self._plan_accumulators()
         for block in self.order:
             self._lower_block(block)
         blocks = [self.mblocks[b] for b in self.order]
         _check_written(blocks)
         return MFunction(self.func.name, blocks, self.target.version, self.target.arch,
                          self.strings, self.printf_buffer)
+
+    def _plan_accumulators(self) -> None:
+        """A wgmma's result takes the register of its accumulator where the accumulator is read
+        by this wgmma alone (the usual chain: phi -> wgmma -> wgmma ... -> phi): the
+        instruction then updates its registers in place, with no `mov` before it, and the
+        allocator has hundreds fewer registers to place (planned in program order, before any
+        register is named, so each chain's link finds its input's register)."""
+        for block in self.order:
+            for instr in block.instrs:
+                if instr.op != "wgmma":
+                    continue
+                results = {u.attrs["index"]: u for u in self.users.get(instr, [])}
+                seen, repeated = set(), set()     # an accumulator given twice keeps its own
+                for arg in instr.args:
+                    (repeated if arg in seen else seen).add(arg)
+                for k, value in enumerate(instr.args[:instr.attrs["n"] // 2]):
+                    result = results.get(k)
+                    if (result is not None and value.__class__ is ir.Instr
+                            and result not in self.vregs and value not in repeated
+                            and self.users.get(value) == [instr]):
+                        self.vregs[result] = self.reg(value)
 
     def _lower_block(self, block: ir.Block) -> None:
         mblock = self.block = self.mblocks[block]

@@ -51,12 +51,26 @@ def interference_graph(mfunc: MFunction, registers: Registers) -> list[int]:
                 if not instr.guard:
                     live &= ~writes[instr]
             live |= reads[instr]
+    _make_symmetric(graph)
     return graph
 
 
+def _make_symmetric(graph: list) -> None:
+    """Add the reverse of every edge. Done once at the end, each edge once: while the graph
+    is built, a register's row takes whole live sets at each definition (one `|=`), which
+    with many long-lived registers (a wgmma's 128 accumulators, and the copies into them)
+    would otherwise cost a step per live register per definition."""
+    for n, row in enumerate(list(graph)):
+        bit = 1 << n
+        while row:
+            low = row & -row
+            graph[low.bit_length() - 1] |= bit
+            row ^= low
+
+
 def _add_interferences(graph: list, instr, live: int, registers: Registers) -> None:
-    """Edges between each register `instr` writes and the others of its class live there
-    (`live`: the registers live after it)."""
+    """Edges from each register `instr` writes to the others of its class live there (`live`:
+    the registers live after it); `_make_symmetric` adds the reverse ones."""
     bit_of, class_mask = registers.bit, registers.class_mask
     copied = bit_of[instr.srcs[0]] if instr in registers.copies else 0   # a copy's two registers hold one value
     several = len(instr.dsts) > 1
@@ -68,10 +82,6 @@ def _add_interferences(graph: list, instr, live: int, registers: Registers) -> N
             others |= registers.writes[instr] & same_class
         others &= ~(copied | bit)
         graph[bit.bit_length() - 1] |= others
-        while others:   # the symmetric edges
-            low = others & -others
-            graph[low.bit_length() - 1] |= bit
-            others ^= low
 
 
 def keep_loop_predicates_apart(mfunc: MFunction, loops: list, registers: Registers,
@@ -150,30 +160,52 @@ def _add_edges(graph: list, bit: int, others: int) -> None:
 
 
 def coalesce(mfunc: MFunction, loops: list, registers: Registers, graph: list) -> dict[VReg, VReg]:
-    """Merge the two registers of each copy that do not interfere (in `graph`, whose entry of a
-    register merged away becomes 0); returns the alias map."""
+    """Merge the two registers of each copy that do not interfere (in `graph`: afterwards each
+    remaining register's row holds the remaining registers it interferes with, a merged one's
+    is 0); returns the alias map. While merging, a remaining register's row is the union of
+    its members' rows (original registers) and `members` its members: two interfere when one's
+    row meets the other's members. Each merge is then two `|=`; the rows are renamed once at
+    the end (`_rename_rows`), not at each merge."""
     alias: dict[VReg, VReg] = {}
     depth = loop_depths(mfunc, loops)
     copies = registers.copies
     copies = [(not instr.phi_copy, -depth[block], n, instr)
               for block in mfunc.blocks for n, instr in enumerate(block.instrs) if instr in copies]
     bit_of = registers.bit
+    members: dict[int, int] = {}    # row of a register with others merged into it -> their bits
     for *_, instr in sorted(copies, key=lambda c: c[:3]):
         keep, gone = _find(alias, instr.dsts[0]), _find(alias, instr.srcs[0])
+        if keep is gone:
+            continue
         keep_bit, gone_bit = bit_of[keep], bit_of[gone]
         keep_n, gone_n = keep_bit.bit_length() - 1, gone_bit.bit_length() - 1
-        if keep is gone or graph[keep_n] & gone_bit:
+        if graph[keep_n] & members.get(gone_n, gone_bit):
             continue
-        neighbours = graph[gone_n]
+        graph[keep_n] |= graph[gone_n]
         graph[gone_n] = 0
-        graph[keep_n] |= neighbours
-        while neighbours:   # each neighbour of `gone` is one of `keep` instead
-            low = neighbours & -neighbours
-            n = low.bit_length() - 1
-            graph[n] = graph[n] & ~gone_bit | keep_bit
-            neighbours ^= low
+        members[keep_n] = members.get(keep_n, keep_bit) | members.pop(gone_n, gone_bit)
         alias[gone] = keep
+    if alias:
+        _rename_rows(graph, registers, alias)
     return alias
+
+
+def _rename_rows(graph: list, registers: Registers, alias: dict) -> None:
+    """Each remaining register's row in terms of remaining registers: a member merged away
+    stands for the register it was merged into."""
+    bit_of = registers.bit
+    renamed = {bit_of[reg]: bit_of[_find(alias, reg)] for reg in alias}
+    away = registers.mask(alias)
+    for n, row in enumerate(graph):
+        moved = row & away
+        if not moved:
+            continue
+        row ^= moved
+        while moved:
+            low = moved & -moved
+            row |= renamed[low]
+            moved ^= low
+        graph[n] = row
 
 
 def _find(alias: dict, reg: VReg) -> VReg:
