@@ -142,16 +142,21 @@ def main(size: int | None = None) -> None:
     if on_gpu:
         xla = jax.jit(lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32))
         for name, fn in (("ptxpy", f), ("XLA's jnp.dot (f32 results)", xla)):
-            fn(xj, yj).block_until_ready()
-            seconds = float("inf")
-            for _ in range(3):              # the best of three rounds of 10
-                start = time.perf_counter()
-                for _ in range(10):
-                    out = fn(xj, yj)
-                out.block_until_ready()
-                seconds = min(seconds, (time.perf_counter() - start) / 10)
-            msg += f"; {name} {2 * size ** 3 / seconds / 1e12:.1f} TFLOP/s"
+            msg += f"; {name} {tflops(fn, xj, yj):.1f} TFLOP/s"
     print(msg)
+
+
+def tflops(fn, x, y) -> float:
+    """fn(x, y)'s rate for square x and y: the best of three rounds of 10 calls."""
+    fn(x, y).block_until_ready()
+    seconds = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(10):
+            out = fn(x, y)
+        out.block_until_ready()
+        seconds = min(seconds, (time.perf_counter() - start) / 10)
+    return 2 * x.shape[0] ** 3 / seconds / 1e12
 
 
 if __name__ == "__main__":
