@@ -385,9 +385,31 @@ def test_atomics_and_warp_functions():
     assert [typed.format_expr(e) for e in add.args] == ["1:u32"]
     cas = k.body[1].value
     assert [typed.format_expr(e) for e in cas.args] == ["0:u32", "5:u32"]
-    assert typed.format_expr(k.body[2].values[0]) == "atomic_max(f32(n:i32)):f32"
+    assert typed.format_expr(k.body[2].values[0]) == "atomic_max(x[n:i32], f32(n:i32)):f32"
     assert k.locals == {"old": u32, "m": f32, "s": f32, "v": u32, "w": bool_}
     assert k.written_arrays == {"counts", "x"}
+
+
+def test_intrinsics_print_the_arrays_and_constants_they_name():
+    """`--emit typed` shows what an intrinsic takes besides its values: cp_async's operands,
+    ldmatrix's row and count, wgmma's accumulators and flags, wgmma_desc's matrix."""
+    k = kernel("""
+        @ptxpy.jit
+        def k(x: Array[f16, 2], n: i32):
+            s = ptxpy.shared_array((64, 64), f16)
+            acc = ptxpy.local_array((4,), f32)
+            ptxpy.cp_async(s[n, 0:8], x[n, 8:16], n > 0)
+            ptxpy.cp_async_wait(1)
+            v0, v1 = ptxpy.ldmatrix(s[n, 0:8], 1, trans=True)
+            d = ptxpy.wgmma_desc(s[0, 16], 128, 16, 1024)
+            ptxpy.wgmma(acc, d, d, f16, trans_b=True)
+        """)
+    texts = [line.strip() for line in typed.format_func(k).splitlines()]
+    assert "cp_async((n:i32 gt.i32 0:i32); dst=s[n:i32, 0:i32 : +8], src=x[n:i32, 8:i32 : +8], bytes=16)" in texts
+    assert "cp_async_wait(n=1)" in texts
+    assert any(t.endswith("ldmatrix(row=s[n:i32, 0:i32 : +8], count=1, trans=True):(f16, f16)") for t in texts)
+    assert "d = wgmma_desc(ref=s[0:i32, 16:i32], swizzle=128, lbo=16, sbo=1024):u64" in texts
+    assert "wgmma(d:u64, d:u64, True:bool; acc=acc, ab=f16, trans_a=False, trans_b=True)" in texts
 
 
 def test_shared_and_local_arrays():

@@ -357,7 +357,16 @@ def format_expr(e: Expr) -> str:
         return f"{e.type}({format_expr(e.operand)})"
     if isinstance(e, (Intrinsic, Call)):
         name = e.name if isinstance(e, Intrinsic) else e.func
-        return f"{name}({', '.join(map(format_expr, e.args))}){t}"
+        args = [format_expr(a) for a in e.args]
+        extra = dict(getattr(e, "extra", None) or {})
+        if "array" in extra and "indices" in extra:     # an atomic's target first
+            indices = ", ".join(map(format_expr, extra.pop("indices")))
+            args.insert(0, f"{extra.pop('array')}[{indices}]")
+        text = ", ".join(args)
+        if extra:     # what else the call names: its arrays, its constants
+            text += ("; " if text else "") + ", ".join(f"{key}={_format_extra(value)}"
+                                                       for key, value in extra.items())
+        return f"{name}({text}){t}"
     if isinstance(e, TupleItem):
         return f"{format_expr(e.value)}[{e.index}]{t}"
     if isinstance(e, TupleExpr):
@@ -365,6 +374,20 @@ def format_expr(e: Expr) -> str:
     if isinstance(e, ArrayArg):
         return e.array
     return f"<{type(e).__name__}>"
+
+
+def _format_extra(value) -> str:
+    """An intrinsic's extra: an expression, a list of them, an array element or slice
+    (array, leading indices, start, width), or a constant."""
+    if isinstance(value, Expr):
+        return format_expr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_format_extra, value)) + "]"
+    if isinstance(value, tuple) and len(value) == 4 and isinstance(value[0], str):
+        array, lead, start, width = value
+        index = "".join(f"{format_expr(i)}, " for i in lead) + format_expr(start)
+        return f"{array}[{index}{f' : +{width}' if width != 1 else ''}]"
+    return str(value)
 
 
 def format_body(body: list, indent: str = "    ") -> list:
