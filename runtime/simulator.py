@@ -1601,7 +1601,8 @@ def _c_bar(k, ins, m: _Mods) -> _Op:
 
 def _c_fence(k, ins, m: _Mods) -> _Op:
     """membar/fence (fence.proxy.async too): the simulator runs one thread group at a time, and
-    wgmma reads shared memory when issued, so memory is always ordered."""
+    wgmma reads shared memory when issued, so memory is always ordered (writes to an operand
+    still in flight are caught apart: _WgmmaReads)."""
     m.used = [True] * len(m.rest)
     return _Op(PLAIN, lambda ctx, mask: None)
 
@@ -1790,8 +1791,9 @@ def _c_wgmma(k, ins, m: _Mods) -> _Op:
     .sync.aligned): instructions of a whole warpgroup, four consecutive warps (threads 128q to
     128q + 127 of a block), whose threads meet there as a warp's lanes meet at mma.sync. The
     simulator runs mma_async to completion when it is issued (_c_wgmma_mma), so the fence,
-    commit and wait have no effect on data: they only check that the warpgroup executes them
-    together."""
+    commit and wait have no effect on data: they check that the warpgroup executes them
+    together, and commit_group closes the products in flight into a group, wait_group retires
+    groups (_WgmmaReads: writes to the operands of products in flight raise)."""
     what = m.take("fence", "commit_group", "wait_group", "mma_async")
     if what is None or not m.take("sync") or not m.take("aligned"):
         m.fail("wgmma needs .fence, .commit_group, .wait_group or .mma_async, with .sync.aligned")
@@ -1801,8 +1803,20 @@ def _c_wgmma(k, ins, m: _Mods) -> _Op:
         (count,) = _operands(k, ins, 1)
         if not isinstance(count, Imm) or count.kind != "int" or not 0 <= count.value <= 7:
             k._bad(ins, "wgmma.wait_group takes a constant from 0 to 7")
-    else:
-        _operands(k, ins, 0)
+        newest = int(count.value)
+
+        def run(ctx, mask):
+            groups = ctx.whole_warpgroups(mask, ins)
+            if ctx.wgmma_reads is not None:
+                ctx.wgmma_reads.wait(groups, newest)
+        return _Op(WSYNC, run, members=WARPGROUP)
+    _operands(k, ins, 0)
+    if what == "commit_group":
+        def commit(ctx, mask):
+            groups = ctx.whole_warpgroups(mask, ins)
+            if ctx.wgmma_reads is not None:
+                ctx.wgmma_reads.commit(groups)
+        return _Op(WSYNC, commit, members=WARPGROUP)
     return _Op(WSYNC, lambda ctx, mask: ctx.whole_warpgroups(mask, ins), members=WARPGROUP)
 
 
@@ -1813,9 +1827,10 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
     registers d) = A B + (scale-d ? D : 0), A (64 x K) and B (K x N) read from shared memory
     through the descriptors (_wgmma_operand), which must be the same in all of a warpgroup's
     threads, as scale-d must. imm-scale-a/b = -1 negate A/B. Run synchronously, when issued:
-    the operands are read and d written at once (a kernel that changes them before its
-    wait_group is not caught). Products and sum in f64, rounded to f32 once, as mma.sync;
-    tf32 operands lose their low 13 bits."""
+    the operands are read and d written at once; the chunks read stay in flight
+    (_WgmmaReads) until a wait_group retires the product's group, and a write to one before
+    that raises. Products and sum in f64, rounded to f32 once, as mma.sync; tf32 operands lose
+    their low 13 bits."""
     shape = m.take_prefixed("m64n")
     found = _WGMMA_SHAPE.match(shape or "")
     if m.take("tf32"):
@@ -1858,8 +1873,12 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
                                  for read, what in ((read_a, "the A descriptor"),
                                                     (read_b, "the B descriptor"),
                                                     (read_scale, "scale-d")))
-        a = sign_a * _wgmma_operand(ctx, groups, desc_a, 64, kdim, kind, trans_a, "A", ins)
-        b = sign_b * _wgmma_operand(ctx, groups, desc_b, n, kdim, kind, trans_b, "B", ins)
+        a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, kdim, kind, trans_a, "A", ins)
+        b, where_b = _wgmma_operand(ctx, groups, desc_b, n, kdim, kind, trans_b, "B", ins)
+        a, b = sign_a * a, sign_b * b
+        if ctx.wgmma_reads is None:
+            ctx.wgmma_reads = _WgmmaReads(ctx)
+        ctx.wgmma_reads.issue(groups, np.concatenate([where_a, where_b], axis=1), ins)
         c = np.zeros((groups.shape[0], 64, n))
         for i, read in enumerate(read_c):
             value = np.broadcast_to(np.asarray(read(ctx), np.float64), (ctx.n,))
@@ -1934,7 +1953,8 @@ def _show(value) -> str:
 def _wgmma_operand(ctx, groups, desc, rows: int, kdim: int, kind: str, trans: bool, name: str, ins):
     """Per warpgroup, the rows x K matrix X of f64 values that its descriptor describes (A[m, k] =
     X(m, k), B[k, n] = X(n, k)), read from its block's shared memory in 16-byte chunks, chunk c as
-    a load of the warpgroup's thread c % 128 (so the race check sees it)."""
+    a load of the warpgroup's thread c % 128 (so the race check sees it); and the chunks' offsets
+    in the batch's shared buffer, (warpgroups, chunks)."""
     start, lbo, sbo, base, mode = _descriptor_fields(desc)
     if base.any():
         g = int(np.argmax(base != 0))
@@ -1953,9 +1973,10 @@ def _wgmma_operand(ctx, groups, desc, rows: int, kdim: int, kind: str, trans: bo
     if trans:     # chunks (row // per_chunk, k) hold rows row // per_chunk * per_chunk + e
         chunks = chunks.transpose(0, 1, 3, 2)
     bits = chunks.reshape(groups.shape[0], rows, kdim)
+    offsets = segs[0][1].reshape(groups.shape[0], count)
     if kind == "tf32":
-        return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
-    return bits.view(TYPES[kind].dtype).astype(np.float64)
+        return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64), offsets
+    return bits.view(TYPES[kind].dtype).astype(np.float64), offsets
 
 
 def _descriptor_fields(desc):
@@ -1989,6 +2010,115 @@ def _wgmma_chunks(start, lbo, sbo, mode, rows: int, kdim: int, per_chunk: int, t
     return addr ^ (((addr >> 7) & (width - 1)) << 4)
 
 
+class _WgmmaReads:
+    """The wgmma products of a batch whose shared operands the GPU may still be reading
+    (docs/simulator.md, "Warpgroup matrix multiply"). Warpgroups are numbered by the batch's
+    thread number // 128 (128 threads of one block); `commits` counts each one's commit_groups.
+    Per mma_async executed, `pending` holds [the instruction, its warpgroups, the group each
+    product joins (its warpgroup's commits before it: committed once that count has grown), the
+    16-byte chunks of the batch's shared buffer each read (warpgroups, chunks)], until a
+    wait_group retires them. `count` holds, per chunk, how many reads of products in flight it
+    has (the buffer is per block, so counts are too), `products` how many are in flight: while it
+    is 0, a write costs one comparison.
+
+    Every write to shared memory goes through check: stores and atomics (_Batch.locate), a
+    cp.async's destination at its issue (it may land any time until its wait: _Batch.locate too)
+    and where the simulator lands it (_AsyncCopies._write)."""
+
+    def __init__(self, batch: "_Batch"):
+        self.batch = batch
+        self.count = np.zeros(batch.shared.size // 16, np.int32)
+        self.commits = np.zeros(-(-batch.n // 128), np.int64)
+        self.products = 0
+        self.pending = []
+
+    def issue(self, groups, offsets, ins):
+        """Warpgroups `groups` (warpgroups, 128) issued `ins`, reading the chunks at byte
+        `offsets` (warpgroups, chunks) of the batch's shared buffer."""
+        chunks = (offsets >> 4).astype(np.int32)
+        self._add(chunks, 1)
+        wgs = groups[:, 0] // 128
+        self.products += wgs.size
+        self.pending.append([ins, wgs, self.commits[wgs].copy(), chunks])
+
+    def commit(self, groups):
+        """commit_group: each warpgroup's products issued since its last commit become its newest
+        group (an empty one if none)."""
+        self.commits[groups[:, 0] // 128] += 1
+
+    def wait(self, groups, newest: int):
+        """wait_group `newest`: retire each warpgroup's committed groups but the `newest` latest."""
+        if not self.products:
+            return
+        waiting = np.zeros(self.commits.size, bool)
+        waiting[groups[:, 0] // 128] = True
+        kept = []
+        for entry in self.pending:
+            ins, wgs, joined, chunks = entry
+            done = waiting[wgs] & (joined < self.commits[wgs] - newest)
+            if done.any():
+                self._add(chunks[done], -1)
+                self.products -= int(done.sum())
+                if done.all():
+                    continue
+                entry[1:] = [wgs[~done], joined[~done], chunks[~done]]
+            kept.append(entry)
+        self.pending = kept
+
+    def _add(self, chunks, sign: int):
+        """Count a read (sign 1) or its end (-1) for every entry of `chunks` (repeats too)."""
+        flat = np.sort(chunks, axis=None)
+        first = np.flatnonzero(np.concatenate(([True], flat[1:] != flat[:-1])))
+        times = np.diff(np.append(first, flat.size)).astype(np.int32)
+        self.count[flat[first]] += times if sign > 0 else -times
+
+    def check(self, offsets, lanes, size: int, what: str, ins, landing=None):
+        """Writes of `size` bytes at byte `offsets` of the batch's shared buffer by `lanes`
+        (`what`: "store" or "atomic"): an error if one reaches a chunk a product in flight read.
+        `landing`: the cp.async wait where the copy `ins` lands."""
+        if size <= 16 and size & (size - 1) == 0:      # aligned (locate checks): one chunk
+            hit = self.count[offsets >> 4] != 0
+        else:       # a byte of each chunk, and the last
+            steps = np.minimum(np.arange(0, size + 15, 16), size - 1)
+            hit = (self.count[(offsets[:, None] + steps) >> 4] != 0).any(axis=1)
+        if not hit.any():
+            return
+        i = int(np.argmax(hit))
+        lane, off = int(lanes[i]), int(offsets[i])
+        byte = next(off + b for b in range(size) if self.count[(off + b) >> 4])
+        batch = self.batch
+        block = lane // batch.T
+        offset = byte - block * batch.launch.shared_pad
+        wg, product, committed = self._reader(block, byte >> 4)
+        where = batch.kernel.where
+        # d's registers: the first and the last
+        text = re.sub(r"\{([^{},]+),[^{}]*,([^{},]+)\}", r"{\1, ...,\2}", product.text)
+        state = "committed, not yet retired by a wait_group" if committed else "not yet committed"
+        reading = (f"which a wgmma of warpgroup {wg * 128 % batch.T // 128} (issued at "
+                   f"{where(product)}, `{text}`, {state}) may still be reading: wait for "
+                   f"it first (ptxpy.wgmma_wait / wgmma.wait_group)")
+        if landing is not None:
+            head = (f"{where(landing)}: `{landing.text}`: the copy of `{ins.text}` ({where(ins)}) "
+                    f"lands here and writes shared offset {offset:#x}")
+        elif ins.parts[0] == "cp":
+            head = (f"{where(ins)}: `{ins.text}` writes shared offset {offset:#x} (a cp.async "
+                    f"may land any time until the wait that covers it)")
+        else:
+            verb = "writes" if what == "store" else "atomically updates"
+            head = f"{where(ins)}: `{ins.text}` {verb} shared offset {offset:#x}"
+        raise SimulatorError(f"{head}, {reading}; {batch.describe(lane)}")
+
+    def _reader(self, block: int, chunk: int):
+        """(warpgroup, mma_async, whether committed) of the oldest product in flight of `block`
+        that read `chunk`."""
+        per_block = self.batch.T // 128
+        for ins, wgs, joined, chunks in self.pending:
+            for wg, group, read in zip(wgs, joined, chunks):
+                if wg // per_block == block and chunk in read:
+                    return int(wg), ins, bool(group < self.commits[wg])
+        raise AssertionError("a chunk in flight that no product read")
+
+
 # ---- cp.async ------------------------------------------------------------------------------------
 
 def _c_cp(k, ins, m: _Mods) -> _Op:
@@ -2001,13 +2131,13 @@ def _c_cp(k, ins, m: _Mods) -> _Op:
     if m.take("commit_group"):
         return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.commit(mask))
     if m.take("wait_all"):
-        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, None))
+        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, None, ins))
     if m.take("wait_group"):
         (count,) = _operands(k, ins, 1)
         if not isinstance(count, Imm):
             k._bad(ins, "cp.async.wait_group takes a constant")
         n = int(_imm(count, T_U32))
-        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, n))
+        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, n, ins))
     level = m.take("ca", "cg")
     if level is None or not m.take("shared", "shared::cta") or not m.take("global"):
         m.fail("cp.async needs .ca or .cg, .shared and .global")
@@ -2066,9 +2196,9 @@ class _AsyncCopies:
         else:
             self.commits[mask] += 1
 
-    def wait(self, mask, newest: int | None):
+    def wait(self, mask, newest: int | None, wait_ins=None):
         """Complete the copies of the threads in `mask` but those of their `newest` latest
-        committed groups (None: every copy, committed or not)."""
+        committed groups (None: every copy, committed or not), at `wait_ins`."""
         active = self.batch.active_array(mask)
         kept = []
         for entry in self.pending:
@@ -2077,15 +2207,17 @@ class _AsyncCopies:
             if newest is not None:
                 done &= groups < self.commits[lanes] - newest
             if done.any():
-                self._write(ins, lanes[done], offsets[done], data[done])
+                self._write(ins, lanes[done], offsets[done], data[done], wait_ins)
                 if done.all():
                     continue
                 entry[1:] = [lanes[~done], groups[~done], offsets[~done], data[~done]]
             kept.append(entry)
         self.pending = kept
 
-    def _write(self, ins, lanes, offsets, data):
+    def _write(self, ins, lanes, offsets, data, wait_ins=None):
         batch = self.batch
+        if batch.wgmma_reads is not None and batch.wgmma_reads.products:
+            batch.wgmma_reads.check(offsets, lanes, data.shape[1], "store", ins, wait_ins or ins)
         batch.shared[offsets[:, None] + np.arange(data.shape[1])] = data
         races = getattr(batch, "races", None)
         if races is not None:
@@ -2306,6 +2438,7 @@ class _Batch:
         self.live = np.ones(self.n, bool)
         self.last_printed: dict[int, tuple[str, Instr]] = {}   # thread -> (its last vprintf text, the call)
         self.async_copies = _AsyncCopies(self)
+        self.wgmma_reads: _WgmmaReads | None = None    # from the first wgmma.mma_async on
 
     # special registers
     def special(self, name: str):
@@ -2366,6 +2499,13 @@ class _Batch:
         segs, bad = self._segments(space, addr, lanes, size)
         if bad is not None:
             self._fault("out-of-bounds", space, what, size, addr, lanes, bad, ins)
+        reads = self.wgmma_reads
+        if (reads is not None and reads.products and what != "load"
+                and space in ("shared", "generic")):
+            for buf, off, sel, _ in segs:     # a write to an operand of a wgmma in flight?
+                if buf is self.shared:
+                    who = np.arange(self.n) if lanes is None else lanes
+                    reads.check(off, who if sel is None else who[sel], size, what, ins)
         return segs
 
     def _segments(self, space: str, addr, lanes, size: int):

@@ -484,3 +484,229 @@ def test_kernels_assemble_with_ptxas(index):
         pytest.skip("ptxas is not available")
     ok, log, _ = assemble(ASSEMBLED[index], "sm_90a")
     assert ok, log
+
+
+# ---- writes to the operands of products in flight ---------------------------------------------
+#
+# On the GPU the tensor cores may read a product's A and B in shared memory until a
+# wgmma.wait_group retires its group; the simulator reads them when the product is issued,
+# and raises where shared memory is written in between. simple()'s operands (N = 8, bf16, no
+# swizzle): A at shared bytes 0 to 2047, B at 2048 to 2303.
+
+MMA = "    wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f0, %f1, %f2, %f3}, "
+SEQUENCE = (MMA + "%rd20, %rd21, 1, 1, 1, 0, 0;\n    wgmma.commit_group.sync.aligned;\n"
+            "    wgmma.wait_group.sync.aligned 0;\n")
+ISSUE = MMA + "%rd20, %rd21, 1, 1, 1, 0, 0;\n"
+SECOND = MMA + "%rd22, %rd23, 1, 1, 1, 0, 0;\n"     # A at 4096 to 6143, B at 6144 to 6399
+COMMIT = "    wgmma.commit_group.sync.aligned;\n"
+
+
+def wait(n: int = 0) -> str:
+    return f"    wgmma.wait_group.sync.aligned {n};\n"
+
+
+def by(thread: int, text: str) -> str:
+    """`text` (one instruction) executed by one thread of the launch (its global number)."""
+    return f"    setp.eq.u32 %p3, %r13, {thread};\n    @%p3 {text}\n"
+
+
+def store(offset: int, thread: int = 0) -> str:
+    return by(thread, f"st.shared.u32 [%r10+{offset}], %r1;")
+
+
+def flight(sequence: str) -> str:
+    """The kernel with `sequence` in place of mma_async, commit_group, wait_group 0; %rd22 and
+    %rd23: descriptors of a second product, 4096 bytes further on."""
+    ptx = kernel(8, "bf16")
+    assert SEQUENCE in ptx
+    second = "    add.s64 %rd22, %rd20, 256;\n    add.s64 %rd23, %rd21, 256;\n"
+    return ptx.replace(SEQUENCE, second + sequence)
+
+
+def run_flight(rng, sequence: str, *, blocks: int = 1, threads: int = 128):
+    images, descs, _, _ = product("bf16", 8, (0, False, None), (0, False, None), rng,
+                                  warpgroups=threads // 128, blocks=blocks)
+    launch(flight(sequence), 8, images, descs, np.zeros((blocks * threads, 4)), blocks=blocks,
+           threads=threads, racecheck=False)  # (the stores race with the operand reads' threads)
+
+
+RETIRED = "committed, not yet retired by a wait_group"
+IN_FLIGHT = (r"which a wgmma of warpgroup {} \(issued at PTX line \d+, `{}`, {}\) may still be "
+             r"reading")
+FIRST = IN_FLIGHT.format(0, r"wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 \{%f0, ...,"
+                            r" %f3\}, %rd20, %rd21, 1, 1, 1, 0, 0;", RETIRED)
+
+
+def test_store_to_an_operand_before_the_wait(rng):
+    with pytest.raises(SimulatorError, match=r"PTX line \d+: `@%p3 st.shared.u32 \[%r10\+16\], "
+                                             r"%r1;` writes shared offset 0x10, " + FIRST +
+                                             r".*wgmma.wait_group\); thread \(0,0,0\) block"):
+        run_flight(rng, ISSUE + COMMIT + store(16) + wait())
+
+
+def test_store_to_an_operand_after_the_wait(rng):
+    run_flight(rng, ISSUE + COMMIT + wait() + store(16) + store(2048))
+
+
+@pytest.mark.parametrize("offset, fails", [(0, False), (2300, False), (4096, True), (6396, True),
+                                           (6400, False)])
+def test_wait_group_1_retires_the_older_group(offset, fails, rng):
+    sequence = ISSUE + COMMIT + SECOND + COMMIT + wait(1) + store(offset) + wait()
+    if not fails:
+        run_flight(rng, sequence)
+        return
+    with pytest.raises(SimulatorError, match=f"writes shared offset {offset:#x}, .*%rd22, %rd23"):
+        run_flight(rng, sequence)
+
+
+def test_store_before_the_commit(rng):
+    with pytest.raises(SimulatorError, match=r"writes shared offset 0x800, .*not yet committed"):
+        run_flight(rng, ISSUE + store(2048) + COMMIT + wait())
+
+
+def test_groups_count_empty_commits(rng):
+    """commit_group with nothing issued since the last makes an empty group: wait_group 1 after
+    the product's commit and an empty one retires the product."""
+    run_flight(rng, ISSUE + COMMIT + COMMIT + wait(1) + store(0))
+    with pytest.raises(SimulatorError, match="writes shared offset 0x0, "):
+        run_flight(rng, ISSUE + COMMIT + COMMIT + wait(2) + store(0))
+
+
+@pytest.mark.parametrize("offset", [2304, 2305, 4095, 8192, SMEM - 4])
+def test_writes_to_bytes_no_product_reads(offset, rng):
+    write = (store(offset - offset % 4) + by(0, f"st.shared.u8 [%r10+{offset}], %r1;")
+             + by(0, f"atom.shared.add.u32 %r16, [%r10+{offset - offset % 4}], 1;"))
+    run_flight(rng, ISSUE + COMMIT + write + wait())
+
+
+GENERIC = "    cvt.u64.u32 %rd22, %r10;\n    cvta.shared.u64 %rd22, %rd22;\n"
+
+
+WRITES = [pytest.param(write, message, id=name) for name, write, message in [
+    ("st.u8", by(0, "st.shared.u8 [%r10+2303], %r1;"),
+     "`@%p3 st.shared.u8 .* writes shared offset 0x8ff, "),
+    ("st.v4", by(0, "st.shared.v4.u32 [%r10+2288], {%r1, %r1, %r1, %r1};"),
+     "writes shared offset 0x8f0, "),
+    ("st.v2", by(0, "st.shared.v2.u32 [%r10+2296], {%r1, %r1};"), "writes shared offset 0x8f8, "),
+    ("atom", by(0, "atom.shared.add.u32 %r16, [%r10+64], 1;"),
+     "`@%p3 atom.shared.add.u32 .* atomically updates shared offset 0x40, "),
+    ("red", by(0, "red.shared.add.u32 [%r10+64], 1;"), "atomically updates shared offset 0x40, "),
+    ("cas", by(0, "atom.shared.cas.b32 %r16, [%r10+64], 1, 2;"),
+     "atomically updates shared offset 0x40, "),
+    ("generic", GENERIC + by(0, "st.u32 [%rd22+1024], %r1;"),
+     r"`@%p3 st.u32 \[%rd22\+1024\], %r1;` writes shared offset 0x400, "),
+    # a store of all the threads, thread t at 2304 - 16t: thread 1 is the first whose bytes a
+    # product read
+    ("all-threads", "    mul.lo.s32 %r16, %r1, -16;\n    add.s32 %r16, %r16, %r10;\n"
+                    "    st.shared.u32 [%r16+2304], %r1;\n", "writes shared offset 0x8f0, "),
+]]
+
+
+@pytest.mark.parametrize("write, message", WRITES)
+def test_every_kind_of_write(write, message, rng):
+    thread = 1 if "%r16+2304" in write else 0
+    with pytest.raises(SimulatorError, match=message + ".*" + FIRST
+                       + rf".*; thread \({thread},0,0\) block \(0,0,0\)$"):
+        run_flight(rng, ISSUE + COMMIT + write + wait())
+
+
+def test_store_by_another_warpgroup(rng):
+    """Thread 128, of warpgroup 1, stores to warpgroup 0's A while its product is in flight
+    (warpgroup 1's own product reads other bytes)."""
+    with pytest.raises(SimulatorError, match=r"writes shared offset 0x20, .*"
+                                             + IN_FLIGHT.format(0, ".*%rd20, %rd21.*", RETIRED)
+                                             + r".*thread \(128,0,0\) block \(0,0,0\)"):
+        run_flight(rng, ISSUE + COMMIT + store(32, thread=128) + wait(), threads=256)
+
+
+def test_store_by_another_warpgroup_to_its_own_operand(rng):
+    """Warpgroup 1's A lies at 3072 (after warpgroup 0's A and B, 1024-byte aligned): a store
+    there by warpgroup 0's thread 0 names warpgroup 1's product."""
+    with pytest.raises(SimulatorError, match=r"writes shared offset 0xc00, .*"
+                                             + IN_FLIGHT.format(1, ".*", RETIRED)):
+        run_flight(rng, ISSUE + COMMIT + store(3072, thread=0) + wait(), threads=256)
+
+
+@pytest.mark.parametrize("thread, fails", [(0, True), (128, False), (129, False)])
+def test_blocks_have_their_own_products(thread, fails, rng):
+    """Two blocks in one batch; only block 0 issues a product. A store to offset 0 of block 1's
+    shared memory, by block 1's thread, while block 0's product is in flight is fine."""
+    sequence = ("    setp.ne.u32 %p3, %r12, 0;\n    @%p3 bra $NO_MMA;\n"
+                + ISSUE + "$NO_MMA:\n" + COMMIT + store(0, thread) + wait())
+    if not fails:
+        run_flight(rng, sequence, blocks=2)
+        return
+    with pytest.raises(SimulatorError, match=r"writes shared offset 0x0, .*block \(0,0,0\)"):
+        run_flight(rng, sequence, blocks=2)
+
+
+def cp_async(offset: int) -> str:
+    """Thread 0 copies 16 bytes of the image in global memory to shared offset `offset`."""
+    return (by(0, f"cp.async.cg.shared.global [%r10+{offset}], [%rd1], 16;")
+            + "    cp.async.commit_group;\n")
+
+
+def test_cp_async_issued_to_an_operand_in_flight(rng):
+    """The copy may land any time from its issue: a destination in flight fails there."""
+    with pytest.raises(SimulatorError, match=r"`@%p3 cp.async.cg.shared.global \[%r10\+1024\], "
+                                             r"\[%rd1\], 16;` writes shared offset 0x400 \(a "
+                                             r"cp.async may land any time until the wait that "
+                                             r"covers it\), " + FIRST):
+        run_flight(rng, ISSUE + COMMIT + cp_async(1024) + "    cp.async.wait_all;\n" + wait())
+
+
+def test_cp_async_landing_on_an_operand_in_flight(rng):
+    """A copy issued before the product, landing at its cp.async.wait_group before the
+    product's wait_group: fails at the cp.async wait."""
+    with pytest.raises(SimulatorError, match=r"PTX line \d+: `cp.async.wait_group 0;`: the copy "
+                                             r"of `@%p3 cp.async.cg.shared.global \[%r10\+2064\], "
+                                             r"\[%rd1\], 16;` \(PTX line \d+\) lands here and "
+                                             r"writes shared offset 0x810, " + FIRST):
+        run_flight(rng, cp_async(2064) + ISSUE + COMMIT + "    cp.async.wait_group 0;\n" + wait())
+
+
+def test_cp_async_after_the_wait(rng):
+    run_flight(rng, cp_async(2064) + ISSUE + COMMIT + wait()
+               + "    cp.async.wait_group 0;\n" + cp_async(0) + "    cp.async.wait_all;\n")
+
+
+def test_flight_kernels_assemble_with_ptxas():
+    """One kernel with every instruction the tests above use (it would fail in the simulator)."""
+    if find_ptxas() is None:
+        pytest.skip("ptxas is not available")
+    writes = "".join(case.values[0] for case in WRITES)
+    ptx = flight("    setp.ne.u32 %p3, %r12, 0;\n    @%p3 bra $NO_MMA;\n" + cp_async(2064) + ISSUE
+                 + "$NO_MMA:\n" + COMMIT + SECOND + COMMIT + wait(1)
+                 + writes + store(0) + "    cp.async.wait_group 0;\n" + cp_async(0)
+                 + "    cp.async.wait_all;\n" + wait())
+    ok, log, _ = assemble(ptx, "sm_90a")
+    assert ok, log
+
+
+def test_matmul_wgmma_copying_too_far_ahead(tmp_path, monkeypatch):
+    """examples/matmul_wgmma.py with AHEAD = STAGES - 1 (and wgmma_wait(1)): each step's copies
+    go to the buffer the step before's products, still in flight, read. Run as
+    tests/test_examples.py runs the examples (PTXPY_INTERPRET=1, the CPU's sizes)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import jax
+    source = (Path(__file__).resolve().parent.parent / "examples" / "matmul_wgmma.py").read_text()
+    line = "AHEAD = STAGES - 1 - INFLIGHT"
+    assert source.count(line) == 1
+    path = tmp_path / "matmul_wgmma_too_far_ahead.py"
+    path.write_text(source.replace(line, "AHEAD = STAGES - 1"))
+    monkeypatch.setenv("PTXPY_INTERPRET", "1")
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, path.stem, module)
+    spec.loader.exec_module(module)
+    with pytest.raises(Exception, match=r"too_far_ahead.py:\d+: `@?.*cp.async.cg.shared.global .*` "
+                                        r"writes shared offset 0x[0-9a-f]+ \(a cp.async may land "
+                                        r"any time until the wait that covers it\), which a wgmma "
+                                        r"of warpgroup [01] \(issued at .*too_far_ahead.py:\d+, "
+                                        r"`wgmma.mma_async.sync.aligned.m64n256k16.*\{%f1, ..., "
+                                        r"%f128\}.*`, " + RETIRED + r"\)"):
+        module.main()
