@@ -25,7 +25,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))     # (matmul_tf32_wgmma imports matmul_wgmma)
 # (name, {constant: value}); the example's own constants first
 VARIANTS = [("example", {}), ("group 0", {"GROUP": 0}), ("group 8", {"GROUP": 8}),
-            ("inflight 0", {"INFLIGHT": 0}),
+            ("group 32", {"GROUP": 32}), ("inflight 0", {"INFLIGHT": 0}),
             ("BN 128, stages 3, inflight 0", {"BN": 128, "STAGES": 3, "INFLIGHT": 0})]
 TF32_VARIANTS = [("tf32 example", {}), ("tf32 inflight 0", {"INFLIGHT": 0}),
                  ("tf32 stages 3, inflight 0", {"STAGES": 3, "INFLIGHT": 0}),
