@@ -265,6 +265,20 @@ def test_errors(body, message):
     assert compile_error(body) == message
 
 
+def test_a_swizzled_descriptor_needs_an_array_of_constant_shape():
+    with pytest.raises(CompileError) as info:
+        compile_source(HEADER + """
+@ptxpy.jit
+def k(x: Array[bf16, 2], out: Array[u64, 1]):
+    s = ptxpy.shared_array((ptxpy.block_dim.x, 64), bf16)
+    out[0] = ptxpy.wgmma_desc(s[0, 0], 128, 16, 1024)
+    out[1] = ptxpy.wgmma_desc(s[0, 0], 0, 128, 256)
+""", "k")
+    assert str(info.value).splitlines()[0] == (
+        "kernels.py:8:14: error: a swizzled ptxpy.wgmma_desc needs 's' on a 1024-byte boundary, "
+        "which an array sized at launch is not: give it a constant shape")
+
+
 @pytest.mark.parametrize("arch, name, needs", [
     ("sm_80", "wgmma_fence", "sm_90 (Hopper: sm_90a)"),
     ("sm_100", "wgmma_commit", "sm_90 (Hopper: sm_90a)"),

@@ -1121,10 +1121,11 @@ class ISel:
 
     def op_wgmma(self, instr: ir.Instr) -> None:
         """`wgmma.mma_async.sync.aligned.m64n{n}k{16|8}.f32.{ab}.{ab}`: its accumulator registers
-        are C in and D out, so each result's register first takes its accumulator by a `mov`,
-        which the allocator coalesces away when the accumulator dies here (the usual case: a
-        loop's accumulators keep their registers, which no instruction touches while the
-        product is in flight)."""
+        are C in and D out. A result planned into its accumulator's register
+        (`_plan_accumulators`, the usual case) needs nothing; another first takes its
+        accumulator by a `mov`, which the allocator coalesces where it can. So a loop's
+        accumulators keep their registers, which no instruction touches while a product is in
+        flight."""
         self.target.require_wgmma("wgmma.mma_async")
         n, kind = instr.attrs["n"], instr.attrs["ab"]
         acc = instr.args[:n // 2]
