@@ -94,6 +94,37 @@ def test_row_kernel_longest_row_held_in_registers(name, threads, monkeypatch):
         np.testing.assert_allclose(np.asarray(out), ref, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("name, function", [("attention", "attention"),
+                                            ("attention_wgmma", "attention_wgmma")])
+def test_attention_head_dim_128(name, function, monkeypatch):
+    """d = 128 (two 64-column blocks of each shared tile) and a second head, against float64
+    NumPy, causal and not; the examples' own simulator runs take d = 64 only."""
+    import jax.numpy as jnp
+    import numpy as np
+    monkeypatch.setenv("PTXPY_INTERPRET", "1")
+    module = _example(name)
+    keys = jax.random.split(jax.random.key(1), 3)
+    q, k, v = (jax.random.normal(key, (1, 128, 2, 128)).astype(jnp.bfloat16) for key in keys)
+    for causal in (False, True):
+        out = np.asarray(getattr(module, function)(q, k, v, causal)).astype(np.float64)
+        ref = _example("attention").reference(q, k, v, causal)
+        assert np.max(np.abs(out - ref)) < 2e-2
+
+
+@pytest.mark.parametrize("name, function", [("attention", "attention"),
+                                            ("attention_wgmma", "attention_wgmma")])
+def test_attention_refuses_shapes_it_does_not_cover(name, function):
+    import jax.numpy as jnp
+    module = _example(name)
+    good = jnp.zeros((1, 128, 1, 64), jnp.bfloat16)
+    for q in (jnp.zeros((1, 100, 1, 64), jnp.bfloat16), jnp.zeros((1, 128, 1, 96), jnp.bfloat16),
+              jnp.zeros((1, 128, 1, 64), jnp.float32)):
+        with pytest.raises(ValueError, match="bf16 q, k, v of one shape"):
+            getattr(module, function)(q, q, q)
+    with pytest.raises(ValueError, match="bf16 q, k, v of one shape"):
+        getattr(module, function)(good, good, jnp.zeros((1, 256, 1, 64), jnp.bfloat16))
+
+
 def test_example_runs_as_a_script():
     # JAX_PLATFORMS=cpu: in the simulator anyway, and on a GPU machine this process already
     # holds most of the GPU's memory (JAX preallocates).
