@@ -6,16 +6,23 @@ maximum and sum per row, the output rescaled as the maximum grows) with both pro
 
 - each block, one warpgroup (128 threads), owns 64 query rows of one head (two warpgroups
   of 64 rows each, BM = 128, ran 0.91-0.98x as fast on the H100: BENCHMARKS.md, session 41);
-  q's tile is copied once into shared memory, each tile of 64 keys of k and v by `cp.async`
-  into one of two buffers while the warpgroups compute on the other;
+  q's tile is copied once into shared memory, each tile of 64 keys of v by `cp.async` into
+  one of two buffers while the warpgroup computes on the other, and of k into one buffer, the
+  next tile's copies started once every warp's S = q k^T is done (a barrier after S): at d 128
+  that is 64 KB of shared memory instead of 80, room for 3 blocks an SM instead of 2 (two k
+  buffers ran 0.94-0.97x as fast at d 128, 0.98-1.01x at d 64: BENCHMARKS.md, session 42);
 - every tile lies as the tensor cores read it with the 128-byte swizzle, in blocks of 64
   columns (128 bytes a row), a row's 16-byte chunk c at chunk c ^ (row % 8): q and k are then
   the K-major A and B of S = q k^T (K = d), v the MN-major B of P v (`trans_b=True`);
 - per tile a warpgroup computes its 64 x 64 scores with d / 16 `wgmma` into 32 f32 registers
   per thread, laid out as `mma_sync`'s fragments, so the running softmax is attention.py's;
-  P, rounded to bf16, goes to shared memory in the same swizzled K-major layout (the A of the
-  second product, read by the tensor cores after `fence_proxy_async` and a barrier), and 4
-  `wgmma` add P v into the d / 2 output registers per thread;
+  P, rounded to bf16, stays in registers: a thread's P values of 16 keys are its fragment of
+  A for the second product (the accumulators' layout is the A fragment's, as in FlashAttention-3),
+  and 4 `wgmma` with A in registers add P v into the d / 2 output registers per thread (P
+  through shared memory instead, with a fence and a barrier, ran 0.91-0.98x as fast on the
+  H100; FlashAttention-3's pipelining within the warpgroup, the next tile's S issued with this
+  tile's P v and its softmax run while P v is in flight, 0.88-0.98x, its registers and third
+  buffer leaving room for 4 blocks an SM instead of 5: BENCHMARKS.md, session 42);
 - exponentials are `ex2.approx` (`fast_math=True`); `causal=True` stops each block at the
   tile that holds its last row and masks only where the diagonal crosses.
 
@@ -37,7 +44,7 @@ BM = 64             # query rows per block: 64 per warpgroup (one warpgroup a bl
 BN = 64             # keys per tile
 WARPGROUPS = BM // 64
 THREADS = 128 * WARPGROUPS
-STAGES = 2          # shared buffers for k and v tiles: one loading, one in use
+STAGES = 2          # shared buffers for v tiles: one loading, one in use (k has one)
 LOG2E = 1.4426950408889634
 SWIZZLE = 128       # bytes
 ATOM = 8 * SWIZZLE  # the swizzle's pattern: 8 rows of 128 bytes
@@ -73,10 +80,10 @@ def attention_wgmma_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 
     w = (t % 128) // 32                # its warp: rows 16w..16w + 15 of those
     lane = t % 32
     qs = ptxpy.shared_array((1, HEAD // 64, BM, 64), bf16)
-    ks = ptxpy.shared_array((STAGES, HEAD // 64, BN, 64), bf16)
+    ks = ptxpy.shared_array((1, HEAD // 64, BN, 64), bf16)
     vs = ptxpy.shared_array((STAGES, HEAD // 64, BN, 64), bf16)
-    ps = ptxpy.shared_array((WARPGROUPS, BN // 64, 64, 64), bf16)   # each warpgroup's P
-    s = ptxpy.local_array((BN // 8, 4), f32)       # the 64 x BN scores' fragment, then P
+    s = ptxpy.local_array((BN // 8, 4), f32)       # the 64 x BN scores' fragment
+    p = ptxpy.local_array((BN // 8, 4), bf16)      # P's, the A fragments of P v
     acc = ptxpy.local_array((HEAD // 8, 4), f32)   # the 64 x HEAD output's fragment
     load_tile(q, qs, BM, HEAD, 0, bh, m0, t)
     tiles = seq // BN
@@ -99,18 +106,21 @@ def attention_wgmma_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 
         st = kt % STAGES
         ptxpy.cp_async_wait(0)          # tile kt has landed (this thread's copies),
         ptxpy.fence_proxy_async()       # is visible to the tensor cores,
-        ptxpy.syncthreads()             # and everyone's is; tile kt - 1's buffer is free
+        ptxpy.syncthreads()             # and everyone's is; v's buffer of tile kt - 1 is free
         if kt + 1 < tiles:
-            load_tile(k, ks, BN, HEAD, 1 - st, bh, (kt + 1) * BN, t)
             load_tile(v, vs, BN, HEAD, 1 - st, bh, (kt + 1) * BN, t)
         ptxpy.cp_async_commit()
         ptxpy.wgmma_fence()
         for kk in ptxpy.static_range(HEAD // 16):   # S = q k^T: both K-major, K = HEAD
             a = ptxpy.wgmma_desc(qs[0, kk // 4, 64 * g, (kk % 4) * 16], SWIZZLE, 16, ATOM)
-            b = ptxpy.wgmma_desc(ks[st, kk // 4, 0, (kk % 4) * 16], SWIZZLE, 16, ATOM)
+            b = ptxpy.wgmma_desc(ks[0, kk // 4, 0, (kk % 4) * 16], SWIZZLE, 16, ATOM)
             ptxpy.wgmma(s, a, b, bf16, accumulate=kk > 0)
         ptxpy.wgmma_commit()
         ptxpy.wgmma_wait(0)
+        ptxpy.syncthreads()             # every warp's S is done: k's buffer is free
+        if kt + 1 < tiles:
+            load_tile(k, ks, BN, HEAD, 0, bh, (kt + 1) * BN, t)
+        ptxpy.cp_async_commit()
         if CAUSAL:
             if (kt + 1) * BN > m0:       # the diagonal crosses this tile: mask keys past the row
                 for j in ptxpy.static_range(BN // 8):
@@ -142,22 +152,21 @@ def attention_wgmma_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 
             p3 = math.exp2(ptxpy.fma(s[j, 3], scale, -m_b))
             l_a += p0 + p1
             l_b += p2 + p3
-            # P's rows r and r + 8 (one swizzle phase), keys 8j + 2(lane % 4) and the next
-            col = ((j % 8) ^ (r % 8)) * 8 + 2 * (lane % 4)
-            ps[g, j // 8, r, col:col + 2] = (bf16(p0), bf16(p1))
-            ps[g, j // 8, r + 8, col:col + 2] = (bf16(p2), bf16(p3))
+            p[j, 0] = bf16(p0)
+            p[j, 1] = bf16(p1)
+            p[j, 2] = bf16(p2)
+            p[j, 3] = bf16(p3)
         for j in ptxpy.static_range(HEAD // 8):
             acc[j, 0] *= alpha_a
             acc[j, 1] *= alpha_a
             acc[j, 2] *= alpha_b
             acc[j, 3] *= alpha_b
-        ptxpy.fence_proxy_async()       # P is visible to the tensor cores,
-        ptxpy.syncthreads()             # the whole warpgroup's (and the block's)
-        ptxpy.wgmma_fence()             # (and acc was written)
-        for kk in ptxpy.static_range(BN // 16):     # acc += P v: P K-major, v MN-major
-            a = ptxpy.wgmma_desc(ps[g, kk // 4, 0, (kk % 4) * 16], SWIZZLE, 16, ATOM)
+        ptxpy.wgmma_fence()             # acc and p were written
+        for kk in ptxpy.static_range(BN // 16):     # acc += P v: P's keys 16kk.., v MN-major
             b = ptxpy.wgmma_desc(vs[st, 0, kk * 16, 0], SWIZZLE, BN * 128, ATOM)
-            ptxpy.wgmma(acc, a, b, bf16, trans_b=True)
+            ptxpy.wgmma(acc, (p[2 * kk, 0], p[2 * kk, 1], p[2 * kk, 2], p[2 * kk, 3],
+                              p[2 * kk + 1, 0], p[2 * kk + 1, 1], p[2 * kk + 1, 2],
+                              p[2 * kk + 1, 3]), b, bf16, trans_b=True)
         ptxpy.wgmma_commit()
         ptxpy.wgmma_wait(0)
     l_a += ptxpy.shfl_xor_sync(l_a, 1)

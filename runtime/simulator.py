@@ -1676,6 +1676,21 @@ _MMA_LAYOUTS = {   # shape: (K, A's elements, B's elements)
 }
 
 
+def _fragment_elements(reads, ctx, kind: str) -> list:
+    """Each 32-bit register's element(s) as f64 arrays over the threads, in fragment order:
+    one tf32 (its low 13 bits dropped), or two f16/bf16, the low half first."""
+    out = []
+    for read in reads:
+        word = np.broadcast_to(np.asarray(read(ctx)).astype(np.uint32), (ctx.n,))
+        if kind == "tf32":
+            out.append((word & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64))
+        else:
+            halves = TYPES[kind].dtype
+            for half in (word & np.uint32(0xFFFF), word >> np.uint32(16)):
+                out.append(half.astype(np.uint16).view(halves).astype(np.float64))
+    return out
+
+
 def _c_mma(k, ins, m: _Mods) -> _Op:
     """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and .m16n8k16 with f16 or bf16 A and
     B: each warp's D = A B + C, from the fragments its 32 lanes hold. The products and their
@@ -1709,17 +1724,7 @@ def _c_mma(k, ins, m: _Mods) -> _Op:
     read_c = [k.reader(item, T_F32, ins) for item in ops[3].items]
 
     def elements(reads, ctx):
-        """Each register's element(s) as f64 arrays over the threads, in fragment order."""
-        out = []
-        for read in reads:
-            word = np.broadcast_to(np.asarray(read(ctx)).astype(np.uint32), (ctx.n,))
-            if kind == "tf32":
-                out.append((word & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64))
-            else:
-                halves = TYPES[kind].dtype
-                for half in (word & np.uint32(0xFFFF), word >> np.uint32(16)):
-                    out.append(half.astype(np.uint16).view(halves).astype(np.float64))
-        return out
+        return _fragment_elements(reads, ctx, kind)
 
     def run(ctx, mask):
         lanes = ctx.whole_warps(mask, ins)        # (warps, 32) thread numbers
@@ -1826,7 +1831,8 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
     (no transposes), N = 8, 16, ..., 256: each warpgroup's D (64 x N, in its threads' N/2 f32
     registers d) = A B + (scale-d ? D : 0), A (64 x K) and B (K x N) read from shared memory
     through the descriptors (_wgmma_operand), which must be the same in all of a warpgroup's
-    threads, as scale-d must. imm-scale-a/b = -1 negate A/B. Run synchronously, when issued:
+    threads, as scale-d must. Or A in registers, `{a0, a1, a2, a3}` in place of a-desc, with
+    no imm-trans-a (_wgmma_register_a). imm-scale-a/b = -1 negate A/B. Run synchronously, when issued:
     the operands are read and d written at once; the chunks read stay in flight
     (_WgmmaReads) until a wait_group retires the product's group, and a write to one before
     that raises. Products and sum in f64, rounded to f32 once, as mma.sync; tf32 operands lose
@@ -1849,32 +1855,43 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
             or n % 8 or not 8 <= n <= 256):
         m.fail(f"wgmma.mma_async needs {usage} (N = 8, 16, ..., 256)")
     ops = ins.operands
-    if len(ops) > 1 and isinstance(ops[1], Vec):
-        k._bad(ins, "wgmma.mma_async with A in registers is not supported (only A in shared "
-                    "memory, through a descriptor)")
-    if len(ops) != (6 if kind == "tf32" else 8) or not isinstance(ops[0], Vec):
-        k._bad(ins, f"wgmma.mma_async{usage}: expected {6 if kind == 'tf32' else 8} operands, "
-                    f"found {len(ops)}")
+    a_regs = len(ops) > 1 and isinstance(ops[1], Vec)     # A in registers: no imm-trans-a
+    expected = (6 if kind == "tf32" else 8) - (a_regs and kind != "tf32")
+    if len(ops) != expected or not isinstance(ops[0], Vec):
+        if a_regs:
+            usage = usage.replace("a-desc", "{a0, a1, a2, a3}").replace(" imm-trans-a,", "")
+        k._bad(ins, f"wgmma.mma_async{usage}: expected {expected} operands, found {len(ops)}")
     if len(ops[0].items) != n // 2:
         k._bad(ins, f"d of .m64n{n} is {n // 2} .f32 registers, found {len(ops[0].items)}")
+    if a_regs and len(ops[1].items) != 4:
+        k._bad(ins, f"A in registers is 4 32-bit registers, found {len(ops[1].items)}")
     writes = [k.writer(item, T_F32, ins) for item in ops[0].items]
     read_c = [k.reader(item, T_F32, ins) for item in ops[0].items]
-    read_a, read_b = (_wgmma_descriptor(k, ins, op) for op in ops[1:3])
+    read_a = [k.reader(item, T_U32, ins) for item in ops[1].items] if a_regs else \
+        _wgmma_descriptor(k, ins, ops[1])
+    read_b = _wgmma_descriptor(k, ins, ops[2])
     read_scale = _wgmma_scale_d(k, ins, ops[3])
     sign_a, sign_b = (_wgmma_imm(k, ins, op, (1, -1), name)
                       for op, name in zip(ops[4:6], ("imm-scale-a", "imm-scale-b")))
+    trans = ops[6:8] or (None, None)
+    if a_regs:
+        trans = (None, ops[6] if kind != "tf32" else None)
     trans_a, trans_b = (bool(_wgmma_imm(k, ins, op, (0, 1), name)) for op, name in
-                        zip(ops[6:8] or (None, None), ("imm-trans-a", "imm-trans-b")))
+                        zip(trans, ("imm-trans-a", "imm-trans-b")))
     rows, cols = _wgmma_d_layout(n)
 
     def run(ctx, mask):
         groups = ctx.whole_warpgroups(mask, ins)        # (warpgroups, 128) thread numbers
-        desc_a, desc_b, scale = (_per_warpgroup(ctx, groups, read(ctx), what, ins)
-                                 for read, what in ((read_a, "the A descriptor"),
-                                                    (read_b, "the B descriptor"),
-                                                    (read_scale, "scale-d")))
-        a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, kdim, kind, trans_a, "A", ins)
+        desc_b, scale = (_per_warpgroup(ctx, groups, read(ctx), what, ins)
+                         for read, what in ((read_b, "the B descriptor"), (read_scale, "scale-d")))
+        if a_regs:
+            a, where_a = _wgmma_register_a(ctx, groups, read_a, kind), None
+        else:
+            desc_a = _per_warpgroup(ctx, groups, read_a(ctx), "the A descriptor", ins)
+            a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, kdim, kind, trans_a, "A", ins)
         b, where_b = _wgmma_operand(ctx, groups, desc_b, n, kdim, kind, trans_b, "B", ins)
+        if where_a is None:     # A's registers: only B's chunks are read from shared memory
+            where_a = where_b[:, :0]
         a, b = sign_a * a, sign_b * b
         if ctx.wgmma_reads is None:
             ctx.wgmma_reads = _WgmmaReads(ctx)
@@ -1890,6 +1907,19 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
             out[groups] = d[:, rows[i], cols[i]]
             write(ctx, out, mask)
     return _Op(WSYNC, run, members=WARPGROUP)
+
+
+def _wgmma_register_a(ctx, groups, reads, kind: str):
+    """Per warpgroup, A (64 x K, f64) from its threads' four registers: warp w of the
+    warpgroup holds rows 16w to 16w + 15 as mma.sync's A fragment of m16n8k16 (f16, bf16) or
+    m16n8k8 (tf32)."""
+    size, layout, _ = _MMA_LAYOUTS["m16n8k8" if kind == "tf32" else "m16n8k16"]
+    tid = np.arange(128)
+    g, t, w = (tid % 32) // 4, tid % 4, tid // 32
+    a = np.zeros((groups.shape[0], 64, size))
+    for (row, col), value in zip(layout, _fragment_elements(reads, ctx, kind)):
+        a[:, 16 * w + row(g, t), col(g, t)] = value[groups]
+    return a
 
 
 def _wgmma_descriptor(k, ins, op):

@@ -28,6 +28,26 @@ from ptxpy import Array, bf16, f16, f32, i32, u64
 TYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}
 SWIZZLE_W = {0: 1, 32: 2, 64: 4, 128: 8}     # 16-byte chunks in a swizzled row
 
+# the operands are in shared memory (published); each thread's accumulators are loaded from c,
+# and after the product stored to out, D's fragment as docs/language.md gives it
+ACC_IN = """    ptxpy.fence_proxy_async()
+    ptxpy.syncthreads()
+    g = t // 128
+    lane = t % 32
+    q = lane % 4
+    row = 64 * g + 16 * ((t % 128) // 32) + lane // 4
+    acc = ptxpy.local_array(({N8}, 4), f32)
+    for j in ptxpy.static_range({N8}):
+        for e in ptxpy.static_range(4):
+            acc[j, e] = c[row + 8 * (e // 2), 8 * j + 2 * q + e % 2]
+    ptxpy.wgmma_fence()
+"""
+ACC_OUT = """    ptxpy.wgmma_commit()
+    ptxpy.wgmma_wait(0)
+    for j in ptxpy.static_range({N8}):
+        for e in ptxpy.static_range(4):
+            out[row + 8 * (e // 2), 8 * j + 2 * q + e % 2] = acc[j, e]
+"""
 KERNEL = HEADER + """
 @ptxpy.jit
 def mm(a: Array[{T}, 1], a_at: Array[i32, 1], b: Array[{T}, 1], b_at: Array[i32, 1],
@@ -38,25 +58,10 @@ def mm(a: Array[{T}, 1], a_at: Array[i32, 1], b: Array[{T}, 1], b_at: Array[i32,
         s[a_at[i]] = a[i]
     for i in range(t, b_at.shape[0], ptxpy.block_dim.x):
         s[b_at[i]] = b[i]
-    ptxpy.fence_proxy_async()
-    ptxpy.syncthreads()
-    g = t // 128
-    lane = t % 32
-    row = 64 * g + 16 * ((t % 128) // 32) + lane // 4
-    acc = ptxpy.local_array(({N8}, 4), f32)
-    for j in ptxpy.static_range({N8}):
-        for e in ptxpy.static_range(4):
-            acc[j, e] = c[row + 8 * (e // 2), 8 * j + 2 * (lane % 4) + e % 2]
-    ptxpy.wgmma_fence()
-    da = ptxpy.wgmma_desc(s[{A_START} + g * {A_SIZE}], {SWIZZLE}, {A_LBO}, {A_SBO})
+""" + ACC_IN + """    da = ptxpy.wgmma_desc(s[{A_START} + g * {A_SIZE}], {SWIZZLE}, {A_LBO}, {A_SBO})
     db = ptxpy.wgmma_desc(s[{B_START}], {SWIZZLE}, {B_LBO}, {B_SBO})
     ptxpy.wgmma(acc, da, db, {T}, {TRANS}accumulate=flag != 0)
-    ptxpy.wgmma_commit()
-    ptxpy.wgmma_wait(0)
-    for j in ptxpy.static_range({N8}):
-        for e in ptxpy.static_range(4):
-            out[row + 8 * (e // 2), 8 * j + 2 * (lane % 4) + e % 2] = acc[j, e]
-"""
+""" + ACC_OUT
 
 
 def layout(rows: int, k: int, esize: int, swizzle: int, mn_major: bool):
@@ -145,6 +150,176 @@ def test_accumulate_false_at_run_time_ignores_the_accumulators(flag):
 
 def test_two_warpgroups_with_their_own_a():
     wgmma_case("bf16", 64, 128, trans_b=True, groups=2)
+
+
+# A in registers: each thread gives its fragment of A (mma_sync's A, warp w holding rows 16w to
+# 16w + 15 of its warpgroup's 64), straight from global memory; B through shared memory as above,
+# one region per k step. Two steps put two products with their own fragments in one batch.
+RS_KERNEL = HEADER + """
+@ptxpy.jit
+def mm(a: Array[{T}, 2], b: Array[{T}, 1], b_at: Array[i32, 1], c: Array[f32, 2], flag: i32,
+       out: Array[f32, 2]):
+    s = ptxpy.shared_array(({SIZE},), {T})
+    t = ptxpy.thread_idx.x
+    for i in range(t, b_at.shape[0], ptxpy.block_dim.x):
+        s[b_at[i]] = b[i]
+""" + ACC_IN + """    for step in ptxpy.static_range({STEPS}):
+        k = {K} * step
+        db = ptxpy.wgmma_desc(s[{B_SIZE} * step], {SWIZZLE}, {B_LBO}, {B_SBO})
+        ptxpy.wgmma(acc, {FRAGMENT}, db, {T}, {TRANS}accumulate=step > 0 or flag != 0)
+""" + ACC_OUT
+FRAGMENTS = {   # the thread's A elements, (row, column) as the PTX ISA's fragment figures give
+    16: "(a[row, k + 2 * q], a[row, k + 2 * q + 1], a[row + 8, k + 2 * q], "
+        "a[row + 8, k + 2 * q + 1], a[row, k + 2 * q + 8], a[row, k + 2 * q + 9], "
+        "a[row + 8, k + 2 * q + 8], a[row + 8, k + 2 * q + 9])",
+    8: "(a[row, k + q], a[row + 8, k + q], a[row, k + q + 4], a[row + 8, k + q + 4])",
+}
+
+
+def register_a_case(kind: str, n: int, swizzle: int, trans_b=False, groups=1, flag=1, steps=1,
+                    seed=1):
+    """Run `steps` wgmmas with A in registers on a 64 x n tile per warpgroup; compare with NumPy."""
+    t = "f32" if kind == "tf32" else kind
+    dtype, esize = TYPES[t], np.dtype(TYPES[t]).itemsize
+    k = 32 // esize
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-8, 9, (groups * 64, k * steps)).astype(np.float32) / 4
+    b = rng.integers(-8, 9, (k * steps, n)).astype(np.float32) / 4
+    c = rng.integers(-64, 65, (groups * 64, n)).astype(np.float32)
+    b_off, b_lbo, b_sbo, b_span = layout(n, k, esize, swizzle, trans_b)
+    b_size = b_span // esize
+    b_at = np.concatenate([b_off.ravel() // esize + step * b_size for step in range(steps)])
+    b_values = np.concatenate([b[k * step:k * step + k].T.ravel() for step in range(steps)])
+    source = (RS_KERNEL.replace("{T}", t).replace("{SIZE}", str(steps * b_size))
+              .replace("{N8}", str(n // 8)).replace("{STEPS}", str(steps)).replace("{K}", str(k))
+              .replace("{B_SIZE}", str(b_size)).replace("{SWIZZLE}", str(swizzle))
+              .replace("{B_LBO}", str(b_lbo)).replace("{B_SBO}", str(b_sbo))
+              .replace("{FRAGMENT}", FRAGMENTS[k])
+              .replace("{TRANS}", "trans_b=True, " if trans_b else ""))
+    (out,) = run(source, "mm", [a.astype(dtype), b_values.astype(dtype),
+                                b_at.astype(np.int32), c, np.int32(flag),
+                                Out((groups * 64, n), np.float32)],
+                 1, 128 * groups, archs=HOPPER)
+    expected = a.astype(np.float64) @ b.astype(np.float64) + (c if flag else 0)
+    np.testing.assert_array_equal(out, expected.astype(np.float32))
+    return source
+
+
+@pytest.mark.parametrize("kind", ["bf16", "f16", "tf32"])
+def test_a_in_registers_of_each_type(kind):
+    register_a_case(kind, 64, 128)
+
+
+@pytest.mark.parametrize("kind, trans_b", [("bf16", True), ("f16", False), ("tf32", False)])
+def test_a_in_registers_two_steps_in_one_batch(kind, trans_b):
+    register_a_case(kind, 32, 64, trans_b=trans_b, steps=2)
+
+
+@pytest.mark.parametrize("n, flag", [(8, 1), (256, 0)])
+def test_a_in_registers_each_width_and_accumulate_false(n, flag):
+    register_a_case("bf16", n, 128, trans_b=True, flag=flag)
+
+
+def test_a_in_registers_two_warpgroups():
+    register_a_case("f16", 64, 32, groups=2, steps=2)
+
+
+# flash attention's P @ V: f32 products converted to bf16 fragments before the batch, B (k, n)
+# K-major in rows of 64 k with the 128-byte swizzle
+PREPACKED = HEADER + """
+@ptxpy.jit
+def k(p: Array[f32, 2], y: Array[bf16, 2], out: Array[f32, 2]):
+    s = ptxpy.shared_array((64, 64), bf16)
+    t = ptxpy.thread_idx.x
+    for i in range(t, 64 * 64, 128):
+        n = i // 64
+        c = (i % 64) // 8
+        s[n, (c ^ (n % 8)) * 8 + i % 8] = y[i % 64, n]
+    ptxpy.fence_proxy_async()
+    ptxpy.syncthreads()
+    lane = t % 32
+    row = 16 * (t // 32) + lane // 4
+    q = lane % 4
+    pb = ptxpy.local_array((4, 8), bf16)
+    for kk in ptxpy.static_range(4):
+        for e in ptxpy.static_range(8):
+            pb[kk, e] = bf16(p[row + 8 * ((e // 2) % 2), 16 * kk + 2 * q + e % 2 + 8 * (e // 4)])
+    acc = ptxpy.local_array((8, 4), f32)
+    ptxpy.wgmma_fence()
+    for kk in ptxpy.static_range(4):
+        ptxpy.wgmma(acc, (pb[kk, 0], pb[kk, 1], pb[kk, 2], pb[kk, 3], pb[kk, 4], pb[kk, 5],
+                          pb[kk, 6], pb[kk, 7]),
+                    ptxpy.wgmma_desc(s[0, 16 * kk], 128, 16, 1024), bf16, accumulate=kk > 0)
+    ptxpy.wgmma_commit()
+    ptxpy.wgmma_wait(0)
+    for j in ptxpy.static_range(8):
+        for e in ptxpy.static_range(4):
+            out[row + 8 * (e // 2), 8 * j + 2 * q + e % 2] = acc[j, e]
+"""
+
+
+def test_fragments_computed_before_the_fence_are_packed_before_it():
+    """A fragment's registers are written where its values are computed, here before
+    `wgmma_fence()`, so no register is written between the batch's wgmmas (ptxas fences again
+    before such a wgmma: its note C7519)."""
+    rng = np.random.default_rng(3)
+    p = (rng.integers(-8, 9, (64, 64)) / 4).astype(np.float32)
+    y = (rng.integers(-8, 9, (64, 64)) / 4).astype(ml_dtypes.bfloat16)
+    (out,) = run(PREPACKED, "k", [p, y, Out((64, 64), np.float32)], 1, 128, archs=HOPPER)
+    np.testing.assert_array_equal(out, (p.astype(np.float64) @ y.astype(np.float64)).astype(np.float32))
+    ptx = compile_source(PREPACKED, "k").ptx
+    batch = ptx[ptx.index("wgmma.fence"):ptx.index("wgmma.commit_group")]
+    products = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16 "
+                          r"\{[^}]*\}, \{(%r\d+), (%r\d+), (%r\d+), (%r\d+)\}, %rd\d+, [01], 1, "
+                          r"1, 0;", batch)
+    assert len(products) == 4 and len({r for p in products for r in p}) == 16
+    assert "mov.b32" not in batch and "cvt" not in batch
+
+
+LOOP_CARRIED = HEADER + """
+@ptxpy.jit
+def k(x: Array[f16, 2], y: Array[f16, 2], n: i32, out: Array[f32, 2]):
+    s = ptxpy.shared_array((8, 64), f16)       # B (k, n): 16 x 32, K-major, no swizzle
+    t = ptxpy.thread_idx.x
+    for i in range(t, 16 * 32, 128):
+        kk = i % 16
+        c = i // 16
+        s[(c // 8) * 2 + kk // 8, (c % 8) * 8 + kk % 8] = y[kk, c]
+    ptxpy.fence_proxy_async()
+    ptxpy.syncthreads()
+    lane = t % 32
+    row = 16 * (t // 32) + lane // 4
+    q = lane % 4
+    a = ptxpy.local_array((8,), f16)
+    for e in ptxpy.static_range(8):
+        a[e] = x[row + 8 * ((e // 2) % 2), 2 * q + e % 2 + 8 * (e // 4)]
+    acc = ptxpy.local_array((4, 4), f32)
+    for it in range(n):          # acc += (x + it) y, the fragment carried round the loop
+        ptxpy.wgmma_fence()
+        ptxpy.wgmma(acc, (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]),
+                    ptxpy.wgmma_desc(s[0, 0], 0, 128, 256), f16, accumulate=it > 0)
+        ptxpy.wgmma_commit()
+        ptxpy.wgmma_wait(0)
+        for e in ptxpy.static_range(8):
+            a[e] += 1
+    for j in ptxpy.static_range(4):
+        for e in ptxpy.static_range(4):
+            out[row + 8 * (e // 2), 8 * j + 2 * q + e % 2] = acc[j, e]
+"""
+
+
+def test_fragments_carried_round_a_loop_are_packed_at_its_top():
+    rng = np.random.default_rng(4)
+    x = rng.integers(-4, 5, (64, 16)).astype(np.float16)
+    y = rng.integers(-4, 5, (16, 32)).astype(np.float16)
+    (out,) = run(LOOP_CARRIED, "k", [x, y, np.int32(3), Out((64, 32), np.float32)], 1, 128,
+                 archs=HOPPER)
+    expected = sum((x.astype(np.float64) + it) @ y.astype(np.float64) for it in range(3))
+    np.testing.assert_array_equal(out, expected.astype(np.float32))
+    ptx = compile_source(LOOP_CARRIED, "k").ptx
+    batch = ptx[ptx.index("wgmma.fence"):ptx.index("wgmma.commit_group")]
+    assert batch.count("wgmma.mma_async") == 1 and "mov.b32" not in batch
+    assert ptx.count("mov.b32 %r") == 4     # once, at the loop's top
 
 
 # a loop of steps over K with the accumulators in registers throughout, and accumulate=False
@@ -238,6 +413,22 @@ def k(x: Array[bf16, 2], n: i32):
     ("    ptxpy.wgmma(acc, d, d, bf16, True)\n",
      "kernels.py:12:5: error: ptxpy.wgmma() takes acc, a_desc, b_desc and dtype, then trans_a=, "
      "trans_b= and accumulate= by keyword (5 given)"),
+    ("    ptxpy.wgmma(acc, 2.5, d, bf16)\n",
+     "kernels.py:12:22: error: a_desc of ptxpy.wgmma is a u64 descriptor (ptxpy.wgmma_desc) or a "
+     "tuple of the thread's fragment, got f32"),
+    ("    ptxpy.wgmma(acc, (x[0, 0], x[0, 1]), d, bf16)\n",
+     "kernels.py:12:23: error: the A fragment of ptxpy.wgmma of bf16 is a tuple of 8 bf16 values "
+     "(the thread's elements of A, as mma_sync's a), got '(x[0, 0], x[0, 1])'"),
+    ("    ptxpy.wgmma(acc, (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0), d, f32)\n",
+     "kernels.py:12:23: error: the A fragment of ptxpy.wgmma of f32 is a tuple of 4 f32 values "
+     "(the thread's elements of A, as mma_sync's a), got '(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, "
+     "8.0)'"),
+    ("    v = x[0, 0]\n    ptxpy.wgmma(acc, (v, v, v, v, v, v, v, v), d, bf16, trans_a=True)\n",
+     "kernels.py:13:65: error: trans_a= of ptxpy.wgmma needs A in shared memory: a fragment in "
+     "registers is read as it is"),
+    ("    v = x[0, 0]\n    ptxpy.wgmma(acc, (v, v, v, v, v, v, v, 1.5 * n), d, bf16)\n",
+     "kernels.py:13:44: error: ptxpy.wgmma: '1.5 * n' is f32, where bf16 is needed (cast it: "
+     "bf16(...))"),
     ("    e = ptxpy.wgmma_desc(x[0, 0], 128, 16, 1024)\n",
      "kernels.py:12:9: error: ptxpy.wgmma_desc describes a matrix in shared memory: its matrix "
      "'x' is in global memory"),

@@ -463,7 +463,11 @@ def test_operands_outside_shared_memory(rng):
     (kernel(8, "bf16").replace("wgmma.wait_group.sync.aligned 0", "wgmma.wait_group.sync.aligned 8"),
      "a constant from 0 to 7"),
     (kernel(8, "bf16").replace("wgmma.fence.sync.aligned", "wgmma.fence.aligned"), ".sync.aligned"),
-    (kernel(8, "bf16", operands="{%r1, %r2, %r3, %r4}, %rd21, 1, 1, 1, 0"), "A in registers"),
+    (kernel(8, "bf16", operands="{%r1, %r2, %r3, %r4}, %rd21, 1, 1, 1, 0, 0"),
+     r"\{a0, a1, a2, a3\}, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b: expected 7 "
+     "operands, found 8"),
+    (kernel(8, "bf16", operands="{%r1, %r2, %r3}, %rd21, 1, 1, 1, 0"),
+     "A in registers is 4 32-bit registers, found 3"),
 ])
 def test_rejected_at_load(ptx, message):
     with pytest.raises(SimulatorError, match=message):

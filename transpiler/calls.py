@@ -713,8 +713,9 @@ class CallChecker:
     def wgmma(self, node: cst.Call) -> typed.Expr:
         """`ptxpy.wgmma(acc, a_desc, b_desc, dtype[, trans_a=, trans_b=, accumulate=])`: a
         warpgroup's acc += A B (acc = A B where `accumulate` is false) on the tensor cores,
-        A (64 x K) and B (K x N) in shared memory as their descriptors say, acc the thread's
-        N / 2 f32 accumulators in a local array (N from its size, checked where it is known)."""
+        A (64 x K) and B (K x N) in shared memory as their descriptors say, or A in registers
+        (a tuple of the thread's fragment in place of a_desc), acc the thread's N / 2 f32
+        accumulators in a local array (N from its size, checked where it is known)."""
         label = "ptxpy.wgmma"
         positional = sum(a.keyword is None for a in node.args)
         if positional > 4:
@@ -741,18 +742,42 @@ class CallChecker:
                 raise self.error(f"{label} of f32 (tf32) reads A and B K-major only: {what}=True "
                                  f"needs f16 or bf16", n)
             trans.append(flag)
-        descs = []
-        for what, n in (("a_desc", a_node), ("b_desc", b_node)):
+        a_regs = a_node.__class__ is cst.Tuple
+        if a_regs and trans[0]:
+            raise self.error(f"trans_a= of {label} needs A in shared memory: a fragment in "
+                             "registers is read as it is", ta_node)
+        operands = self.wgmma_fragment(a_node, elem, label) if a_regs else []
+        for what, n in (("a_desc", a_node), ("b_desc", b_node))[len(operands) > 0:]:
             value = self.value(n)
             if not can_convert_implicitly(value.type, u64, is_weak(value)):
-                raise self.error(f"{what} of {label} is a u64 descriptor (ptxpy.wgmma_desc), got "
-                                 f"{value.type}", n)
-            descs.append(convert(value, u64))
+                registers = " or a tuple of the thread's fragment" if what == "a_desc" else ""
+                raise self.error(f"{what} of {label} is a u64 descriptor (ptxpy.wgmma_desc)"
+                                 f"{registers}, got {value.type}", n)
+            operands.append(convert(value, u64))
         scale = typed.Constant(self.loc(node), bool_, True) if acc_flag is None else \
             truthy(self.value(acc_flag))
         self.mark_written(acc)
-        return typed.Intrinsic(self.loc(node), None, "wgmma", [*descs, scale],
-                               {"acc": acc, "ab": kind, "trans_a": trans[0], "trans_b": trans[1]})
+        return typed.Intrinsic(self.loc(node), None, "wgmma", [*operands, scale],
+                               {"acc": acc, "ab": kind, "trans_a": trans[0], "trans_b": trans[1],
+                                **({"a_regs": True} if a_regs else {})})
+
+    def wgmma_fragment(self, node: cst.Tuple, elem: Scalar, label: str) -> list:
+        """A in registers: the thread's fragment of its warp's 16 rows of A, as mma_sync's A
+        (8 f16/bf16 values, or 4 f32 ones read as tf32), each converted to the dtype."""
+        count = 4 if elem == f32 else 8
+        items = node.elements
+        if len(items) != count or any(e.__class__ is not cst.Element for e in items):
+            raise self.error(f"the A fragment of {label} of {elem} is a tuple of {count} {elem} "
+                             f"values (the thread's elements of A, as mma_sync's a), got "
+                             f"'{code_of(node)}'", node)
+        values = []
+        for item in items:
+            value = self.value(item.value)
+            if not can_convert_implicitly(value.type, elem, is_weak(value)):
+                raise self.error(f"{label}: '{code_of(item.value)}' is {value.type}, where {elem} "
+                                 f"is needed (cast it: {elem}(...))", item.value)
+            values.append(convert(value, elem))
+        return values
 
     def async_operand(self, node: cst.BaseExpression, label: str, what: str) -> tuple:
         """(array, leading index Exprs, start Expr, width) of `a[i]`, `a[r, j]` or a slice

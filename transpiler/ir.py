@@ -270,9 +270,10 @@ def _ops() -> dict[str, OpSpec]:
     # ones) from shared memory (PTX ldmatrix; attrs trans, space): the row this lane points
     # at; the lane's elements are taken by `extract`
     ops["ldmatrix"] = OpSpec("free", 1, effects=True)
-    # a warpgroup's tensor-core product (PTX wgmma.mma_async; attrs n, ab, trans_a, trans_b):
-    # the n / 2 f32 accumulators, A's and B's u64 descriptors, bool: add the accumulators; its
-    # n / 2 f32 results are taken by `extract`
+    # a warpgroup's tensor-core product (PTX wgmma.mma_async; attrs n, ab, trans_a, trans_b,
+    # a_regs): the n / 2 f32 accumulators, A's u64 descriptor (with a_regs, the thread's A
+    # fragment: 8 f16/bf16 values, or 4 u32 from `tf32`), B's u64 descriptor, bool: add the
+    # accumulators; its n / 2 f32 results are taken by `extract`
     ops["wgmma"] = OpSpec("free", None, effects=True)
     ops["wgmma_fence"] = OpSpec("free", 0, effects=True)     # wgmma.fence
     ops["wgmma_commit"] = OpSpec("free", 0, effects=True)    # wgmma.commit_group

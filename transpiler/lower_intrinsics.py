@@ -724,7 +724,8 @@ WGMMA_N = range(8, 257, 8)      # the N of wgmma's m64nNk* shapes
 
 def _wgmma(b, e):
     """`ptxpy.wgmma(acc, a_desc, b_desc, dtype, ...)`: one `wgmma` reading the accumulators
-    (the local array's elements in row-major order), its results written back to them."""
+    (the local array's elements in row-major order), then A's descriptor or its fragment's
+    values (attrs a_regs), B's descriptor and scale-d; its results written back to acc."""
     array = b.array(e.extra["acc"])
     if array.space not in ("reg", "local"):
         raise CompileError(f"the accumulators of ptxpy.wgmma are a local array; '{array.name}' "
@@ -737,10 +738,14 @@ def _wgmma(b, e):
                            f"{count}", e.loc)
     indices = [list(_row_major_index(k, extents)) for k in range(count)]
     acc = [b.load_elem(array, [ir.Const(i32, i) for i in index]) for index in indices]
-    a_desc, b_desc, scale = (b.ev(arg) for arg in e.args)
-    attrs = {"n": 2 * count, "ab": e.extra["ab"], "trans_a": e.extra["trans_a"],
-             "trans_b": e.extra["trans_b"]}
-    product = b.emit("wgmma", f32, [*acc, a_desc, b_desc, b.as_bool(scale)], attrs)
+    *a, b_desc, scale = (b.ev(arg) for arg in e.args)
+    kind = e.extra["ab"]
+    a_regs = e.extra.get("a_regs", False)
+    if a_regs and kind == "tf32":       # rounded as mma_sync's tf32 operands are
+        a = [b.emit("tf32", u32, [v]) for v in a]
+    attrs = {"n": 2 * count, "ab": kind, "trans_a": e.extra["trans_a"],
+             "trans_b": e.extra["trans_b"], **({"a_regs": True} if a_regs else {})}
+    product = b.emit("wgmma", f32, [*acc, *a, b_desc, b.as_bool(scale)], attrs)
     for k, index in enumerate(indices):
         b.store_elem(array, [ir.Const(i32, i) for i in index],
                      b.emit("extract", f32, [product], {"index": k}))

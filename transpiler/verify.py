@@ -158,8 +158,13 @@ def _verify_wgmma(instr, types) -> None:
             (attrs["ab"] == "tf32" and (attrs["trans_a"] or attrs["trans_b"])):
         _fail(instr, "wgmma needs attrs n (8, 16, ..., 256), ab f16, bf16 or tf32, and trans_a, "
                      "trans_b (not for tf32)")
-    if instr.type != f32 or [t.name for t in types] != ["f32"] * (n // 2) + ["u64", "u64", "bool"]:
-        _fail(instr, f"wgmma of n {n} takes {n // 2} f32 accumulators, two u64 descriptors and a "
+    a_regs = attrs.get("a_regs", False)
+    if a_regs not in (False, True) or (a_regs and attrs["trans_a"]):
+        _fail(instr, "wgmma's attr a_regs is a bool, and A in registers has no trans_a")
+    a = (["u32"] * 4 if attrs["ab"] == "tf32" else [attrs["ab"]] * 8) if a_regs else ["u64"]
+    if instr.type != f32 or [t.name for t in types] != ["f32"] * (n // 2) + a + ["u64", "bool"]:
+        _fail(instr, f"wgmma of n {n} takes {n // 2} f32 accumulators, A's u64 descriptor (or, "
+                     "with a_regs, 8 f16/bf16 or 4 u32 tf32 values), B's u64 descriptor and a "
                      "bool, and gives f32")
 
 

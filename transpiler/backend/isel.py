@@ -48,6 +48,11 @@ def _extends32(instr: ir.Instr) -> bool:
 
 
 #: IR opcode -> the `ISel` method lowering it (looked up by name once)
+def _fragment_args(wgmma: ir.Instr) -> list:
+    """The A fragment's values of a wgmma with A in registers (after its accumulators)."""
+    return wgmma.args[wgmma.attrs["n"] // 2:-2]
+
+
 _OP_HANDLERS: dict = {}
 
 
@@ -123,6 +128,7 @@ class ISel:
         self._plan_branch_tests()
         self._plan_narrow()
         self._plan_accumulators()
+        self._plan_fragment_packing()
         for block in self.order:
             self._lower_block(block)
         blocks = [self.mblocks[b] for b in self.order]
@@ -151,6 +157,40 @@ class ISel:
                             and self.users.get(value) == [instr]):
                         self.vregs[result] = self.reg(value)
 
+    def _plan_fragment_packing(self) -> None:
+        """Each 32-bit register of a wgmma's A fragment (two f16/bf16 values, or a tf32) is
+        written right after the later of its values is computed (after a block's phis, for a
+        phi), not at the wgmma: so a batch whose fragments were computed before its
+        `wgmma_fence()` writes no register between its products, where ptxas would fence again
+        (its note C7519), and a loop's fragments carried from the last iteration are packed at
+        its top. Of two values that both dominate the wgmma, the later in reverse postorder is
+        dominated by the other."""
+        position = {}
+        for b, block in enumerate(self.order):
+            position.update((phi, (b, -1)) for phi in block.phis)
+            position.update((instr, (b, i)) for i, instr in enumerate(block.instrs))
+        self.pack_after: dict = {}     # instr, or block (after its phis) -> (wgmma, word)s
+        self.packed: dict = {}         # (wgmma, word) -> its register, once written
+        for instr in self.instrs:
+            if instr.op != "wgmma" or not instr.attrs.get("a_regs"):
+                continue
+            values = _fragment_args(instr)
+            size = 1 if instr.attrs["ab"] == "tf32" else 2
+            for word in range(len(values) // size):
+                parts = [v for v in values[word * size:word * size + size] if v in position]
+                if not parts:
+                    continue
+                anchor = max(parts, key=position.get)
+                if anchor.is_phi:
+                    anchor = self.order[position[anchor][0]]
+                self.pack_after.setdefault(anchor, []).append((instr, word))
+
+    def _pack_fragments(self, anchor) -> None:
+        for wgmma, word in self.pack_after.get(anchor, []):
+            size = 1 if wgmma.attrs["ab"] == "tf32" else 2
+            values = _fragment_args(wgmma)[word * size:word * size + size]
+            (self.packed[wgmma, word],) = self._fragment_words(values, wgmma.attrs["ab"])
+
     def _lower_block(self, block: ir.Block) -> None:
         mblock = self.block = self.mblocks[block]
         live_preds = [k for k, p in enumerate(block.preds) if p in self.mblocks]
@@ -167,6 +207,7 @@ class ISel:
             if phi in self.narrow_copy:
                 self.loc = phi.loc
                 self._narrow_copy(phi)
+        self._pack_fragments(block)
         for instr in block.instrs:
             self.loc = instr.loc
             if instr in self.skipped:
@@ -178,6 +219,8 @@ class ISel:
             handler(self, instr)
             if instr in self.narrow_copy:
                 self._narrow_copy(instr)
+            if instr in self.pack_after:
+                self._pack_fragments(instr)
 
     def _phi_arg(self, value):
         if isinstance(value, ir.Undef):
@@ -1102,13 +1145,7 @@ class ISel:
         PTX's fragments have them)."""
         shape, kind = instr.attrs["shape"], instr.attrs["ab"]
         n_ab = 6 if kind == "tf32" else 12
-        ab = [self.src(v, imm=False) for v in instr.args[:n_ab]]
-        if kind == "tf32":
-            words = ab
-        else:
-            words = [self.new("r") for _ in range(n_ab // 2)]
-            for k, word in enumerate(words):
-                self.emit("mov.b32", [word], [Vec(ab[2 * k:2 * k + 2])])
+        words = self._fragment_words(instr.args[:n_ab], kind)
         a, b = words[:len(words) * 2 // 3], words[len(words) * 2 // 3:]
         c = [self.src(v, imm=False) for v in instr.args[n_ab:]]
         d = [self.new(f32) for _ in range(4)]
@@ -1125,7 +1162,8 @@ class ISel:
         (`_plan_accumulators`, the usual case) needs nothing; another first takes its
         accumulator by a `mov`, which the allocator coalesces where it can. So a loop's
         accumulators keep their registers, which no instruction touches while a product is in
-        flight."""
+        flight. A in registers is `{a0, a1, a2, a3}` in place of A's descriptor, with no
+        imm-trans-a, packed where its values are computed (`_plan_fragment_packing`)."""
         self.target.require_wgmma("wgmma.mma_async")
         n, kind = instr.attrs["n"], instr.attrs["ab"]
         acc = instr.args[:n // 2]
@@ -1138,15 +1176,35 @@ class ISel:
             source = self.src(value)
             if source is not reg:
                 self.block.instrs.append(copy_instr(reg, source, self.loc))
-        a_desc, b_desc, scale = instr.args[n // 2:]
+        *a, b_desc, scale = instr.args[n // 2:]
         scale = Imm(str(int(scale.value))) if isinstance(scale, ir.Const) else self.src(scale)
-        a_desc, b_desc = self.src(a_desc), self.src(b_desc)
+        a_regs = instr.attrs.get("a_regs", False)
+        if a_regs:
+            size = 1 if kind == "tf32" else 2
+            words = [self.packed.pop((instr, k), None) for k in range(len(a) // size)]
+            a = Vec([word or self._fragment_words(a[k * size:k * size + size], kind)[0]
+                     for k, word in enumerate(words)])
+        else:
+            a = self.src(a[0])
+        b_desc = self.src(b_desc)
         k = 8 if kind == "tf32" else 16
         flags = [Imm("1"), Imm("1")]      # imm-scale-a, imm-scale-b: A and B as they are
-        if kind != "tf32":
-            flags += [Imm(str(int(instr.attrs["trans_a"]))), Imm(str(int(instr.attrs["trans_b"])))]
+        if kind != "tf32":                # imm-trans-a (none with A in registers), imm-trans-b
+            trans = ["trans_b"] if a_regs else ["trans_a", "trans_b"]
+            flags += [Imm(str(int(instr.attrs[t]))) for t in trans]
         self.emit(f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}", d,
-                  [a_desc, b_desc, scale, *flags], vec_dst=True, reads_dsts=True)
+                  [a, b_desc, scale, *flags], vec_dst=True, reads_dsts=True)
+
+    def _fragment_words(self, values: list, kind: str) -> list:
+        """The 32-bit registers of an A fragment: tf32 values as `tf32` gave them, f16/bf16
+        values packed two to a register (the lower-numbered element in the low half)."""
+        regs = [self.src(v, imm=False) for v in values]
+        if kind == "tf32":
+            return regs
+        words = [self.new("r") for _ in range(len(regs) // 2)]
+        for k, word in enumerate(words):
+            self.emit("mov.b32", [word], [Vec(regs[2 * k:2 * k + 2])])
+        return words
 
     def op_wgmma_fence(self, instr: ir.Instr) -> None:
         self.target.require_wgmma("wgmma.fence")
