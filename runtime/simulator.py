@@ -1892,10 +1892,12 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
         b, where_b = _wgmma_operand(ctx, groups, desc_b, n, kdim, kind, trans_b, "B", ins)
         if where_a is None:     # A's registers: only B's chunks are read from shared memory
             where_a = where_b[:, :0]
+        owner_a = _a_chunk_warps(where_a.shape[1], kdim, kind, trans_a)
         a, b = sign_a * a, sign_b * b
         if ctx.wgmma_reads is None:
             ctx.wgmma_reads = _WgmmaReads(ctx)
-        ctx.wgmma_reads.issue(groups, np.concatenate([where_a, where_b], axis=1), ins)
+        owners = np.concatenate([owner_a, np.full(where_b.shape[1], -1)])
+        ctx.wgmma_reads.issue(groups, np.concatenate([where_a, where_b], axis=1), owners, ins)
         c = np.zeros((groups.shape[0], 64, n))
         for i, read in enumerate(read_c):
             value = np.broadcast_to(np.asarray(read(ctx), np.float64), (ctx.n,))
@@ -1907,6 +1909,18 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
             out[groups] = d[:, rows[i], cols[i]]
             write(ctx, out, mask)
     return _Op(WSYNC, run, members=WARPGROUP)
+
+
+def _a_chunk_warps(count: int, kdim: int, kind: str, trans: bool):
+    """The warp of the warpgroup whose part of the product alone reads each of A's `count`
+    16-byte chunks, in _wgmma_chunks' order: warp w computes rows 16w to 16w + 15 of D from
+    A's rows 16w to 16w + 15 (a K-major chunk is part of one row, an MN-major one of 8 or 4)."""
+    if not count:
+        return np.zeros(0, np.int64)
+    per_chunk = 4 if kind == "tf32" else 8
+    if trans:
+        return np.repeat(np.arange(0, 64, per_chunk) // 16, kdim)
+    return np.repeat(np.arange(64) // 16, kdim // per_chunk)
 
 
 def _wgmma_register_a(ctx, groups, reads, kind: str):
@@ -2046,10 +2060,18 @@ class _WgmmaReads:
     thread number // 128 (128 threads of one block); `commits` counts each one's commit_groups.
     Per mma_async executed, `pending` holds [the instruction, its warpgroups, the group each
     product joins (its warpgroup's commits before it: committed once that count has grown), the
-    16-byte chunks of the batch's shared buffer each read (warpgroups, chunks)], until a
-    wait_group retires them. `count` holds, per chunk, how many reads of products in flight it
-    has (the buffer is per block, so counts are too), `products` how many are in flight: while it
-    is 0, a write costs one comparison.
+    16-byte chunks of the batch's shared buffer each read (warpgroups, chunks), the warp of the
+    warpgroup whose part alone reads each chunk (-1: all four, B's), and whether each product
+    was waited for], until a barrier of the block after its wait_group retires it. `count` holds,
+    per chunk, how many reads of products not yet retired it has (the buffer is per block, so
+    counts are too), `products` how many such products there are: while it is 0, a write costs
+    one comparison.
+
+    A wait_group is per warp on the GPU (its .sync): it orders a warp's own part of a product
+    (its 16 rows of A, and B) before that warp's later instructions, and the other warps' parts
+    before another thread's only through a barrier after their waits. So a product waited for
+    blocks every write to its chunks but one by the warp that alone read them, until the
+    block's next barrier (release).
 
     Every write to shared memory goes through check: stores and atomics (_Batch.locate), a
     cp.async's destination at its issue (it may land any time until its wait: _Batch.locate too)
@@ -2062,14 +2084,16 @@ class _WgmmaReads:
         self.products = 0
         self.pending = []
 
-    def issue(self, groups, offsets, ins):
+    def issue(self, groups, offsets, owners, ins):
         """Warpgroups `groups` (warpgroups, 128) issued `ins`, reading the chunks at byte
-        `offsets` (warpgroups, chunks) of the batch's shared buffer."""
+        `offsets` (warpgroups, chunks) of the batch's shared buffer, chunk c by the warp
+        `owners[c]` of the warpgroup alone (-1: by all four)."""
         chunks = (offsets >> 4).astype(np.int32)
         self._add(chunks, 1)
         wgs = groups[:, 0] // 128
         self.products += wgs.size
-        self.pending.append([ins, wgs, self.commits[wgs].copy(), chunks])
+        self.pending.append([ins, wgs, self.commits[wgs].copy(), chunks, owners,
+                             np.zeros(wgs.size, bool)])
 
     def commit(self, groups):
         """commit_group: each warpgroup's products issued since its last commit become its newest
@@ -2077,21 +2101,31 @@ class _WgmmaReads:
         self.commits[groups[:, 0] // 128] += 1
 
     def wait(self, groups, newest: int):
-        """wait_group `newest`: retire each warpgroup's committed groups but the `newest` latest."""
+        """wait_group `newest`: each warpgroup's committed groups but the `newest` latest are
+        done for the warps that waited (each for its own part): waited for, not yet retired."""
         if not self.products:
             return
         waiting = np.zeros(self.commits.size, bool)
         waiting[groups[:, 0] // 128] = True
+        for ins, wgs, joined, chunks, owners, waited in self.pending:
+            waited |= waiting[wgs] & (joined < self.commits[wgs] - newest)
+
+    def release(self, blocks):
+        """A barrier released `blocks` (bool per block of the batch): their products waited for
+        are done for every thread."""
+        if not self.products:
+            return
+        per_block = self.batch.T // 128
         kept = []
         for entry in self.pending:
-            ins, wgs, joined, chunks = entry
-            done = waiting[wgs] & (joined < self.commits[wgs] - newest)
+            ins, wgs, joined, chunks, owners, waited = entry
+            done = waited & blocks[wgs // per_block]
             if done.any():
                 self._add(chunks[done], -1)
                 self.products -= int(done.sum())
                 if done.all():
                     continue
-                entry[1:] = [wgs[~done], joined[~done], chunks[~done]]
+                entry[1:] = [wgs[~done], joined[~done], chunks[~done], owners, waited[~done]]
             kept.append(entry)
         self.pending = kept
 
@@ -2104,29 +2138,57 @@ class _WgmmaReads:
 
     def check(self, offsets, lanes, size: int, what: str, ins, landing=None):
         """Writes of `size` bytes at byte `offsets` of the batch's shared buffer by `lanes`
-        (`what`: "store" or "atomic"): an error if one reaches a chunk a product in flight read.
+        (`what`: "store" or "atomic"): an error if one reaches a chunk a product not yet retired
+        read, unless the writer's warp alone read it and has waited for the product.
         `landing`: the cp.async wait where the copy `ins` lands."""
-        if size <= 16 and size & (size - 1) == 0:      # aligned (locate checks): one chunk
-            hit = self.count[offsets >> 4] != 0
-        else:       # a byte of each chunk, and the last
-            steps = np.minimum(np.arange(0, size + 15, 16), size - 1)
-            hit = (self.count[(offsets[:, None] + steps) >> 4] != 0).any(axis=1)
+        steps = [0] if size <= 16 and size & (size - 1) == 0 else \
+            np.minimum(np.arange(0, size + 15, 16), size - 1)    # a byte of each chunk, and the last
+        touched = (offsets[:, None] + np.asarray(steps)) >> 4
+        hit = (self.count[touched] != 0).any(axis=1)
         if not hit.any():
             return
-        i = int(np.argmax(hit))
-        lane, off = int(lanes[i]), int(offsets[i])
-        byte = next(off + b for b in range(size) if self.count[(off + b) >> 4])
+        for i in np.flatnonzero(hit):
+            lane = int(lanes[i])
+            for chunk in np.unique(touched[i][self.count[touched[i]] != 0]):
+                found = self._blocking(lane, int(chunk))
+                if found is not None:
+                    byte = next(b for b in range(int(offsets[i]), int(offsets[i]) + size)
+                                if b >> 4 == chunk)
+                    self._raise(lane, byte, found, what, ins, landing)
+
+    def _blocking(self, lane: int, chunk: int):
+        """(warpgroup, mma_async, whether committed, whether waited for) of the oldest product
+        not yet retired that read `chunk` (of `lane`'s block) and is not done for `lane`."""
+        per_block, block = self.batch.T // 128, lane // self.batch.T
+        warp = lane % 128 // 32
+        for ins, wgs, joined, chunks, owners, waited in self.pending:
+            for wg, group, read, done in zip(wgs, joined, chunks, waited):
+                if wg // per_block != block:
+                    continue
+                at = np.flatnonzero(read == chunk)
+                if at.size and not (done and wg == lane // 128 and (owners[at] == warp).all()):
+                    return int(wg), ins, bool(group < self.commits[wg]), bool(done)
+        return None
+
+    def _raise(self, lane: int, byte: int, found, what: str, ins, landing):
         batch = self.batch
         block = lane // batch.T
         offset = byte - block * batch.launch.shared_pad
-        wg, product, committed = self._reader(block, byte >> 4)
+        wg, product, committed, waited = found
         where = batch.kernel.where
         # d's registers: the first and the last
         text = re.sub(r"\{([^{},]+),[^{}]*,([^{},]+)\}", r"{\1, ...,\2}", product.text)
-        state = "committed, not yet retired by a wait_group" if committed else "not yet committed"
-        reading = (f"which a wgmma of warpgroup {wg * 128 % batch.T // 128} (issued at "
-                   f"{where(product)}, `{text}`, {state}) may still be reading: wait for "
-                   f"it first (ptxpy.wgmma_wait / wgmma.wait_group)")
+        if waited:
+            reading = (f"which a wgmma of warpgroup {wg * 128 % batch.T // 128} (issued at "
+                       f"{where(product)}, `{text}`, waited for by each warp for its own part) "
+                       f"may still be reading in another warp: a wait_group orders only its own "
+                       f"warp's instructions; add a barrier after it (ptxpy.syncthreads())")
+        else:
+            state = "committed, not yet retired by a wait_group" if committed else \
+                "not yet committed"
+            reading = (f"which a wgmma of warpgroup {wg * 128 % batch.T // 128} (issued at "
+                       f"{where(product)}, `{text}`, {state}) may still be reading: wait for "
+                       f"it first (ptxpy.wgmma_wait / wgmma.wait_group)")
         if landing is not None:
             head = (f"{where(landing)}: `{landing.text}`: the copy of `{ins.text}` ({where(ins)}) "
                     f"lands here and writes shared offset {offset:#x}")
@@ -2137,16 +2199,6 @@ class _WgmmaReads:
             verb = "writes" if what == "store" else "atomically updates"
             head = f"{where(ins)}: `{ins.text}` {verb} shared offset {offset:#x}"
         raise SimulatorError(f"{head}, {reading}; {batch.describe(lane)}")
-
-    def _reader(self, block: int, chunk: int):
-        """(warpgroup, mma_async, whether committed) of the oldest product in flight of `block`
-        that read `chunk`."""
-        per_block = self.batch.T // 128
-        for ins, wgs, joined, chunks in self.pending:
-            for wg, group, read in zip(wgs, joined, chunks):
-                if wg // per_block == block and chunk in read:
-                    return int(wg), ins, bool(group < self.commits[wg])
-        raise AssertionError("a chunk in flight that no product read")
 
 
 # ---- cp.async ------------------------------------------------------------------------------------
@@ -2966,6 +3018,8 @@ class _Batch:
             where = self.kernel.code[int(self.pc[lane])].where
             raise SimulatorError(f"{where}: barrier can never complete: {int(waiting[b].sum())} of "
                                  f"{self.T} threads wait and {exited} have exited; {self.describe(lane)}")
+        if self.wgmma_reads is not None:
+            self.wgmma_reads.release(complete)
         self.pc[self.waiting] += 1
         self.waiting[:] = False
 

@@ -372,6 +372,22 @@ def test_a_loop_over_k_with_a_kernel_swizzling_its_own_tiles():
     np.testing.assert_array_equal(out, expected.astype(np.float32))
 
 
+@pytest.mark.skipif(ON_GPU, reason="the simulator's check")
+def test_a_buffer_reloaded_after_the_wait_needs_a_barrier():
+    """wgmma_wait is per warp: without the barrier after it, a thread's store to B (read by every
+    warp's part of the product) may land while another warp's part still reads it."""
+    source = LOOP.replace("            ptxpy.syncthreads()\n            for i in range(t, 32 * 2",
+                          "            for i in range(t, 32 * 2")
+    assert source != LOOP
+    x = np.zeros((64, 128), ml_dtypes.bfloat16)
+    y = np.zeros((128, 32), ml_dtypes.bfloat16)
+    with pytest.raises(SimulatorError, match=r"kernels.py:\d+: `st.shared.* writes shared offset "
+                                             r"0x[0-9a-f]+, which a wgmma of warpgroup 0 .* may "
+                                             r"still be reading in another warp: .*add a barrier "
+                                             r"after it \(ptxpy.syncthreads\(\)\)"):
+        run(source, "loop", [x, y, Out((64, 32), np.float32)], 1, 128, archs=HOPPER)
+
+
 # --- compile-time errors, the launch check and the PTX --------------------------------------------
 
 def compile_error(body: str, arch: str = "sm_90") -> str:

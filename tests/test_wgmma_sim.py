@@ -548,14 +548,32 @@ def test_store_to_an_operand_before_the_wait(rng):
         run_flight(rng, ISSUE + COMMIT + store(16) + wait())
 
 
+BARRIER = "    bar.sync 0;\n"
+WAITED = (r"which a wgmma of warpgroup 0 \(issued at PTX line \d+, `.*`, waited for by each "
+          r"warp for its own part\) may still be reading in another warp: a wait_group orders "
+          r"only its own warp's instructions; add a barrier after it \(ptxpy.syncthreads\(\)\)")
+
+
 def test_store_to_an_operand_after_the_wait(rng):
-    run_flight(rng, ISSUE + COMMIT + wait() + store(16) + store(2048))
+    """After its wait a warp may write the rows of A its own part alone read (thread 0, warp 0:
+    row 1 at 16); anything else, once a barrier follows the wait."""
+    run_flight(rng, ISSUE + COMMIT + wait() + store(16) + BARRIER + store(2048) + store(512))
+
+
+@pytest.mark.parametrize("offset, thread", [(2048, 0), (512, 0), (16, 32), (16, 128)])
+def test_store_after_the_wait_before_a_barrier(offset, thread, rng):
+    """wait_group is per warp: B (at 2048, read by every warp), A's row 16 (at 512, warp 1's),
+    or row 1 written by warp 1's thread 32 or by warpgroup 1, are another warp's part, which
+    only a barrier after the wait orders before the write."""
+    with pytest.raises(SimulatorError, match=rf"writes shared offset {offset:#x}, " + WAITED
+                                             + rf"; thread \({thread},0,0\) block \(0,0,0\)$"):
+        run_flight(rng, ISSUE + COMMIT + wait() + store(offset, thread), threads=256)
 
 
 @pytest.mark.parametrize("offset, fails", [(0, False), (2300, False), (4096, True), (6396, True),
                                            (6400, False)])
 def test_wait_group_1_retires_the_older_group(offset, fails, rng):
-    sequence = ISSUE + COMMIT + SECOND + COMMIT + wait(1) + store(offset) + wait()
+    sequence = ISSUE + COMMIT + SECOND + COMMIT + wait(1) + BARRIER + store(offset) + wait()
     if not fails:
         run_flight(rng, sequence)
         return
@@ -670,7 +688,7 @@ def test_cp_async_landing_on_an_operand_in_flight(rng):
 
 
 def test_cp_async_after_the_wait(rng):
-    run_flight(rng, cp_async(2064) + ISSUE + COMMIT + wait()
+    run_flight(rng, cp_async(2064) + ISSUE + COMMIT + wait() + BARRIER
                + "    cp.async.wait_group 0;\n" + cp_async(0) + "    cp.async.wait_all;\n")
 
 
