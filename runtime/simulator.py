@@ -1789,6 +1789,7 @@ def _c_ldmatrix(k, ins, m: _Mods) -> _Op:
 WARPGROUP = "warpgroup"     # the members of a WSYNC op that waits for its whole warpgroup
 _WGMMA_SHAPE = re.compile(r"m64n(\d+)k(\d+)$")
 _SWIZZLE_CHUNKS = (1, 8, 4, 2)   # by descriptor mode (none, 128B, 64B, 32B): 16-byte chunks per row
+_ELEMENT_BYTES = {"tf32": 4, "f16": 2, "bf16": 2, "s8": 1, "u8": 1}     # of an operand's elements
 
 
 def _c_wgmma(k, ins, m: _Mods) -> _Op:
@@ -1839,23 +1840,37 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
     their low 13 bits."""
     shape = m.take_prefixed("m64n")
     found = _WGMMA_SHAPE.match(shape or "")
+    satfinite = m.take("satfinite") is not None
     if m.take("tf32"):
         m.take("tf32")
         kind, types = "tf32", [t.name for t in m.types()]
         usage = ".m64nNk8.f32.tf32.tf32 d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b"
     else:
         types = [t.name for t in m.types()]
-        kind = types[1] if len(types) == 3 and types[1] == types[2] in ("f16", "bf16") else None
+        same = len(types) == 3 and types[1] == types[2]
+        kind = types[1] if same and types[1] in ("f16", "bf16", "s8", "u8") else None
         types = types[:1]
         usage = (".m64nNk16.f32.{f16,bf16}.{f16,bf16} d, a-desc, b-desc, scale-d, imm-scale-a, "
                  "imm-scale-b, imm-trans-a, imm-trans-b")
-    kdim = 8 if kind == "tf32" else 16
+    integer = kind in ("s8", "u8")
+    if integer:
+        usage = ".m64nNk32[.satfinite].s32.{s8,u8}.{s8,u8} (one type) d, a-desc, b-desc, scale-d"
+    kdim = {"tf32": 8, "s8": 32, "u8": 32}.get(kind, 16)
     n = int(found.group(1)) if found else 0
-    if (kind is None or types != ["f32"] or not found or int(found.group(2)) != kdim
-            or n % 8 or not 8 <= n <= 256):
-        m.fail(f"wgmma.mma_async needs {usage} (N = 8, 16, ..., 256)")
+    shapes = (8, 16, 24, *range(32, 257, 16)) if integer else range(8, 257, 8)
+    if (kind is None or types != ["s32" if integer else "f32"] or not found
+            or int(found.group(2)) != kdim or n not in shapes or (satfinite and not integer)):
+        m.fail(f"wgmma.mma_async needs {usage} (N = 8, 16, ..., 256; for s8 and u8 8, 16, 24, "
+               f"32, 48, ..., 256)")
     ops = ins.operands
     a_regs = len(ops) > 1 and isinstance(ops[1], Vec)     # A in registers: no imm-trans-a
+    if integer:
+        if a_regs:
+            k._bad(ins, "wgmma.mma_async of 8-bit integers with A in registers is not supported "
+                        "(A in shared memory, through a descriptor)")
+        if len(ops) != 4 or not isinstance(ops[0], Vec):
+            k._bad(ins, f"wgmma.mma_async{usage}: expected 4 operands, found {len(ops)}")
+        return _wgmma_integer(k, ins, ops, kind, n, satfinite)
     expected = (6 if kind == "tf32" else 8) - (a_regs and kind != "tf32")
     if len(ops) != expected or not isinstance(ops[0], Vec):
         if a_regs:
@@ -1911,13 +1926,55 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
     return _Op(WSYNC, run, members=WARPGROUP)
 
 
+def _wgmma_integer(k, ins, ops, kind: str, n: int, satfinite: bool) -> _Op:
+    """wgmma.mma_async.sync.aligned.m64nNk32[.satfinite].s32.{s8,u8}.{s8,u8} d, a-desc, b-desc,
+    scale-d: as the floating-point products, both operands K-major, exact: the sum wraps modulo
+    2^32 (.satfinite: clamps to the s32 range)."""
+    if len(ops[0].items) != n // 2:
+        k._bad(ins, f"d of .m64n{n} is {n // 2} .s32 registers, found {len(ops[0].items)}")
+    t_s32 = TYPES["s32"]
+    writes = [k.writer(item, t_s32, ins) for item in ops[0].items]
+    read_c = [k.reader(item, t_s32, ins) for item in ops[0].items]
+    read_a, read_b = (_wgmma_descriptor(k, ins, op) for op in ops[1:3])
+    read_scale = _wgmma_scale_d(k, ins, ops[3])
+    rows, cols = _wgmma_d_layout(n)
+
+    def run(ctx, mask):
+        groups = ctx.whole_warpgroups(mask, ins)
+        desc_a, desc_b, scale = (_per_warpgroup(ctx, groups, read(ctx), what, ins)
+                                 for read, what in ((read_a, "the A descriptor"),
+                                                    (read_b, "the B descriptor"),
+                                                    (read_scale, "scale-d")))
+        a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, 32, kind, False, "A", ins)
+        b, where_b = _wgmma_operand(ctx, groups, desc_b, n, 32, kind, False, "B", ins)
+        if ctx.wgmma_reads is None:
+            ctx.wgmma_reads = _WgmmaReads(ctx)
+        owners = np.concatenate([_a_chunk_warps(where_a.shape[1], 32, kind, False),
+                                 np.full(where_b.shape[1], -1)])
+        ctx.wgmma_reads.issue(groups, np.concatenate([where_a, where_b], axis=1), owners, ins)
+        c = np.zeros((groups.shape[0], 64, n), np.int64)
+        for i, read in enumerate(read_c):
+            value = np.broadcast_to(np.asarray(read(ctx)).astype(np.int64), (ctx.n,))
+            c[:, rows[i], cols[i]] = value[groups]
+        c = np.where(scale.astype(bool)[:, None, None], c, 0)
+        d = a.astype(np.int64) @ b.astype(np.int64).transpose(0, 2, 1) + c
+        if satfinite:
+            d = np.clip(d, -2 ** 31, 2 ** 31 - 1)
+        d = d.astype(np.uint64).astype(np.uint32).view(np.int32)    # modulo 2^32
+        for i, write in enumerate(writes):
+            out = np.zeros(ctx.n, np.int32)
+            out[groups] = d[:, rows[i], cols[i]]
+            write(ctx, out, mask)
+    return _Op(WSYNC, run, members=WARPGROUP)
+
+
 def _a_chunk_warps(count: int, kdim: int, kind: str, trans: bool):
     """The warp of the warpgroup whose part of the product alone reads each of A's `count`
     16-byte chunks, in _wgmma_chunks' order: warp w computes rows 16w to 16w + 15 of D from
     A's rows 16w to 16w + 15 (a K-major chunk is part of one row, an MN-major one of 8 or 4)."""
     if not count:
         return np.zeros(0, np.int64)
-    per_chunk = 4 if kind == "tf32" else 8
+    per_chunk = 16 // _ELEMENT_BYTES.get(kind, 2)
     if trans:
         return np.repeat(np.arange(0, 64, per_chunk) // 16, kdim)
     return np.repeat(np.arange(64) // 16, kdim // per_chunk)
@@ -2005,13 +2062,13 @@ def _wgmma_operand(ctx, groups, desc, rows: int, kdim: int, kind: str, trans: bo
         raise SimulatorError(f"{ctx.kernel.where(ins)}: `{ins.text}`: the {name} descriptor "
                              f"{int(desc[g]):#x} has base offset {int(base[g])}; only 0 is "
                              f"supported; {ctx.describe(int(groups[g, 0]))}")
-    size = 4 if kind == "tf32" else 2
+    size = _ELEMENT_BYTES.get(kind, 2)
     per_chunk = 16 // size
     addr = _wgmma_chunks(start, lbo, sbo, mode, rows, kdim, per_chunk, trans)   # (groups, i, j)
     count = addr[0].size
     lanes = groups[:, np.arange(count) % 128].reshape(-1)
     segs = ctx.locate("shared", addr.reshape(-1).astype(U64), lanes, 16, "load", ins)
-    dtype = np.dtype(np.uint32 if kind == "tf32" else np.uint16)
+    dtype = np.dtype({4: np.uint32, 2: np.uint16, 1: np.uint8}[size])
     chunks = np.stack([_gather(segs, lanes.size, dtype, e) for e in range(per_chunk)], axis=1)
     chunks = chunks.reshape(addr.shape + (per_chunk,))
     if trans:     # chunks (row // per_chunk, k) hold rows row // per_chunk * per_chunk + e

@@ -23,9 +23,11 @@ HOPPER = ("sm_90",)       # (assembled for sm_90a: an sm_90 kernel with wgmma ta
 
 HEADER = """
 import ptxpy
-from ptxpy import Array, bf16, f16, f32, i32, u64
+from ptxpy import Array, bf16, f16, f32, i8, i32, u8, u64
 """
-TYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}
+TYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32, "i8": np.int8,
+         "u8": np.uint8}
+INTEGER = {"s8": "i8", "u8": "u8"}      # the wgmma's 8-bit kinds: the dtype named
 SWIZZLE_W = {0: 1, 32: 2, 64: 4, 128: 8}     # 16-byte chunks in a swizzled row
 
 # the operands are in shared memory (published); each thread's accumulators are loaded from c,
@@ -36,7 +38,7 @@ ACC_IN = """    ptxpy.fence_proxy_async()
     lane = t % 32
     q = lane % 4
     row = 64 * g + 16 * ((t % 128) // 32) + lane // 4
-    acc = ptxpy.local_array(({N8}, 4), f32)
+    acc = ptxpy.local_array(({N8}, 4), {ACC})
     for j in ptxpy.static_range({N8}):
         for e in ptxpy.static_range(4):
             acc[j, e] = c[row + 8 * (e // 2), 8 * j + 2 * q + e % 2]
@@ -51,7 +53,7 @@ ACC_OUT = """    ptxpy.wgmma_commit()
 KERNEL = HEADER + """
 @ptxpy.jit
 def mm(a: Array[{T}, 1], a_at: Array[i32, 1], b: Array[{T}, 1], b_at: Array[i32, 1],
-       c: Array[f32, 2], flag: i32, out: Array[f32, 2]):
+       c: Array[{ACC}, 2], flag: i32, out: Array[{ACC}, 2]):
     s = ptxpy.shared_array(({SIZE},), {T})
     t = ptxpy.thread_idx.x
     for i in range(t, a_at.shape[0], ptxpy.block_dim.x):
@@ -97,13 +99,20 @@ def layout(rows: int, k: int, esize: int, swizzle: int, mn_major: bool):
 def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, groups=1,
                flag=1, seed=0):
     """Run one wgmma of a 64 x n tile per warpgroup; compare with NumPy."""
-    t = "f32" if kind == "tf32" else kind
+    t = "f32" if kind == "tf32" else INTEGER.get(kind, kind)
     dtype, esize = TYPES[t], np.dtype(TYPES[t]).itemsize
     k = 32 // esize
     rng = np.random.default_rng(seed)
-    a = rng.integers(-8, 9, (groups * 64, k)).astype(np.float32) / 4
-    b = rng.integers(-8, 9, (k, n)).astype(np.float32) / 4
-    c = rng.integers(-64, 65, (groups * 64, n)).astype(np.float32)
+    if kind in INTEGER:      # the whole range of the type, and sums past 2^24
+        info = np.iinfo(dtype)
+        a = rng.integers(info.min, info.max + 1, (groups * 64, k)).astype(np.int64)
+        b = rng.integers(info.min, info.max + 1, (k, n)).astype(np.int64)
+        c = rng.integers(-2 ** 30, 2 ** 30, (groups * 64, n)).astype(np.int64)
+    else:
+        a = rng.integers(-8, 9, (groups * 64, k)).astype(np.float32) / 4
+        b = rng.integers(-8, 9, (k, n)).astype(np.float32) / 4
+        c = rng.integers(-64, 65, (groups * 64, n)).astype(np.float32)
+    sums = np.int32 if kind in INTEGER else np.float32
     a_off, a_lbo, a_sbo, a_span = layout(64, k, esize, swizzle, trans_a)
     b_off, b_lbo, b_sbo, b_span = layout(n, k, esize, swizzle, trans_b)
     a_size = a_span // esize          # elements per warpgroup's A
@@ -115,14 +124,30 @@ def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, gr
               .replace("{N8}", str(n // 8)).replace("{A_START}", "0").replace("{A_SIZE}", str(a_size))
               .replace("{B_START}", str(b_start)).replace("{SWIZZLE}", str(swizzle))
               .replace("{A_LBO}", str(a_lbo)).replace("{A_SBO}", str(a_sbo))
-              .replace("{B_LBO}", str(b_lbo)).replace("{B_SBO}", str(b_sbo)).replace("{TRANS}", trans))
+              .replace("{B_LBO}", str(b_lbo)).replace("{B_SBO}", str(b_sbo)).replace("{TRANS}", trans)
+              .replace("{ACC}", "i32" if kind in INTEGER else "f32"))
     a_values = np.concatenate([a[64 * g:64 * g + 64].ravel() for g in range(groups)]).astype(dtype)
     (out,) = run(source, "mm", [a_values, a_at.astype(np.int32), b.T.ravel().astype(dtype),
-                                b_at.astype(np.int32), c, np.int32(flag),
-                                Out((groups * 64, n), np.float32)],
+                                b_at.astype(np.int32), c.astype(sums), np.int32(flag),
+                                Out((groups * 64, n), sums)],
                  1, 128 * groups, archs=HOPPER)
+    if kind in INTEGER:
+        expected = a @ b + (c if flag else 0)
+        np.testing.assert_array_equal(out, expected.astype(np.int32))
+        return
     expected = a.astype(np.float64) @ b.astype(np.float64) + (c if flag else 0)
     np.testing.assert_array_equal(out, expected.astype(np.float32))
+
+
+@pytest.mark.parametrize("kind", ["s8", "u8"])
+@pytest.mark.parametrize("swizzle, n", [(0, 8), (32, 24), (64, 48), (128, 256)])
+def test_8_bit_integers(kind, swizzle, n):
+    wgmma_case(kind, n, swizzle)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_8_bit_integers_two_warpgroups_and_accumulate(flag):
+    wgmma_case("s8", 64, 128, groups=2, flag=flag)
 
 
 @pytest.mark.parametrize("kind", ["bf16", "f16", "tf32"])
@@ -195,7 +220,7 @@ def register_a_case(kind: str, n: int, swizzle: int, trans_b=False, groups=1, fl
               .replace("{B_SIZE}", str(b_size)).replace("{SWIZZLE}", str(swizzle))
               .replace("{B_LBO}", str(b_lbo)).replace("{B_SBO}", str(b_sbo))
               .replace("{FRAGMENT}", FRAGMENTS[k])
-              .replace("{TRANS}", "trans_b=True, " if trans_b else ""))
+              .replace("{TRANS}", "trans_b=True, " if trans_b else "").replace("{ACC}", "f32"))
     (out,) = run(source, "mm", [a.astype(dtype), b_values.astype(dtype),
                                 b_at.astype(np.int32), c, np.int32(flag),
                                 Out((groups * 64, n), np.float32)],
@@ -266,7 +291,8 @@ def test_fragments_computed_before_the_fence_are_packed_before_it():
     p = (rng.integers(-8, 9, (64, 64)) / 4).astype(np.float32)
     y = (rng.integers(-8, 9, (64, 64)) / 4).astype(ml_dtypes.bfloat16)
     (out,) = run(PREPACKED, "k", [p, y, Out((64, 64), np.float32)], 1, 128, archs=HOPPER)
-    np.testing.assert_array_equal(out, (p.astype(np.float64) @ y.astype(np.float64)).astype(np.float32))
+    expected = p.astype(np.float64) @ y.astype(np.float64)
+    np.testing.assert_array_equal(out, expected.astype(np.float32))
     ptx = compile_source(PREPACKED, "k").ptx
     batch = ptx[ptx.index("wgmma.fence"):ptx.index("wgmma.commit_group")]
     products = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16 "
@@ -416,8 +442,22 @@ def k(x: Array[bf16, 2], n: i32):
      "kernels.py:12:17: error: the accumulators of ptxpy.wgmma are a local f32 array; 's' holds "
      "bf16"),
     ("    ptxpy.wgmma(acc, d, d, i32)\n",
-     "kernels.py:12:28: error: the dtype of ptxpy.wgmma is f16, bf16 or f32 (tf32 products), got "
-     "'i32'"),
+     "kernels.py:12:28: error: the dtype of ptxpy.wgmma is f16, bf16, f32 (tf32 products), i8 or "
+     "u8, got 'i32'"),
+    ("    ptxpy.wgmma(acc, d, d, i8)\n",
+     "kernels.py:12:17: error: the accumulators of ptxpy.wgmma of i8 are a local i32 array; 'acc' "
+     "holds f32"),
+    ("    ptxpy.wgmma(ints, d, d, u8, trans_b=True)\n",
+     "kernels.py:12:41: error: ptxpy.wgmma of u8 reads A and B K-major only: trans_b=True needs "
+     "f16 or bf16"),
+    ("    v = x[0, 0]\n    ptxpy.wgmma(ints, (v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v), d, "
+     "i8)\n",
+     "kernels.py:13:24: error: A in registers of ptxpy.wgmma takes f16, bf16 or f32 (tf32) "
+     "values; A of i8 is read from shared memory (a_desc)"),
+    ("    ints20 = ptxpy.local_array((20,), i32)\n    ptxpy.wgmma(ints20, d, d, i8)\n",
+     "kernels.py:13:5: error: ptxpy.wgmma of 8-bit integers takes N / 2 accumulators per thread "
+     "for a 64 x N tile, N 8, 16, 24 or a multiple of 16 up to 256 (4, 8, 12, 16, 24, ..., 128 "
+     "i32); 'ints20' has 20"),
     ("    ptxpy.wgmma(acc, d, d, f32, trans_b=True)\n",
      "kernels.py:12:41: error: ptxpy.wgmma of f32 (tf32) reads A and B K-major only: "
      "trans_b=True needs f16 or bf16"),
@@ -522,7 +562,7 @@ def test_a_constant_accumulate_is_an_immediate():
     for key, value in (("{T}", "f16"), ("{SIZE}", "8192"), ("{N8}", "1"), ("{A_START}", "0"),
                        ("{A_SIZE}", "0"), ("{B_START}", "4096"), ("{SWIZZLE}", "0"),
                        ("{A_LBO}", "128"), ("{A_SBO}", "256"), ("{B_LBO}", "128"),
-                       ("{B_SBO}", "256"), ("{TRANS}", "")):
+                       ("{B_SBO}", "256"), ("{TRANS}", ""), ("{ACC}", "f32")):
         source = source.replace(key, value)
     ptx = compile_source(source, "mm").ptx
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n8k16\.f32\.f16\.f16 \{%f\d+, %f\d+, "

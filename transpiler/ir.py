@@ -271,9 +271,9 @@ def _ops() -> dict[str, OpSpec]:
     # at; the lane's elements are taken by `extract`
     ops["ldmatrix"] = OpSpec("free", 1, effects=True)
     # a warpgroup's tensor-core product (PTX wgmma.mma_async; attrs n, ab, trans_a, trans_b,
-    # a_regs): the n / 2 f32 accumulators, A's u64 descriptor (with a_regs, the thread's A
-    # fragment: 8 f16/bf16 values, or 4 u32 from `tf32`), B's u64 descriptor, bool: add the
-    # accumulators; its n / 2 f32 results are taken by `extract`
+    # a_regs): the n / 2 f32 accumulators (i32 for ab s8, u8), A's u64 descriptor (with
+    # a_regs, the thread's A fragment: 8 f16/bf16 values, or 4 u32 from `tf32`), B's u64
+    # descriptor, bool: add the accumulators; its n / 2 results are taken by `extract`
     ops["wgmma"] = OpSpec("free", None, effects=True)
     ops["wgmma_fence"] = OpSpec("free", 0, effects=True)     # wgmma.fence
     ops["wgmma_commit"] = OpSpec("free", 0, effects=True)    # wgmma.commit_group

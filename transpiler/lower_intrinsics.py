@@ -720,6 +720,8 @@ def _align_shared(b, array, align: int, e) -> None:
 
 
 WGMMA_N = range(8, 257, 8)      # the N of wgmma's m64nNk* shapes
+#: of its 8-bit integer shapes (m64nNk32): 8, 16, 24, then multiples of 16
+WGMMA_N_8BIT = (8, 16, 24, *range(32, 257, 16))
 
 
 def _wgmma(b, e):
@@ -732,23 +734,30 @@ def _wgmma(b, e):
                            f"is in {array.space} memory", e.loc)
     extents = [d.value for d in array.shape]
     count = math.prod(extents)
-    if 2 * count not in WGMMA_N:
+    kind = e.extra["ab"]
+    if kind in ("s8", "u8"):
+        if 2 * count not in WGMMA_N_8BIT:
+            raise CompileError(f"ptxpy.wgmma of 8-bit integers takes N / 2 accumulators per "
+                               f"thread for a 64 x N tile, N 8, 16, 24 or a multiple of 16 up to "
+                               f"256 (4, 8, 12, 16, 24, ..., 128 i32); '{array.name}' has {count}",
+                               e.loc)
+    elif 2 * count not in WGMMA_N:
         raise CompileError(f"ptxpy.wgmma takes N / 2 accumulators per thread for a 64 x N tile, "
                            f"N a multiple of 8 up to 256 (4, 8, ..., 128 f32); '{array.name}' has "
                            f"{count}", e.loc)
     indices = [list(_row_major_index(k, extents)) for k in range(count)]
     acc = [b.load_elem(array, [ir.Const(i32, i) for i in index]) for index in indices]
     *a, b_desc, scale = (b.ev(arg) for arg in e.args)
-    kind = e.extra["ab"]
+    sums = array.elem
     a_regs = e.extra.get("a_regs", False)
     if a_regs and kind == "tf32":       # rounded as mma_sync's tf32 operands are
         a = [b.emit("tf32", u32, [v]) for v in a]
     attrs = {"n": 2 * count, "ab": kind, "trans_a": e.extra["trans_a"],
              "trans_b": e.extra["trans_b"], **({"a_regs": True} if a_regs else {})}
-    product = b.emit("wgmma", f32, [*acc, *a, b_desc, b.as_bool(scale)], attrs)
+    product = b.emit("wgmma", sums, [*acc, *a, b_desc, b.as_bool(scale)], attrs)
     for k, index in enumerate(indices):
         b.store_elem(array, [ir.Const(i32, i) for i in index],
-                     b.emit("extract", f32, [product], {"index": k}))
+                     b.emit("extract", sums, [product], {"index": k}))
 
 
 def _row_major_index(flat: int, extents: list) -> tuple:

@@ -152,20 +152,24 @@ def _verify_mma(instr, types) -> None:
 
 def _verify_wgmma(instr, types) -> None:
     attrs = instr.attrs
-    n = attrs.get("n")
-    if n not in range(8, 257, 8) or attrs.get("ab") not in ("f16", "bf16", "tf32") or \
+    n, ab = attrs.get("n"), attrs.get("ab")
+    integer = ab in ("s8", "u8")
+    shapes = (8, 16, 24, *range(32, 257, 16)) if integer else range(8, 257, 8)
+    if n not in shapes or ab not in ("f16", "bf16", "tf32", "s8", "u8") or \
             attrs.get("trans_a") not in (False, True) or attrs.get("trans_b") not in (False, True) or \
-            (attrs["ab"] == "tf32" and (attrs["trans_a"] or attrs["trans_b"])):
-        _fail(instr, "wgmma needs attrs n (8, 16, ..., 256), ab f16, bf16 or tf32, and trans_a, "
-                     "trans_b (not for tf32)")
+            (ab not in ("f16", "bf16") and (attrs["trans_a"] or attrs["trans_b"])):
+        _fail(instr, "wgmma needs attrs n (8, 16, ..., 256; for s8 and u8 8, 16, 24, 32, 48, ..., "
+                     "256), ab f16, bf16, tf32, s8 or u8, and trans_a, trans_b (f16 and bf16 only)")
     a_regs = attrs.get("a_regs", False)
-    if a_regs not in (False, True) or (a_regs and attrs["trans_a"]):
-        _fail(instr, "wgmma's attr a_regs is a bool, and A in registers has no trans_a")
-    a = (["u32"] * 4 if attrs["ab"] == "tf32" else [attrs["ab"]] * 8) if a_regs else ["u64"]
-    if instr.type != f32 or [t.name for t in types] != ["f32"] * (n // 2) + a + ["u64", "bool"]:
-        _fail(instr, f"wgmma of n {n} takes {n // 2} f32 accumulators, A's u64 descriptor (or, "
+    if a_regs not in (False, True) or (a_regs and (attrs["trans_a"] or integer)):
+        _fail(instr, "wgmma's attr a_regs is a bool, and A in registers has no trans_a and no "
+                     "8-bit integers")
+    a = (["u32"] * 4 if ab == "tf32" else [ab] * 8) if a_regs else ["u64"]
+    sums = "i32" if integer else "f32"
+    if instr.type.name != sums or [t.name for t in types] != [sums] * (n // 2) + a + ["u64", "bool"]:
+        _fail(instr, f"wgmma of n {n} takes {n // 2} {sums} accumulators, A's u64 descriptor (or, "
                      "with a_regs, 8 f16/bf16 or 4 u32 tf32 values), B's u64 descriptor and a "
-                     "bool, and gives f32")
+                     f"bool, and gives {sums}")
 
 
 def _verify_cp_async(instr, types) -> None:

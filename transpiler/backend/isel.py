@@ -1157,7 +1157,8 @@ class ISel:
                   [Vec(a), Vec(b), Vec(c)], vec_dst=True)
 
     def op_wgmma(self, instr: ir.Instr) -> None:
-        """`wgmma.mma_async.sync.aligned.m64n{n}k{16|8}.f32.{ab}.{ab}`: its accumulator registers
+        """`wgmma.mma_async.sync.aligned.m64n{n}k{16|8}.f32.{ab}.{ab}` (`k32.s32.{ab}.{ab}` for
+        8-bit integers, without the immediates after scale-d): its accumulator registers
         are C in and D out. A result planned into its accumulator's register
         (`_plan_accumulators`, the usual case) needs nothing; another first takes its
         accumulator by a `mov`, which the allocator coalesces where it can. So a loop's
@@ -1167,7 +1168,7 @@ class ISel:
         self.target.require_wgmma("wgmma.mma_async")
         n, kind = instr.attrs["n"], instr.attrs["ab"]
         acc = instr.args[:n // 2]
-        d = [self.new(f32) for _ in acc]
+        d = [self.new(instr.type) for _ in acc]
         for user in self.users.get(instr, []):
             if user.op != "extract":
                 raise BackendError("a wgmma's value may only be used by extract")
@@ -1187,6 +1188,10 @@ class ISel:
         else:
             a = self.src(a[0])
         b_desc = self.src(b_desc)
+        if kind in ("s8", "u8"):          # K-major only, neither negated: no immediates
+            self.emit(f"wgmma.mma_async.sync.aligned.m64n{n}k32.s32.{kind}.{kind}", d,
+                      [a, b_desc, scale], vec_dst=True, reads_dsts=True)
+            return
         k = 8 if kind == "tf32" else 16
         flags = [Imm("1"), Imm("1")]      # imm-scale-a, imm-scale-b: A and B as they are
         if kind != "tf32":                # imm-trans-a (none with A in registers), imm-trans-b
