@@ -165,6 +165,46 @@ def test_the_simulator_requires_whole_warps():
         run(TF32, "tiles_tf32", [a, b, c, Out(c.shape, np.float32)], 1, 48)
 
 
+# f32 values rounded to f16/bf16 as they go into the fragments: each register's pair is one
+# cvt.rn.{T}x2.f32, except where a half has another use (a0, stored): there two cvt and a mov
+ROUNDED = HEADER + """
+@ptxpy.jit
+def rounded(a: Array[f32, 2], b: Array[f32, 2], c: Array[f32, 2], d: Array[f32, 2],
+            first: Array[{T}, 1]):
+    lane = ptxpy.lane_id()
+    g = lane // 4
+    t = lane % 4
+    a0 = {T}(a[g, 2 * t])
+    first[lane] = a0
+    d0, d1, d2, d3 = ptxpy.mma_sync(
+        (a0, {T}(a[g, 2 * t + 1]), {T}(a[g + 8, 2 * t]), {T}(a[g + 8, 2 * t + 1]),
+         {T}(a[g, 2 * t + 8]), {T}(a[g, 2 * t + 9]), {T}(a[g + 8, 2 * t + 8]),
+         {T}(a[g + 8, 2 * t + 9])),
+        ({T}(b[2 * t, g]), {T}(b[2 * t + 1, g]), {T}(b[2 * t + 8, g]), {T}(b[2 * t + 9, g])),
+        (c[g, 2 * t], c[g, 2 * t + 1], c[g + 8, 2 * t], c[g + 8, 2 * t + 1]))
+    d[g, 2 * t:2 * t + 2] = (d0, d1)
+    d[g + 8, 2 * t:2 * t + 2] = (d2, d3)
+"""
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+def test_f32_values_rounded_into_a_fragment_convert_in_pairs(kind):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((16, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 8)).astype(np.float32)
+    c = rng.standard_normal((16, 8)).astype(np.float32)
+    source = ROUNDED.replace("{T}", kind)
+    d, first = run(source, "rounded", [a, b, c, Out((16, 8), np.float32),
+                                       Out(32, HALF_TYPES[kind])], 1, 32)
+    rounded_a, rounded_b = (x.astype(HALF_TYPES[kind]).astype(np.float64) for x in (a, b))
+    np.testing.assert_array_equal(d, (rounded_a @ rounded_b + c).astype(np.float32))
+    lanes = np.arange(32)
+    np.testing.assert_array_equal(first, a[lanes // 4, 2 * (lanes % 4)].astype(HALF_TYPES[kind]))
+    ptx = compile_source(source, "rounded").ptx
+    assert ptx.count(f"cvt.rn.{kind}x2.f32") == 5
+    assert ptx.count("mov.b32") == 1 and ptx.count(f"cvt.rn.{kind}.f32") == 2
+
+
 def test_the_ptx_names_the_instruction_and_rounds_tf32_operands():
     ptx = compile_source(TF32, "tiles_tf32").ptx
     assert ptx.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {") == 1

@@ -300,6 +300,8 @@ def test_fragments_computed_before_the_fence_are_packed_before_it():
                           r"1, 0;", batch)
     assert len(products) == 4 and len({r for p in products for r in p}) == 16
     assert "mov.b32" not in batch and "cvt" not in batch
+    # each register's two f32 values rounded to bf16 together (_plan_paired_conversions)
+    assert ptx.count("cvt.rn.bf16x2.f32") == 16 and "cvt.rn.bf16.f32" not in ptx
 
 
 LOOP_CARRIED = HEADER + """

@@ -715,7 +715,8 @@ class CallChecker:
         warpgroup's acc += A B (acc = A B where `accumulate` is false) on the tensor cores,
         A (64 x K) and B (K x N) in shared memory as their descriptors say, or A in registers
         (a tuple of the thread's fragment in place of a_desc), acc the thread's N / 2 f32
-        accumulators in a local array (N from its size, checked where it is known)."""
+        accumulators (i32 for i8 and u8) in a local array (N from its size, checked where it
+        is known)."""
         label = "ptxpy.wgmma"
         positional = sum(a.keyword is None for a in node.args)
         if positional > 4:

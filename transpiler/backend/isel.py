@@ -47,12 +47,18 @@ def _extends32(instr: ir.Instr) -> bool:
             and instr.type.is_int and not instr.attrs.get("mode"))
 
 
-#: IR opcode -> the `ISel` method lowering it (looked up by name once)
+def _rounded_from_f32(value) -> bool:
+    """Whether `value` is an f32 rounded to nearest into f16 or bf16 (one `cvt.rn`)."""
+    return (value.__class__ is ir.Instr and value.op == "cvt" and value.type.name in ("f16", "bf16")
+            and value.args[0].type == f32 and value.attrs.get("mode") in (None, "rn"))
+
+
 def _fragment_args(wgmma: ir.Instr) -> list:
     """The A fragment's values of a wgmma with A in registers (after its accumulators)."""
     return wgmma.args[wgmma.attrs["n"] // 2:-2]
 
 
+#: IR opcode -> the `ISel` method lowering it (looked up by name once)
 _OP_HANDLERS: dict = {}
 
 
@@ -128,6 +134,7 @@ class ISel:
         self._plan_branch_tests()
         self._plan_narrow()
         self._plan_accumulators()
+        self._plan_paired_conversions()
         self._plan_fragment_packing()
         for block in self.order:
             self._lower_block(block)
@@ -157,6 +164,37 @@ class ISel:
                             and self.users.get(value) == [instr]):
                         self.vregs[result] = self.reg(value)
 
+    def _plan_paired_conversions(self) -> None:
+        """Two f32 values rounded to f16 (bf16) that make one 32-bit register of an mma's or a
+        wgmma's fragment are converted together, by one `cvt.rn.f16x2.f32` (`_fragment_words`),
+        where neither conversion has another use: those `cvt`s are not emitted (`skipped`)."""
+        pairs = []                  # (lo, hi) of every fragment register of 16-bit floats
+        for instr in self.instrs:
+            if instr.op == "mma" and instr.attrs["ab"] != "tf32":
+                values = instr.args[:12]
+            elif instr.op == "wgmma" and instr.attrs.get("a_regs") and instr.attrs["ab"] != "tf32":
+                values = _fragment_args(instr)
+            else:
+                continue
+            pairs += [(values[k], values[k + 1]) for k in range(0, len(values), 2)]
+        if not pairs:
+            self.paired = frozenset()
+            return
+        uses = {}                   # a rounding -> its uses as a half of a fragment register
+        for pair in pairs:
+            for value in pair:
+                uses[value] = uses.get(value, 0) + 1
+        paired = {v for v in uses if _rounded_from_f32(v)
+                  and len(self.users.get(v, [])) == uses[v]}
+        while True:                 # a half pairs only with a half that pairs
+            unpaired = {v for lo, hi in pairs for v in (lo, hi)
+                        if v in paired and not (lo in paired and hi in paired)}
+            if not unpaired:
+                break
+            paired -= unpaired
+        self.paired = frozenset(paired)
+        self.skipped |= paired
+
     def _plan_fragment_packing(self) -> None:
         """Each 32-bit register of a wgmma's A fragment (two f16/bf16 values, or a tf32) is
         written right after the later of its values is computed (after a block's phis, for a
@@ -177,7 +215,9 @@ class ISel:
             values = _fragment_args(instr)
             size = 1 if instr.attrs["ab"] == "tf32" else 2
             for word in range(len(values) // size):
-                parts = [v for v in values[word * size:word * size + size] if v in position]
+                parts = [v.args[0] if v in self.paired else v       # (not emitted: its source)
+                         for v in values[word * size:word * size + size]]
+                parts = [v for v in parts if v in position]
                 if not parts:
                     continue
                 anchor = max(parts, key=position.get)
@@ -1203,12 +1243,16 @@ class ISel:
     def _fragment_words(self, values: list, kind: str) -> list:
         """The 32-bit registers of an A fragment: tf32 values as `tf32` gave them, f16/bf16
         values packed two to a register (the lower-numbered element in the low half)."""
-        regs = [self.src(v, imm=False) for v in values]
         if kind == "tf32":
-            return regs
-        words = [self.new("r") for _ in range(len(regs) // 2)]
-        for k, word in enumerate(words):
-            self.emit("mov.b32", [word], [Vec(regs[2 * k:2 * k + 2])])
+            return [self.src(v, imm=False) for v in values]
+        words = [self.new("r") for _ in range(len(values) // 2)]
+        for word, lo, hi in zip(words, values[::2], values[1::2]):
+            if lo in self.paired:       # both halves: one cvt of the two f32 values
+                sources = [self.src(hi.args[0], imm=False), self.src(lo.args[0], imm=False)]
+                self.emit(f"cvt.rn.{kind}x2.f32", [word], sources)
+            else:
+                self.emit("mov.b32", [word], [Vec([self.src(lo, imm=False),
+                                                   self.src(hi, imm=False)])])
         return words
 
     def op_wgmma_fence(self, instr: ir.Instr) -> None:
