@@ -131,6 +131,14 @@ UNSUPPORTED = [
     "s = ptxpy.shared_array((8, 4), f32)\np = ptxpy.ldmatrix(s[n, 0:4], 1, trans=True)",
     "s = ptxpy.shared_array((8, 4), f32)\np, q = ptxpy.ldmatrix(s[n, 0:4], 1)",
     "s = ptxpy.shared_array((8, 8), f16)\np, q, r, t = ptxpy.ldmatrix(s[n, 0:8], 2)",
+    "a = ptxpy.local_array((4, 4), f32)\nptxpy.wgmma(a, (x[0], x[1]), 1, bf16)",
+    "a = ptxpy.local_array((4, 4), f32)\nptxpy.wgmma(a, (x[0], x[1], x[2], x[3]), n, f32)",
+    "a = ptxpy.local_array((4, 4), f32)\nptxpy.wgmma(a, (x[0], x[1], x[2], x[3]), 1, f32, trans_a=True)",
+    "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, (x[0], x[0], x[0], x[0], x[0], x[0], x[0], x[0]), 0, f16)",
+    "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, (*x,), 0, bf16)",
+    "a = ptxpy.local_array(8, i32)\nptxpy.wgmma(a, 0, 0, i8)", "a = ptxpy.local_array(8, i32)\nptxpy.wgmma(a, 0, 0, u8, trans_b=True)",
+    "a = ptxpy.local_array(10, i32)\nptxpy.wgmma(a, 0, 0, i8, accumulate=n)",
+    "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, 0, 0, i8)", "a = ptxpy.local_array(8, i32)\nptxpy.wgmma(a, (n, n), 0, u8)",
 ]
 
 TOKENS = [
