@@ -203,15 +203,16 @@ class ISel:
         (its note C7519), and a loop's fragments carried from the last iteration are packed at
         its top. Of two values that both dominate the wgmma, the later in reverse postorder is
         dominated by the other."""
+        self.pack_after: dict = {}     # instr, or block (after its phis) -> (wgmma, word)s
+        self.packed: dict = {}         # (wgmma, word) -> its register, once written
+        products = [i for i in self.instrs if i.op == "wgmma" and i.attrs.get("a_regs")]
+        if not products:
+            return
         position = {}
         for b, block in enumerate(self.order):
             position.update((phi, (b, -1)) for phi in block.phis)
             position.update((instr, (b, i)) for i, instr in enumerate(block.instrs))
-        self.pack_after: dict = {}     # instr, or block (after its phis) -> (wgmma, word)s
-        self.packed: dict = {}         # (wgmma, word) -> its register, once written
-        for instr in self.instrs:
-            if instr.op != "wgmma" or not instr.attrs.get("a_regs"):
-                continue
+        for instr in products:
             values = _fragment_args(instr)
             size = 1 if instr.attrs["ab"] == "tf32" else 2
             for word in range(len(values) // size):
