@@ -1905,14 +1905,8 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
             desc_a = _per_warpgroup(ctx, groups, read_a(ctx), "the A descriptor", ins)
             a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, kdim, kind, trans_a, "A", ins)
         b, where_b = _wgmma_operand(ctx, groups, desc_b, n, kdim, kind, trans_b, "B", ins)
-        if where_a is None:     # A's registers: only B's chunks are read from shared memory
-            where_a = where_b[:, :0]
-        owner_a = _a_chunk_warps(where_a.shape[1], kdim, kind, trans_a)
+        _in_flight(ctx, groups, where_a, where_b, kdim, kind, trans_a, ins)
         a, b = sign_a * a, sign_b * b
-        if ctx.wgmma_reads is None:
-            ctx.wgmma_reads = _WgmmaReads(ctx)
-        owners = np.concatenate([owner_a, np.full(where_b.shape[1], -1)])
-        ctx.wgmma_reads.issue(groups, np.concatenate([where_a, where_b], axis=1), owners, ins)
         c = np.zeros((groups.shape[0], 64, n))
         for i, read in enumerate(read_c):
             value = np.broadcast_to(np.asarray(read(ctx), np.float64), (ctx.n,))
@@ -1947,11 +1941,7 @@ def _wgmma_integer(k, ins, ops, kind: str, n: int, satfinite: bool) -> _Op:
                                                     (read_scale, "scale-d")))
         a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, 32, kind, False, "A", ins)
         b, where_b = _wgmma_operand(ctx, groups, desc_b, n, 32, kind, False, "B", ins)
-        if ctx.wgmma_reads is None:
-            ctx.wgmma_reads = _WgmmaReads(ctx)
-        owners = np.concatenate([_a_chunk_warps(where_a.shape[1], 32, kind, False),
-                                 np.full(where_b.shape[1], -1)])
-        ctx.wgmma_reads.issue(groups, np.concatenate([where_a, where_b], axis=1), owners, ins)
+        _in_flight(ctx, groups, where_a, where_b, 32, kind, False, ins)
         c = np.zeros((groups.shape[0], 64, n), np.int64)
         for i, read in enumerate(read_c):
             value = np.broadcast_to(np.asarray(read(ctx)).astype(np.int64), (ctx.n,))
@@ -1966,6 +1956,18 @@ def _wgmma_integer(k, ins, ops, kind: str, n: int, satfinite: bool) -> _Op:
             out[groups] = d[:, rows[i], cols[i]]
             write(ctx, out, mask)
     return _Op(WSYNC, run, members=WARPGROUP)
+
+
+def _in_flight(ctx, groups, where_a, where_b, kdim: int, kind: str, trans_a: bool, ins):
+    """A product's shared chunks (A's, None for A in registers, then B's) stay in flight until
+    it is retired (_WgmmaReads), each with the warp whose part alone reads it (-1: all)."""
+    if where_a is None:
+        where_a = where_b[:, :0]
+    owners = np.concatenate([_a_chunk_warps(where_a.shape[1], kdim, kind, trans_a),
+                             np.full(where_b.shape[1], -1)])
+    if ctx.wgmma_reads is None:
+        ctx.wgmma_reads = _WgmmaReads(ctx)
+    ctx.wgmma_reads.issue(groups, np.concatenate([where_a, where_b], axis=1), owners, ins)
 
 
 def _a_chunk_warps(count: int, kdim: int, kind: str, trans: bool):

@@ -53,6 +53,11 @@ def _rounded_from_f32(value) -> bool:
             and value.args[0].type == f32 and value.attrs.get("mode") in (None, "rn"))
 
 
+def _per_word(kind: str) -> int:
+    """Values per 32-bit register of an A fragment: one tf32, or two f16/bf16."""
+    return 1 if kind == "tf32" else 2
+
+
 def _fragment_args(wgmma: ir.Instr) -> list:
     """The A fragment's values of a wgmma with A in registers (after its accumulators)."""
     return wgmma.args[wgmma.attrs["n"] // 2:-2]
@@ -214,7 +219,7 @@ class ISel:
             position.update((instr, (b, i)) for i, instr in enumerate(block.instrs))
         for instr in products:
             values = _fragment_args(instr)
-            size = 1 if instr.attrs["ab"] == "tf32" else 2
+            size = _per_word(instr.attrs["ab"])
             for word in range(len(values) // size):
                 parts = [v.args[0] if v in self.paired else v       # (not emitted: its source)
                          for v in values[word * size:word * size + size]]
@@ -228,7 +233,7 @@ class ISel:
 
     def _pack_fragments(self, anchor) -> None:
         for wgmma, word in self.pack_after.get(anchor, []):
-            size = 1 if wgmma.attrs["ab"] == "tf32" else 2
+            size = _per_word(wgmma.attrs["ab"])
             values = _fragment_args(wgmma)[word * size:word * size + size]
             (self.packed[wgmma, word],) = self._fragment_words(values, wgmma.attrs["ab"])
 
@@ -1222,7 +1227,7 @@ class ISel:
         scale = Imm(str(int(scale.value))) if isinstance(scale, ir.Const) else self.src(scale)
         a_regs = instr.attrs.get("a_regs", False)
         if a_regs:
-            size = 1 if kind == "tf32" else 2
+            size = _per_word(kind)
             words = [self.packed.pop((instr, k), None) for k in range(len(a) // size)]
             a = Vec([word or self._fragment_words(a[k * size:k * size + size], kind)[0]
                      for k, word in enumerate(words)])
