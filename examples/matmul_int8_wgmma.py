@@ -116,25 +116,28 @@ def xla_int8(x, y):
     return jnp.matmul(x, y, preferred_element_type=jnp.int32)
 
 
-def main(size: int | None = None) -> None:
+def main(size: int | None = None, kernel=matmul_int8_wgmma, name: str = "matmul_int8_wgmma",
+         gpu_size: int = 8192) -> None:
+    """Check `kernel` (x, y -> x @ y in i32) against NumPy and XLA, and time it beside XLA's
+    (examples/matmul_int8.py checks its kernel here too)."""
     on_gpu = jax.default_backend() == "gpu"
     if size is None:
-        size = 8192 if on_gpu else 256
+        size = gpu_size if on_gpu else 256
     rng = np.random.default_rng(0)
     x = rng.integers(-127, 128, (size, size), dtype=np.int8)
     y = rng.integers(-127, 128, (size, size), dtype=np.int8)
     xj, yj = jnp.asarray(x), jnp.asarray(y)
-    z = np.asarray(matmul_int8_wgmma(xj, yj))
+    z = np.asarray(kernel(xj, yj))
     rows = slice(0, 256)      # NumPy's product of 256 rows (exact in f64: |sums| < 2^53)
     expected = x[rows].astype(np.float64) @ y.astype(np.float64)
     assert z.dtype == np.int32 and np.array_equal(z[rows], expected), "z differs from NumPy's"
-    msg = (f"matmul_int8_wgmma of two {size} x {size} int8 matrices: matches NumPy's product "
-           f"(rows 0-255)")
+    msg = (f"{name} of two {size} x {size} int8 matrices: matches NumPy's product "
+           f"(rows 0-{min(size, 256) - 1})")
     if on_gpu:
         assert np.array_equal(z, np.asarray(xla_int8(xj, yj))), "z differs from XLA's"
         msg += " and XLA's (all of z)"
-        for name, fn in (("ptxpy", matmul_int8_wgmma), ("XLA's int8 jnp.matmul", xla_int8)):
-            msg += f"; {name} {tflops(fn, xj, yj):.1f} TOP/s"
+        for who, fn in (("ptxpy", kernel), ("XLA's int8 jnp.matmul", xla_int8)):
+            msg += f"; {who} {tflops(fn, xj, yj):.1f} TOP/s"
     print(msg)
 
 

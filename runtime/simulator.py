@@ -1673,16 +1673,25 @@ _MMA_LAYOUTS = {   # shape: (K, A's elements, B's elements)
                        lambda g, t, i=i: 2 * t + (i & 1) + 8 * (i >> 2)) for i in range(8)],
                  [(lambda g, t, i=i: 2 * t + (i & 1) + 8 * (i >> 1), lambda g, t: g)
                   for i in range(4)]),
+    "m16n8k32": (32, [(lambda g, t, i=i: g + 8 * ((i >> 2) & 1),
+                       lambda g, t, i=i: 4 * t + (i & 3) + 16 * (i >> 3)) for i in range(16)],
+                 [(lambda g, t, i=i: 4 * t + (i & 3) + 16 * (i >> 2), lambda g, t: g)
+                  for i in range(8)]),
 }
 
 
 def _fragment_elements(reads, ctx, kind: str) -> list:
     """Each 32-bit register's element(s) as f64 arrays over the threads, in fragment order:
-    one tf32 (its low 13 bits dropped), or two f16/bf16, the low half first."""
+    one tf32 (its low 13 bits dropped), two f16/bf16, the low half first, or four s8/u8, the
+    lowest byte first."""
     out = []
     for read in reads:
         word = np.broadcast_to(np.asarray(read(ctx)).astype(np.uint32), (ctx.n,))
-        if kind == "tf32":
+        if kind in ("s8", "u8"):
+            for shift in range(0, 32, 8):
+                byte = ((word >> np.uint32(shift)) & np.uint32(0xFF)).astype(np.uint8)
+                out.append((byte.view(np.int8) if kind == "s8" else byte).astype(np.float64))
+        elif kind == "tf32":
             out.append((word & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64))
         else:
             halves = TYPES[kind].dtype
@@ -1692,39 +1701,48 @@ def _fragment_elements(reads, ctx, kind: str) -> list:
 
 
 def _c_mma(k, ins, m: _Mods) -> _Op:
-    """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 and .m16n8k16 with f16 or bf16 A and
-    B: each warp's D = A B + C, from the fragments its 32 lanes hold. The products and their
-    sum are computed in f64 and rounded to f32 once (the tensor cores' order and intermediate
-    precision are unspecified); tf32 operands lose their low 13 bits."""
+    """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, .m16n8k16 with f16 or bf16 A and B,
+    and .m16n8k32[.satfinite].s32 with s8 or u8 A and B: each warp's D = A B + C, from the
+    fragments its 32 lanes hold. The products and their sum are computed in f64 and rounded to
+    f32 once (the tensor cores' order and intermediate precision are unspecified); tf32
+    operands lose their low 13 bits. Integer sums are exact and wrap modulo 2^32 (.satfinite:
+    clamp to the s32 range)."""
     m.take("sync")
     m.take("aligned")
-    shape = m.take("m16n8k8", "m16n8k16")
+    shape = m.take("m16n8k8", "m16n8k16", "m16n8k32")
     m.take("row")
     m.take("col")
-    kind = m.take("tf32") if shape == "m16n8k8" else None
+    satfinite = m.take("satfinite") is not None
+    kind = b_kind = m.take("tf32") if shape == "m16n8k8" else None
     if kind is not None:
         m.take("tf32")
         types = m.types()
     else:
         types = m.types()
-        if len(types) == 4 and types[1].name == types[2].name in ("f16", "bf16"):
-            kind = types[1].name
+        names = [t.name for t in types]
+        if len(types) == 4 and shape == "m16n8k16" and names[1] == names[2] in ("f16", "bf16"):
+            kind = b_kind = names[1]
             types = [types[0], types[3]]
-    if shape is None or kind is None or [t.name for t in types] != ["f32", "f32"]:
-        m.fail("mma.sync needs .m16n8k8.row.col.f32.tf32.tf32.f32 or "
-               ".m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32")
+        elif len(types) == 4 and shape == "m16n8k32" and {names[1], names[2]} <= {"s8", "u8"} \
+                and names[0] == names[3] == "s32":
+            kind, b_kind = names[1], names[2]
+            types = [T_F32, T_F32]
+    if shape is None or kind is None or [t.name for t in types] != ["f32", "f32"] or \
+            (satfinite and shape != "m16n8k32"):
+        m.fail("mma.sync needs .m16n8k8.row.col.f32.tf32.tf32.f32, "
+               ".m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 or "
+               ".m16n8k32.row.col[.satfinite].s32.{s8,u8}.{s8,u8}.s32")
+    integer = shape == "m16n8k32"
+    sums = TYPES["s32"] if integer else T_F32
     ops = ins.operands
     size, a_layout, b_layout = _MMA_LAYOUTS[shape]
     if len(ops) != 4 or not all(isinstance(op, Vec) for op in ops) or \
             [len(op.items) for op in ops] != [4, 4, 2, 4]:     # A and B: 32-bit registers
         k._bad(ins, "mma.sync takes {d0..d3}, {a0..a3}, {b0, b1}, {c0..c3}")
-    writes = [k.writer(item, T_F32, ins) for item in ops[0].items]
+    writes = [k.writer(item, sums, ins) for item in ops[0].items]
     read_a = [k.reader(item, T_U32, ins) for item in ops[1].items]
     read_b = [k.reader(item, T_U32, ins) for item in ops[2].items]
-    read_c = [k.reader(item, T_F32, ins) for item in ops[3].items]
-
-    def elements(reads, ctx):
-        return _fragment_elements(reads, ctx, kind)
+    read_c = [k.reader(item, sums, ins) for item in ops[3].items]
 
     def run(ctx, mask):
         lanes = ctx.whole_warps(mask, ins)        # (warps, 32) thread numbers
@@ -1733,15 +1751,21 @@ def _c_mma(k, ins, m: _Mods) -> _Op:
         a = np.zeros((lanes.shape[0], 16, size))
         b = np.zeros((lanes.shape[0], size, 8))
         c = np.zeros((lanes.shape[0], 16, 8))
-        for matrix, layout, values in ((a, a_layout, elements(read_a, ctx)),
-                                       (b, b_layout, elements(read_b, ctx)),
+        for matrix, layout, values in ((a, a_layout, _fragment_elements(read_a, ctx, kind)),
+                                       (b, b_layout, _fragment_elements(read_b, ctx, b_kind)),
                                        (c, _MMA_C, [np.broadcast_to(np.asarray(r(ctx), np.float64),
                                                                     (ctx.n,)) for r in read_c])):
             for (row, col), value in zip(layout, values):
                 matrix[warps, row(g, t), col(g, t)] = value[lanes]
-        d = (a @ b + c).astype(np.float32)
+        if integer:        # exact in f64: |a b| < 2^21, c < 2^31
+            d = (a @ b + c).astype(np.int64)
+            if satfinite:
+                d = np.clip(d, -2 ** 31, 2 ** 31 - 1)
+            d = d.astype(np.uint64).astype(np.uint32).view(np.int32)    # modulo 2^32
+        else:
+            d = (a @ b + c).astype(np.float32)
         for (row, col), write in zip(_MMA_C, writes):
-            out = np.zeros(ctx.n, np.float32)
+            out = np.zeros(ctx.n, d.dtype)
             out[lanes] = d[warps, row(g, t), col(g, t)]
             write(ctx, out, mask)
     return _Op(WSYNC, run, members=lambda ctx: np.uint32(0xFFFFFFFF))

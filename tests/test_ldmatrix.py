@@ -272,8 +272,8 @@ def k(x: Array[f16, 2], n: i32):
     return str(info.value).splitlines()[0]
 
 
-ROW = ("each lane of ptxpy.ldmatrix gives a 16-byte row of 16- or 32-bit elements: s[r, c:c + 8] "
-       "of f16, bf16, i16, u16 or s[r, c:c + 4] of f32, i32, u32; got ")
+ROW = ("each lane of ptxpy.ldmatrix gives a 16-byte row: s[r, c:c + 8] of f16, bf16, i16, u16, "
+       "s[r, c:c + 4] of f32, i32, u32 or s[r, c:c + 16] of i8, u8; got ")
 
 
 @pytest.mark.parametrize("body, message", [
@@ -288,7 +288,7 @@ ROW = ("each lane of ptxpy.ldmatrix gives a 16-byte row of 16- or 32-bit element
     ("    v0, v1 = ptxpy.ldmatrix(h[r, 0], 1)\n", f"kernels.py:12:29: error: {ROW}'h[r, 0]'"),
     ("    v0, v1 = ptxpy.ldmatrix(w[r, 0:8], 2)\n", f"kernels.py:12:29: error: {ROW}'w[r, 0:8]'"),
     ("    v0, v1 = ptxpy.ldmatrix(d[r, 0:2], 2)\n", f"kernels.py:12:29: error: {ROW}'d[r, 0:2]'"),
-    ("    v0, v1 = ptxpy.ldmatrix(b[r, 0:16], 1)\n", f"kernels.py:12:29: error: {ROW}'b[r, 0:16]'"),
+    ("    v0, v1 = ptxpy.ldmatrix(b[r, 0:8], 1)\n", f"kernels.py:12:29: error: {ROW}'b[r, 0:8]'"),
     ("    v0, v1 = ptxpy.ldmatrix(h[r, 0:8], 3)\n",
      "kernels.py:12:40: error: ptxpy.ldmatrix loads 1, 2 or 4 matrices, got 3"),
     ("    v0, v1 = ptxpy.ldmatrix(h[r, 0:8], 8)\n",

@@ -197,7 +197,13 @@ def test_f32_values_rounded_into_a_fragment_convert_in_pairs(kind):
     d, first = run(source, "rounded", [a, b, c, Out((16, 8), np.float32),
                                        Out(32, HALF_TYPES[kind])], 1, 32)
     rounded_a, rounded_b = (x.astype(HALF_TYPES[kind]).astype(np.float64) for x in (a, b))
-    np.testing.assert_array_equal(d, (rounded_a @ rounded_b + c).astype(np.float32))
+    expected = rounded_a @ rounded_b + c          # (the card's f32 sums: within their error)
+    scale = np.abs(rounded_a) @ np.abs(rounded_b) + np.abs(c)
+    assert np.all(np.abs(d - expected) <= 2.0 ** -20 * scale)
+    wrong = rounded_a.copy()                      # one element rounded otherwise is seen
+    big = np.argmax(np.abs(a[0]))
+    wrong[0, big] = np.float64(a[0, big])
+    assert np.any(np.abs(d - (wrong @ rounded_b + c)) > 2.0 ** -20 * scale)
     lanes = np.arange(32)
     np.testing.assert_array_equal(first, a[lanes // 4, 2 * (lanes % 4)].astype(HALF_TYPES[kind]))
     ptx = compile_source(source, "rounded").ptx
@@ -221,8 +227,9 @@ def compile_error(body: str) -> str:
     return str(info.value).splitlines()[0]
 
 
-USAGE = ("ptxpy.mma_sync takes three tuples (a, b, c): 4, 2 and 4 f32 values (m16n8k8, tf32), or "
-         "8 and 4 values all f16 or all bf16 and 4 f32 values (m16n8k16)")
+USAGE = ("ptxpy.mma_sync takes three tuples (a, b, c): 4, 2 and 4 f32 values (m16n8k8, tf32), "
+         "8 and 4 values all f16 or all bf16 and 4 f32 values (m16n8k16), or 16 and 8 values, "
+         "each all i8 or all u8, and 4 i32 values (m16n8k32)")
 
 
 @pytest.mark.parametrize("body, message", [

@@ -557,12 +557,14 @@ class CallChecker:
 
     def mma_sync(self, node: cst.Call) -> typed.Expr:
         """`d0, d1, d2, d3 = ptxpy.mma_sync((a0, ..., a3), (b0, b1), (c0, ..., c3))`: one warp's
-        tensor-core product D = A B + C of a 16x8 f32 tile (PTX's `mma.sync`, fragments as PTX
+        tensor-core product D = A B + C of a 16x8 tile (PTX's `mma.sync`, fragments as PTX
         lays them out: docs/language.md). A and B of 4 and 2 f32 values (rounded to tf32):
-        m16n8k8; of 8 and 4 values, all f16 or all bf16: m16n8k16. C is 4 f32 values."""
+        m16n8k8; of 8 and 4 values, all f16 or all bf16: m16n8k16; C is then 4 f32 values. A
+        and B of 16 and 8 values, each all i8 or all u8, and C of 4 i32: m16n8k32, i32 sums."""
         label = "ptxpy.mma_sync"
-        usage = (f"{label} takes three tuples (a, b, c): 4, 2 and 4 f32 values (m16n8k8, tf32), or "
-                 "8 and 4 values all f16 or all bf16 and 4 f32 values (m16n8k16)")
+        usage = (f"{label} takes three tuples (a, b, c): 4, 2 and 4 f32 values (m16n8k8, tf32), "
+                 "8 and 4 values all f16 or all bf16 and 4 f32 values (m16n8k16), or 16 and 8 "
+                 "values, each all i8 or all u8, and 4 i32 values (m16n8k32)")
         nodes = self.args(node, label, 3)
         parts = []
         for part in nodes:
@@ -571,9 +573,11 @@ class CallChecker:
                 raise self.error(f"{usage}; got '{code_of(part)}'", part)
             parts.append([e.value for e in part.elements])
         counts = tuple(len(p) for p in parts)
-        if counts not in ((4, 2, 4), (8, 4, 4)):
+        if counts not in ((4, 2, 4), (8, 4, 4), (16, 8, 4)):
             raise self.error(f"{usage}; got tuples of {counts[0]}, {counts[1]} and {counts[2]}", node)
         a, b, c = ([self.value(n) for n in p] for p in parts)
+        if counts[0] == 16:
+            return self.mma_8bit(node, label, parts, a, b, c)
         if counts[0] == 4:
             kind = "tf32"
             element = f32
@@ -585,14 +589,39 @@ class CallChecker:
                 raise self.error(f"the a and b values of an m16n8k16 {label} must be all f16 or "
                                  f"all bf16 (cast them), got {found}", node)
             kind = element.name
+        values = self.fragment_values(label, zip((a, b, c), parts, (element, element, f32)))
+        return typed.Intrinsic(self.loc(node), TupleType((f32,) * 4), f"mma_{kind}", values)
+
+    def mma_8bit(self, node, label: str, parts: list, a: list, b: list, c: list) -> typed.Expr:
+        """m16n8k32: a's values all i8 or all u8, b's too (the two may differ, as PTX's
+        `.s8.u8` forms do; a tuple of weak literals alone takes the other's type)."""
+        kinds = []
+        for name, group in (("a", a), ("b", b)):
+            strong = {v.type for v in group if not is_weak(v)}
+            if len(strong) > 1 or not strong <= {i8, u8}:
+                found = ", ".join(sorted(str(t) for t in {v.type for v in group}))
+                raise self.error(f"the {name} values of an m16n8k32 {label} must be all i8 or all "
+                                 f"u8 (cast them), got {found}", node)
+            kinds.append(strong.pop() if strong else None)
+        if kinds == [None, None]:
+            raise self.error(f"the a and b values of an m16n8k32 {label} are all literals: cast "
+                             "one of them to i8 or u8", node)
+        a_type, b_type = (t or kinds[1 - k] for k, t in enumerate(kinds))
+        values = self.fragment_values(label, zip((a, b, c), parts, (a_type, b_type, i32)))
+        return typed.Intrinsic(self.loc(node), TupleType((i32,) * 4), "mma_int8", values,
+                               {"a": WGMMA_TYPES[a_type.name], "b": WGMMA_TYPES[b_type.name]})
+
+    def fragment_values(self, label: str, groups) -> list:
+        """The values of (values, their nodes, the type they take) groups, each converted as an
+        assignment would (an error asking for a cast where that cannot be implicit)."""
         values = []
-        for group, nodes_of, t in ((a, parts[0], element), (b, parts[1], element), (c, parts[2], f32)):
+        for group, nodes_of, t in groups:
             for value, n in zip(group, nodes_of):
                 if not can_convert_implicitly(value.type, t, is_weak(value)):
                     raise self.error(f"{label}: '{code_of(n)}' is {value.type}, where {t} is needed "
                                      f"(cast it: {t}(...))", n)
                 values.append(convert(value, t))
-        return typed.Intrinsic(self.loc(node), TupleType((f32,) * 4), f"mma_{kind}", values)
+        return values
 
     def async_copy(self, name: str, node: cst.Call) -> typed.Expr:
         """`ptxpy.cp_async(dst, src[, pred])`, `ptxpy.cp_async_commit()`,
@@ -634,9 +663,10 @@ class CallChecker:
 
     def ldmatrix(self, node: cst.Call) -> typed.Expr:
         """`v0, v1, ... = ptxpy.ldmatrix(s[r, c:c + W], n[, trans=True])`: PTX's `ldmatrix`, a
-        warp's load of n (1, 2 or 4) 8 x 8 matrices of 16-bit elements (8 x 4 of 32-bit ones)
-        from shared memory, each lane giving one 16-byte row and getting its fragment: two
-        elements of each matrix (one of 32 bits), 2n (n) values in all."""
+        warp's load of n (1, 2 or 4) 8 x 8 matrices of 16-bit elements (8 x 4 of 32-bit ones,
+        8 x 16 of 8-bit ones) from shared memory, each lane giving one 16-byte row and getting
+        its fragment: 32 bits of each matrix, two 16-bit elements (one of 32 bits, four of 8),
+        2n (n, 4n) values in all."""
         label = "ptxpy.ldmatrix"
         positional = sum(a.keyword is None for a in node.args)
         if positional > 2:
@@ -646,10 +676,10 @@ class CallChecker:
                                                      keywords=("row", "count", "trans"))
         array, lead, start, width = self.async_operand(row_node, label, "row")
         elem = self.arrays[array].elem
-        if elem.is_bool or elem.bits not in (16, 32) or width * elem.nbytes != 16:
-            raise self.error(f"each lane of {label} gives a 16-byte row of 16- or 32-bit elements: "
-                             f"s[r, c:c + 8] of f16, bf16, i16, u16 or s[r, c:c + 4] of f32, i32, "
-                             f"u32; got '{code_of(row_node)}'", row_node)
+        if elem.is_bool or elem.bits == 64 or width * elem.nbytes != 16:
+            raise self.error(f"each lane of {label} gives a 16-byte row: s[r, c:c + 8] of f16, "
+                             f"bf16, i16, u16, s[r, c:c + 4] of f32, i32, u32 or s[r, c:c + 16] "
+                             f"of i8, u8; got '{code_of(row_node)}'", row_node)
         count = self.const_value(count_node, f"the matrix count of {label}")
         if type(count) is not int or count not in (1, 2, 4):
             raise self.error(f"{label} loads 1, 2 or 4 matrices, got {count!r}", count_node)
@@ -661,7 +691,7 @@ class CallChecker:
             if trans and elem.bits != 16:
                 raise self.error(f"{label}(..., trans=True) transposes 16-bit elements; '{array}' "
                                  f"holds {elem}", trans_node)
-        values = count * (2 if elem.bits == 16 else 1)
+        values = count * (32 // elem.bits)
         return typed.Intrinsic(self.loc(node), TupleType((elem,) * values), "ldmatrix", [],
                                {"row": (array, lead, start, width), "count": count, "trans": trans})
 

@@ -255,8 +255,8 @@ def _ops() -> dict[str, OpSpec]:
     ops["atom"] = OpSpec("free", None, effects=True)
     ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask[, clamp]]
     ops["vote"] = OpSpec("free", None, effects=True)   # predicate[, member mask]
-    # a warp's tensor-core product (PTX mma.sync; attrs shape, ab): A's, B's, C's elements; its
-    # four f32 results are taken by `extract`
+    # a warp's tensor-core product (PTX mma.sync; attrs shape, ab, and b where m16n8k32 has
+    # 8-bit ints): A's, B's, C's elements; its four f32 (i32) results are taken by `extract`
     ops["mma"] = OpSpec("free", None, effects=True)
     ops["tf32"] = OpSpec("free", 1)    # u32 <- f32: rounded to tf32 (cvt.rna.tf32.f32), its bits
     # an asynchronous copy of attrs bytes (4, 8 or 16) from global to shared memory (PTX

@@ -632,6 +632,14 @@ def _mma(kind: str):
     return lower
 
 
+def _mma_int8(b, e):
+    """`ptxpy.mma_sync` of 8-bit integers: one m16n8k32 `mma` of A's 16 and B's 8 values (ab
+    and b: their PTX types, s8 or u8) and C's 4 i32, and the four i32 elements of D."""
+    attrs = {"shape": "m16n8k32", "ab": e.extra["a"], "b": e.extra["b"]}
+    product = b.emit("mma", i32, _args(b, e), attrs)
+    return [b.emit("extract", i32, [product], {"index": k}) for k in range(4)]
+
+
 def _cp_async(b, e):
     """`ptxpy.cp_async(dst, src[, pred])`: one `cp_async` of `bytes` from the global address of
     src to the shared address of dst (checked under debug as a vector access is); where `pred`
@@ -681,7 +689,7 @@ def _ldmatrix(b, e):
     count, elem = e.extra["count"], array.elem
     loaded = b.emit("ldmatrix", elem, [address],
                     {"count": count, "trans": e.extra["trans"], "space": "shared"})
-    per_matrix = 2 if elem.bits == 16 else 1
+    per_matrix = 32 // elem.bits
     return [b.emit("extract", elem, [loaded], {"index": k}) for k in range(count * per_matrix)]
 
 
@@ -871,6 +879,7 @@ HANDLERS = {
     "shfl_up_sync": _shfl("up"),
     "shfl_down_sync": _shfl("down"),
     "mma_tf32": _mma("tf32"), "mma_f16": _mma("f16"), "mma_bf16": _mma("bf16"),
+    "mma_int8": _mma_int8,
     "cp_async": _cp_async, "cp_async_commit": _cp_async_commit, "cp_async_wait": _cp_async_wait,
     "ldmatrix": _ldmatrix,
     "wgmma": _hopper(_wgmma), "wgmma_desc": _wgmma_desc, "wgmma_wait": _hopper(_wgmma_wait),

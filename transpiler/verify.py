@@ -1,7 +1,7 @@
 """The IR verifier: the invariants every pass must keep. Run between passes in tests."""
 from __future__ import annotations
 
-from ptxpy.types import f32, u32
+from ptxpy.types import f32, i32, u32
 
 from .cfg import DomTree, reverse_postorder
 from .ir import (ADDR_TYPE, CMP_PREDICATES, OPS, Const, Function, Instr, Undef, bool_,
@@ -140,7 +140,18 @@ _MMA_OPERANDS = {("m16n8k8", "tf32"): ("u32", 4, 2), ("m16n8k16", "f16"): ("f16"
 
 
 def _verify_mma(instr, types) -> None:
-    form = _MMA_OPERANDS.get((instr.attrs.get("shape"), instr.attrs.get("ab")))
+    attrs = instr.attrs
+    if attrs.get("shape") == "m16n8k32":
+        kinds = [attrs.get("ab"), attrs.get("b")]
+        if not set(kinds) <= {"s8", "u8"}:
+            _fail(instr, "an m16n8k32 mma needs attrs ab and b, each s8 or u8")
+        names = {"s8": "i8", "u8": "u8"}
+        wanted = [names[kinds[0]]] * 16 + [names[kinds[1]]] * 8 + ["i32"] * 4
+        if instr.type != i32 or [t.name for t in types] != wanted:
+            _fail(instr, f"mma m16n8k32.{kinds[0]}.{kinds[1]} takes 16 and 8 8-bit ints and 4 "
+                         "i32 args and gives i32")
+        return
+    form = _MMA_OPERANDS.get((attrs.get("shape"), attrs.get("ab")))
     if form is None:
         _fail(instr, "mma needs attrs shape/ab m16n8k8/tf32, m16n8k16/f16 or m16n8k16/bf16")
     element, a_count, b_count = form
@@ -181,8 +192,10 @@ def _verify_cp_async(instr, types) -> None:
 
 def _verify_ldmatrix(instr, types) -> None:
     t, attrs = instr.type, instr.attrs
-    if types != [ADDR_TYPE] or t is None or t.is_bool or t.bits not in (16, 32):
-        _fail(instr, f"ldmatrix takes an {ADDR_TYPE} address and gives a 16- or 32-bit type")
+    if types != [ADDR_TYPE] or t is None or t.is_bool or t.bits not in (8, 16, 32) or \
+            (t.bits == 8 and not t.is_int):
+        _fail(instr, f"ldmatrix takes an {ADDR_TYPE} address and gives an 8-bit int or a 16- or "
+                     "32-bit type")
     if attrs.get("count") not in (1, 2, 4) or attrs.get("space") != "shared" or \
             attrs.get("trans") not in (False, True) or (attrs["trans"] and t.bits != 16):
         _fail(instr, "ldmatrix needs attrs count 1, 2 or 4, space shared, trans (16-bit only)")

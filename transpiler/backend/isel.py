@@ -63,6 +63,20 @@ def _fragment_args(wgmma: ir.Instr) -> list:
     return wgmma.args[wgmma.attrs["n"] // 2:-2]
 
 
+def _one_loaded_word(values: list) -> bool:
+    """Whether four 8-bit values are, in order, the bytes of one word of a 4-byte vload or of
+    an 8-bit ldmatrix (its extracts 4w to 4w + 3)."""
+    first = values[0]
+    if first.__class__ is not ir.Instr or first.op != "extract":
+        return False
+    source, index = first.args[0], first.attrs["index"]
+    if index % 4 or not (source.op == "ldmatrix" or (source.op == "vload"
+                                                      and source.attrs.get("n") == 4)):
+        return False
+    return all(v.__class__ is ir.Instr and v.op == "extract" and v.args[0] is source
+               and v.attrs["index"] == index + k for k, v in enumerate(values))
+
+
 #: IR opcode -> the `ISel` method lowering it (looked up by name once)
 _OP_HANDLERS: dict = {}
 
@@ -141,6 +155,7 @@ class ISel:
         self._plan_accumulators()
         self._plan_paired_conversions()
         self._plan_fragment_packing()
+        self._plan_byte_words()
         for block in self.order:
             self._lower_block(block)
         blocks = [self.mblocks[b] for b in self.order]
@@ -175,7 +190,7 @@ class ISel:
         where neither conversion has another use: those `cvt`s are not emitted (`skipped`)."""
         pairs = []                  # (lo, hi) of every fragment register of 16-bit floats
         for instr in self.instrs:
-            if instr.op == "mma" and instr.attrs["ab"] != "tf32":
+            if instr.op == "mma" and instr.attrs["ab"] in ("f16", "bf16"):
                 values = instr.args[:12]
             elif instr.op == "wgmma" and instr.attrs.get("a_regs") and instr.attrs["ab"] != "tf32":
                 values = _fragment_args(instr)
@@ -236,6 +251,42 @@ class ISel:
             size = _per_word(wgmma.attrs["ab"])
             values = _fragment_args(wgmma)[word * size:word * size + size]
             (self.packed[wgmma, word],) = self._fragment_words(values, wgmma.attrs["ab"])
+
+    def _plan_byte_words(self) -> None:
+        """A 32-bit register of an 8-bit mma fragment whose four bytes are, in order, one
+        loaded word (the extracts of a 4-byte vload, or of one register of an 8-bit ldmatrix)
+        takes that word as loaded, where those extracts have no other use: the vload is one
+        `ld.b32` (`word_loads`), the ldmatrix's word is not split, the extracts are not
+        emitted (`skipped`), and `_fragment_words` finds the word in `words`."""
+        self.words: dict = {}          # (vload or ldmatrix, word) -> its 32-bit register
+        self.word_loads: set = set()
+        groups = []                    # every 8-bit fragment register's four values
+        for instr in self.instrs:
+            if instr.op == "mma" and instr.attrs["shape"] == "m16n8k32":
+                groups += [instr.args[k:k + 4] for k in range(0, 24, 4)]
+        if not groups:
+            return
+        whole = [g for g in groups if _one_loaded_word(g)]
+        while True:                    # a byte's every use is in a group that is a whole word
+            uses = {}
+            for group in whole:
+                for value in group:
+                    uses[value] = uses.get(value, 0) + 1
+            kept = [g for g in whole if all(len(self.users[v]) == uses[v] for v in g)]
+            if len(kept) == len(whole):
+                break
+            whole = kept
+        vloads = {}                    # a vload -> its whole-word groups
+        for group in whole:
+            source = group[0].args[0]
+            if source.op == "vload":
+                vloads.setdefault(source, []).append(group)
+            else:
+                self.skipped.update(group)
+        for vload, its_groups in vloads.items():   # a vload loads as a word if all of it is one
+            if len(self.users[vload]) == 4:
+                self.word_loads.add(vload)
+                self.skipped.update(its_groups[0])
 
     def _lower_block(self, block: ir.Block) -> None:
         mblock = self.block = self.mblocks[block]
@@ -1151,7 +1202,10 @@ class ISel:
             elems[user.attrs["index"]] = self.reg(user)
             used.add(user.attrs["index"])
         addr, ld = self.address(instr.args[0], self._space(instr)), self._ld(instr)
-        if t.bits == 16 and n == 8:
+        if instr in self.word_loads:      # all four bytes make one register of an mma fragment
+            self.words[instr, 0] = word = self.new("r")
+            self.emit(f"{ld}.b32", [word], [addr])
+        elif t.bits == 16 and n == 8:
             words = [self.new("r") for _ in range(4)]
             self.emit(f"{ld}.v4.b32", words, [addr], vec_dst=True)
             for k, word in enumerate(words):
@@ -1190,17 +1244,23 @@ class ISel:
         operands packed two to a register (the lower-numbered element in the low half, as
         PTX's fragments have them)."""
         shape, kind = instr.attrs["shape"], instr.attrs["ab"]
-        n_ab = 6 if kind == "tf32" else 12
-        words = self._fragment_words(instr.args[:n_ab], kind)
-        a, b = words[:len(words) * 2 // 3], words[len(words) * 2 // 3:]
-        c = [self.src(v, imm=False) for v in instr.args[n_ab:]]
-        d = [self.new(f32) for _ in range(4)]
+        if shape == "m16n8k32":       # 8-bit ints: A and B of two types (ab, b), i32 sums
+            a, b = self._fragment_words(instr.args[:16], kind), self._fragment_words(
+                instr.args[16:24], instr.attrs["b"])
+            types = f"s32.{kind}.{instr.attrs['b']}.s32"
+        else:
+            n_ab = 6 if kind == "tf32" else 12
+            words = self._fragment_words(instr.args[:n_ab], kind)
+            a, b = words[:len(words) * 2 // 3], words[len(words) * 2 // 3:]
+            types = f"f32.{kind}.{kind}.f32"
+        c = [self.src(v, imm=False) for v in instr.args[-4:]]
+        d = [self.new(instr.type) for _ in range(4)]
         for user in self.users.get(instr, []):
             if user.op != "extract":
                 raise BackendError("an mma's value may only be used by extract")
             d[user.attrs["index"]] = self.reg(user)
-        self.emit(f"mma.sync.aligned.{shape}.row.col.f32.{kind}.{kind}.f32", d,
-                  [Vec(a), Vec(b), Vec(c)], vec_dst=True)
+        self.emit(f"mma.sync.aligned.{shape}.row.col.{types}", d, [Vec(a), Vec(b), Vec(c)],
+                  vec_dst=True)
 
     def op_wgmma(self, instr: ir.Instr) -> None:
         """`wgmma.mma_async.sync.aligned.m64n{n}k{16|8}.f32.{ab}.{ab}` (`k32.s32.{ab}.{ab}` for
@@ -1248,9 +1308,12 @@ class ISel:
 
     def _fragment_words(self, values: list, kind: str) -> list:
         """The 32-bit registers of an A fragment: tf32 values as `tf32` gave them, f16/bf16
-        values packed two to a register (the lower-numbered element in the low half)."""
+        values packed two to a register (the lower-numbered element in the low half), 8-bit
+        ones four to a register (`_byte_word`)."""
         if kind == "tf32":
             return [self.src(v, imm=False) for v in values]
+        if kind in ("s8", "u8"):
+            return [self._byte_word(values[k:k + 4]) for k in range(0, len(values), 4)]
         words = [self.new("r") for _ in range(len(values) // 2)]
         for word, lo, hi in zip(words, values[::2], values[1::2]):
             if lo in self.paired:       # both halves: one cvt of the two f32 values
@@ -1260,6 +1323,22 @@ class ISel:
                 self.emit("mov.b32", [word], [Vec([self.src(lo, imm=False),
                                                    self.src(hi, imm=False)])])
         return words
+
+    def _byte_word(self, values: list) -> VReg:
+        """Four 8-bit values in one 32-bit register, the first in the lowest byte: the word
+        they were loaded as (`_plan_byte_words`), or two 16-bit pairs and a `prmt` of their
+        low bytes."""
+        if _one_loaded_word(values):
+            word = self.words.get((values[0].args[0], values[0].attrs["index"] // 4))
+            if word is not None:
+                return word
+        pairs = [self.new("r"), self.new("r")]
+        for pair, k in zip(pairs, (0, 2)):
+            self.emit("mov.b32", [pair], [Vec([self.src(values[k], imm=False),
+                                               self.src(values[k + 1], imm=False)])])
+        word = self.new("r")
+        self.emit("prmt.b32", [word], [*pairs, Imm("0x6420")])
+        return word
 
     def op_wgmma_fence(self, instr: ir.Instr) -> None:
         self.target.require_wgmma("wgmma.fence")
@@ -1279,24 +1358,49 @@ class ISel:
 
     def op_ldmatrix(self, instr: ir.Instr) -> None:
         """`ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16` into 32-bit registers, each
-        then split into the lane's two 16-bit elements (the lower-numbered in the low half) or
-        moved into its 32-bit element."""
+        then split into the lane's two 16-bit elements (the lower-numbered in the low half),
+        moved into its 32-bit element, or split into four bytes (`_split_bytes`; an 8-bit
+        mma takes the register itself, `_plan_byte_words`)."""
         t, count = instr.type, instr.attrs["count"]
-        per_word = 2 if t.bits == 16 else 1
-        elems = [self.new(t) for _ in range(count * per_word)]
+        per_word = 32 // t.bits
+        elems = [None] * (count * per_word)
         for user in self.users.get(instr, []):
             if user.op != "extract":
                 raise BackendError("an ldmatrix's value may only be used by extract")
-            elems[user.attrs["index"]] = self.reg(user)
+            if user not in self.skipped:
+                elems[user.attrs["index"]] = self.reg(user)
         words = [self.new("r") for _ in range(count)]
         trans = ".trans" if instr.attrs.get("trans") else ""
         self.emit(f"ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16", words,
                   [self.address(instr.args[0], "shared")], vec_dst=True)
         for k, word in enumerate(words):
+            parts = elems[per_word * k:per_word * k + per_word]
+            if per_word == 4:
+                self.words[instr, k] = word
+                self._split_bytes(word, parts, t)
+                continue
+            parts = [reg or self.new(t) for reg in parts]
             if per_word == 2:
-                self.emit("mov.b32", elems[2 * k:2 * k + 2], [word], vec_dst=True)
+                self.emit("mov.b32", parts, [word], vec_dst=True)
             else:
-                self.emit("mov.b32", [elems[k]], [word])
+                self.emit("mov.b32", parts, [word])
+
+    def _split_bytes(self, word: VReg, bytes_: list, t: Scalar) -> None:
+        """The bytes of `word` wanted (registers, None where not) into 16-bit registers,
+        sign- (i8) or zero-extended (u8): each half's low byte by a `cvt`, its high one by a
+        shift."""
+        sign = "s" if t.is_signed else "u"
+        for half in range(2):
+            lo, hi = bytes_[2 * half:2 * half + 2]
+            if lo is None and hi is None:
+                continue
+            wanted = self.new("rs")
+            pair = [wanted, self.new("rs")] if half == 0 else [self.new("rs"), wanted]
+            self.emit("mov.b32", pair, [word], vec_dst=True)
+            if lo is not None:
+                self.emit(f"cvt.{sign}16.{sign}8", [lo], [wanted])
+            if hi is not None:
+                self.emit(f"shr.{sign}16", [hi], [wanted, Imm("8")])
 
     def op_vstore(self, instr: ir.Instr) -> None:
         values, space = instr.args[1:], self._space(instr)
