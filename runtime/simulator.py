@@ -1813,7 +1813,7 @@ def _c_ldmatrix(k, ins, m: _Mods) -> _Op:
 WARPGROUP = "warpgroup"     # the members of a WSYNC op that waits for its whole warpgroup
 _WGMMA_SHAPE = re.compile(r"m64n(\d+)k(\d+)$")
 _SWIZZLE_CHUNKS = (1, 8, 4, 2)   # by descriptor mode (none, 128B, 64B, 32B): 16-byte chunks per row
-_ELEMENT_BYTES = {"tf32": 4, "f16": 2, "bf16": 2, "s8": 1, "u8": 1}     # of an operand's elements
+_ELEMENT_BYTES = {"tf32": 4, "f16": 2, "bf16": 2, "s8": 1, "u8": 1, "e4m3": 1, "e5m2": 1}
 
 
 def _c_wgmma(k, ins, m: _Mods) -> _Op:
@@ -1865,10 +1865,16 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
     shape = m.take_prefixed("m64n")
     found = _WGMMA_SHAPE.match(shape or "")
     satfinite = m.take("satfinite") is not None
+    fp8 = m.take("e4m3", "e5m2")
     if m.take("tf32"):
         m.take("tf32")
         kind, types = "tf32", [t.name for t in m.types()]
         usage = ".m64nNk8.f32.tf32.tf32 d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b"
+    elif fp8:
+        kind = fp8 if m.take(fp8) else None       # (one format for A and B)
+        types = [t.name for t in m.types()]
+        usage = ".m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} (one format) d, a-desc, b-desc, scale-d, " \
+                "imm-scale-a, imm-scale-b"
     else:
         types = [t.name for t in m.types()]
         same = len(types) == 3 and types[1] == types[2]
@@ -1879,7 +1885,7 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
     integer = kind in ("s8", "u8")
     if integer:
         usage = ".m64nNk32[.satfinite].s32.{s8,u8}.{s8,u8} (one type) d, a-desc, b-desc, scale-d"
-    kdim = {"tf32": 8, "s8": 32, "u8": 32}.get(kind, 16)
+    kdim = {"tf32": 8, "s8": 32, "u8": 32, "e4m3": 32, "e5m2": 32}.get(kind, 16)
     n = int(found.group(1)) if found else 0
     shapes = (8, 16, 24, *range(32, 257, 16)) if integer else range(8, 257, 8)
     if (kind is None or types != ["s32" if integer else "f32"] or not found
@@ -1888,14 +1894,14 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
                f"32, 48, ..., 256)")
     ops = ins.operands
     a_regs = len(ops) > 1 and isinstance(ops[1], Vec)     # A in registers: no imm-trans-a
+    if a_regs and (integer or fp8):
+        k._bad(ins, "wgmma.mma_async of 8-bit types with A in registers is not supported "
+                    "(A in shared memory, through a descriptor)")
     if integer:
-        if a_regs:
-            k._bad(ins, "wgmma.mma_async of 8-bit integers with A in registers is not supported "
-                        "(A in shared memory, through a descriptor)")
         if len(ops) != 4 or not isinstance(ops[0], Vec):
             k._bad(ins, f"wgmma.mma_async{usage}: expected 4 operands, found {len(ops)}")
         return _wgmma_integer(k, ins, ops, kind, n, satfinite)
-    expected = (6 if kind == "tf32" else 8) - (a_regs and kind != "tf32")
+    expected = (6 if kind in ("tf32", "e4m3", "e5m2") else 8) - (a_regs and kind != "tf32")
     if len(ops) != expected or not isinstance(ops[0], Vec):
         if a_regs:
             usage = usage.replace("a-desc", "{a0, a1, a2, a3}").replace(" imm-trans-a,", "")
@@ -2103,7 +2109,17 @@ def _wgmma_operand(ctx, groups, desc, rows: int, kdim: int, kind: str, trans: bo
     offsets = segs[0][1].reshape(groups.shape[0], count)
     if kind == "tf32":
         return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64), offsets
+    if kind in ("e4m3", "e5m2"):
+        return _fp8_values(bits, kind), offsets
     return bits.view(TYPES[kind].dtype).astype(np.float64), offsets
+
+
+def _fp8_values(bits, kind: str):
+    """The f64 values of fp8 bytes: e4m3 (NVIDIA's, OCP's E4M3: no infinities, NaN at
+    S.1111.111) or e5m2 (IEEE-like: infinities and NaNs at exponent 31)."""
+    import ml_dtypes      # (JAX's dependency: its float8 types are these)
+    dtype = ml_dtypes.float8_e4m3fn if kind == "e4m3" else ml_dtypes.float8_e5m2
+    return bits.view(dtype).astype(np.float64)
 
 
 def _descriptor_fields(desc):

@@ -27,6 +27,7 @@ from ptxpy import Array, bf16, f16, f32, i8, i32, u8, u64
 """
 TYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32, "i8": np.int8,
          "u8": np.uint8}
+FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}   # held as u8 bytes
 INTEGER = {"s8": "i8", "u8": "u8"}      # the wgmma's 8-bit kinds: the dtype named
 SWIZZLE_W = {0: 1, 32: 2, 64: 4, 128: 8}     # 16-byte chunks in a swizzled row
 
@@ -62,7 +63,7 @@ def mm(a: Array[{T}, 1], a_at: Array[i32, 1], b: Array[{T}, 1], b_at: Array[i32,
         s[b_at[i]] = b[i]
 """ + ACC_IN + """    da = ptxpy.wgmma_desc(s[{A_START} + g * {A_SIZE}], {SWIZZLE}, {A_LBO}, {A_SBO})
     db = ptxpy.wgmma_desc(s[{B_START}], {SWIZZLE}, {B_LBO}, {B_SBO})
-    ptxpy.wgmma(acc, da, db, {T}, {TRANS}accumulate=flag != 0)
+    ptxpy.wgmma(acc, da, db, {DTYPE}, {TRANS}accumulate=flag != 0)
 """ + ACC_OUT
 
 
@@ -97,13 +98,17 @@ def layout(rows: int, k: int, esize: int, swizzle: int, mn_major: bool):
 
 
 def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, groups=1,
-               flag=1, seed=0):
-    """Run one wgmma of a 64 x n tile per warpgroup; compare with NumPy."""
-    t = "f32" if kind == "tf32" else INTEGER.get(kind, kind)
-    dtype, esize = TYPES[t], np.dtype(TYPES[t]).itemsize
+               flag=1, seed=0, a=None, b=None):
+    """Run one wgmma of a 64 x n tile per warpgroup (of random A and B, or of `a` and `b`, the
+    accumulators then zeros); compare with NumPy."""
+    t = "f32" if kind == "tf32" else "u8" if kind in FP8 else INTEGER.get(kind, kind)
+    dtype = FP8.get(kind, TYPES[t])
+    esize = np.dtype(dtype).itemsize
     k = 32 // esize
     rng = np.random.default_rng(seed)
-    if kind in INTEGER:      # the whole range of the type, and sums past 2^24
+    if a is not None:
+        c = np.zeros((groups * 64, n), np.float32)
+    elif kind in INTEGER:    # the whole range of the type, and sums past 2^24
         info = np.iinfo(dtype)
         a = rng.integers(info.min, info.max + 1, (groups * 64, k)).astype(np.int64)
         b = rng.integers(info.min, info.max + 1, (k, n)).astype(np.int64)
@@ -120,14 +125,18 @@ def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, gr
     b_start = groups * a_size
     b_at = b_off.ravel() // esize + b_start
     trans = "".join(f"{name}=True, " for name, on in (("trans_a", trans_a), ("trans_b", trans_b)) if on)
-    source = (KERNEL.replace("{T}", t).replace("{SIZE}", str(b_start + b_span // esize))
+    source = (KERNEL.replace("{DTYPE}", f'"{kind}"' if kind in FP8 else t)
+              .replace("{T}", t).replace("{SIZE}", str(b_start + b_span // esize))
               .replace("{N8}", str(n // 8)).replace("{A_START}", "0").replace("{A_SIZE}", str(a_size))
               .replace("{B_START}", str(b_start)).replace("{SWIZZLE}", str(swizzle))
               .replace("{A_LBO}", str(a_lbo)).replace("{A_SBO}", str(a_sbo))
               .replace("{B_LBO}", str(b_lbo)).replace("{B_SBO}", str(b_sbo)).replace("{TRANS}", trans)
               .replace("{ACC}", "i32" if kind in INTEGER else "f32"))
     a_values = np.concatenate([a[64 * g:64 * g + 64].ravel() for g in range(groups)]).astype(dtype)
-    (out,) = run(source, "mm", [a_values, a_at.astype(np.int32), b.T.ravel().astype(dtype),
+    b_values = b.T.ravel().astype(dtype)
+    if kind in FP8:          # the kernel's arrays hold the bytes
+        a_values, b_values = a_values.view(np.uint8), b_values.view(np.uint8)
+    (out,) = run(source, "mm", [a_values, a_at.astype(np.int32), b_values,
                                 b_at.astype(np.int32), c.astype(sums), np.int32(flag),
                                 Out((groups * 64, n), sums)],
                  1, 128 * groups, archs=HOPPER)
@@ -139,15 +148,30 @@ def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, gr
     np.testing.assert_array_equal(out, expected.astype(np.float32))
 
 
-@pytest.mark.parametrize("kind", ["s8", "u8"])
+@pytest.mark.parametrize("kind", ["s8", "u8", "e4m3", "e5m2"])
 @pytest.mark.parametrize("swizzle, n", [(0, 8), (32, 24), (64, 48), (128, 256)])
-def test_8_bit_integers(kind, swizzle, n):
+def test_8_bit_integers_and_fp8(kind, swizzle, n):
     wgmma_case(kind, n, swizzle)
 
 
+@pytest.mark.parametrize("kind", ["s8", "e4m3"])
 @pytest.mark.parametrize("flag", [0, 1])
-def test_8_bit_integers_two_warpgroups_and_accumulate(flag):
-    wgmma_case("s8", 64, 128, groups=2, flag=flag)
+def test_8_bit_types_two_warpgroups_and_accumulate(kind, flag):
+    wgmma_case(kind, 64, 128, groups=2, flag=flag)
+
+
+def test_fp8_values_are_decoded_as_the_formats_give_them():
+    """Every finite byte of each format, one at a time in A's first column against B = 1s:
+    D's first column is A's values (exact in f32), NaNs and infinities left out."""
+    for kind, dtype in FP8.items():
+        codes = np.arange(256, dtype=np.uint8)
+        values = codes.view(dtype).astype(np.float64)
+        finite = codes[np.isfinite(values)]
+        for start in range(0, finite.size, 64):
+            chunk = finite[start:start + 64]
+            a = np.zeros((64, 32))
+            a[:chunk.size, 0] = chunk.view(dtype).astype(np.float64)
+            wgmma_case(kind, 8, 128, flag=0, a=a, b=np.ones((32, 8)))
 
 
 @pytest.mark.parametrize("kind", ["bf16", "f16", "tf32"])
@@ -444,8 +468,20 @@ def k(x: Array[bf16, 2], n: i32):
      "kernels.py:12:17: error: the accumulators of ptxpy.wgmma are a local f32 array; 's' holds "
      "bf16"),
     ("    ptxpy.wgmma(acc, d, d, i32)\n",
-     "kernels.py:12:28: error: the dtype of ptxpy.wgmma is f16, bf16, f32 (tf32 products), i8 or "
-     "u8, got 'i32'"),
+     "kernels.py:12:28: error: the dtype of ptxpy.wgmma is f16, bf16, f32 (tf32 products), i8, u8, "
+     "\"e4m3\" or \"e5m2\" (fp8), got 'i32'"),
+    ("    ptxpy.wgmma(acc, d, d, \"e4m4\")\n",
+     "kernels.py:12:28: error: the dtype of ptxpy.wgmma is f16, bf16, f32 (tf32 products), i8, u8, "
+     "\"e4m3\" or \"e5m2\" (fp8), got '\"e4m4\"'"),
+    ("    ptxpy.wgmma(ints, d, d, \"e5m2\")\n",
+     "kernels.py:12:17: error: the accumulators of ptxpy.wgmma are a local f32 array; 'ints' "
+     "holds i32"),
+    ("    ptxpy.wgmma(acc, d, d, \"e4m3\", trans_b=True)\n",
+     "kernels.py:12:44: error: ptxpy.wgmma of e4m3 reads A and B K-major only: trans_b=True needs "
+     "f16 or bf16"),
+    ("    v = x[0, 0]\n    ptxpy.wgmma(acc, (v, v, v, v, v, v, v, v), d, \"e4m3\")\n",
+     "kernels.py:13:23: error: A in registers of ptxpy.wgmma takes f16, bf16 or f32 (tf32) "
+     "values; A of e4m3 is read from shared memory (a_desc)"),
     ("    ptxpy.wgmma(acc, d, d, i8)\n",
      "kernels.py:12:17: error: the accumulators of ptxpy.wgmma of i8 are a local i32 array; 'acc' "
      "holds f32"),
@@ -561,7 +597,7 @@ def test_wgmma_in_sm_90a_ptx():
 
 def test_a_constant_accumulate_is_an_immediate():
     source = KERNEL.replace("accumulate=flag != 0", "accumulate=False")
-    for key, value in (("{T}", "f16"), ("{SIZE}", "8192"), ("{N8}", "1"), ("{A_START}", "0"),
+    for key, value in (("{DTYPE}", "f16"), ("{T}", "f16"), ("{SIZE}", "8192"), ("{N8}", "1"), ("{A_START}", "0"),
                        ("{A_SIZE}", "0"), ("{B_START}", "4096"), ("{SWIZZLE}", "0"),
                        ("{A_LBO}", "128"), ("{A_SBO}", "256"), ("{B_LBO}", "128"),
                        ("{B_SBO}", "256"), ("{TRANS}", ""), ("{ACC}", "f32")):

@@ -39,6 +39,7 @@ WGMMA = frozenset(["wgmma", "wgmma_desc", "wgmma_fence", "wgmma_commit", "wgmma_
                    "fence_proxy_async"])
 #: the operand types of `ptxpy.wgmma`: the dtype named -> PTX's type (f32 is read as tf32)
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "i8": "s8", "u8": "u8"}
+FP8_KINDS = ("e4m3", "e5m2")    # wgmma's 8-bit float formats, named by a string dtype
 #: the swizzle modes of a wgmma descriptor, in bytes (0: none)
 WGMMA_SWIZZLES = (0, 32, 64, 128)
 #: helpers only the math library may call: round to nearest even, high half of a product
@@ -756,12 +757,17 @@ class CallChecker:
             node, label, 4, 7,
             keywords=("acc", "a_desc", "b_desc", "dtype", "trans_a", "trans_b", "accumulate"))
         acc = self.array_arg(acc_node, f"the accumulators of {label}")
-        elem = scalar_named(self.qualname(dtype_node))
-        if elem is None or elem.name not in WGMMA_TYPES:
-            raise self.error(f"the dtype of {label} is f16, bf16, f32 (tf32 products), i8 or u8, "
-                             f"got '{code_of(dtype_node)}'", dtype_node)
-        kind = WGMMA_TYPES[elem.name]
-        sums = i32 if elem.bits == 8 else f32
+        if dtype_node.__class__ is cst.SimpleString and dtype_node.evaluated_value in FP8_KINDS:
+            elem = u8           # fp8: the arrays hold the bytes (u8 or i8), the name the format
+            kind = dtype_node.evaluated_value
+        else:
+            elem = scalar_named(self.qualname(dtype_node))
+            if elem is None or elem.name not in WGMMA_TYPES:
+                raise self.error(f"the dtype of {label} is f16, bf16, f32 (tf32 products), i8, u8, "
+                                 f"\"e4m3\" or \"e5m2\" (fp8), got '{code_of(dtype_node)}'",
+                                 dtype_node)
+            kind = WGMMA_TYPES[elem.name]
+        sums = i32 if kind in ("s8", "u8") else f32
         if self.arrays[acc].elem != sums:
             of = f" of {elem}" if sums == i32 else ""
             raise self.error(f"the accumulators of {label}{of} are a local {sums} array; '{acc}' "
@@ -772,14 +778,15 @@ class CallChecker:
             if type(flag) is not bool:
                 raise self.error(f"{what}= of {label} is True or False, got {flag!r}", n)
             if flag and elem.bits != 16:
-                what_type = "f32 (tf32)" if kind == "tf32" else elem.name
+                what_type = {"tf32": "f32 (tf32)", "s8": "i8", "u8": "u8"}.get(kind, kind)
                 raise self.error(f"{label} of {what_type} reads A and B K-major only: {what}=True "
                                  f"needs f16 or bf16", n)
             trans.append(flag)
         a_regs = a_node.__class__ is cst.Tuple
         if a_regs and elem.bits == 8:
+            of = elem if kind in ("s8", "u8") else kind
             raise self.error(f"A in registers of {label} takes f16, bf16 or f32 (tf32) values; "
-                             f"A of {elem} is read from shared memory (a_desc)", a_node)
+                             f"A of {of} is read from shared memory (a_desc)", a_node)
         if a_regs and trans[0]:
             raise self.error(f"trans_a= of {label} needs A in shared memory: a fragment in "
                              "registers is read as it is", ta_node)

@@ -166,15 +166,16 @@ def _verify_wgmma(instr, types) -> None:
     n, ab = attrs.get("n"), attrs.get("ab")
     integer = ab in ("s8", "u8")
     shapes = (8, 16, 24, *range(32, 257, 16)) if integer else range(8, 257, 8)
-    if n not in shapes or ab not in ("f16", "bf16", "tf32", "s8", "u8") or \
+    if n not in shapes or ab not in ("f16", "bf16", "tf32", "s8", "u8", "e4m3", "e5m2") or \
             attrs.get("trans_a") not in (False, True) or attrs.get("trans_b") not in (False, True) or \
             (ab not in ("f16", "bf16") and (attrs["trans_a"] or attrs["trans_b"])):
         _fail(instr, "wgmma needs attrs n (8, 16, ..., 256; for s8 and u8 8, 16, 24, 32, 48, ..., "
-                     "256), ab f16, bf16, tf32, s8 or u8, and trans_a, trans_b (f16 and bf16 only)")
+                     "256), ab f16, bf16, tf32, s8, u8, e4m3 or e5m2, and trans_a, trans_b (f16 "
+                     "and bf16 only)")
     a_regs = attrs.get("a_regs", False)
-    if a_regs not in (False, True) or (a_regs and (attrs["trans_a"] or integer)):
+    if a_regs not in (False, True) or (a_regs and (attrs["trans_a"] or ab not in ("f16", "bf16", "tf32"))):
         _fail(instr, "wgmma's attr a_regs is a bool, and A in registers has no trans_a and no "
-                     "8-bit integers")
+                     "8-bit types")
     a = (["u32"] * 4 if ab == "tf32" else [ab] * 8) if a_regs else ["u64"]
     sums = "i32" if integer else "f32"
     if instr.type.name != sums or [t.name for t in types] != [sums] * (n // 2) + a + ["u64", "bool"]:

@@ -1263,8 +1263,9 @@ class ISel:
                   vec_dst=True)
 
     def op_wgmma(self, instr: ir.Instr) -> None:
-        """`wgmma.mma_async.sync.aligned.m64n{n}k{16|8}.f32.{ab}.{ab}` (`k32.s32.{ab}.{ab}` for
-        8-bit integers, without the immediates after scale-d): its accumulator registers
+        """`wgmma.mma_async.sync.aligned.m64n{n}k{16|8|32}.f32.{ab}.{ab}` (k32 for fp8;
+        `k32.s32.{ab}.{ab}` for 8-bit integers, without the immediates after scale-d; no
+        imm-trans for tf32 and fp8, which are K-major only): its accumulator registers
         are C in and D out. A result planned into its accumulator's register
         (`_plan_accumulators`, the usual case) needs nothing; another first takes its
         accumulator by a `mov`, which the allocator coalesces where it can. So a loop's
@@ -1298,9 +1299,9 @@ class ISel:
             self.emit(f"wgmma.mma_async.sync.aligned.m64n{n}k32.s32.{kind}.{kind}", d,
                       [a, b_desc, scale], vec_dst=True, reads_dsts=True)
             return
-        k = 8 if kind == "tf32" else 16
+        k = {"tf32": 8, "e4m3": 32, "e5m2": 32}.get(kind, 16)
         flags = [Imm("1"), Imm("1")]      # imm-scale-a, imm-scale-b: A and B as they are
-        if kind != "tf32":                # imm-trans-a (none with A in registers), imm-trans-b
+        if kind in ("f16", "bf16"):       # imm-trans-a (none with A in registers), imm-trans-b
             trans = ["trans_b"] if a_regs else ["trans_a", "trans_b"]
             flags += [Imm(str(int(instr.attrs[t]))) for t in trans]
         self.emit(f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}", d,
