@@ -1995,9 +1995,12 @@ def _in_flight(ctx, groups, where_a, where_b, kdim: int, kind: str, trans_a: boo
         where_a = where_b[:, :0]
     owners = np.concatenate([_a_chunk_warps(where_a.shape[1], kdim, kind, trans_a),
                              np.full(where_b.shape[1], -1)])
+    offsets = np.concatenate([where_a, where_b], axis=1)
+    if ctx.async_copies.pending:
+        ctx.async_copies.check_read(groups, offsets, ins)
     if ctx.wgmma_reads is None:
         ctx.wgmma_reads = _WgmmaReads(ctx)
-    ctx.wgmma_reads.issue(groups, np.concatenate([where_a, where_b], axis=1), owners, ins)
+    ctx.wgmma_reads.issue(groups, offsets, owners, ins)
 
 
 def _a_chunk_warps(count: int, kdim: int, kind: str, trans: bool):
@@ -2172,9 +2175,10 @@ class _WgmmaReads:
     blocks every write to its chunks but one by the warp that alone read them, until the
     block's next barrier (release).
 
-    Every write to shared memory goes through check: stores and atomics (_Batch.locate), a
-    cp.async's destination at its issue (it may land any time until its wait: _Batch.locate too)
-    and where the simulator lands it (_AsyncCopies._write)."""
+    Every write to shared memory goes through check: stores and atomics (_Batch.locate), and a
+    cp.async's destination at its issue (it may land any time until its wait: _Batch.locate
+    too). A product issued over a copy still pending fails at the product
+    (_AsyncCopies.check_read)."""
 
     def __init__(self, batch: "_Batch"):
         self.batch = batch
@@ -2235,11 +2239,12 @@ class _WgmmaReads:
         times = np.diff(np.append(first, flat.size)).astype(np.int32)
         self.count[flat[first]] += times if sign > 0 else -times
 
-    def check(self, offsets, lanes, size: int, what: str, ins, landing=None):
+    def check(self, offsets, lanes, size: int, what: str, ins):
         """Writes of `size` bytes at byte `offsets` of the batch's shared buffer by `lanes`
         (`what`: "store" or "atomic"): an error if one reaches a chunk a product not yet retired
         read, unless the writer's warp alone read it and has waited for the product.
-        `landing`: the cp.async wait where the copy `ins` lands."""
+        (A cp.async's destination counts from its issue: one issued before the product onto
+        its operands fails at the product, _AsyncCopies.check_read.)"""
         steps = [0] if size <= 16 and size & (size - 1) == 0 else \
             np.minimum(np.arange(0, size + 15, 16), size - 1)    # a byte of each chunk, and the last
         touched = (offsets[:, None] + np.asarray(steps)) >> 4
@@ -2253,7 +2258,7 @@ class _WgmmaReads:
                 if found is not None:
                     byte = next(b for b in range(int(offsets[i]), int(offsets[i]) + size)
                                 if b >> 4 == chunk)
-                    self._raise(lane, byte, found, what, ins, landing)
+                    self._raise(lane, byte, found, what, ins)
 
     def _blocking(self, lane: int, chunk: int):
         """(warpgroup, mma_async, whether committed, whether waited for) of the oldest product
@@ -2269,7 +2274,7 @@ class _WgmmaReads:
                     return int(wg), ins, bool(group < self.commits[wg]), bool(done)
         return None
 
-    def _raise(self, lane: int, byte: int, found, what: str, ins, landing):
+    def _raise(self, lane: int, byte: int, found, what: str, ins):
         batch = self.batch
         block = lane // batch.T
         offset = byte - block * batch.launch.shared_pad
@@ -2288,10 +2293,7 @@ class _WgmmaReads:
             reading = (f"which a wgmma of warpgroup {wg * 128 % batch.T // 128} (issued at "
                        f"{where(product)}, `{text}`, {state}) may still be reading: wait for "
                        f"it first (ptxpy.wgmma_wait / wgmma.wait_group)")
-        if landing is not None:
-            head = (f"{where(landing)}: `{landing.text}`: the copy of `{ins.text}` ({where(ins)}) "
-                    f"lands here and writes shared offset {offset:#x}")
-        elif ins.parts[0] == "cp":
+        if ins.parts[0] == "cp":
             head = (f"{where(ins)}: `{ins.text}` writes shared offset {offset:#x} (a cp.async "
                     f"may land any time until the wait that covers it)")
         else:
@@ -2312,13 +2314,13 @@ def _c_cp(k, ins, m: _Mods) -> _Op:
     if m.take("commit_group"):
         return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.commit(mask))
     if m.take("wait_all"):
-        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, None, ins))
+        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, None))
     if m.take("wait_group"):
         (count,) = _operands(k, ins, 1)
         if not isinstance(count, Imm):
             k._bad(ins, "cp.async.wait_group takes a constant")
         n = int(_imm(count, T_U32))
-        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, n, ins))
+        return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.wait(mask, n))
     level = m.take("ca", "cg")
     if level is None or not m.take("shared", "shared::cta") or not m.take("global"):
         m.fail("cp.async needs .ca or .cg, .shared and .global")
@@ -2377,9 +2379,9 @@ class _AsyncCopies:
         else:
             self.commits[mask] += 1
 
-    def wait(self, mask, newest: int | None, wait_ins=None):
+    def wait(self, mask, newest: int | None):
         """Complete the copies of the threads in `mask` but those of their `newest` latest
-        committed groups (None: every copy, committed or not), at `wait_ins`."""
+        committed groups (None: every copy, committed or not)."""
         active = self.batch.active_array(mask)
         kept = []
         for entry in self.pending:
@@ -2388,17 +2390,46 @@ class _AsyncCopies:
             if newest is not None:
                 done &= groups < self.commits[lanes] - newest
             if done.any():
-                self._write(ins, lanes[done], offsets[done], data[done], wait_ins)
+                self._write(ins, lanes[done], offsets[done], data[done])
                 if done.all():
                     continue
                 entry[1:] = [lanes[~done], groups[~done], offsets[~done], data[~done]]
             kept.append(entry)
         self.pending = kept
 
-    def _write(self, ins, lanes, offsets, data, wait_ins=None):
+    def check_read(self, groups, offsets, reader):
+        """A wgmma of warpgroups `groups` (warpgroups, 128) reading the 16-byte chunks at
+        `offsets` (warpgroups, chunks) of the batch's shared buffer: an error if a copy still
+        in flight writes one of them (the tensor cores would read whatever is there)."""
+        size = self.batch.shared.size // 16
+        landing = np.full(size, -1, np.int64)       # per chunk: a pending copy's entry
+        for k, (ins, lanes, groups_of, dst, data) in enumerate(self.pending):
+            for first in range(0, data.shape[1], 16):
+                landing[(dst + first) >> 4] = k
+        read = (offsets >> 4).astype(np.int64)
+        hit = landing[read] >= 0
+        if not hit.any():
+            return
+        wg, at = (int(i) for i in np.argwhere(hit)[0])
+        ins, lanes, _, dst, data = self.pending[int(landing[read[wg, at]])]
+        chunk = int(read[wg, at])
+        writer = int(lanes[np.flatnonzero((dst >> 4 <= chunk)
+                                          & (chunk <= (dst + data.shape[1] - 1) >> 4))[0]])
         batch = self.batch
-        if batch.wgmma_reads is not None and batch.wgmma_reads.products:
-            batch.wgmma_reads.check(offsets, lanes, data.shape[1], "store", ins, wait_ins or ins)
+        offset = chunk * 16 - writer // batch.T * batch.launch.shared_pad
+        where = batch.kernel.where
+        text = re.sub(r"\{([^{},]+),[^{}]*,([^{},]+)\}", r"{\1, ...,\2}", reader.text)
+        raise SimulatorError(
+            f"{where(reader)}: `{text}` reads shared offset {offset:#x}, where a cp.async (issued "
+            f"at {where(ins)}, `{ins.text}`, by {batch.describe(writer)}) has not landed: wait "
+            f"for it (ptxpy.cp_async_wait), then fence_proxy_async() and a barrier, before the "
+            f"wgmma; read by warpgroup {int(groups[wg, 0]) % batch.T // 128}, "
+            f"{batch.describe(int(groups[wg, 0]))}")
+
+    def _write(self, ins, lanes, offsets, data):
+        """Land a copy (its destination was checked against the products in flight at its
+        issue, and each product against the copies pending at its own: check_read)."""
+        batch = self.batch
         batch.shared[offsets[:, None] + np.arange(data.shape[1])] = data
         races = getattr(batch, "races", None)
         if races is not None:

@@ -647,3 +647,44 @@ def test_the_launch_check_asks_for_whole_warpgroups():
     with pytest.raises(ValueError, match=r"block \(96, 1, 1\) has 96 threads, not a multiple of "
                                          r"128: the kernel calls ptxpy.wgmma"):
         launch.check_limits(kernel, (1, 1, 1), (96, 1, 1), limits)
+
+
+# The simulator's check of a wgmma reading shared bytes a cp.async has not landed yet (the
+# tensor cores would read whatever is there): without the wait it raises, with it it runs
+UNLANDED = HEADER + """
+@ptxpy.jit
+def unlanded(x: Array[bf16, 2], out: Array[f32, 2]):
+    s = ptxpy.shared_array((64, 64), bf16)
+    t = ptxpy.thread_idx.x
+    for r in ptxpy.static_range(0, 64, 16):
+        row = t // 8 + r
+        c = (t % 8) * 8
+        ptxpy.cp_async(s[row, c:c + 8], x[row, c:c + 8])
+    ptxpy.cp_async_commit()
+    {WAIT}
+    ptxpy.fence_proxy_async()
+    ptxpy.syncthreads()
+    acc = ptxpy.local_array((8, 4), f32)
+    ptxpy.wgmma_fence()
+    d = ptxpy.wgmma_desc(s[0, 0], 0, 128, 1024)
+    ptxpy.wgmma(acc, d, d, bf16, accumulate=False)
+    ptxpy.wgmma_commit()
+    ptxpy.wgmma_wait(0)
+    for j in ptxpy.static_range(8):
+        for e in ptxpy.static_range(4):
+            out[t, 4 * j + e] = acc[j, e]
+"""
+
+
+@pytest.mark.skipif(ON_GPU, reason="the simulator's check; on the GPU the product reads stale bytes")
+def test_a_wgmma_reading_bytes_a_copy_has_not_landed_is_an_error():
+    x = np.ones((64, 64), ml_dtypes.bfloat16)
+    args = [x, Out((128, 32), np.float32)]
+    (out,) = run(UNLANDED.replace("{WAIT}", "ptxpy.cp_async_wait(0)"), "unlanded", args, 1, 128,
+                 archs=HOPPER)
+    np.testing.assert_array_equal(out, 16.0)      # every element: K = 16 ones times ones
+    with pytest.raises(SimulatorError, match=r"`wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\."
+                                             r"bf16\.bf16 \{%f\d+, \.\.\., %f\d+\}, %rd\d+, %rd\d+, "
+                                             r"0, 1, 1, 0, 0;` reads shared offset 0x0, where a "
+                                             r"cp\.async \(issued at kernels\.py:12, `cp\.async\.cg"):
+        run(UNLANDED.replace("{WAIT}", "pass"), "unlanded", args, 1, 128, archs=HOPPER)

@@ -677,18 +677,23 @@ def test_cp_async_issued_to_an_operand_in_flight(rng):
         run_flight(rng, ISSUE + COMMIT + cp_async(1024) + "    cp.async.wait_all;\n" + wait())
 
 
-def test_cp_async_landing_on_an_operand_in_flight(rng):
-    """A copy issued before the product, landing at its cp.async.wait_group before the
-    product's wait_group: fails at the cp.async wait."""
-    with pytest.raises(SimulatorError, match=r"PTX line \d+: `cp.async.wait_group 0;`: the copy "
-                                             r"of `@%p3 cp.async.cg.shared.global \[%r10\+2064\], "
-                                             r"\[%rd1\], 16;` \(PTX line \d+\) lands here and "
-                                             r"writes shared offset 0x810, " + FIRST):
+def test_a_product_reading_a_copy_not_landed(rng):
+    """A copy issued before the product and waited for only after it: the product reads bytes
+    that may not be there yet, which fails at the product."""
+    with pytest.raises(SimulatorError, match=r"PTX line \d+: `wgmma.mma_async.sync.aligned.m64n8k16"
+                                             r"\.f32\.bf16\.bf16 \{%f0, \.\.\., %f3\}, %rd20, "
+                                             r"%rd21, 1, 1, 1, 0, 0;` reads shared offset 0x810, "
+                                             r"where a cp.async \(issued at PTX line \d+, `@%p3 "
+                                             r"cp.async.cg.shared.global \[%r10\+2064\], \[%rd1\], "
+                                             r"16;`, by thread \(0,0,0\) block \(0,0,0\)\) has "
+                                             r"not landed: wait for it"):
         run_flight(rng, cp_async(2064) + ISSUE + COMMIT + "    cp.async.wait_group 0;\n" + wait())
 
 
 def test_cp_async_after_the_wait(rng):
-    run_flight(rng, cp_async(2064) + ISSUE + COMMIT + wait() + BARRIER
+    """A copy elsewhere in flight across the product, and one to an operand after the
+    product's wait and a barrier: both fine."""
+    run_flight(rng, cp_async(8192) + ISSUE + COMMIT + wait() + BARRIER
                + "    cp.async.wait_group 0;\n" + cp_async(0) + "    cp.async.wait_all;\n")
 
 
