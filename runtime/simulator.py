@@ -1137,6 +1137,9 @@ _INT_ROUND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
 def _c_cvt(k, ins, m: _Mods) -> _Op:
     if m.take("tf32"):
         return _cvt_tf32(k, ins, m)
+    fp8 = m.take("e4m3x2", "e5m2x2")
+    if fp8:
+        return _cvt_fp8(k, ins, m, fp8[:4])
     rnd = m.take("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")
     ftz, sat = m.take("ftz") is not None, m.take("sat") is not None
     types = m.types()
@@ -1263,6 +1266,43 @@ def _int_to_int(a, dst: PtxType, src: PtxType, sat: bool):
     if dst.bits > src.bits:  # widening: sign-extend signed sources
         return a.astype(dst.dtype)
     return a.view(_uint(src.nbytes)).astype(_uint(dst.nbytes)).view(dst.dtype)
+
+
+_FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+
+
+def _fp8_dtype(fmt: str):
+    import ml_dtypes      # (JAX's dependency: its float8 types are PTX's e4m3 and e5m2)
+    return ml_dtypes.float8_e4m3fn if fmt == "e4m3" else ml_dtypes.float8_e5m2
+
+
+def _cvt_fp8(k, ins, m: _Mods, fmt: str) -> _Op:
+    """cvt.rn.satfinite.{e4m3,e5m2}x2.f32 d, a, b: d (.b16) = {fp8(a) in the high byte, fp8(b)
+    in the low one}, to nearest even, finite values and infinities beyond the largest finite
+    value saturated to it, a NaN 0x7F; and cvt.rn.f16x2.{e4m3,e5m2}x2 d, a: the two bytes of a
+    (.b16) as f16 values (exact), the low byte's in the low half."""
+    rnd = m.take("rn")
+    satfinite = m.take("satfinite") is not None
+    types = [t.name for t in m.types()]
+    dtype = _fp8_dtype(fmt)
+    if rnd and satfinite and types == ["f32"]:
+        def byte(x):
+            x = np.asarray(x, np.float32)
+            limit = np.float32(_FP8_MAX[fmt])
+            out = np.clip(x, -limit, limit).astype(dtype).view(np.uint8).astype(np.uint16)
+            return np.where(np.isnan(x), np.uint16(0x7F), out)
+
+        return _simple(k, ins, [T_F32, T_F32], TYPES["b16"],
+                       lambda a, b: (byte(a) << np.uint16(8)) | byte(b))
+    if rnd and not satfinite and types == ["f16x2"]:
+        def halves(a):
+            a = np.asarray(a).astype(np.uint16)
+            lo, hi = ((a >> np.uint16(s)) & np.uint16(0xFF) for s in (0, 8))
+            value = lambda v: v.astype(np.uint8).view(dtype).astype(np.float16).view(np.uint16)  # noqa: E731
+            return (value(hi).astype(np.uint32) << np.uint32(16)) | value(lo).astype(np.uint32)
+
+        return _simple(k, ins, [TYPES["b16"]], TYPES["f16x2"], halves)
+    m.fail(f"cvt of {fmt}x2 needs .rn.satfinite.{fmt}x2.f32 or .rn.f16x2.{fmt}x2")
 
 
 def _cvt_pack(k, ins, m: _Mods, dst: PtxType, src: PtxType, rnd) -> _Op:

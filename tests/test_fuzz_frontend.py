@@ -144,6 +144,8 @@ UNSUPPORTED = [
     "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, (x[0], x[0], x[0], x[0], x[0], x[0], x[0], x[0]), 0, f16)",
     "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, (*x,), 0, bf16)",
     "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, 0, 0, \"e4m3\")",
+    "y = ptxpy.to_fp8(x[0], \"e4m3\")", "y = ptxpy.to_fp8(n, \"e5m2\")", "y = ptxpy.to_fp8(x[0])",
+    "y = ptxpy.from_fp8(n, 'e4m3')", "y = ptxpy.from_fp8(u8(n), format=\"e5m2\")", "y = ptxpy.from_fp8(u8(1), n)",
     "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, 0, 0, \"e5m2\", trans_a=True)",
     "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, 0, 0, 'fp8')", "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, 0, 0, b'e4m3')",
     "a = ptxpy.local_array(8, i32)\nptxpy.wgmma(a, 0, 0, i8)", "a = ptxpy.local_array(8, i32)\nptxpy.wgmma(a, 0, 0, u8, trans_b=True)",

@@ -39,7 +39,9 @@ WGMMA = frozenset(["wgmma", "wgmma_desc", "wgmma_fence", "wgmma_commit", "wgmma_
                    "fence_proxy_async"])
 #: the operand types of `ptxpy.wgmma`: the dtype named -> PTX's type (f32 is read as tf32)
 WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "i8": "s8", "u8": "u8"}
-FP8_KINDS = ("e4m3", "e5m2")    # wgmma's 8-bit float formats, named by a string dtype
+FP8_KINDS = ("e4m3", "e5m2")    # the 8-bit float formats (wgmma's, cvt's), named by a string
+#: an f32 to its fp8 byte (u8), and back
+FP8_CONVERSIONS = {"to_fp8": (f32, u8), "from_fp8": (u8, f32)}
 #: the swizzle modes of a wgmma descriptor, in bytes (0: none)
 WGMMA_SWIZZLES = (0, 32, 64, 128)
 #: helpers only the math library may call: round to nearest even, high half of a product
@@ -374,6 +376,8 @@ class CallChecker:
             return self.ldmatrix(node)
         if name in WGMMA:
             return self.wgmma_call(name, node)
+        if name in FP8_CONVERSIONS:
+            return self.fp8_conversion(name, node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
             return self.library_private(name, node)
         raise self.name_error(node.func, f"ptxpy.{name}")
@@ -714,6 +718,24 @@ class CallChecker:
             raise self.error(f"{label}(n) needs a constant n from 0 to 7 (the newest groups that "
                              f"may still be in flight), got {n!r}", count)
         return typed.Intrinsic(loc, None, name, [], {"n": n})
+
+    def fp8_conversion(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.to_fp8(x, format)`: an f32 rounded to the fp8 format ("e4m3" or "e5m2"),
+        to nearest even, saturating to the largest finite value; its byte as u8.
+        `ptxpy.from_fp8(byte, format)`: the value of an fp8 byte as f32 (exact)."""
+        label = f"ptxpy.{name}"
+        value_node, format_node = self.args(node, label, 2, keywords=("value", "format"))
+        source, result = FP8_CONVERSIONS[name]
+        if format_node.__class__ is not cst.SimpleString or \
+                format_node.evaluated_value not in FP8_KINDS:
+            raise self.error(f"the format of {label} is \"e4m3\" or \"e5m2\", got "
+                             f"'{code_of(format_node)}'", format_node)
+        value = self.value(value_node)
+        if not can_convert_implicitly(value.type, source, is_weak(value)):
+            raise self.error(f"{label} takes {'an' if source == f32 else 'a'} {source} value "
+                             f"(cast it: {source}(...)), got {value.type}", value_node)
+        return typed.Intrinsic(self.loc(node), result, name, [convert(value, source)],
+                               {"format": format_node.evaluated_value})
 
     def wgmma_desc(self, node: cst.Call) -> typed.Expr:
         """`ptxpy.wgmma_desc(s[i, j], swizzle, lbo, sbo)`: the u64 descriptor of the matrix

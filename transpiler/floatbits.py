@@ -129,3 +129,29 @@ def int_to_float(n: int, name: str) -> float:
             q += 1
         magnitude = q << extra          # now exact in float64 (precision + 1 bits at most)
     return round_to(float(-magnitude if n < 0 else magnitude), name)
+
+
+#: the fp8 formats' largest finite values: e4m3 (NVIDIA's, no infinities) and e5m2
+FP8_MAX = {"e4m3": 448.0, "e5m2": 57344.0}
+
+
+def fp8_byte(x: float, fmt: str) -> int:
+    """The byte of `x` in fp8 `fmt` as `cvt.rn.satfinite.{e4m3,e5m2}x2.f32` gives it: to nearest
+    even, beyond the largest finite value (infinities too) that value, a NaN 0x7F."""
+    import ml_dtypes   # (JAX's dependency)
+    import numpy as np
+
+    if math.isnan(x):
+        return 0x7F
+    limit = FP8_MAX[fmt]
+    dtype = ml_dtypes.float8_e4m3fn if fmt == "e4m3" else ml_dtypes.float8_e5m2
+    return int(np.float32(min(max(x, -limit), limit)).astype(dtype).view(np.uint8))
+
+
+def fp8_value(byte: int, fmt: str) -> float:
+    """The value of an fp8 byte (exact in f32)."""
+    import ml_dtypes
+    import numpy as np
+
+    dtype = ml_dtypes.float8_e4m3fn if fmt == "e4m3" else ml_dtypes.float8_e5m2
+    return float(np.uint8(byte & 0xFF).view(dtype))

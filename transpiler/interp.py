@@ -13,8 +13,8 @@ import math
 import re
 
 from ptxpy.types import Scalar, i32, u8
-from .floatbits import (DEFAULT_NAN, MAX_FINITE, bits_of, from_bits, int_to_float, next_toward,
-                        round_to)
+from .floatbits import (DEFAULT_NAN, MAX_FINITE, bits_of, fp8_byte, fp8_value, from_bits,
+                        int_to_float, next_toward, round_to)
 from .ir import Const, Function, Instr, Undef, Value
 
 
@@ -91,6 +91,7 @@ PURE_OPS = frozenset({
     "mul_hi", "mul_wide", "shl", "shr", "fma", "sqrt", "rsqrt", "rcp", "floor", "ceil", "trunc",
     "round", "ex2", "lg2", "sin", "cos", "tanh", "copysign", "isnan", "isinf", "cmp", "select",
     "cvt", "bitcast", "mov", "floordiv", "floormod", "popc", "clz", "brev", "bfind", "tf32",
+    "to_fp8", "from_fp8",
 })
 #: bit operations: computed on the argument's bits, whatever the result type
 _BIT_OPS = frozenset({"popc", "clz", "brev", "bfind"})
@@ -120,6 +121,10 @@ def evaluate(op: str, t: Scalar, attrs: dict, args: list, arg_types: list):
         return from_bit_pattern(bits(args[0], arg_types[0]), t)
     if op == "tf32":
         return tf32_bits(bits(args[0], arg_types[0]))
+    if op == "to_fp8":
+        return fp8_byte(float(args[0]), attrs["format"])
+    if op == "from_fp8":
+        return fp8_value(int(args[0]), attrs["format"])
     if op in _BIT_OPS:
         return wrap_int(_bit_op(op, attrs, bits(args[0], arg_types[0]), arg_types[0].bits), t)
     if t.is_bool:

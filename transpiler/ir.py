@@ -259,6 +259,9 @@ def _ops() -> dict[str, OpSpec]:
     # 8-bit ints): A's, B's, C's elements; its four f32 (i32) results are taken by `extract`
     ops["mma"] = OpSpec("free", None, effects=True)
     ops["tf32"] = OpSpec("free", 1)    # u32 <- f32: rounded to tf32 (cvt.rna.tf32.f32), its bits
+    # u8 <- f32 and f32 <- u8 (attrs format e4m3 or e5m2): an fp8 byte and its value
+    ops["to_fp8"] = OpSpec("free", 1)
+    ops["from_fp8"] = OpSpec("free", 1)
     # an asynchronous copy of attrs bytes (4, 8 or 16) from global to shared memory (PTX
     # cp.async): the shared address, the global address[, u32: the bytes to read, the rest
     # of the destination filled with zeros]

@@ -640,6 +640,15 @@ def _mma_int8(b, e):
     return [b.emit("extract", i32, [product], {"index": k}) for k in range(4)]
 
 
+def _fp8_conversion(b, e):
+    """`ptxpy.to_fp8` / `from_fp8`: PTX's cvt of e4m3x2 / e5m2x2 pairs, sm_89's and later."""
+    if sm_number(b.func.arch) < 89:
+        raise CompileError(f"ptxpy.{e.name} needs sm_89 or newer (fp8 conversions); the target "
+                           f"is {b.func.arch}", e.loc)
+    (value,) = _args(b, e)
+    return b.emit(e.name, e.type, [value], {"format": e.extra["format"]})
+
+
 def _cp_async(b, e):
     """`ptxpy.cp_async(dst, src[, pred])`: one `cp_async` of `bytes` from the global address of
     src to the shared address of dst (checked under debug as a vector access is); where `pred`
@@ -880,6 +889,7 @@ HANDLERS = {
     "shfl_down_sync": _shfl("down"),
     "mma_tf32": _mma("tf32"), "mma_f16": _mma("f16"), "mma_bf16": _mma("bf16"),
     "mma_int8": _mma_int8,
+    "to_fp8": _fp8_conversion, "from_fp8": _fp8_conversion,
     "cp_async": _cp_async, "cp_async_commit": _cp_async_commit, "cp_async_wait": _cp_async_wait,
     "ldmatrix": _ldmatrix,
     "wgmma": _hopper(_wgmma), "wgmma_desc": _wgmma_desc, "wgmma_wait": _hopper(_wgmma_wait),

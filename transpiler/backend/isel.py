@@ -1232,6 +1232,24 @@ class ISel:
             if k in used:
                 self.emit(f"{ld}.{mem(t)}", [elem], [Addr(addr.base, addr.offset + k)])
 
+    def op_to_fp8(self, instr: ir.Instr) -> None:
+        """`cvt.rn.satfinite.e4m3x2.f32 d, 0.0, x` (`.e5m2x2`): the pair's high byte is 0.0's,
+        so the 16-bit register holds the u8 byte zero-extended."""
+        fmt = instr.attrs["format"]
+        self.target.require((7, 8), 89, f"cvt to {fmt}")
+        self.emit(f"cvt.rn.satfinite.{fmt}x2.f32", [self.reg(instr)],
+                  [Imm("0f00000000"), self.src(instr.args[0], imm=False)])
+
+    def op_from_fp8(self, instr: ir.Instr) -> None:
+        """`cvt.rn.f16x2.e4m3x2` of the byte (and a zero byte above it), then the low half's
+        f16 to f32: every fp8 value is an f16 value."""
+        fmt = instr.attrs["format"]
+        self.target.require((7, 8), 89, f"cvt from {fmt}")
+        pair, low, high = self.new("r"), self.new("h"), self.new("h")
+        self.emit(f"cvt.rn.f16x2.{fmt}x2", [pair], [self.src(instr.args[0], imm=False)])
+        self.emit("mov.b32", [low, high], [pair], vec_dst=True)
+        self.emit("cvt.f32.f16", [self.reg(instr)], [low])
+
     def op_tf32(self, instr: ir.Instr) -> None:
         self.emit("cvt.rna.tf32.f32", [self.reg(instr)], [self.src(instr.args[0], imm=False)])
 
