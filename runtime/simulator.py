@@ -1906,14 +1906,15 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
     found = _WGMMA_SHAPE.match(shape or "")
     satfinite = m.take("satfinite") is not None
     fp8 = m.take("e4m3", "e5m2")
+    b_kind = None
     if m.take("tf32"):
         m.take("tf32")
         kind, types = "tf32", [t.name for t in m.types()]
         usage = ".m64nNk8.f32.tf32.tf32 d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b"
     elif fp8:
-        kind = fp8 if m.take(fp8) else None       # (one format for A and B)
+        kind, b_kind = fp8, m.take("e4m3", "e5m2") or fp8    # (B's format may differ)
         types = [t.name for t in m.types()]
-        usage = ".m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} (one format) d, a-desc, b-desc, scale-d, " \
+        usage = ".m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} d, a-desc, b-desc, scale-d, " \
                 "imm-scale-a, imm-scale-b"
     else:
         types = [t.name for t in m.types()]
@@ -1923,6 +1924,7 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
         usage = (".m64nNk16.f32.{f16,bf16}.{f16,bf16} d, a-desc, b-desc, scale-d, imm-scale-a, "
                  "imm-scale-b, imm-trans-a, imm-trans-b")
     integer = kind in ("s8", "u8")
+    b_kind = b_kind or kind
     if integer:
         usage = ".m64nNk32[.satfinite].s32.{s8,u8}.{s8,u8} (one type) d, a-desc, b-desc, scale-d"
     kdim = {"tf32": 8, "s8": 32, "u8": 32, "e4m3": 32, "e5m2": 32}.get(kind, 16)
@@ -1974,7 +1976,7 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
         else:
             desc_a = _per_warpgroup(ctx, groups, read_a(ctx), "the A descriptor", ins)
             a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, kdim, kind, trans_a, "A", ins)
-        b, where_b = _wgmma_operand(ctx, groups, desc_b, n, kdim, kind, trans_b, "B", ins)
+        b, where_b = _wgmma_operand(ctx, groups, desc_b, n, kdim, b_kind, trans_b, "B", ins)
         _in_flight(ctx, groups, where_a, where_b, kdim, kind, trans_a, ins)
         a, b = sign_a * a, sign_b * b
         c = np.zeros((groups.shape[0], 64, n))

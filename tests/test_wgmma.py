@@ -98,9 +98,9 @@ def layout(rows: int, k: int, esize: int, swizzle: int, mn_major: bool):
 
 
 def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, groups=1,
-               flag=1, seed=0, a=None, b=None):
+               flag=1, seed=0, a=None, b=None, b_kind=None):
     """Run one wgmma of a 64 x n tile per warpgroup (of random A and B, or of `a` and `b`, the
-    accumulators then zeros); compare with NumPy."""
+    accumulators then zeros; B of fp8 format `b_kind` where it differs); compare with NumPy."""
     t = "f32" if kind == "tf32" else "u8" if kind in FP8 else INTEGER.get(kind, kind)
     dtype = FP8.get(kind, TYPES[t])
     esize = np.dtype(dtype).itemsize
@@ -125,7 +125,8 @@ def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, gr
     b_start = groups * a_size
     b_at = b_off.ravel() // esize + b_start
     trans = "".join(f"{name}=True, " for name, on in (("trans_a", trans_a), ("trans_b", trans_b)) if on)
-    source = (KERNEL.replace("{DTYPE}", f'"{kind}"' if kind in FP8 else t)
+    dtype_arg = f'("{kind}", "{b_kind}")' if b_kind else f'"{kind}"' if kind in FP8 else t
+    source = (KERNEL.replace("{DTYPE}", dtype_arg)
               .replace("{T}", t).replace("{SIZE}", str(b_start + b_span // esize))
               .replace("{N8}", str(n // 8)).replace("{A_START}", "0").replace("{A_SIZE}", str(a_size))
               .replace("{B_START}", str(b_start)).replace("{SWIZZLE}", str(swizzle))
@@ -133,7 +134,7 @@ def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, gr
               .replace("{B_LBO}", str(b_lbo)).replace("{B_SBO}", str(b_sbo)).replace("{TRANS}", trans)
               .replace("{ACC}", "i32" if kind in INTEGER else "f32"))
     a_values = np.concatenate([a[64 * g:64 * g + 64].ravel() for g in range(groups)]).astype(dtype)
-    b_values = b.T.ravel().astype(dtype)
+    b_values = b.T.ravel().astype(FP8[b_kind] if b_kind else dtype)
     if kind in FP8:          # the kernel's arrays hold the bytes
         a_values, b_values = a_values.view(np.uint8), b_values.view(np.uint8)
     (out,) = run(source, "mm", [a_values, a_at.astype(np.int32), b_values,
@@ -152,6 +153,20 @@ def wgmma_case(kind: str, n: int, swizzle: int, trans_a=False, trans_b=False, gr
 @pytest.mark.parametrize("swizzle, n", [(0, 8), (32, 24), (64, 48), (128, 256)])
 def test_8_bit_integers_and_fp8(kind, swizzle, n):
     wgmma_case(kind, n, swizzle)
+
+
+@pytest.mark.parametrize("a_kind, b_kind", [("e4m3", "e5m2"), ("e5m2", "e4m3")])
+def test_fp8_of_two_formats(a_kind, b_kind):
+    wgmma_case(a_kind, 64, 128, b_kind=b_kind)
+    ptx = compile_source(HEADER + """
+@ptxpy.jit
+def k(x: Array[u8, 1]):
+    s = ptxpy.shared_array((1024,), u8)
+    acc = ptxpy.local_array((4, 4), f32)
+    d = ptxpy.wgmma_desc(s[0], 0, 128, 256)
+    ptxpy.wgmma(acc, d, d, ("{A}", "{B}"))
+""".replace("{A}", a_kind).replace("{B}", b_kind), "k").ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n32k32.f32.{a_kind}.{b_kind} {{" in ptx
 
 
 @pytest.mark.parametrize("kind", ["s8", "e4m3"])
@@ -469,10 +484,13 @@ def k(x: Array[bf16, 2], n: i32):
      "bf16"),
     ("    ptxpy.wgmma(acc, d, d, i32)\n",
      "kernels.py:12:28: error: the dtype of ptxpy.wgmma is f16, bf16, f32 (tf32 products), i8, u8, "
-     "\"e4m3\" or \"e5m2\" (fp8), got 'i32'"),
+     "\"e4m3\" or \"e5m2\" (fp8; a pair of them for A and B), got 'i32'"),
     ("    ptxpy.wgmma(acc, d, d, \"e4m4\")\n",
      "kernels.py:12:28: error: the dtype of ptxpy.wgmma is f16, bf16, f32 (tf32 products), i8, u8, "
-     "\"e4m3\" or \"e5m2\" (fp8), got '\"e4m4\"'"),
+     "\"e4m3\" or \"e5m2\" (fp8; a pair of them for A and B), got '\"e4m4\"'"),
+    ("    ptxpy.wgmma(acc, d, d, (\"e4m3\", bf16))\n",
+     "kernels.py:12:29: error: the dtype of ptxpy.wgmma is f16, bf16, f32 (tf32 products), i8, u8, "
+     "\"e4m3\" or \"e5m2\" (fp8; a pair of them for A and B), got '(\"e4m3\", bf16)'"),
     ("    ptxpy.wgmma(ints, d, d, \"e5m2\")\n",
      "kernels.py:12:17: error: the accumulators of ptxpy.wgmma are a local f32 array; 'ints' "
      "holds i32"),

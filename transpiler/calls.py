@@ -779,15 +779,16 @@ class CallChecker:
             node, label, 4, 7,
             keywords=("acc", "a_desc", "b_desc", "dtype", "trans_a", "trans_b", "accumulate"))
         acc = self.array_arg(acc_node, f"the accumulators of {label}")
-        if dtype_node.__class__ is cst.SimpleString and dtype_node.evaluated_value in FP8_KINDS:
-            elem = u8           # fp8: the arrays hold the bytes (u8 or i8), the name the format
-            kind = dtype_node.evaluated_value
+        formats = self.fp8_formats(dtype_node)
+        if formats:             # fp8: the arrays hold the bytes (u8 or i8), the name the format
+            elem = u8
+            kind = formats[0]
         else:
             elem = scalar_named(self.qualname(dtype_node))
             if elem is None or elem.name not in WGMMA_TYPES:
                 raise self.error(f"the dtype of {label} is f16, bf16, f32 (tf32 products), i8, u8, "
-                                 f"\"e4m3\" or \"e5m2\" (fp8), got '{code_of(dtype_node)}'",
-                                 dtype_node)
+                                 f"\"e4m3\" or \"e5m2\" (fp8; a pair of them for A and B), got "
+                                 f"'{code_of(dtype_node)}'", dtype_node)
             kind = WGMMA_TYPES[elem.name]
         sums = i32 if kind in ("s8", "u8") else f32
         if self.arrays[acc].elem != sums:
@@ -823,9 +824,23 @@ class CallChecker:
         scale = typed.Constant(self.loc(node), bool_, True) if acc_flag is None else \
             truthy(self.value(acc_flag))
         self.mark_written(acc)
+        mixed = {"b": formats[1]} if formats and formats[1] != kind else {}
         return typed.Intrinsic(self.loc(node), None, "wgmma", [*operands, scale],
                                {"acc": acc, "ab": kind, "trans_a": trans[0], "trans_b": trans[1],
-                                **({"a_regs": True} if a_regs else {})})
+                                **({"a_regs": True} if a_regs else {}), **mixed})
+
+    @staticmethod
+    def fp8_formats(node) -> tuple:
+        """(A's, B's) fp8 formats of a wgmma dtype "e4m3" / "e5m2", or a tuple of two such
+        strings (A's, B's); () for another dtype."""
+        if node.__class__ is cst.SimpleString and node.evaluated_value in FP8_KINDS:
+            return (node.evaluated_value,) * 2
+        if node.__class__ is cst.Tuple and len(node.elements) == 2:
+            values = [e.value for e in node.elements]
+            if all(v.__class__ is cst.SimpleString and v.evaluated_value in FP8_KINDS
+                   for v in values):
+                return tuple(v.evaluated_value for v in values)
+        return ()
 
     def wgmma_fragment(self, node: cst.Tuple, elem: Scalar, label: str) -> list:
         """A in registers: the thread's fragment of its warp's 16 rows of A, as mma_sync's A

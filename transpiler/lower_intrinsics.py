@@ -770,7 +770,8 @@ def _wgmma(b, e):
     if a_regs and kind == "tf32":       # rounded as mma_sync's tf32 operands are
         a = [b.emit("tf32", u32, [v]) for v in a]
     attrs = {"n": 2 * count, "ab": kind, "trans_a": e.extra["trans_a"],
-             "trans_b": e.extra["trans_b"], **({"a_regs": True} if a_regs else {})}
+             "trans_b": e.extra["trans_b"], **({"a_regs": True} if a_regs else {}),
+             **({"b": e.extra["b"]} if "b" in e.extra else {})}
     product = b.emit("wgmma", sums, [*acc, *a, b_desc, b.as_bool(scale)], attrs)
     for k, index in enumerate(indices):
         b.store_elem(array, [ir.Const(i32, i) for i in index],

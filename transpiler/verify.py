@@ -172,6 +172,9 @@ def _verify_wgmma(instr, types) -> None:
         _fail(instr, "wgmma needs attrs n (8, 16, ..., 256; for s8 and u8 8, 16, 24, 32, 48, ..., "
                      "256), ab f16, bf16, tf32, s8, u8, e4m3 or e5m2, and trans_a, trans_b (f16 "
                      "and bf16 only)")
+    if "b" in attrs and not (ab in ("e4m3", "e5m2") and attrs["b"] in ("e4m3", "e5m2")):
+        _fail(instr, "wgmma's attr b (B's format, where it differs from A's) is e4m3 or e5m2, "
+                     "with A of the other")
     a_regs = attrs.get("a_regs", False)
     if a_regs not in (False, True) or (a_regs and (attrs["trans_a"] or ab not in ("f16", "bf16", "tf32"))):
         _fail(instr, "wgmma's attr a_regs is a bool, and A in registers has no trans_a and no "

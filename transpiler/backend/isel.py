@@ -1322,7 +1322,8 @@ class ISel:
         if kind in ("f16", "bf16"):       # imm-trans-a (none with A in registers), imm-trans-b
             trans = ["trans_b"] if a_regs else ["trans_a", "trans_b"]
             flags += [Imm(str(int(instr.attrs[t]))) for t in trans]
-        self.emit(f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}", d,
+        b_kind = instr.attrs.get("b", kind)      # (fp8: A's and B's formats may differ)
+        self.emit(f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{b_kind}", d,
                   [a, b_desc, scale, *flags], vec_dst=True, reads_dsts=True)
 
     def _fragment_words(self, values: list, kind: str) -> list:
