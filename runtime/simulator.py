@@ -1727,10 +1727,13 @@ def _fragment_elements(reads, ctx, kind: str) -> list:
     out = []
     for read in reads:
         word = np.broadcast_to(np.asarray(read(ctx)).astype(np.uint32), (ctx.n,))
-        if kind in ("s8", "u8"):
+        if kind in ("s8", "u8", "e4m3", "e5m2"):
             for shift in range(0, 32, 8):
                 byte = ((word >> np.uint32(shift)) & np.uint32(0xFF)).astype(np.uint8)
-                out.append((byte.view(np.int8) if kind == "s8" else byte).astype(np.float64))
+                if kind in ("e4m3", "e5m2"):
+                    out.append(_fp8_values(byte, kind))
+                else:
+                    out.append((byte.view(np.int8) if kind == "s8" else byte).astype(np.float64))
         elif kind == "tf32":
             out.append((word & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64))
         else:
@@ -1936,22 +1939,20 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
                f"32, 48, ..., 256)")
     ops = ins.operands
     a_regs = len(ops) > 1 and isinstance(ops[1], Vec)     # A in registers: no imm-trans-a
-    if a_regs and (integer or fp8):
-        k._bad(ins, "wgmma.mma_async of 8-bit types with A in registers is not supported "
-                    "(A in shared memory, through a descriptor)")
+    if a_regs and len(ops[1].items) != 4:
+        k._bad(ins, f"A in registers is 4 32-bit registers, found {len(ops[1].items)}")
     if integer:
         if len(ops) != 4 or not isinstance(ops[0], Vec):
             k._bad(ins, f"wgmma.mma_async{usage}: expected 4 operands, found {len(ops)}")
         return _wgmma_integer(k, ins, ops, kind, n, satfinite)
-    expected = (6 if kind in ("tf32", "e4m3", "e5m2") else 8) - (a_regs and kind != "tf32")
+    transposes = kind in ("f16", "bf16")      # (imm-trans-a and -b; with A in registers only b)
+    expected = 8 - (a_regs and transposes) if transposes else 6
     if len(ops) != expected or not isinstance(ops[0], Vec):
         if a_regs:
             usage = usage.replace("a-desc", "{a0, a1, a2, a3}").replace(" imm-trans-a,", "")
         k._bad(ins, f"wgmma.mma_async{usage}: expected {expected} operands, found {len(ops)}")
     if len(ops[0].items) != n // 2:
         k._bad(ins, f"d of .m64n{n} is {n // 2} .f32 registers, found {len(ops[0].items)}")
-    if a_regs and len(ops[1].items) != 4:
-        k._bad(ins, f"A in registers is 4 32-bit registers, found {len(ops[1].items)}")
     writes = [k.writer(item, T_F32, ins) for item in ops[0].items]
     read_c = [k.reader(item, T_F32, ins) for item in ops[0].items]
     read_a = [k.reader(item, T_U32, ins) for item in ops[1].items] if a_regs else \
@@ -1962,22 +1963,15 @@ def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
                       for op, name in zip(ops[4:6], ("imm-scale-a", "imm-scale-b")))
     trans = ops[6:8] or (None, None)
     if a_regs:
-        trans = (None, ops[6] if kind != "tf32" else None)
+        trans = (None, ops[6] if transposes else None)
     trans_a, trans_b = (bool(_wgmma_imm(k, ins, op, (0, 1), name)) for op, name in
                         zip(trans, ("imm-trans-a", "imm-trans-b")))
     rows, cols = _wgmma_d_layout(n)
 
     def run(ctx, mask):
         groups = ctx.whole_warpgroups(mask, ins)        # (warpgroups, 128) thread numbers
-        desc_b, scale = (_per_warpgroup(ctx, groups, read(ctx), what, ins)
-                         for read, what in ((read_b, "the B descriptor"), (read_scale, "scale-d")))
-        if a_regs:
-            a, where_a = _wgmma_register_a(ctx, groups, read_a, kind), None
-        else:
-            desc_a = _per_warpgroup(ctx, groups, read_a(ctx), "the A descriptor", ins)
-            a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, kdim, kind, trans_a, "A", ins)
-        b, where_b = _wgmma_operand(ctx, groups, desc_b, n, kdim, b_kind, trans_b, "B", ins)
-        _in_flight(ctx, groups, where_a, where_b, kdim, kind, trans_a, ins)
+        a, b, scale = _wgmma_inputs(ctx, groups, ins, (read_a, read_b, read_scale), a_regs, n,
+                                    kdim, (kind, b_kind), (trans_a, trans_b))
         a, b = sign_a * a, sign_b * b
         c = np.zeros((groups.shape[0], 64, n))
         for i, read in enumerate(read_c):
@@ -2001,19 +1995,17 @@ def _wgmma_integer(k, ins, ops, kind: str, n: int, satfinite: bool) -> _Op:
     t_s32 = TYPES["s32"]
     writes = [k.writer(item, t_s32, ins) for item in ops[0].items]
     read_c = [k.reader(item, t_s32, ins) for item in ops[0].items]
-    read_a, read_b = (_wgmma_descriptor(k, ins, op) for op in ops[1:3])
+    a_regs = isinstance(ops[1], Vec)
+    read_a = [k.reader(item, T_U32, ins) for item in ops[1].items] if a_regs else \
+        _wgmma_descriptor(k, ins, ops[1])
+    read_b = _wgmma_descriptor(k, ins, ops[2])
     read_scale = _wgmma_scale_d(k, ins, ops[3])
     rows, cols = _wgmma_d_layout(n)
 
     def run(ctx, mask):
         groups = ctx.whole_warpgroups(mask, ins)
-        desc_a, desc_b, scale = (_per_warpgroup(ctx, groups, read(ctx), what, ins)
-                                 for read, what in ((read_a, "the A descriptor"),
-                                                    (read_b, "the B descriptor"),
-                                                    (read_scale, "scale-d")))
-        a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, 32, kind, False, "A", ins)
-        b, where_b = _wgmma_operand(ctx, groups, desc_b, n, 32, kind, False, "B", ins)
-        _in_flight(ctx, groups, where_a, where_b, 32, kind, False, ins)
+        a, b, scale = _wgmma_inputs(ctx, groups, ins, (read_a, read_b, read_scale), a_regs, n,
+                                    32, (kind, kind), (False, False))
         c = np.zeros((groups.shape[0], 64, n), np.int64)
         for i, read in enumerate(read_c):
             value = np.broadcast_to(np.asarray(read(ctx)).astype(np.int64), (ctx.n,))
@@ -2028,6 +2020,23 @@ def _wgmma_integer(k, ins, ops, kind: str, n: int, satfinite: bool) -> _Op:
             out[groups] = d[:, rows[i], cols[i]]
             write(ctx, out, mask)
     return _Op(WSYNC, run, members=WARPGROUP)
+
+
+def _wgmma_inputs(ctx, groups, ins, reads, a_regs: bool, n: int, kdim: int, kinds, trans):
+    """A (64 x K), B (N x K) and scale-d of each warpgroup's product, A from its registers or
+    its descriptor, B from its descriptor (of (A's, B's) `kinds` and `trans` flags); the
+    shared chunks read put in flight."""
+    read_a, read_b, read_scale = reads
+    desc_b, scale = (_per_warpgroup(ctx, groups, read(ctx), what, ins)
+                     for read, what in ((read_b, "the B descriptor"), (read_scale, "scale-d")))
+    if a_regs:
+        a, where_a = _wgmma_register_a(ctx, groups, read_a, kinds[0]), None
+    else:
+        desc_a = _per_warpgroup(ctx, groups, read_a(ctx), "the A descriptor", ins)
+        a, where_a = _wgmma_operand(ctx, groups, desc_a, 64, kdim, kinds[0], trans[0], "A", ins)
+    b, where_b = _wgmma_operand(ctx, groups, desc_b, n, kdim, kinds[1], trans[1], "B", ins)
+    _in_flight(ctx, groups, where_a, where_b, kdim, kinds[0], trans[0], ins)
+    return a, b, scale
 
 
 def _in_flight(ctx, groups, where_a, where_b, kdim: int, kind: str, trans_a: bool, ins):
@@ -2059,9 +2068,10 @@ def _a_chunk_warps(count: int, kdim: int, kind: str, trans: bool):
 
 def _wgmma_register_a(ctx, groups, reads, kind: str):
     """Per warpgroup, A (64 x K, f64) from its threads' four registers: warp w of the
-    warpgroup holds rows 16w to 16w + 15 as mma.sync's A fragment of m16n8k16 (f16, bf16) or
-    m16n8k8 (tf32)."""
-    size, layout, _ = _MMA_LAYOUTS["m16n8k8" if kind == "tf32" else "m16n8k16"]
+    warpgroup holds rows 16w to 16w + 15 as mma.sync's A fragment of m16n8k16 (f16, bf16),
+    m16n8k8 (tf32) or m16n8k32 (8-bit: s8, u8, e4m3, e5m2)."""
+    shape = {"tf32": "m16n8k8", "f16": "m16n8k16", "bf16": "m16n8k16"}.get(kind, "m16n8k32")
+    size, layout, _ = _MMA_LAYOUTS[shape]
     tid = np.arange(128)
     g, t, w = (tid % 32) // 4, tid % 4, tid // 32
     a = np.zeros((groups.shape[0], 64, size))

@@ -221,57 +221,94 @@ def test_two_warpgroups_with_their_own_a():
 # one region per k step. Two steps put two products with their own fragments in one batch.
 RS_KERNEL = HEADER + """
 @ptxpy.jit
-def mm(a: Array[{T}, 2], b: Array[{T}, 1], b_at: Array[i32, 1], c: Array[f32, 2], flag: i32,
-       out: Array[f32, 2]):
+def mm(a: Array[{T}, 2], b: Array[{T}, 1], b_at: Array[i32, 1], c: Array[{ACC}, 2], flag: i32,
+       out: Array[{ACC}, 2]):
     s = ptxpy.shared_array(({SIZE},), {T})
     t = ptxpy.thread_idx.x
     for i in range(t, b_at.shape[0], ptxpy.block_dim.x):
         s[b_at[i]] = b[i]
 """ + ACC_IN + """    for step in ptxpy.static_range({STEPS}):
         k = {K} * step
-        db = ptxpy.wgmma_desc(s[{B_SIZE} * step], {SWIZZLE}, {B_LBO}, {B_SBO})
-        ptxpy.wgmma(acc, {FRAGMENT}, db, {T}, {TRANS}accumulate=step > 0 or flag != 0)
+{LOADS}        db = ptxpy.wgmma_desc(s[{B_SIZE} * step], {SWIZZLE}, {B_LBO}, {B_SBO})
+        ptxpy.wgmma(acc, {FRAGMENT}, db, {DTYPE}, {TRANS}accumulate=step > 0 or flag != 0)
 """ + ACC_OUT
 FRAGMENTS = {   # the thread's A elements, (row, column) as the PTX ISA's fragment figures give
     16: "(a[row, k + 2 * q], a[row, k + 2 * q + 1], a[row + 8, k + 2 * q], "
         "a[row + 8, k + 2 * q + 1], a[row, k + 2 * q + 8], a[row, k + 2 * q + 9], "
         "a[row + 8, k + 2 * q + 8], a[row + 8, k + 2 * q + 9])",
     8: "(a[row, k + q], a[row + 8, k + q], a[row, k + q + 4], a[row + 8, k + q + 4])",
+    32: "(" + ", ".join(f"a[row + {8 * ((i >> 2) & 1)}, k + 4 * q + {(i & 3) + 16 * (i >> 3)}]"
+                        for i in range(16)) + ")",
 }
 
 
+# 8-bit A by 4-byte slices: each register's four bytes one word load (no packing)
+WORD_LOADS = "".join(f"        a{4 * j}, a{4 * j + 1}, a{4 * j + 2}, a{4 * j + 3} = "
+                     f"a[row + {8 * (j % 2)}, k + 4 * q + {16 * (j // 2)}:k + 4 * q + "
+                     f"{16 * (j // 2) + 4}]\n" for j in range(4))
+
+
 def register_a_case(kind: str, n: int, swizzle: int, trans_b=False, groups=1, flag=1, steps=1,
-                    seed=1):
-    """Run `steps` wgmmas with A in registers on a 64 x n tile per warpgroup; compare with NumPy."""
-    t = "f32" if kind == "tf32" else kind
-    dtype, esize = TYPES[t], np.dtype(TYPES[t]).itemsize
+                    seed=1, words=False):
+    """Run `steps` wgmmas with A in registers on a 64 x n tile per warpgroup; compare with NumPy.
+    `words`: 8-bit A loaded four bytes at a time (WORD_LOADS)."""
+    t = "f32" if kind == "tf32" else "u8" if kind in FP8 else INTEGER.get(kind, kind)
+    dtype = FP8.get(kind, TYPES[t])
+    esize = np.dtype(dtype).itemsize
     k = 32 // esize
     rng = np.random.default_rng(seed)
     a = rng.integers(-8, 9, (groups * 64, k * steps)).astype(np.float32) / 4
     b = rng.integers(-8, 9, (k * steps, n)).astype(np.float32) / 4
     c = rng.integers(-64, 65, (groups * 64, n)).astype(np.float32)
+    sums = np.float32
+    if kind in INTEGER:          # integers over the type's range, i32 sums
+        info = np.iinfo(dtype)
+        a, b = (rng.integers(info.min, info.max + 1, x.shape) for x in (a, b))
+        c, sums = c.astype(np.int32), np.int32
     b_off, b_lbo, b_sbo, b_span = layout(n, k, esize, swizzle, trans_b)
     b_size = b_span // esize
     b_at = np.concatenate([b_off.ravel() // esize + step * b_size for step in range(steps)])
     b_values = np.concatenate([b[k * step:k * step + k].T.ravel() for step in range(steps)])
-    source = (RS_KERNEL.replace("{T}", t).replace("{SIZE}", str(steps * b_size))
+    source = (RS_KERNEL.replace("{DTYPE}", f'"{kind}"' if kind in FP8 else t)
+              .replace("{T}", t).replace("{SIZE}", str(steps * b_size))
               .replace("{N8}", str(n // 8)).replace("{STEPS}", str(steps)).replace("{K}", str(k))
               .replace("{B_SIZE}", str(b_size)).replace("{SWIZZLE}", str(swizzle))
               .replace("{B_LBO}", str(b_lbo)).replace("{B_SBO}", str(b_sbo))
-              .replace("{FRAGMENT}", FRAGMENTS[k])
-              .replace("{TRANS}", "trans_b=True, " if trans_b else "").replace("{ACC}", "f32"))
-    (out,) = run(source, "mm", [a.astype(dtype), b_values.astype(dtype),
-                                b_at.astype(np.int32), c, np.int32(flag),
-                                Out((groups * 64, n), np.float32)],
+              .replace("{LOADS}", WORD_LOADS if words else "")
+              .replace("{FRAGMENT}", "(" + ", ".join(f"a{i}" for i in range(16)) + ")" if words
+                       else FRAGMENTS[k])
+              .replace("{TRANS}", "trans_b=True, " if trans_b else "")
+              .replace("{ACC}", "i32" if kind in INTEGER else "f32"))
+    a_values, b_values = a.astype(dtype), b_values.astype(dtype)
+    if kind in FP8:              # the kernel's arrays hold the bytes
+        a_values, b_values = a_values.view(np.uint8), b_values.view(np.uint8)
+    (out,) = run(source, "mm", [a_values, b_values, b_at.astype(np.int32), c, np.int32(flag),
+                                Out((groups * 64, n), sums)],
                  1, 128 * groups, archs=HOPPER)
+    if kind in INTEGER:
+        expected = a.astype(np.int64) @ b.astype(np.int64) + (c if flag else 0)
+        np.testing.assert_array_equal(out, expected.astype(np.int32))
+        return source
     expected = a.astype(np.float64) @ b.astype(np.float64) + (c if flag else 0)
     np.testing.assert_array_equal(out, expected.astype(np.float32))
     return source
 
 
-@pytest.mark.parametrize("kind", ["bf16", "f16", "tf32"])
+@pytest.mark.parametrize("kind", ["bf16", "f16", "tf32", "s8", "u8", "e4m3", "e5m2"])
 def test_a_in_registers_of_each_type(kind):
     register_a_case(kind, 64, 128)
+
+
+@pytest.mark.parametrize("kind", ["s8", "e4m3"])
+def test_8_bit_a_in_registers_two_steps_and_warpgroups(kind):
+    register_a_case(kind, 32, 64, groups=2, steps=2)
+
+
+@pytest.mark.parametrize("kind", ["u8", "e5m2"])
+def test_8_bit_a_in_registers_loaded_as_words(kind):
+    source = register_a_case(kind, 64, 128, steps=2, words=True)
+    ptx = compile_source(source, "mm").ptx
+    assert ptx.count("ld.global.nc.b32") == 8 and "prmt" not in ptx
 
 
 @pytest.mark.parametrize("kind, trans_b", [("bf16", True), ("f16", False), ("tf32", False)])
@@ -498,8 +535,8 @@ def k(x: Array[bf16, 2], n: i32):
      "kernels.py:12:44: error: ptxpy.wgmma of e4m3 reads A and B K-major only: trans_b=True needs "
      "f16 or bf16"),
     ("    v = x[0, 0]\n    ptxpy.wgmma(acc, (v, v, v, v, v, v, v, v), d, \"e4m3\")\n",
-     "kernels.py:13:23: error: A in registers of ptxpy.wgmma takes f16, bf16 or f32 (tf32) "
-     "values; A of e4m3 is read from shared memory (a_desc)"),
+     "kernels.py:13:23: error: the A fragment of ptxpy.wgmma of e4m3 is a tuple of 16 u8 values "
+     "(the thread's elements of A, as mma_sync's a), got '(v, v, v, v, v, v, v, v)'"),
     ("    ptxpy.wgmma(acc, d, d, i8)\n",
      "kernels.py:12:17: error: the accumulators of ptxpy.wgmma of i8 are a local i32 array; 'acc' "
      "holds f32"),
@@ -508,8 +545,7 @@ def k(x: Array[bf16, 2], n: i32):
      "f16 or bf16"),
     ("    v = x[0, 0]\n    ptxpy.wgmma(ints, (v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v), d, "
      "i8)\n",
-     "kernels.py:13:24: error: A in registers of ptxpy.wgmma takes f16, bf16 or f32 (tf32) "
-     "values; A of i8 is read from shared memory (a_desc)"),
+     "kernels.py:13:24: error: ptxpy.wgmma: 'v' is bf16, where i8 is needed (cast it: i8(...))"),
     ("    ints20 = ptxpy.local_array((20,), i32)\n    ptxpy.wgmma(ints20, d, d, i8)\n",
      "kernels.py:13:5: error: ptxpy.wgmma of 8-bit integers takes N / 2 accumulators per thread "
      "for a 64 x N tile, N 8, 16, 24 or a multiple of 16 up to 256 (4, 8, 12, 16, 24, ..., 128 "

@@ -806,14 +806,11 @@ class CallChecker:
                                  f"needs f16 or bf16", n)
             trans.append(flag)
         a_regs = a_node.__class__ is cst.Tuple
-        if a_regs and elem.bits == 8:
-            of = elem if kind in ("s8", "u8") else kind
-            raise self.error(f"A in registers of {label} takes f16, bf16 or f32 (tf32) values; "
-                             f"A of {of} is read from shared memory (a_desc)", a_node)
         if a_regs and trans[0]:
             raise self.error(f"trans_a= of {label} needs A in shared memory: a fragment in "
                              "registers is read as it is", ta_node)
-        operands = self.wgmma_fragment(a_node, elem, label) if a_regs else []
+        operands = self.wgmma_fragment(a_node, elem, label, kind if formats else elem.name) \
+            if a_regs else []
         for what, n in (("a_desc", a_node), ("b_desc", b_node))[len(operands) > 0:]:
             value = self.value(n)
             if not can_convert_implicitly(value.type, u64, is_weak(value)):
@@ -842,13 +839,14 @@ class CallChecker:
                 return tuple(v.evaluated_value for v in values)
         return ()
 
-    def wgmma_fragment(self, node: cst.Tuple, elem: Scalar, label: str) -> list:
+    def wgmma_fragment(self, node: cst.Tuple, elem: Scalar, label: str, dtype: str) -> list:
         """A in registers: the thread's fragment of its warp's 16 rows of A, as mma_sync's A
-        (8 f16/bf16 values, or 4 f32 ones read as tf32), each converted to the dtype."""
-        count = 4 if elem == f32 else 8
+        (8 f16/bf16 values, 4 f32 ones read as tf32, or 16 8-bit ones: i8 or u8, fp8's bytes
+        as u8), each converted to the dtype."""
+        count = {32: 4, 16: 8, 8: 16}[elem.bits]
         items = node.elements
         if len(items) != count or any(e.__class__ is not cst.Element for e in items):
-            raise self.error(f"the A fragment of {label} of {elem} is a tuple of {count} {elem} "
+            raise self.error(f"the A fragment of {label} of {dtype} is a tuple of {count} {elem} "
                              f"values (the thread's elements of A, as mma_sync's a), got "
                              f"'{code_of(node)}'", node)
         values = []

@@ -176,10 +176,11 @@ def _verify_wgmma(instr, types) -> None:
         _fail(instr, "wgmma's attr b (B's format, where it differs from A's) is e4m3 or e5m2, "
                      "with A of the other")
     a_regs = attrs.get("a_regs", False)
-    if a_regs not in (False, True) or (a_regs and (attrs["trans_a"] or ab not in ("f16", "bf16", "tf32"))):
-        _fail(instr, "wgmma's attr a_regs is a bool, and A in registers has no trans_a and no "
-                     "8-bit types")
-    a = (["u32"] * 4 if ab == "tf32" else [ab] * 8) if a_regs else ["u64"]
+    if a_regs not in (False, True) or (a_regs and attrs["trans_a"]):
+        _fail(instr, "wgmma's attr a_regs is a bool, and A in registers has no trans_a")
+    registers = {"tf32": ["u32"] * 4, "s8": ["i8"] * 16, "u8": ["u8"] * 16,
+                 "e4m3": ["u8"] * 16, "e5m2": ["u8"] * 16}.get(ab, [ab] * 8)
+    a = registers if a_regs else ["u64"]
     sums = "i32" if integer else "f32"
     if instr.type.name != sums or [t.name for t in types] != [sums] * (n // 2) + a + ["u64", "bool"]:
         _fail(instr, f"wgmma of n {n} takes {n // 2} {sums} accumulators, A's u64 descriptor (or, "

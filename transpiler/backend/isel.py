@@ -53,9 +53,12 @@ def _rounded_from_f32(value) -> bool:
             and value.args[0].type == f32 and value.attrs.get("mode") in (None, "rn"))
 
 
+BYTE_KINDS = ("s8", "u8", "e4m3", "e5m2")      # fragments of four bytes a register
+
+
 def _per_word(kind: str) -> int:
-    """Values per 32-bit register of an A fragment: one tf32, or two f16/bf16."""
-    return 1 if kind == "tf32" else 2
+    """Values per 32-bit register of an A fragment: one tf32, two f16/bf16, four bytes."""
+    return 1 if kind == "tf32" else 4 if kind in BYTE_KINDS else 2
 
 
 def _fragment_args(wgmma: ir.Instr) -> list:
@@ -192,7 +195,7 @@ class ISel:
         for instr in self.instrs:
             if instr.op == "mma" and instr.attrs["ab"] in ("f16", "bf16"):
                 values = instr.args[:12]
-            elif instr.op == "wgmma" and instr.attrs.get("a_regs") and instr.attrs["ab"] != "tf32":
+            elif instr.op == "wgmma" and instr.attrs.get("a_regs") and instr.attrs["ab"] in ("f16", "bf16"):
                 values = _fragment_args(instr)
             else:
                 continue
@@ -264,6 +267,9 @@ class ISel:
         for instr in self.instrs:
             if instr.op == "mma" and instr.attrs["shape"] == "m16n8k32":
                 groups += [instr.args[k:k + 4] for k in range(0, 24, 4)]
+            elif instr.op == "wgmma" and instr.attrs.get("a_regs") and instr.attrs["ab"] in BYTE_KINDS:
+                values = _fragment_args(instr)
+                groups += [values[k:k + 4] for k in range(0, 16, 4)]
         if not groups:
             return
         whole = [g for g in groups if _one_loaded_word(g)]
@@ -1332,7 +1338,7 @@ class ISel:
         ones four to a register (`_byte_word`)."""
         if kind == "tf32":
             return [self.src(v, imm=False) for v in values]
-        if kind in ("s8", "u8"):
+        if kind in BYTE_KINDS:
             return [self._byte_word(values[k:k + 4]) for k in range(0, len(values), 4)]
         words = [self.new("r") for _ in range(len(values) // 2)]
         for word, lo, hi in zip(words, values[::2], values[1::2]):
