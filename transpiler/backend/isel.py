@@ -256,11 +256,12 @@ class ISel:
             (self.packed[wgmma, word],) = self._fragment_words(values, wgmma.attrs["ab"])
 
     def _plan_byte_words(self) -> None:
-        """A 32-bit register of an 8-bit mma fragment whose four bytes are, in order, one
-        loaded word (the extracts of a 4-byte vload, or of one register of an 8-bit ldmatrix)
-        takes that word as loaded, where those extracts have no other use: the vload is one
-        `ld.b32` (`word_loads`), the ldmatrix's word is not split, the extracts are not
-        emitted (`skipped`), and `_fragment_words` finds the word in `words`."""
+        """A 32-bit register of an 8-bit fragment (an mma's A or B, a wgmma's A in registers)
+        whose four bytes are, in order, one loaded word (the extracts of a 4-byte vload, or of
+        one register of an 8-bit ldmatrix) takes that word as loaded, where those extracts
+        have no other use: the vload is one `ld.b32` (`word_loads`), the ldmatrix's word is
+        not split, the extracts are not emitted (`skipped`), and `_fragment_words` finds the
+        word in `words`."""
         self.words: dict = {}          # (vload or ldmatrix, word) -> its 32-bit register
         self.word_loads: set = set()
         groups = []                    # every 8-bit fragment register's four values
@@ -1208,7 +1209,7 @@ class ISel:
             elems[user.attrs["index"]] = self.reg(user)
             used.add(user.attrs["index"])
         addr, ld = self.address(instr.args[0], self._space(instr)), self._ld(instr)
-        if instr in self.word_loads:      # all four bytes make one register of an mma fragment
+        if instr in self.word_loads:      # all four bytes make one register of a fragment
             self.words[instr, 0] = word = self.new("r")
             self.emit(f"{ld}.b32", [word], [addr])
         elif t.bits == 16 and n == 8:
