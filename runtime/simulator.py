@@ -2047,8 +2047,8 @@ def _in_flight(ctx, groups, where_a, where_b, kdim: int, kind: str, trans_a: boo
     owners = np.concatenate([_a_chunk_warps(where_a.shape[1], kdim, kind, trans_a),
                              np.full(where_b.shape[1], -1)])
     offsets = np.concatenate([where_a, where_b], axis=1)
-    if ctx.async_copies.pending:
-        ctx.async_copies.check_read(groups, offsets, ins)
+    if ctx.async_copies.pending or ctx.mbarriers.copies:
+        _check_landed(ctx, groups, offsets, ins)
     if ctx.wgmma_reads is None:
         ctx.wgmma_reads = _WgmmaReads(ctx)
     ctx.wgmma_reads.issue(groups, offsets, owners, ins)
@@ -2229,8 +2229,8 @@ class _WgmmaReads:
 
     Every write to shared memory goes through check: stores and atomics (_Batch.locate), and a
     cp.async's destination at its issue (it may land any time until its wait: _Batch.locate
-    too). A product issued over a copy still pending fails at the product
-    (_AsyncCopies.check_read)."""
+    too), and a bulk copy's at its issue. A product issued over a copy still pending fails at
+    the product (_check_landed)."""
 
     def __init__(self, batch: "_Batch"):
         self.batch = batch
@@ -2295,8 +2295,8 @@ class _WgmmaReads:
         """Writes of `size` bytes at byte `offsets` of the batch's shared buffer by `lanes`
         (`what`: "store" or "atomic"): an error if one reaches a chunk a product not yet retired
         read, unless the writer's warp alone read it and has waited for the product.
-        (A cp.async's destination counts from its issue: one issued before the product onto
-        its operands fails at the product, _AsyncCopies.check_read.)"""
+        (A cp.async's or bulk copy's destination counts from its issue: one issued before the
+        product onto its operands fails at the product, _check_landed.)"""
         steps = [0] if size <= 16 and size & (size - 1) == 0 else \
             np.minimum(np.arange(0, size + 15, 16), size - 1)    # a byte of each chunk, and the last
         touched = (offsets[:, None] + np.asarray(steps)) >> 4
@@ -2346,8 +2346,10 @@ class _WgmmaReads:
                        f"{where(product)}, `{text}`, {state}) may still be reading: wait for "
                        f"it first (ptxpy.wgmma_wait / wgmma.wait_group)")
         if ins.parts[0] == "cp":
-            head = (f"{where(ins)}: `{ins.text}` writes shared offset {offset:#x} (a cp.async "
-                    f"may land any time until the wait that covers it)")
+            until = ("its mbarrier's phase completes" if "bulk" in ins.parts else
+                     "the wait that covers it")
+            head = (f"{where(ins)}: `{ins.text}` writes shared offset {offset:#x} (a "
+                    f"{_copy_kind(ins)} may land any time until {until})")
         else:
             verb = "writes" if what == "store" else "atomically updates"
             head = f"{where(ins)}: `{ins.text}` {verb} shared offset {offset:#x}"
@@ -2363,6 +2365,8 @@ def _c_cp(k, ins, m: _Mods) -> _Op:
     of the destination before that sees what was there, as the GPU may."""
     if not m.take("async"):
         m.fail("only cp.async is supported")
+    if m.take("bulk"):
+        return _c_cp_bulk(k, ins, m)
     if m.take("commit_group"):
         return _Op(PLAIN, lambda ctx, mask: ctx.async_copies.commit(mask))
     if m.take("wait_all"):
@@ -2449,43 +2453,466 @@ class _AsyncCopies:
             kept.append(entry)
         self.pending = kept
 
-    def check_read(self, groups, offsets, reader):
-        """A wgmma of warpgroups `groups` (warpgroups, 128) reading the 16-byte chunks at
-        `offsets` (warpgroups, chunks) of the batch's shared buffer: an error if a copy still
-        in flight writes one of them (the tensor cores would read whatever is there)."""
-        size = self.batch.shared.size // 16
-        landing = np.full(size, -1, np.int64)       # per chunk: a pending copy's entry
-        for k, (ins, lanes, groups_of, dst, data) in enumerate(self.pending):
-            for first in range(0, data.shape[1], 16):
-                landing[(dst + first) >> 4] = k
-        read = (offsets >> 4).astype(np.int64)
-        hit = landing[read] >= 0
-        if not hit.any():
-            return
-        wg, at = (int(i) for i in np.argwhere(hit)[0])
-        ins, lanes, _, dst, data = self.pending[int(landing[read[wg, at]])]
-        chunk = int(read[wg, at])
-        writer = int(lanes[np.flatnonzero((dst >> 4 <= chunk)
-                                          & (chunk <= (dst + data.shape[1] - 1) >> 4))[0]])
-        batch = self.batch
-        offset = chunk * 16 - writer // batch.T * batch.launch.shared_pad
-        where = batch.kernel.where
-        text = re.sub(r"\{([^{},]+),[^{}]*,([^{},]+)\}", r"{\1, ...,\2}", reader.text)
-        raise SimulatorError(
-            f"{where(reader)}: `{text}` reads shared offset {offset:#x}, where a cp.async (issued "
-            f"at {where(ins)}, `{ins.text}`, by {batch.describe(writer)}) has not landed: wait "
-            f"for it (ptxpy.cp_async_wait), then fence_proxy_async() and a barrier, before the "
-            f"wgmma; read by warpgroup {int(groups[wg, 0]) % batch.T // 128}, "
-            f"{batch.describe(int(groups[wg, 0]))}")
-
     def _write(self, ins, lanes, offsets, data):
         """Land a copy (its destination was checked against the products in flight at its
-        issue, and each product against the copies pending at its own: check_read)."""
+        issue, and each product against the copies pending at its own: _check_landed)."""
         batch = self.batch
         batch.shared[offsets[:, None] + np.arange(data.shape[1])] = data
         races = getattr(batch, "races", None)
         if races is not None:
             races.access("store", offsets, lanes, data.shape[1], ins)
+
+
+def _copy_kind(ins: Instr) -> str:
+    return "bulk copy" if "bulk" in ins.parts else "cp.async"
+
+
+def _check_landed(batch, groups, offsets, reader):
+    """A wgmma of warpgroups `groups` (warpgroups, 128) reading the 16-byte chunks at
+    `offsets` (warpgroups, chunks) of the batch's shared buffer: an error if a copy not yet
+    landed writes one of them (the tensor cores would read whatever is there): a cp.async
+    that no wait of its thread has covered, or a bulk copy whose mbarrier phase has not
+    completed."""
+    flights = [(ins, lanes, dst, data.shape[1])
+               for ins, lanes, _, dst, data in batch.async_copies.pending]
+    flights += [(ins, np.array([lane]), np.array([dst]), data.size)
+                for copies in batch.mbarriers.copies.values() for ins, lane, dst, data in copies]
+    landing = np.full(batch.shared.size // 16, -1, np.int64)       # per chunk: a flight
+    for k, (ins, lanes, dst, size) in enumerate(flights):
+        landing[(dst[:, None] + np.arange(0, size, 16)) >> 4] = k
+    read = (offsets >> 4).astype(np.int64)
+    hit = landing[read] >= 0
+    if not hit.any():
+        return
+    wg, at = (int(i) for i in np.argwhere(hit)[0])
+    ins, lanes, dst, size = flights[int(landing[read[wg, at]])]
+    chunk = int(read[wg, at])
+    writer = int(lanes[np.flatnonzero((dst >> 4 <= chunk) & (chunk <= (dst + size - 1) >> 4))[0]])
+    offset = chunk * 16 - writer // batch.T * batch.launch.shared_pad
+    where = batch.kernel.where
+    text = re.sub(r"\{([^{},]+),[^{}]*,([^{},]+)\}", r"{\1, ...,\2}", reader.text)
+    fix = ("wait for its mbarrier's phase (ptxpy.mbarrier_wait)" if "bulk" in ins.parts else
+           "wait for it (ptxpy.cp_async_wait), then fence_proxy_async() and a barrier,")
+    raise SimulatorError(
+        f"{where(reader)}: `{text}` reads shared offset {offset:#x}, where a {_copy_kind(ins)} "
+        f"(issued at {where(ins)}, `{ins.text}`, by {batch.describe(writer)}) has not landed: "
+        f"{fix} before the wgmma; read by warpgroup {int(groups[wg, 0]) % batch.T // 128}, "
+        f"{batch.describe(int(groups[wg, 0]))}")
+
+
+# ---- mbarrier and cp.async.bulk (sm_90) ----------------------------------------------------------
+
+_MBARRIER_MAX = (1 << 20) - 1     # an mbarrier's arrival and transaction counts are 20-bit
+
+
+def _target_sm(k: _Kernel) -> int | None:
+    """The number of the module's `.target` architecture (90 for sm_90a), None without one."""
+    for target in k.module.ptx.target:
+        found = re.match(r"sm_(\d+)", target)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def _needs_sm(k: _Kernel, m: _Mods, sm: int):
+    arch = _target_sm(k)
+    if arch is not None and arch < sm:
+        m.fail(f"needs .target sm_{sm} or later (the module's is sm_{arch})")
+
+
+def _count_operand(k: _Kernel, ins: Instr, op, low: int, what: str):
+    """A reader of a u32 count (register or constant); a constant outside low .. 2^20 - 1 is
+    refused at load time."""
+    if isinstance(op, Imm) and (op.kind != "int" or not low <= op.value <= _MBARRIER_MAX):
+        k._bad(ins, f"{what} must be {low} to {_MBARRIER_MAX} (2^20 - 1)")
+    return k.reader(op, T_U32, ins)
+
+
+def _lanes_of(ctx, mask):
+    return np.arange(ctx.n) if mask is None else np.flatnonzero(mask)
+
+
+def _per_lane(value, lanes, dtype):
+    """A register's (or a constant's) value for each of `lanes`."""
+    value = np.asarray(value)
+    return (np.full(lanes.size, value) if value.ndim == 0 else value[lanes]).astype(dtype)
+
+
+def _c_mbarrier(k, ins, m: _Mods) -> _Op:
+    """mbarrier.init, .arrive, .arrive.expect_tx, .test_wait.parity and .try_wait.parity, each
+    .shared[::cta].b64: Hopper's split barriers, 8-byte objects in shared memory whose state
+    the batch keeps apart (_Mbarriers). A wait never blocks (it tells whether the phase of that
+    parity has completed); ptxpy spins on it, and it polls (_polls), so a spinning thread
+    hands over to the threads that will arrive."""
+    what = m.take("init", "arrive", "test_wait", "try_wait")
+    expect_tx = what == "arrive" and m.take("expect_tx") is not None
+    waits = what in ("test_wait", "try_wait")
+    if (what is None or (waits and not m.take("parity")) or not m.take("shared", "shared::cta")
+            or not m.take("b64")):
+        m.fail("the simulator supports mbarrier.init, .arrive, .arrive.expect_tx, "
+               ".test_wait.parity and .try_wait.parity, each .shared.b64")
+    _needs_sm(k, m, 90 if expect_tx or what == "try_wait" else 80)
+    ops = ins.operands
+    shapes = {"init": 2, "arrive": 3 if expect_tx else 2}
+    if len(ops) != shapes.get(what, 3):
+        k._bad(ins, {"init": "mbarrier.init takes [addr], count",
+                     "arrive": "mbarrier.arrive takes state, [addr] (and tx with .expect_tx)"}
+               .get(what, f"mbarrier.{what} takes a predicate, [addr], parity"))
+    if what == "init":
+        return _mbarrier_init(k, ins, ops)
+    if what == "arrive":
+        return _mbarrier_arrive(k, ins, ops)
+    done = k.writer(ops[0], T_PRED, ins)
+    bar = k.address(ops[1], "shared", ins)
+    parity = k.reader(ops[2], T_U32, ins)
+
+    def run(ctx, mask):
+        lanes = _lanes_of(ctx, mask)
+        if lanes.size:
+            keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins)
+            wanted = _per_lane(parity(ctx), lanes, np.int64)
+            flags = ctx.mbarriers.completed(ins, lanes, keys, wanted)
+            done(ctx, _spread(flags, None if mask is None else lanes, ctx.n), mask)
+    return _Op(PLAIN, run)
+
+
+def _mbarrier_init(k, ins, ops) -> _Op:
+    bar = k.address(ops[0], "shared", ins)
+    count = _count_operand(k, ins, ops[1], 1, "an mbarrier's arrival count")
+
+    def run(ctx, mask):
+        lanes = _lanes_of(ctx, mask)
+        if lanes.size:
+            keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins)
+            ctx.mbarriers.init(ins, lanes, keys, _per_lane(count(ctx), lanes, np.int64))
+    return _Op(PLAIN, run)
+
+
+def _mbarrier_arrive(k, ins, ops) -> _Op:
+    state = k.writer(ops[0], T_U64, ins)
+    bar = k.address(ops[1], "shared", ins)
+    tx = (_count_operand(k, ins, ops[2], 0, "expect_tx's byte count") if len(ops) == 3
+          else (lambda ctx: np.uint32(0)))
+
+    def run(ctx, mask):
+        lanes = _lanes_of(ctx, mask)
+        if lanes.size:
+            keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins)
+            phases = ctx.mbarriers.arrive(ins, lanes, keys, _per_lane(tx(ctx), lanes, np.int64))
+            state(ctx, _spread(phases.astype(U64), None if mask is None else lanes, ctx.n), mask)
+    return _Op(PLAIN, run)
+
+
+_BULK_LOAD = ("async", "bulk", "shared::cluster", "global", "mbarrier::complete_tx::bytes")
+_BULK_STORE = ("async", "bulk", "global", "shared::cta", "bulk_group")
+
+
+def _c_cp_bulk(k, ins, m: _Mods) -> _Op:
+    """cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size,
+    [mbar] (global -> shared: the source is read at the issue, which completes `size` bytes of
+    the barrier's transaction count; the bytes land when its phase completes: _Mbarriers);
+    cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size (shared -> global: the
+    source is read at the issue, the destination written by a wait_group of the thread that
+    covers its group: _BulkStores); cp.async.bulk.commit_group; cp.async.bulk.wait_group[.read]
+    N. Sizes are multiples of 16 bytes, addresses 16-byte aligned."""
+    _needs_sm(k, m, 90)
+    if m.take("commit_group"):
+        _operands(k, ins, 0)
+        return _Op(PLAIN, lambda ctx, mask: ctx.bulk_stores.commit(mask))
+    if m.take("wait_group"):
+        m.take("read")
+        (count,) = _operands(k, ins, 1)
+        if not isinstance(count, Imm) or count.kind != "int" or not 0 <= count.value <= 7:
+            k._bad(ins, "cp.async.bulk.wait_group takes a constant from 0 to 7")
+        newest = int(count.value)
+        return _Op(PLAIN, lambda ctx, mask: ctx.bulk_stores.wait(mask, newest))
+    form = tuple(m.rest)
+    if form not in (_BULK_LOAD, _BULK_STORE):
+        m.fail("the simulator supports cp.async.bulk.shared::cluster.global.mbarrier::"
+               "complete_tx::bytes and cp.async.bulk.global.shared::cta.bulk_group")
+    m.used = [True] * len(m.rest)
+    shape = 4 if form == _BULK_LOAD else 3
+    ops = ins.operands
+    if len(ops) != shape:
+        k._bad(ins, "a bulk copy takes [dst], [src], size" + (", [mbar]" if shape == 4 else ""))
+    if isinstance(ops[2], Imm) and (ops[2].kind != "int" or ops[2].value <= 0 or ops[2].value % 16):
+        k._bad(ins, "a bulk copy's size must be a positive multiple of 16 bytes")
+    to_shared = shape == 4
+    dst = k.address(ops[0], "shared" if to_shared else "global", ins)
+    src = k.address(ops[1], "global" if to_shared else "shared", ins)
+    size = k.reader(ops[2], T_U32, ins)
+    bar = k.address(ops[3], "shared", ins) if to_shared else None
+
+    def run(ctx, mask):
+        lanes = _lanes_of(ctx, mask)
+        if not lanes.size:
+            return
+        sizes = _per_lane(size(ctx), lanes, np.int64)
+        where_to, where_from = (_per_lane(a(ctx), lanes, U64) for a in (dst, src))
+        if to_shared:
+            keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins)
+            ctx.mbarriers.complete_tx(ins, lanes, keys,
+                                      _bulk_load(ctx, ins, lanes, where_to, where_from, sizes))
+        else:
+            _bulk_store(ctx, ins, lanes, where_to, where_from, sizes)
+    return _Op(PLAIN, run)
+
+
+def _bulk_sizes(ctx, ins, lanes, sizes):
+    """(size, positions into `lanes`) per distinct size of a bulk copy instruction; a size
+    that is not a positive multiple of 16 is an error."""
+    bad = (sizes <= 0) | (sizes % 16 != 0)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise SimulatorError(f"{ctx.kernel.where(ins)}: `{ins.text}`: a bulk copy's size must be "
+                             f"a positive multiple of 16 bytes, got {int(sizes[i])}; "
+                             f"{ctx.describe(int(lanes[i]))}")
+    for size in np.unique(sizes).tolist():
+        yield size, np.flatnonzero(sizes == size)
+
+
+def _bulk_segments(ctx, space: str, addr, lanes, size: int, what: str, ins):
+    """Resolve one side of bulk copies of `size` bytes: 16-byte aligned, inside its memory
+    (no race or wgmma check: the callers make those)."""
+    misaligned = (addr & U64(15)) != 0
+    if misaligned.any():
+        ctx._fault("misaligned", space, what, size, addr, lanes, misaligned, ins)
+    segs, bad = ctx._segments(space, addr, lanes, size)
+    if bad is not None:
+        ctx._fault("out-of-bounds", space, what, size, addr, lanes, bad, ins)
+    return segs
+
+
+def _read_rows(segs, count: int, size: int):
+    """The `size` bytes at each address of resolved segments, as an array (count, size)."""
+    data = np.empty((count, size), np.uint8)
+    for buf, off, sel, _ in segs:
+        rows = buf[off[:, None] + np.arange(size)]
+        if sel is None:
+            data[:] = rows
+        else:
+            data[sel] = rows
+    return data
+
+
+def _bulk_load(ctx, ins, lanes, dst, src, sizes) -> list:
+    """Read the sources of bulk copies global -> shared; per lane (destination offset in the
+    batch's shared buffer, bytes). The destination counts as the thread's store from here
+    (race check, products in flight), as a cp.async's does."""
+    copies = [None] * lanes.size
+    races = getattr(ctx, "races", None)
+    reads = ctx.wgmma_reads
+    for size, which in _bulk_sizes(ctx, ins, lanes, sizes):
+        who = lanes[which]
+        offsets = _bulk_segments(ctx, "shared", dst[which], who, size, "store", ins)[0][1]
+        found = _bulk_segments(ctx, "global", src[which], who, size, "load", ins)
+        if reads is not None and reads.products:
+            reads.check(offsets, who, size, "store", ins)
+        if races is not None:     # the write may land any time from here to the phase's end
+            races.access("store", offsets, who, size, ins)
+        data = _read_rows(found, which.size, size)
+        for i, at in enumerate(which.tolist()):
+            copies[at] = (int(offsets[i]), data[i])
+    return copies
+
+
+def _bulk_store(ctx, ins, lanes, dst, src, sizes):
+    """Issue bulk copies shared -> global: the source is read (a load of the thread, for the
+    race check) now, the destination written at the wait_group that covers the copy."""
+    races = getattr(ctx, "races", None)
+    for size, which in _bulk_sizes(ctx, ins, lanes, sizes):
+        who = lanes[which]
+        _bulk_segments(ctx, "global", dst[which], who, size, "store", ins)
+        found = _bulk_segments(ctx, "shared", src[which], who, size, "load", ins)
+        if races is not None:
+            races.access("load", found[0][1], who, size, ins)
+        ctx.bulk_stores.issue(ins, who, dst[which], _read_rows(found, which.size, size))
+
+
+class _Mbarriers:
+    """A batch's mbarriers, by their offset in the batch's shared buffer (each block's are its
+    own): per barrier [phase, expected arrivals, pending arrivals, transaction count], and the
+    bulk copies global -> shared that signal it, [(instruction, thread, destination offset,
+    bytes)], which land (their bytes are written) when its current phase completes: when no
+    arrival is pending and the transaction count is 0 (docs/simulator.md, "mbarrier and bulk
+    copies"). Under the race check, `arrived` holds per barrier which threads of its block
+    arrived in the current phase: a phase that all of them (but those exited) arrived on
+    orders their accesses before the waiters' as a barrier does."""
+
+    def __init__(self, batch: "_Batch"):
+        self.batch = batch
+        self.state: dict[int, list[int]] = {}
+        self.copies: dict[int, list] = {}
+        self.arrived: dict[int, np.ndarray] = {}
+
+    def offsets(self, addr, lanes, ins):
+        """The barriers at shared addresses `addr` (per lane, or one for all): their offsets
+        in the batch's shared buffer (an mbarrier is 8 bytes, 8-byte aligned)."""
+        addr = _per_lane(addr, lanes, U64)
+        return _Batch.locate(self.batch, "shared", addr, lanes, 8, "mbarrier", ins)[0][1]
+
+    def init(self, ins, lanes, keys, counts):
+        bad = (counts < 1) | (counts > _MBARRIER_MAX)
+        if bad.any():
+            i = int(np.argmax(bad))
+            self._fail(ins, int(lanes[i]), f"an mbarrier's arrival count must be 1 to "
+                                           f"{_MBARRIER_MAX} (2^20 - 1), got {int(counts[i])}")
+        for key, count in zip(keys.tolist(), counts.tolist()):
+            self.state[key] = [0, count, count, 0]
+
+    def arrive(self, ins, lanes, keys, tx):
+        """Arrivals of `lanes`, one by one in lane order, each after adding its `tx` to the
+        transaction count; returns the phase each arrived in."""
+        phases = np.zeros(lanes.size, np.int64)
+        for key, at in self._by_barrier(keys):
+            state = self._state(key, int(lanes[at[0]]), ins)
+            done = 0
+            while done < at.size:
+                phase, expected, pending, count = state
+                if pending == 0:
+                    self._fail(ins, int(lanes[at[done]]), f"arrives on the mbarrier at shared "
+                               f"offset {self._offset(key, int(lanes[at[done]])):#x}, whose "
+                               f"phase {phase} has had all its {expected} arrivals and waits "
+                               f"only for its transaction count ({count} bytes) to reach 0: "
+                               f"one arrive too many")
+                turn = at[done:done + pending]
+                phases[turn] = phase
+                counts = count + np.cumsum(tx[turn])
+                self._check_tx(ins, key, lanes[turn], counts)
+                state[2], state[3] = pending - turn.size, int(counts[-1])
+                done += turn.size
+                self._note_arrivals(key, lanes[turn])
+                self._complete(key, state)
+        return phases
+
+    def complete_tx(self, ins, lanes, keys, copies):
+        """Bulk copies issued by `lanes` (lane order), (destination offset, bytes) each: a copy
+        joins its barrier's copies, then completes its size of the transaction count (which
+        may complete the phase: then it lands at once)."""
+        for lane, key, (offset, data) in zip(lanes.tolist(), keys.tolist(), copies):
+            state = self._state(key, lane, ins)
+            self.copies.setdefault(key, []).append((ins, lane, offset, data))
+            state[3] -= data.size
+            self._check_tx(ins, key, np.array([lane]), np.array([state[3]]))
+            self._complete(key, state)
+
+    def completed(self, ins, lanes, keys, parity):
+        """test_wait/try_wait.parity: whether the phase of each lane's parity has completed
+        (the current phase's parity differs)."""
+        distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        phases = np.array([self._state(key, int(lanes[at]), ins)[0]
+                           for key, at in zip(distinct.tolist(), first.tolist())], np.int64)
+        return (phases[inverse.reshape(-1)] & 1) != (parity & 1)
+
+    def finish(self):
+        """At the batch's end: a bulk copy that never landed is an error."""
+        for key, copies in self.copies.items():
+            ins, lane, _, data = copies[0]
+            phase, expected, pending, count = self.state[key]
+            raise SimulatorError(
+                f"{self.batch.kernel.where(ins)}: `{ins.text}`: this bulk copy of {data.size} "
+                f"bytes never landed: the phase of its mbarrier (shared offset "
+                f"{self._offset(key, lane):#x}) never completed ({pending} of {expected} "
+                f"arrivals missing, transaction count {count} bytes at the end): the bytes "
+                f"announced with expect_tx must equal those its bulk copies bring, and every "
+                f"expected arrival must happen; {self.batch.describe(lane)}")
+
+    def snapshot(self):
+        """The barriers' state (for the hang check)."""
+        return tuple(sorted((key, tuple(state)) for key, state in self.state.items()))
+
+    def _complete(self, key: int, state):
+        if state[2] == 0 and state[3] == 0:
+            state[0] += 1
+            state[2] = state[1]
+            for copy in self.copies.pop(key, ()):
+                self._land(*copy)
+            self._order_arrivals(key)
+
+    def _note_arrivals(self, key: int, lanes):
+        if getattr(self.batch, "races", None) is not None:
+            T = self.batch.T
+            arrived = self.arrived.setdefault(key, np.zeros(T, bool))
+            arrived[lanes % T] = True
+
+    def _order_arrivals(self, key: int):
+        """Under the race check, a completed phase that every live thread of the block arrived
+        on: each thread's accesses before its arrive come before any waiter's after its wait,
+        as with a barrier, so the block's recorded accesses are forgotten (what a thread does
+        between its arrive and the completion is not checked; a phase of fewer threads orders
+        nothing)."""
+        arrived = self.arrived.pop(key, None)
+        if arrived is None:
+            return
+        batch = self.batch
+        block = key // batch.launch.shared_pad
+        if (arrived | ~batch.live[block * batch.T:(block + 1) * batch.T]).all():
+            blocks = np.zeros(batch.B, bool)
+            blocks[block] = True
+            batch.races.release(blocks)
+
+    def _land(self, ins, lane: int, offset: int, data):
+        """Write a bulk copy's bytes: checked as its thread's store (the race check), then
+        forgotten there, since the threads that wait for the phase are ordered after it."""
+        self.batch.shared[offset:offset + data.size] = data
+        races = getattr(self.batch, "races", None)
+        if races is not None:
+            races.landed(np.array([offset]), np.array([lane]), data.size, ins)
+
+    def _state(self, key: int, lane: int, ins):
+        state = self.state.get(key)
+        if state is None:
+            self._fail(ins, lane, f"no mbarrier was initialised at shared offset "
+                                  f"{self._offset(key, lane):#x}: call ptxpy.mbarrier_init "
+                                  f"(mbarrier.init) on it first")
+        return state
+
+    def _check_tx(self, ins, key: int, lanes, counts):
+        bad = np.abs(counts) > _MBARRIER_MAX
+        if bad.any():
+            i = int(np.argmax(bad))
+            self._fail(ins, int(lanes[i]), f"the transaction count of the mbarrier at shared "
+                       f"offset {self._offset(key, int(lanes[i])):#x} would be {int(counts[i])} "
+                       f"bytes, beyond +-{_MBARRIER_MAX} (2^20 - 1)")
+
+    @staticmethod
+    def _by_barrier(keys):
+        """(offset, positions in lane order) per distinct barrier of `keys`."""
+        order = np.argsort(keys, kind="stable")
+        distinct, first = np.unique(keys[order], return_index=True)
+        return zip(distinct.tolist(), np.split(order, first[1:]))
+
+    def _offset(self, key: int, lane: int) -> int:
+        return key - lane // self.batch.T * self.batch.launch.shared_pad
+
+    def _fail(self, ins, lane: int, why: str):
+        raise SimulatorError(f"{self.batch.kernel.where(ins)}: `{ins.text}`: {why}; "
+                             f"{self.batch.describe(lane)}")
+
+
+class _BulkStores(_AsyncCopies):
+    """A batch's bulk copies shared -> global in flight, as _AsyncCopies keeps cp.async's
+    (per copy its threads, the bulk group each joins, the global destinations and the bytes
+    read from shared memory at the issue); a wait_group writes their destinations."""
+
+    def issue(self, ins, lanes, dst, data):
+        self.pending.append([ins, lanes, self.commits[lanes].copy(), dst, data])
+
+    def finish(self):
+        """At the batch's end: a bulk store no wait_group covered is an error."""
+        if self.pending:
+            ins, lanes = self.pending[0][:2]
+            raise SimulatorError(
+                f"{self.batch.kernel.where(ins)}: `{ins.text}`: a bulk store (cp.async.bulk) "
+                f"is still pending when its thread exits: the kernel must wait for its bulk "
+                f"stores (ptxpy.cp_async_bulk_wait(0)) before it ends; "
+                f"{self.batch.describe(int(lanes[0]))}")
+
+    def _write(self, ins, lanes, dst, data):
+        size = data.shape[1]
+        for buf, off, sel, alloc in self.batch._segments("global", dst, lanes, size)[0]:
+            buf[off[:, None] + np.arange(size)] = data if sel is None else data[sel]
+            alloc.written = True
 
 
 def _c_activemask(k, ins, m: _Mods) -> _Op:
@@ -2602,7 +3029,7 @@ _COMPILERS = {
     "bra": _c_bra, "ret": _c_exit, "exit": _c_exit, "trap": _c_trap, "bar": _c_bar,
     "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
-    "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma,
+    "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma, "mbarrier": _c_mbarrier,
 }
 
 # ---- execution ---------------------------------------------------------------------------------
@@ -2702,6 +3129,8 @@ class _Batch:
         self.live = np.ones(self.n, bool)
         self.last_printed: dict[int, tuple[str, Instr]] = {}   # thread -> (its last vprintf text, the call)
         self.async_copies = _AsyncCopies(self)
+        self.mbarriers = _Mbarriers(self)
+        self.bulk_stores = _BulkStores(self)
         self.wgmma_reads: _WgmmaReads | None = None    # from the first wgmma.mma_async on
 
     # special registers
@@ -2955,6 +3384,8 @@ class _Batch:
                 if self.warp_waiting.any():
                     self._warp_deadlock()
                 if not self.waiting.any():
+                    self.mbarriers.finish()
+                    self.bulk_stores.finish()
                     return
                 self._release_barrier()
                 self.releases += 1
@@ -3089,11 +3520,12 @@ class _Batch:
             mem = [a.buf.copy() for a in self.launch.memory.allocs]
             mem += [self.shared.copy(), self.local.copy()]
         return (self.pc.copy(), self.live.copy(), self.waiting.copy(), self.warp_waiting.copy(),
-                self.spins, regs, mem)
+                self.spins, regs, self.mbarriers.snapshot(), mem)
 
     def _same_state(self, old) -> bool:
-        pc, live, waiting, warp_waiting, spins, regs, mem = old
+        pc, live, waiting, warp_waiting, spins, regs, mbarriers, mem = old
         if not (spins == self.spins and np.array_equal(pc, self.pc)
+                and mbarriers == self.mbarriers.snapshot()
                 and np.array_equal(live, self.live) and np.array_equal(waiting, self.waiting)
                 and np.array_equal(warp_waiting, self.warp_waiting)
                 and regs.keys() == self.regs.keys()):
@@ -3209,8 +3641,9 @@ class _Batch:
 def _polls(ins: Instr) -> bool:
     """Whether an instruction can see another thread's store: what a spin-wait loops on."""
     parts = ins.parts
-    return parts[0] == "atom" or (parts[0] == "ld" and not {"volatile", "relaxed", "acquire"}
-                                  .isdisjoint(parts))
+    return (parts[0] == "atom"
+            or (parts[0] == "ld" and not {"volatile", "relaxed", "acquire"}.isdisjoint(parts))
+            or (parts[0] == "mbarrier" and parts[1] in ("test_wait", "try_wait")))
 
 
 def _loop_weights(kernel: _Kernel, poll_weight: int) -> list[int]:
@@ -3301,6 +3734,15 @@ class _SharedRaces:
         for slots in self.seen.values() if end else ():
             for ids, _ in slots:
                 ids[:end].reshape(self.batch.B, self.pad)[blocks] = -1
+
+    def landed(self, off, lanes, size: int, ins):
+        """A bulk copy's bytes landing at its mbarrier's phase completion: checked as its
+        thread's store, then forgotten as a store, because the threads that read them after
+        waiting for that phase are ordered after the copy (the wait orders them as a barrier
+        would; a read by a thread that did not wait is not caught)."""
+        self.access("store", off, lanes, size, ins)
+        ids, _ = self.seen["store"][0]
+        ids[(off[:, None] + np.arange(size)).reshape(-1)] = -1
 
     def warp_synced(self, warps):
         """These warps (bool per warp of the batch) made a bar.warp.sync of all their lanes."""

@@ -42,6 +42,15 @@ WGMMA_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "i8": "s8", "u8": "u
 FP8_KINDS = ("e4m3", "e5m2")    # the 8-bit float formats (wgmma's, cvt's), named by a string
 #: an f32 to its fp8 byte (u8), and back
 FP8_CONVERSIONS = {"to_fp8": (f32, u8), "from_fp8": (u8, f32)}
+#: Hopper's split barriers in shared memory (PTX mbarrier) and its bulk copies (cp.async.bulk)
+MBARRIER = frozenset(["mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
+                      "mbarrier_wait"])
+BULK_COPY = frozenset(["cp_async_bulk", "cp_async_bulk_commit", "cp_async_bulk_wait"])
+#: what each mbarrier call takes after the barrier (count, bytes, parity: u32 operands)
+MBARRIER_OPERANDS = {"mbarrier_init": "count", "mbarrier_arrive": None,
+                     "mbarrier_arrive_expect_tx": "bytes", "mbarrier_wait": "parity"}
+#: an mbarrier's arrival count and transaction bytes are 20-bit (PTX ISA, "mbarrier")
+MBARRIER_LIMIT = (1 << 20) - 1
 #: the swizzle modes of a wgmma descriptor, in bytes (0: none)
 WGMMA_SWIZZLES = (0, 32, 64, 128)
 #: helpers only the math library may call: round to nearest even, high half of a product
@@ -376,6 +385,10 @@ class CallChecker:
             return self.ldmatrix(node)
         if name in WGMMA:
             return self.wgmma_call(name, node)
+        if name in MBARRIER:
+            return self.mbarrier(name, node)
+        if name in BULK_COPY:
+            return self.bulk_copy(name, node)
         if name in FP8_CONVERSIONS:
             return self.fp8_conversion(name, node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
@@ -642,12 +655,27 @@ class CallChecker:
             (count,) = self.args(node, label, 0, 1)
             if count is None:
                 return typed.Intrinsic(loc, None, name, [])
-            n = self.const_value(count, f"the group count of {label}")
-            if type(n) is not int or not 0 <= n <= 7:
-                raise self.error(f"{label}(n) needs a constant n from 0 to 7 (the newest groups "
-                                 f"that may still be in flight), got {n!r}", count)
-            return typed.Intrinsic(loc, None, name, [], {"n": n})
+            return typed.Intrinsic(loc, None, name, [], {"n": self.group_count(count, label)})
         dst_node, src_node, pred_node = self.args(node, label, 2, 3)
+        dst, src, size = self.copy_operands(node, label, dst_node, src_node)
+        if size not in ASYNC_COPY_BYTES:
+            raise self.error(f"{label} copies 4, 8 or 16 bytes; {dst[-1]} "
+                             f"{self.arrays[dst[0]].elem} element(s) are {size}", node)
+        self.mark_written(dst[0])
+        args = [] if pred_node is None else [truthy(self.value(pred_node))]
+        return typed.Intrinsic(loc, None, name, args, {"dst": dst, "src": src, "bytes": size})
+
+    def group_count(self, count: cst.BaseExpression, label: str) -> int:
+        """The n of a wait for copy groups: a constant from 0 to 7."""
+        n = self.const_value(count, f"the group count of {label}")
+        if type(n) is not int or not 0 <= n <= 7:
+            raise self.error(f"{label}(n) needs a constant n from 0 to 7 (the newest groups "
+                             f"that may still be in flight), got {n!r}", count)
+        return n
+
+    def copy_operands(self, node: cst.Call, label: str, dst_node, src_node) -> tuple:
+        """(dst, src, bytes) of a copy between two slices (`async_operand`s) of one element
+        type and length."""
         dst = self.async_operand(dst_node, label, "destination")
         src = self.async_operand(src_node, label, "source")
         (dst_array, *_, dst_width), (src_array, *_, src_width) = dst, src
@@ -658,13 +686,70 @@ class CallChecker:
         if dst_width != src_width:
             raise self.error(f"{label}: the destination has {dst_width} element(s), the source "
                              f"{src_width}", node)
-        size = dst_width * dst_elem.nbytes
-        if size not in ASYNC_COPY_BYTES:
-            raise self.error(f"{label} copies 4, 8 or 16 bytes; {dst_width} {dst_elem} element(s) "
-                             f"are {size}", node)
-        self.mark_written(dst_array)
-        args = [] if pred_node is None else [truthy(self.value(pred_node))]
-        return typed.Intrinsic(loc, None, name, args, {"dst": dst, "src": src, "bytes": size})
+        return dst, src, dst_width * dst_elem.nbytes
+
+    def mbarrier(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.mbarrier_init(bar, count)`, `mbarrier_arrive(bar)`,
+        `mbarrier_arrive_expect_tx(bar, bytes)`, `mbarrier_wait(bar, parity)`: PTX's mbarrier
+        init, arrive (with expect_tx) and a loop of test_wait / try_wait on the phase parity;
+        `bar` an element of a shared `u64` array, the rest integers taken as u32."""
+        label, operand = f"ptxpy.{name}", MBARRIER_OPERANDS[name]
+        bar_node, *rest = self.args(node, label, 1 if operand is None else 2)
+        bar = self.barrier_operand(bar_node, label)
+        args = [self.u32_operand(value_node, label, operand) for value_node in rest]
+        if args and isinstance(args[0], typed.Constant) and operand != "parity":
+            low = 1 if operand == "count" else 0
+            if not low <= args[0].value <= MBARRIER_LIMIT:
+                raise self.error(f"the {operand} of {label} is from {low} to {MBARRIER_LIMIT} (an "
+                                 f"mbarrier counts in 20 bits), got {args[0].value}", rest[0])
+        return typed.Intrinsic(self.loc(node), None, name, args, {"bar": bar})
+
+    def barrier_operand(self, node: cst.BaseExpression, label: str) -> tuple:
+        """An mbarrier: one element of a (shared) array of u64 or i64, as `async_operand` gives it."""
+        array, lead, start, width = self.async_operand(node, label, "barrier")
+        if width != 1 or self.arrays[array].elem not in (u64, i64):
+            raise self.error(f"the barrier of {label} is one element of a shared array of u64 "
+                             f"(bars = ptxpy.shared_array((2,), u64); bars[k]), got "
+                             f"'{code_of(node)}'", node)
+        self.mark_written(array)
+        return array, lead, start, width
+
+    def u32_operand(self, node: cst.BaseExpression, label: str, what: str) -> typed.Expr:
+        """An integer (or bool) argument, converted to u32 as PTX takes it."""
+        value = self.value(node)
+        if not isinstance(value.type, Scalar) or value.type.is_float:
+            raise self.error(f"the {what} of {label} is an integer, got '{code_of(node)}' of "
+                             f"type {value.type}", node)
+        if isinstance(value, typed.Constant) and not 0 <= value.value <= 0xFFFFFFFF:
+            raise self.error(f"the {what} of {label} is a u32, got {value.value}", node)
+        return convert(value, u32)
+
+    def bulk_copy(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.cp_async_bulk(dst, src[, bar])`: PTX's cp.async.bulk, one copy of a slice of
+        16-byte multiples, global to shared completing on mbarrier `bar`, or shared to global
+        (without `bar`) in the thread's bulk group; `cp_async_bulk_commit()` and
+        `cp_async_bulk_wait(n, read=False)`: its commit_group and wait_group[.read]. The
+        directions are checked in the SSA builder, where the arrays' spaces are known."""
+        loc, label = self.loc(node), f"ptxpy.{name}"
+        if name == "cp_async_bulk_commit":
+            self.args(node, label, 0)
+            return typed.Intrinsic(loc, None, name, [])
+        if name == "cp_async_bulk_wait":
+            count, read_node = self.args(node, label, 1, 2, keywords=("n", "read"))
+            n = self.group_count(count, label)
+            read = False if read_node is None else self.const_value(read_node, f"read= of {label}")
+            if type(read) is not bool:
+                raise self.error(f"read= of {label} is True or False, got {read!r}", read_node)
+            return typed.Intrinsic(loc, None, name, [], {"n": n, "read": read})
+        dst_node, src_node, bar_node = self.args(node, label, 2, 3, keywords=("dst", "src", "bar"))
+        dst, src, size = self.copy_operands(node, label, dst_node, src_node)
+        if size % 16 or size > MBARRIER_LIMIT:
+            raise self.error(f"{label} copies a multiple of 16 bytes (up to {MBARRIER_LIMIT}); "
+                             f"{dst[-1]} {self.arrays[dst[0]].elem} element(s) are {size}", node)
+        bar = None if bar_node is None else self.barrier_operand(bar_node, label)
+        self.mark_written(dst[0])
+        return typed.Intrinsic(loc, None, name, [], {"dst": dst, "src": src, "bytes": size,
+                                                     "bar": bar})
 
     def ldmatrix(self, node: cst.Call) -> typed.Expr:
         """`v0, v1, ... = ptxpy.ldmatrix(s[r, c:c + W], n[, trans=True])`: PTX's `ldmatrix`, a
@@ -713,11 +798,7 @@ class CallChecker:
             self.args(node, label, 0)
             return typed.Intrinsic(loc, None, name, [])
         (count,) = self.args(node, label, 1)
-        n = self.const_value(count, f"the group count of {label}")
-        if type(n) is not int or not 0 <= n <= 7:
-            raise self.error(f"{label}(n) needs a constant n from 0 to 7 (the newest groups that "
-                             f"may still be in flight), got {n!r}", count)
-        return typed.Intrinsic(loc, None, name, [], {"n": n})
+        return typed.Intrinsic(loc, None, name, [], {"n": self.group_count(count, label)})
 
     def fp8_conversion(self, name: str, node: cst.Call) -> typed.Expr:
         """`ptxpy.to_fp8(x, format)`: an f32 rounded to the fp8 format ("e4m3" or "e5m2"),

@@ -483,6 +483,7 @@ class _Thread:
         self.func, self.args, self.sregs = func, args, sregs
         self.printed, self.lone_thread = printed, lone_thread
         self.memory = Memory()
+        self.barriers: dict = {}     # address -> a lone thread's mbarrier state
         self.values: dict[Instr, object] = {}
         self.symbols = {}
         region = None      # where the arrays sized at launch lie, one after another
@@ -617,6 +618,59 @@ class _Thread:
         pass
 
     op_cp_async_wait = op_cp_async_commit
+
+    def op_mbarrier_init(self, instr: Instr):
+        """A lone thread's mbarrier: [phase, expected arrivals, pending arrivals, tx bytes]."""
+        count = int(self.value(instr.args[1]))
+        self.barriers[self._barrier(instr)] = [0, count, count, 0]
+
+    def op_mbarrier_arrive(self, instr: Instr):
+        state = self._barrier_state(instr)
+        if len(instr.args) > 1:
+            state[3] += int(self.value(instr.args[1]))
+        if state[2] == 0:
+            raise InterpError("mbarrier arrive on a phase whose arrivals are all done")
+        state[2] -= 1
+        self._complete_phase(state)
+
+    def op_mbarrier_test(self, instr: Instr):
+        return self._barrier_state(instr)[0] % 2 != int(self.value(instr.args[1])) % 2
+
+    def op_cp_async_bulk(self, instr: Instr):
+        """A lone thread's bulk copy: done at once, its bytes completing on the barrier."""
+        dst, src = (int(self.value(a)) for a in instr.args[:2])
+        size = instr.attrs["bytes"]
+        if dst % 16 or src % 16:
+            raise InterpError("misaligned cp.async.bulk")
+        for k in range(size):
+            self.memory.store(dst + k, u8, self.memory.load(src + k, u8))
+        if len(instr.args) > 2:
+            state = self._barrier_state(instr, 2)
+            state[3] -= size
+            self._complete_phase(state)
+
+    def op_cp_async_bulk_commit(self, instr: Instr):
+        pass
+
+    op_cp_async_bulk_wait = op_cp_async_bulk_commit
+
+    def _barrier(self, instr: Instr, index: int = 0) -> int:
+        address = int(self.value(instr.args[index]))
+        if address % 8:
+            raise InterpError("misaligned mbarrier")
+        return address
+
+    def _barrier_state(self, instr: Instr, index: int = 0) -> list:
+        state = self.barriers.get(self._barrier(instr, index))
+        if state is None:
+            raise InterpError("mbarrier used before mbarrier_init")
+        return state
+
+    @staticmethod
+    def _complete_phase(state: list) -> None:
+        if state[2] == 0 and state[3] == 0:
+            state[0] += 1
+            state[2] = state[1]
 
     def op_atom(self, instr: Instr):
         addr = int(self.value(instr.args[0]))

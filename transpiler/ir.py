@@ -282,6 +282,19 @@ def _ops() -> dict[str, OpSpec]:
     ops["wgmma_commit"] = OpSpec("free", 0, effects=True)    # wgmma.commit_group
     ops["wgmma_wait"] = OpSpec("free", 0, effects=True)      # attrs n: wgmma.wait_group n
     ops["fence_proxy_async"] = OpSpec("free", 0, effects=True)   # fence.proxy.async.shared::cta
+    # Hopper's mbarrier (attrs space shared): `mbarrier_init` of the barrier's address to a u32
+    # arrival count; `mbarrier_arrive` at it[, u32: the transaction bytes it expects first
+    # (expect_tx)]; bool <- `mbarrier_test` of it and a u32 parity: whether that phase has
+    # completed (attrs try: try_wait, which may suspend a while, else test_wait)
+    ops["mbarrier_init"] = OpSpec("free", 2, effects=True)
+    ops["mbarrier_arrive"] = OpSpec("free", None, effects=True)
+    ops["mbarrier_test"] = OpSpec("free", 2, effects=True)
+    # a bulk copy of attrs bytes (a multiple of 16; PTX cp.async.bulk) to the address of attrs
+    # space: the destination, the source[, the mbarrier its bytes complete on: global to
+    # shared]; without it shared to global, in the thread's bulk group
+    ops["cp_async_bulk"] = OpSpec("free", None, effects=True)
+    ops["cp_async_bulk_commit"] = OpSpec("free", 0, effects=True)   # cp.async.bulk.commit_group
+    ops["cp_async_bulk_wait"] = OpSpec("free", 0, effects=True)     # attrs n, read: wait_group
     ops["barrier"] = OpSpec("free", 0, effects=True)
     ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync

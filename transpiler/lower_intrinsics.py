@@ -666,6 +666,91 @@ def _cp_async(b, e):
 
 
 COPIES = "ptxpy.cp_async copies from global to shared memory"
+BARRIERS = "an mbarrier lives in shared memory"
+BULK_LOADS = "ptxpy.cp_async_bulk with a barrier copies from global to shared memory"
+BULK_STORES = "ptxpy.cp_async_bulk without a barrier copies from shared to global memory"
+
+
+def _barrier_address(b, e, operand):
+    """The shared address of an mbarrier operand (checked under debug as an element is)."""
+    array, lead, start, _ = _async_operand(b, e, operand, "shared", "barrier", BARRIERS)
+    return _async_address(b, array, lead, start, 1, None)
+
+
+def _mbarrier(b, e):
+    """`ptxpy.mbarrier_init` / `mbarrier_arrive` / `mbarrier_arrive_expect_tx`: one
+    `mbarrier_init` or `mbarrier_arrive` (with the transaction bytes it expects) on the
+    barrier's address; expect_tx is sm_90's."""
+    if e.name == "mbarrier_arrive_expect_tx":
+        _needs_sm90(b, e, "the transaction count of an mbarrier")
+    bar = _barrier_address(b, e, e.extra["bar"])
+    args = _args(b, e)
+    op = "mbarrier_init" if e.name == "mbarrier_init" else "mbarrier_arrive"
+    b.emit(op, None, [bar, *args], {"space": "shared"})
+
+
+def _mbarrier_wait(b, e):
+    """`ptxpy.mbarrier_wait(bar, parity)`: a loop that tests whether the barrier's phase of that
+    parity has completed (`try_wait`, which may suspend the thread a while, on sm_90; else
+    `test_wait`) until it has."""
+    bar = _barrier_address(b, e, e.extra["bar"])
+    (parity,) = _args(b, e)
+    waiting, done = b.new_block("mbwait"), b.new_block("mbdone")
+    b.br(waiting)
+    b.start(waiting)
+    ready = b.emit("mbarrier_test", bool_, [bar, parity],
+                   {"try": sm_number(b.func.arch) >= 90, "space": "shared"})
+    b.cbr(ready, done, waiting)
+    b.seal(waiting)
+    b.seal(done)
+    b.start(done)
+
+
+def _needs_sm90(b, e, what: str) -> None:
+    if sm_number(b.func.arch) < 90:
+        raise CompileError(f"ptxpy.{e.name} needs sm_90 or newer ({what}); the target is "
+                           f"{b.func.arch}", e.loc)
+
+
+def _cp_async_bulk(b, e):
+    """`ptxpy.cp_async_bulk(dst, src[, bar])`: one `cp_async_bulk` of `bytes`, global to shared
+    signalling the barrier (attrs space shared), or shared to global (space global). The
+    slices are 16-byte aligned (checked under debug)."""
+    _needs_sm90(b, e, "bulk copies")
+    bar = e.extra["bar"]
+    dst_space, src_space, rule = (("shared", "global", BULK_LOADS) if bar is not None
+                                  else ("global", "shared", BULK_STORES))
+    dst = _async_operand(b, e, e.extra["dst"], dst_space, "destination", rule)
+    src = _async_operand(b, e, e.extra["src"], src_space, "source", rule)
+    addresses = [_bulk_address(b, *dst), _bulk_address(b, *src)]
+    if bar is not None:
+        addresses.append(_barrier_address(b, e, bar))
+    b.emit("cp_async_bulk", None, addresses, {"bytes": e.extra["bytes"], "space": dst_space})
+
+
+def _bulk_address(b, array, lead: list, start, width: int):
+    """A bulk copy's slice: its first element's address; under debug, the slice checked
+    against the array's bounds and its start for 16-byte alignment."""
+    address = b.element_address(array, [*lead, start], checked=True)
+    if b.debug:
+        b.bounds_check(array, [*lead, start])
+        b.bounds_check(array, [*lead, b.op("add", start, ir.Const(start.type, width - 1))])
+        offset = b.op("sub", address, array.base)
+        misaligned = b.op("and", offset, ir.Const(i64, 15))
+        aligned = b.emit("cmp", bool_, [misaligned, ir.Const(i64, 0)], {"pred": "eq"})
+        b.check(aligned, f"{b.where()}: misaligned bulk copy of '{array.name}' at byte %lld of "
+                         "it (must be a multiple of 16)\n", [(offset, i64)])
+    return address
+
+
+def _cp_async_bulk_commit(b, e):
+    _needs_sm90(b, e, "bulk copies")
+    b.emit("cp_async_bulk_commit", None)
+
+
+def _cp_async_bulk_wait(b, e):
+    _needs_sm90(b, e, "bulk copies")
+    b.emit("cp_async_bulk_wait", None, [], {"n": e.extra["n"], "read": e.extra["read"]})
 MATRIX_LOADS = "ptxpy.ldmatrix loads from shared memory"
 
 
@@ -893,6 +978,9 @@ HANDLERS = {
     "to_fp8": _fp8_conversion, "from_fp8": _fp8_conversion,
     "cp_async": _cp_async, "cp_async_commit": _cp_async_commit, "cp_async_wait": _cp_async_wait,
     "ldmatrix": _ldmatrix,
+    "mbarrier_init": _mbarrier, "mbarrier_arrive": _mbarrier, "mbarrier_arrive_expect_tx": _mbarrier,
+    "mbarrier_wait": _mbarrier_wait, "cp_async_bulk": _cp_async_bulk,
+    "cp_async_bulk_commit": _cp_async_bulk_commit, "cp_async_bulk_wait": _cp_async_bulk_wait,
     "wgmma": _hopper(_wgmma), "wgmma_desc": _wgmma_desc, "wgmma_wait": _hopper(_wgmma_wait),
     "wgmma_fence": _hopper(lambda b, e: b.emit("wgmma_fence", None)),
     "wgmma_commit": _hopper(lambda b, e: b.emit("wgmma_commit", None)),

@@ -127,6 +127,10 @@ def _check_types(instr: Instr) -> None:
         _verify_ldmatrix(instr, types)
     elif instr.op == "cp_async":
         _verify_cp_async(instr, types)
+    elif instr.op in _MBARRIER_ARGS:
+        _verify_mbarrier(instr, types)
+    elif instr.op == "cp_async_bulk":
+        _verify_bulk_copy(instr, types)
     elif instr.op in ("load", "vload", "store", "vstore", "atom") and types[0] != ADDR_TYPE:
         _fail(instr, f"{instr.op} address must be {ADDR_TYPE}")
     elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local"):
@@ -193,6 +197,33 @@ def _verify_cp_async(instr, types) -> None:
         _fail(instr, f"cp_async takes two {ADDR_TYPE} addresses and an optional u32 byte count")
     if instr.attrs.get("bytes") not in (4, 8, 16) or instr.attrs.get("space") != "shared":
         _fail(instr, "cp_async needs attrs bytes 4, 8 or 16 and space shared")
+
+
+#: an mbarrier op's args after the barrier's address, and its result type
+_MBARRIER_ARGS = {"mbarrier_init": ([u32], None), "mbarrier_arrive": ([], None),
+                  "mbarrier_test": ([u32], bool_)}
+
+
+def _verify_mbarrier(instr, types) -> None:
+    rest, result = _MBARRIER_ARGS[instr.op]
+    allowed = (rest, [u32]) if instr.op == "mbarrier_arrive" else (rest,)
+    if types[:1] != [ADDR_TYPE] or types[1:] not in allowed or instr.type != result or \
+            instr.attrs.get("space") != "shared":
+        _fail(instr, f"{instr.op} takes the barrier's {ADDR_TYPE} address and {len(rest)} u32 "
+                     f"({'a u32 byte count with expect_tx, ' if instr.op == 'mbarrier_arrive' else ''}"
+                     f"attrs space shared) and gives {result}")
+    if instr.op == "mbarrier_test" and instr.attrs.get("try") not in (False, True):
+        _fail(instr, "mbarrier_test needs attrs try, a bool")
+
+
+def _verify_bulk_copy(instr, types) -> None:
+    space, size = instr.attrs.get("space"), instr.attrs.get("bytes")
+    wanted = 3 if space == "shared" else 2
+    if types != [ADDR_TYPE] * wanted or space not in ("shared", "global") or \
+            not isinstance(size, int) or size <= 0 or size % 16:
+        _fail(instr, f"cp_async_bulk takes a destination and a source {ADDR_TYPE} address (and "
+                     "the mbarrier's, to shared memory), attrs space shared or global and bytes "
+                     "a multiple of 16")
 
 
 def _verify_ldmatrix(instr, types) -> None:

@@ -29,7 +29,8 @@ from .target import Target, extern_shared_name, shared_layout
 MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd": "u64",
             "f": "f32", "fd": "f64"}
 FULL_MASK = Imm("0xffffffff")
-_MEMORY_OPS = ("load", "vload", "store", "vstore", "atom", "cp_async", "ldmatrix")
+_MEMORY_OPS = ("load", "vload", "store", "vstore", "atom", "cp_async", "ldmatrix", "mbarrier_init",
+               "mbarrier_arrive", "mbarrier_test", "cp_async_bulk")
 #: state spaces whose addresses fit in 32 bits: their address arithmetic is done in 32 bits
 NARROW_SPACES = ("shared", "local")
 _U32_MASK = 0xFFFFFFFF
@@ -1470,6 +1471,56 @@ class ISel:
             self.emit("cp.async.wait_group", [], [Imm(str(instr.attrs["n"]))])
         else:
             self.emit("cp.async.wait_all", [], [])
+
+    def op_mbarrier_init(self, instr: ir.Instr) -> None:
+        self.target.require((7, 0), 80, "mbarrier.init")
+        self.emit("mbarrier.init.shared.b64", [],
+                  [self.address(instr.args[0], "shared"), self.src(instr.args[1])])
+
+    def op_mbarrier_arrive(self, instr: ir.Instr) -> None:
+        """`mbarrier.arrive[.expect_tx]`: its state result (for test_wait without .parity) is
+        never read, as PTX's sink `_` would say (PTX 7.8+; a register keeps sm_80's 7.0)."""
+        state = self.new("rd")
+        bar = self.address(instr.args[0], "shared")
+        if len(instr.args) > 1:
+            self.target.require((8, 0), 90, "mbarrier.arrive.expect_tx")
+            self.emit("mbarrier.arrive.expect_tx.shared.b64", [state],
+                      [bar, self.src(instr.args[1])])
+        else:
+            self.target.require((7, 0), 80, "mbarrier.arrive")
+            self.emit("mbarrier.arrive.shared.b64", [state], [bar])
+
+    def op_mbarrier_test(self, instr: ir.Instr) -> None:
+        kind = "try" if instr.attrs["try"] else "test"
+        if instr.attrs["try"]:
+            self.target.require((7, 8), 90, "mbarrier.try_wait")
+        else:
+            self.target.require((7, 1), 80, "mbarrier.test_wait.parity")
+        self.emit(f"mbarrier.{kind}_wait.parity.shared.b64", [self.reg(instr)],
+                  [self.address(instr.args[0], "shared"), self.src(instr.args[1])])
+
+    def op_cp_async_bulk(self, instr: ir.Instr) -> None:
+        """`cp.async.bulk`: global to shared completing on an mbarrier (its transaction bytes),
+        or shared to global in the thread's bulk group."""
+        self.target.require((8, 0), 90, "cp.async.bulk")
+        size = Imm(str(instr.attrs["bytes"]))
+        if instr.attrs["space"] == "shared":
+            dst, src = self.address(instr.args[0], "shared"), self.address(instr.args[1], "global")
+            bar = self.address(instr.args[2], "shared")
+            self.emit("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", [],
+                      [dst, src, size, bar])
+        else:
+            dst, src = self.address(instr.args[0], "global"), self.address(instr.args[1], "shared")
+            self.emit("cp.async.bulk.global.shared::cta.bulk_group", [], [dst, src, size])
+
+    def op_cp_async_bulk_commit(self, instr: ir.Instr) -> None:
+        self.target.require((8, 0), 90, "cp.async.bulk.commit_group")
+        self.emit("cp.async.bulk.commit_group", [], [])
+
+    def op_cp_async_bulk_wait(self, instr: ir.Instr) -> None:
+        self.target.require((8, 0), 90, "cp.async.bulk.wait_group")
+        read = ".read" if instr.attrs["read"] else ""
+        self.emit(f"cp.async.bulk.wait_group{read}", [], [Imm(str(instr.attrs["n"]))])
 
     def op_atom(self, instr: ir.Instr) -> None:
         op, space, t = instr.attrs.get("op"), self._space(instr), instr.type
