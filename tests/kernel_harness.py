@@ -44,18 +44,18 @@ def assemble_all(source: str, name: str, consts=None, compiled=None, archs=ARCHS
 
 
 def run(source: str, name: str, args: list, grid, block, consts=None, debug=False,
-        fast_math=False, assemble=True, racecheck=None, archs=ARCHS):
-    """Compile, assemble (for `archs`: sm_80, sm_90) and simulate; return the outputs (a list
-    of arrays).
+        fast_math=False, assemble=True, racecheck=None, archs=ARCHS, arch="sm_90"):
+    """Compile for `arch`, assemble (for `archs`: sm_80, sm_90) and simulate; return the
+    outputs (a list of arrays).
 
     `args` lists the call's inputs in parameter order, with `Out(...)` for each output array.
     `racecheck`: the simulator's shared-memory race check (None: PTXPY_SIM_RACECHECK decides).
     """
     from ptxpy.runtime.simulator import run_kernel
 
-    kernel = compile_source(source, name, consts, arch="sm_90", debug=debug, fast_math=fast_math)
+    kernel = compile_source(source, name, consts, arch=arch, debug=debug, fast_math=fast_math)
     if assemble:
-        assemble_all(source, name, consts, compiled={"sm_90": kernel}, archs=archs, debug=debug,
+        assemble_all(source, name, consts, compiled={arch: kernel}, archs=archs, debug=debug,
                      fast_math=fast_math)
     values, outputs = [], []
     for value in args:

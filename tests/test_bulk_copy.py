@@ -95,10 +95,11 @@ def arrivals(x: Array[f32], out: Array[f32]):
 """
 
 
-def test_every_thread_arrives_then_waits_for_the_others():
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_every_thread_arrives_then_waits_for_the_others(arch):
     x = np.random.default_rng(1).standard_normal(256).astype(np.float32)
     (out,) = run(ARRIVALS, "arrivals", [x, Out(x.shape, np.float32)], grid=2, block=128,
-                 racecheck=True)
+                 racecheck=True, arch=arch)
     np.testing.assert_allclose(out, 6 * x.reshape(2, 128)[:, ::-1].reshape(-1), rtol=1e-6)
 
 

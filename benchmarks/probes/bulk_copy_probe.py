@@ -7,7 +7,8 @@ counting each byte read once and written once (CUPTI durations, benchmarks/kerne
 
 `bulk`: persistent blocks (two a multiprocessor), each taking rows b, b + G, ...: thread 0
 starts the next row's bulk load into the other of two buffers while every thread scales this
-row into a third, which one bulk store writes out. `plain`: one block a row, each thread four
+row into a third, which one bulk store writes out. `bulk loads`: the same with three buffers
+(two rows ahead) and each thread's four floats stored straight to global memory. `plain`: one block a row, each thread four
 floats at a time from global memory to global memory.
 """
 import argparse
@@ -72,6 +73,43 @@ def bulk(x: Array[f32, 2], out: Array[f32, 2]):
         ptxpy.cp_async_bulk_wait(0)
 
 
+STAGES = 3
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=lambda x: min(x.shape[0], BLOCKS), block=THREADS)
+def bulk_loads(x: Array[f32, 2], out: Array[f32, 2]):
+    xs = ptxpy.shared_array((STAGES, N), f32)
+    bars = ptxpy.shared_array((STAGES,), u64)
+    t = ptxpy.thread_idx.x
+    b = ptxpy.block_idx.x
+    step = ptxpy.grid_dim.x
+    rows = x.shape[0]
+    if t == 0:
+        for s in ptxpy.static_range(STAGES):
+            ptxpy.mbarrier_init(bars[s], 1)
+    ptxpy.fence_proxy_async()
+    ptxpy.syncthreads()
+    if t == 0:
+        for s in ptxpy.static_range(STAGES - 1):
+            if b + s * step < rows:
+                ptxpy.mbarrier_arrive_expect_tx(bars[s], N * 4)
+                ptxpy.cp_async_bulk(xs[s, 0:N], x[b + s * step, 0:N], bars[s])
+    k = 0
+    for r in range(b, rows, step):
+        s = k % STAGES
+        ahead = r + (STAGES - 1) * step
+        if t == 0 and ahead < rows:
+            a = (k + STAGES - 1) % STAGES
+            ptxpy.mbarrier_arrive_expect_tx(bars[a], N * 4)
+            ptxpy.cp_async_bulk(xs[a, 0:N], x[ahead, 0:N], bars[a])
+        ptxpy.mbarrier_wait(bars[s], (k // STAGES) % 2)
+        for c in range(4 * t, N, 4 * THREADS):
+            a0, a1, a2, a3 = xs[s, c:c + 4]
+            out[r, c:c + 4] = (a0 * 2.0, a1 * 2.0, a2 * 2.0, a3 * 2.0)
+        ptxpy.syncthreads()       # xs[s] is free for the copy STAGES - 1 rows on
+        k += 1
+
+
 @ptxpy.jit(out_shape=lambda x: x, grid=lambda x: x.shape[0], block=THREADS)
 def plain(x: Array[f32, 2], out: Array[f32, 2]):
     t = ptxpy.thread_idx.x
@@ -90,7 +128,8 @@ def main() -> None:
     expected = 2 * np.asarray(x)
     nbytes = 2 * x.size * 4
     results = {}
-    for name, fn in (("XLA", lambda v: v * 2.0), ("plain", plain), ("bulk", bulk)):
+    for name, fn in (("XLA", lambda v: v * 2.0), ("plain", plain), ("bulk", bulk),
+                     ("bulk loads", bulk_loads)):
         np.testing.assert_array_equal(np.asarray(jax.jit(fn)(x)), expected)
         seconds = _profiled_time(fn, (x,))
         results[name] = {"us": seconds * 1e6, "TB/s": nbytes / seconds / 1e12}
