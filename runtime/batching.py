@@ -187,6 +187,9 @@ def why_sequential(call: Call, size: int, specs: tuple) -> str | None:
     for spec, param in zip(specs, call.operands):
         if spec is not None and param.kind != "array":
             return f"scalar '{param.name}' is batched"
+    mapped = [p.name for p in call.kernel.params if p.tensor_maps]
+    if mapped:
+        return f"the kernel copies boxes of '{mapped[0]}' through a tensor map (ptxpy.tma_load)"
     align = max((int(n) * int(bits) // 8 for n, bits in _VECTOR_ACCESS.findall(ptx)), default=1)
     if align > 1:
         items = [(param, shape) for param, shape, spec in zip(call.operands, call.item_shapes, specs)

@@ -31,6 +31,7 @@ from typing import Callable
 
 from ptxpy.runtime import driver as _driver
 from ptxpy.runtime import native as _native
+from ptxpy.transpiler.abi import TENSOR_MAP_BYTES
 
 TARGET = "ptxpy_launch"
 
@@ -44,6 +45,7 @@ _RECORD_CREATE = 0
 _SOURCE_CUBIN = 1
 _KERNEL_ARG_HOST_VALUE = 1
 _DEFAULT_SHARED_LIMIT = 48 * 1024
+_MAPS_KEPT = 64     # tensor maps a plan keeps encoded (by buffer address)
 _TRAIT_COMMAND_BUFFER_COMPATIBLE = 1
 _ERROR_INTERNAL = 13
 _ATTR_SCALAR = 3
@@ -202,7 +204,9 @@ class LaunchPlan:
 
     `params` holds the packed parameter values (`offsets[i]` is where `.param` i starts);
     `pointer_slots` are (offset, index) pairs: the data pointer of XLA buffer `index` (operands,
-    then results) goes at `offset`. `run(plan, stream, pointers)` performs the launch.
+    then results) goes at `offset`; `tensor_slots` (launch.TensorSlot) the tensor maps of such
+    buffers, encoded for each new pointer (such plans stay with the Python handler).
+    `run(plan, stream, pointers)` performs the launch.
     """
     kernel: str
     image: object
@@ -214,12 +218,15 @@ class LaunchPlan:
     pointer_slots: list
     pdl: bool = False      # the kernel begins with griddepcontrol.wait: may be launched with PDL
     key: int = 0
+    tensor_slots: list = field(default_factory=list)
     _buffer: ctypes.Array = field(init=False, repr=False)
     _param_ptrs: ctypes.Array = field(init=False, repr=False)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _kernel_args: KernelArgs | None = field(init=False, repr=False, default=None)
     native: _native.NativePlan | None = field(init=False, repr=False, default=None)
     _native_functions: dict = field(init=False, repr=False, default_factory=dict)
+    #: (tensor slot, pointer) -> the map's bytes: XLA hands the same buffers back call after call
+    _maps: dict = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self):
         self._buffer = ctypes.create_string_buffer(self.params, max(len(self.params), 8))
@@ -233,7 +240,18 @@ class LaunchPlan:
         """
         for offset, index in self.pointer_slots:
             struct.pack_into("<Q", self._buffer, offset, pointers[index])
+        for slot in self.tensor_slots:
+            self._buffer[slot.offset:slot.offset + TENSOR_MAP_BYTES] = self._tensor_map(
+                slot, pointers[slot.index])
         return ctypes.addressof(self._param_ptrs)
+
+    def _tensor_map(self, slot, pointer: int) -> bytes:
+        encoded = self._maps.get((slot, pointer))
+        if encoded is None:
+            if len(self._maps) >= _MAPS_KEPT:
+                self._maps.clear()
+            encoded = self._maps[slot, pointer] = slot.layout.encode(pointer)
+        return encoded
 
     def kernel_args(self) -> KernelArgs:
         """The parameter block as record-API host values (XLA copies them when called). Made once:
@@ -253,7 +271,7 @@ class LaunchPlan:
 
     def make_native(self) -> None:
         """Hands the plan to the C handler (once): its packed parameters, without pointers."""
-        if self.native is None:
+        if self.native is None and not self.tensor_slots:
             template = ctypes.create_string_buffer(self.params, max(len(self.params), 8))
             self.native = _native.make_plan(
                 self.key, self.grid, self.block, self.shared, self.shared > _DEFAULT_SHARED_LIMIT,

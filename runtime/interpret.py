@@ -71,7 +71,7 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
     For a batched specialisation (`kernel.options["batched"]`), the arrays it names have a
     leading batch axis that their shape parameters leave out."""
     from ptxpy.runtime.launch import split_params
-    from ptxpy.runtime.simulator import run_kernel
+    from ptxpy.runtime.simulator import TensorMap, run_kernel
 
     global launches
     batched = {entry[0] for entry in kernel.options.get("batched", ())}
@@ -88,6 +88,7 @@ def simulate(kernel: CompiledKernel, inputs: list, out_types: list, grid: tuple,
             args.append(array)
             shapes[spec.name] = tuple(int(n) for n in array.shape[1 if spec.name in batched else 0:])
             args.extend(shapes[spec.name])
+            args.extend(TensorMap(array, box, swizzle) for box, swizzle in spec.tensor_maps)
         elif spec.by_ref:
             args.append(np.asarray(value, dtype=(spec.carrier or spec.dtype).numpy).reshape(1).copy())
         else:   # a NumPy scalar: the simulator would take a 0-d u64 array for an array

@@ -14,18 +14,18 @@ from __future__ import annotations
 import math
 import numbers
 import struct
+from typing import NamedTuple
 
 import numpy as np
 
 from ptxpy.runtime import batching, driver, ffi
 from ptxpy.transpiler import floatbits
-from ptxpy.transpiler.abi import CompiledKernel, ParamSpec
+from ptxpy.runtime.tensor_map import TensorMapLayout
+from ptxpy.transpiler.abi import TENSOR_MAP, CompiledKernel, ParamSpec, param_size
 from ptxpy.transpiler.launch_shape import launch_shared_bytes
 
 VMAP_METHOD = "sequential"
 _U32_MAX = 2**32 - 1
-_PTX_SIZE = {"u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "u32": 4, "s32": 4, "f32": 4,
-             "u64": 8, "s64": 8, "f64": 8}
 
 
 def launch(kernel: CompiledKernel, args: list, out_types: list, grid, block,
@@ -136,8 +136,11 @@ def register(kernel: CompiledKernel, values: list, out_types: list, grid, block)
     shared = dynamic_shared_bytes(kernel, block, inputs, values, outputs, out_types)
     image = _prepare_devices(kernel, grid, block, shared)
     _, slots, params, offsets = pack(kernel, inputs, values, outputs, out_types)
+    maps = [slot for slot in slots if isinstance(slot, TensorSlot)]
+    pointers = [slot for slot in slots if not isinstance(slot, TensorSlot)]
     plan = ffi.LaunchPlan(kernel.name, image, grid, block, image.dynamic_shared, params, offsets,
-                          slots, pdl=waits_for_predecessors(kernel.ptx, kernel.name))
+                          pointers, pdl=waits_for_predecessors(kernel.ptx, kernel.name),
+                          tensor_slots=maps)
     key = ffi.register_plan(plan, (kernel.name, image.digest, grid, block, image.dynamic_shared,
                                    params, tuple(slots), plan.pdl))
     ffi.register_target()
@@ -252,6 +255,7 @@ def _check_array(kernel, spec, value):
         raise TypeError(f"{_where(kernel, spec)}: expected an array of {spec.dtype} with rank "
                         f"{spec.rank}, got {type(value).__name__}")
     _check_type(kernel, spec, value.dtype, value.shape, "array")
+    _check_tensor_maps(kernel, spec, tuple(value.shape))
     _check_jax_holds(kernel, spec, "an array")
     if isinstance(value, np.ndarray):
         import jax.numpy as jnp
@@ -397,6 +401,7 @@ def check_out_types(kernel, outputs: list[ParamSpec], out_types: list) -> list:
             raise TypeError(f"{_where(kernel, spec)}: out_types entries must be "
                             f"jax.ShapeDtypeStruct, got {type(t).__name__}")
         _check_type(kernel, spec, t.dtype, t.shape, "output")
+        _check_tensor_maps(kernel, spec, tuple(t.shape))
         _check_jax_holds(kernel, spec, "an output")
         checked.append(jax.ShapeDtypeStruct(tuple(int(d) for d in t.shape), t.dtype))
     return checked
@@ -528,14 +533,39 @@ def pack(kernel, inputs, values, outputs, out_types):
     for spec in kernel.params:
         index, value = sources[id(spec)]
         for ptype, data in _param_values(kernel.name, spec, value, spec.name in batched):
-            size = _PTX_SIZE[ptype]
-            buf.extend(b"\0" * (-len(buf) % size))
+            size, align = param_size(ptype)
+            buf.extend(b"\0" * (-len(buf) % align))
             offsets.append(len(buf))
-            if data is None:
+            if isinstance(data, TensorMapLayout):
+                slots.append(TensorSlot(len(buf), index, data))
+                data = b"\0" * size
+            elif data is None:
                 slots.append((len(buf), index))
                 data = b"\0" * 8
             buf.extend(data)
     return operands, slots, bytes(buf), offsets
+
+
+class TensorSlot(NamedTuple):
+    """A tensor map in the parameter block: at `offset`, the map of `layout` at the data
+    pointer of XLA buffer `index`."""
+    offset: int
+    index: int
+    layout: TensorMapLayout
+
+
+def tensor_map_layouts(spec: ParamSpec, shape: tuple) -> list[TensorMapLayout]:
+    """The layouts of the tensor maps array parameter `spec` of `shape` is passed with."""
+    return [TensorMapLayout(spec.dtype.name, spec.dtype.nbytes, tuple(int(n) for n in shape),
+                            box, swizzle) for box, swizzle in spec.tensor_maps]
+
+
+def _check_tensor_maps(kernel, spec: ParamSpec, shape: tuple) -> None:
+    for layout in tensor_map_layouts(spec, shape):
+        problem = layout.problem()
+        if problem:
+            raise ValueError(f"{_where(kernel, spec)}: the kernel copies {layout.box} boxes of it "
+                             f"through a tensor map (ptxpy.tma_load/tma_store), and {problem}")
 
 
 def _param_values(kernel_name: str, spec: ParamSpec, value,
@@ -544,7 +574,9 @@ def _param_values(kernel_name: str, spec: ParamSpec, value,
     types = [t for _, t in spec.ptx_params(kernel_name)]
     if spec.kind == "array":
         shape = tuple(value.shape)[1 if batched else 0:]
-        return [(types[0], None)] + [(t, struct.pack("<I", int(d))) for t, d in zip(types[1:], shape)]
+        extents = [(t, struct.pack("<I", int(d))) for t, d in zip(types[1:], shape)]
+        return ([(types[0], None)] + extents
+                + [(TENSOR_MAP, layout) for layout in tensor_map_layouts(spec, shape)])
     if spec.by_ref:
         return [(types[0], None)]
     return [(types[0], value.tobytes())]

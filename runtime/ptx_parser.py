@@ -48,6 +48,14 @@ class Addr:
 
 
 @dataclass(frozen=True)
+class TensorAddr:
+    """A tensor operand `[tensorMap, {c0, c1, ...}]` (cp.async.bulk.tensor): the map's address
+    and the coordinates, innermost dimension first."""
+    addr: Addr
+    coords: tuple
+
+
+@dataclass(frozen=True)
 class Vec:
     items: tuple
 
@@ -541,9 +549,17 @@ class _Parser:
             return Sym(toks[0].text, _offset(toks[1:], self, where))
         self.fail(where, "cannot parse operand " + " ".join(t.text for t in toks))
 
-    def address(self, toks: list[_Tok], where: _Tok) -> Addr:
+    def address(self, toks: list[_Tok], where: _Tok) -> Addr | TensorAddr:
         if not toks:
             self.fail(where, "empty address []")
+        groups = _split_commas(toks)
+        if len(groups) > 1:     # [tensorMap, {c0, c1, ...}]
+            coords = groups[1]
+            if (len(groups) != 2 or not groups[0] or len(coords) < 2 or coords[0].text != "{"
+                    or coords[-1].text != "}"):
+                self.fail(where, "cannot parse operand [" + " ".join(t.text for t in toks) + "]")
+            items = tuple(self.operand(g, where) for g in _split_commas(coords[1:-1]))
+            return TensorAddr(self.address(groups[0], where), items)
         first = toks[0]
         if first.kind == "num":
             return Addr(None, int(parse_number(first.text).value) + _offset(toks[1:], self, where))

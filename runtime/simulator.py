@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .ptx_parser import (Addr, Function, Imm, Instr, Pair, Paren, Reg, SimulatorError,
-                         SinkOperand, Sym, VarDecl, Vec, parse)
+                         SinkOperand, Sym, TensorAddr, VarDecl, Vec, parse)
 
 try:
     import ml_dtypes
@@ -28,17 +28,31 @@ try:
 except ImportError:  # bf16 instructions then raise SimulatorError
     BF16 = None
 
-__all__ = ["SimulatorError", "Module", "run_kernel"]
+__all__ = ["SimulatorError", "Module", "run_kernel", "TensorMap"]
 
 GLOBAL_BASE = 1 << 36         # first global allocation
 SHARED_WINDOW = 1 << 48       # generic address of shared offset 0
 LOCAL_WINDOW = 1 << 49        # generic address of local offset 0
+PARAM_WINDOW = 3 << 48        # generic address of kernel parameter offset 0 (cvta.param)
 WINDOW_SIZE = 1 << 32
 BATCH_THREADS = 1 << 17       # threads simulated together (whole blocks)
 UNWRITTEN_BYTE = 0xFF        # what shared, local and unaliased output memory start as
 RACECHECK_BYTES = 1 << 28     # at most this much race-check state per batch (fewer blocks)
 U64 = np.uint64
 U32 = np.uint32
+
+
+@dataclass(frozen=True, eq=False)
+class TensorMap:
+    """A CUtensorMap for the simulator: a tiled view of a C-contiguous NumPy array, the argument
+    of a `.param .align 64 .b8 NAME[128]` kernel parameter (docs/simulator.md, "Tensor
+    copies"). The array is placed in simulated global memory as an array passed for a `.u64`
+    parameter is (the same object passed for one shares that allocation) and updated in place
+    after the launch; `box` gives the box extents, outermost first (NumPy order, one per
+    axis); `swizzle` the shared-memory swizzle in bytes (0, 32, 64 or 128)."""
+    array: np.ndarray
+    box: tuple
+    swizzle: int = 0
 
 # ---- types -----------------------------------------------------------------------------------
 
@@ -82,6 +96,7 @@ def _make_types() -> dict[str, PtxType]:
 TYPES = _make_types()
 T_U32, T_U64, T_PRED, T_F64 = TYPES["u32"], TYPES["u64"], TYPES["pred"], TYPES["f64"]
 T_F32 = TYPES["f32"]
+T_S32 = TYPES["s32"]
 _PAIR_ELEM = {"f16x2": "f16", "bf16x2": "bf16"}
 _EXP_MASK = {"f16": 0x7C00, "bf16": 0x7F80, "f32": 0x7F800000, "f64": 0x7FF0000000000000}
 
@@ -598,6 +613,9 @@ class _Kernel:
     def where(self, ins: Instr) -> str:
         return self.module.where(ins)
 
+    def param_decl(self, name: str) -> VarDecl:
+        return next(decl for decl in self.params if decl.name == name)
+
     def _compile(self, ins: Instr) -> _Op:
         base = ins.parts[0]
         compiler = _COMPILERS.get(base)
@@ -683,6 +701,10 @@ class _Kernel:
             return off + sym.offset + (LOCAL_WINDOW if space == "generic" else 0)
         if name in self.module.global_addresses:
             return self.module.global_addresses[name] + sym.offset
+        if name in self.param_offsets and space in (None, "generic", "param"):
+            # a kernel parameter: its offset in param space (mov), or generic (cvta.param)
+            off = self.param_offsets[name][0]
+            return off + sym.offset + (PARAM_WINDOW if space == "generic" else 0)
         self._bad(ins, f"unknown variable {name}")
 
     def address(self, op, space: str, ins: Instr):
@@ -1320,11 +1342,12 @@ def _cvt_pack(k, ins, m: _Mods, dst: PtxType, src: PtxType, rnd) -> _Op:
 
 def _c_cvta(k, ins, m: _Mods) -> _Op:
     to = m.take("to") is not None
-    space = m.take("global", "shared", "local", "const")
+    space = m.take("global", "shared", "local", "const", "param", "param::entry")
     t = m.one_type({"u32", "u64"})
     if space is None:
         m.fail("cvta needs a state space")
-    window = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW}.get(space, 0)
+    space = "param" if space == "param::entry" else space
+    window = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}.get(space, 0)
     shift = U64((-window if to else window) % (1 << 64))
     d, a = _operands(k, ins, 2)
     read = k.reader(a, T_U64, ins)
@@ -1379,6 +1402,9 @@ def _ld_param(k: _Kernel, ins, a, t: PtxType, write) -> _Op:
         k._bad(ins, "ld.param needs [name]")
     name = a.base.name
     if name in k.param_offsets:
+        if _is_tensor_map_param(k.param_decl(name)):
+            k._bad(ins, f"{name} is a tensor map (a .b8 [128] parameter), which is opaque: pass "
+                        f"its address (mov, cvta.param) to the tensor instructions instead")
         offset = k.param_offsets[name][0] + a.offset
         if offset + t.nbytes > k.param_size:
             k._bad(ins, "read past the end of the parameters")
@@ -2204,7 +2230,14 @@ def _wgmma_chunks(start, lbo, sbo, mode, rows: int, kdim: int, per_chunk: int, t
         r, c = np.arange(rows)[:, None], np.arange(kdim // per_chunk)[None, :]
         plain = (r % 8) * 16 + (r // 8) * sbo + c * lbo
         swizzled = (r % 8) * 16 * width + (r // 8) * sbo + c * 16
-    addr = start + np.where(mode == 0, plain, swizzled)
+    return _swizzle(start + np.where(mode == 0, plain, swizzled), width)
+
+
+def _swizzle(addr, width):
+    """The swizzled shared addresses of 16-byte chunks at `addr` for rows of `width` chunks
+    (8, 4, 2 for the 128-, 64- and 32-byte swizzles; 1: none): address bits 4 to 3 + log2
+    width XORed with bits 7 on (CuTe's Swizzle<log2 width, 4, 3>), on the whole address.
+    The same for wgmma's descriptors and tensor copies."""
     return addr ^ (((addr >> 7) & (width - 1)) << 4)
 
 
@@ -2464,7 +2497,8 @@ class _AsyncCopies:
 
 
 def _copy_kind(ins: Instr) -> str:
-    return "bulk copy" if "bulk" in ins.parts else "cp.async"
+    return ("tensor copy" if "tensor" in ins.parts else "bulk copy" if "bulk" in ins.parts
+            else "cp.async")
 
 
 def _check_landed(batch, groups, offsets, reader):
@@ -2475,7 +2509,7 @@ def _check_landed(batch, groups, offsets, reader):
     completed."""
     flights = [(ins, lanes, dst, data.shape[1])
                for ins, lanes, _, dst, data in batch.async_copies.pending]
-    flights += [(ins, np.array([lane]), np.array([dst]), data.size)
+    flights += [(ins, np.full(dst.size, lane), dst, data.shape[1])
                 for copies in batch.mbarriers.copies.values() for ins, lane, dst, data in copies]
     landing = np.full(batch.shared.size // 16, -1, np.int64)       # per chunk: a flight
     for k, (ins, lanes, dst, size) in enumerate(flights):
@@ -2614,8 +2648,11 @@ def _c_cp_bulk(k, ins, m: _Mods) -> _Op:
     cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size (shared -> global: the
     source is read at the issue, the destination written by a wait_group of the thread that
     covers its group: _BulkStores); cp.async.bulk.commit_group; cp.async.bulk.wait_group[.read]
-    N. Sizes are multiples of 16 bytes, addresses 16-byte aligned."""
+    N. Sizes are multiples of 16 bytes, addresses 16-byte aligned. The tensor forms:
+    _c_cp_bulk_tensor."""
     _needs_sm(k, m, 90)
+    if m.take("tensor"):
+        return _c_cp_bulk_tensor(k, ins, m)
     if m.take("commit_group"):
         _operands(k, ins, 0)
         return _Op(PLAIN, lambda ctx, mask: ctx.bulk_stores.commit(mask))
@@ -2658,6 +2695,275 @@ def _c_cp_bulk(k, ins, m: _Mods) -> _Op:
     return _Op(PLAIN, run)
 
 
+# ---- tensor copies (cp.async.bulk.tensor, TMA) ------------------------------------------------
+
+_TENSOR_DIMS = {f"{n}d": n for n in range(1, 6)}
+_TENSOR_LOADS = (("shared::cluster", "global", "mbarrier::complete_tx::bytes"),
+                 ("shared::cluster", "global", "tile", "mbarrier::complete_tx::bytes"))
+_TENSOR_STORES = (("global", "shared::cta", "bulk_group"),
+                  ("global", "shared::cta", "tile", "bulk_group"))
+_SWIZZLE_WIDTH = {0: 1, 32: 2, 64: 4, 128: 8}      # TensorMap.swizzle: 16-byte chunks per row
+
+
+class _MapInfo:
+    """A TensorMap argument, checked and placed at the launch: its parameter's name, the
+    array's allocation, shape, element strides and elements (`values`, a flat view of the
+    allocation as unsigned integers of the element size), the box and its swizzle."""
+
+    def __init__(self, name: str, alloc: _Alloc, array: np.ndarray, box: tuple, swizzle: int):
+        self.name, self.alloc, self.box, self.swizzle = name, alloc, box, swizzle
+        self.shape, self.rank, self.itemsize = array.shape, array.ndim, array.itemsize
+        self.strides = tuple(stride // array.itemsize for stride in array.strides)
+        self.values = alloc.buf[:alloc.size].view(_uint(array.itemsize))
+        self.nbytes = int(np.prod(box)) * array.itemsize
+
+
+def _is_tensor_map_param(decl: VarDecl) -> bool:
+    """Whether a kernel parameter is declared as a CUtensorMap is (nvcc's `const
+    __grid_constant__ CUtensorMap`): `.param .align 64 .b8 NAME[128]`."""
+    return decl.type == "b8" and decl.count == 128 and decl.vec == 1
+
+
+def _check_tensor_map(decl: VarDecl, arg):
+    """What cuTensorMapEncodeTiled would reject in a TensorMap argument; returns its array,
+    box and swizzle."""
+    def fail(why: str):
+        raise SimulatorError(f"parameter {decl.name} (a tensor map): {why}")
+    if not isinstance(arg, TensorMap):
+        fail(f"pass a ptxpy.runtime.simulator.TensorMap, got {type(arg).__name__}")
+    if decl.align is None or decl.align % 64:
+        fail(f"declare it .param .align 64 .b8 {decl.name}[128] (a CUtensorMap is 64-byte "
+             f"aligned), not .align {decl.align or 1}")
+    array = arg.array
+    if not isinstance(array, np.ndarray):
+        fail(f"TensorMap.array must be a NumPy array, got {type(array).__name__}")
+    if not 1 <= array.ndim <= 5:
+        fail(f"a tensor map's rank must be 1 to 5, got an array of {array.ndim} dimensions")
+    if array.dtype.hasobject or array.itemsize not in (1, 2, 4, 8):
+        fail(f"the element size must be 1, 2, 4 or 8 bytes, got {array.dtype}")
+    if 0 in array.shape:
+        fail(f"every dimension must be at least 1, got shape {array.shape}")
+    if not array.flags.c_contiguous:
+        fail("the array must be C-contiguous (np.ascontiguousarray)")
+    bad = [axis for axis in range(array.ndim - 1) if array.strides[axis] % 16]
+    if bad:
+        fail(f"the stride of every dimension but the innermost must be a multiple of 16 bytes: "
+             f"axis {bad[0]} of shape {array.shape} ({array.dtype}) has "
+             f"{array.strides[bad[0]]} bytes")
+    try:
+        box = tuple(int(b) for b in arg.box)
+    except (TypeError, ValueError):
+        fail(f"TensorMap.box must be a tuple of ints, got {arg.box!r}")
+    if len(box) != array.ndim:
+        fail(f"the box {box} needs one extent per dimension of the array (shape {array.shape})")
+    if any(not 1 <= b <= 256 for b in box):
+        fail(f"every box extent must be 1 to 256, got box {box}")
+    row = box[-1] * array.itemsize
+    if row % 16:
+        fail(f"the innermost box extent times the element size must be a multiple of 16 bytes, "
+             f"got {box[-1]} x {array.itemsize} = {row}")
+    swizzle = arg.swizzle
+    if swizzle not in _SWIZZLE_WIDTH:
+        fail(f"swizzle must be 0, 32, 64 or 128 (bytes), got {swizzle!r}")
+    if swizzle and row > swizzle:
+        fail(f"with swizzle {swizzle} the innermost box extent times the element size must be "
+             f"at most {swizzle} bytes, got {box[-1]} x {array.itemsize} = {row}")
+    return array, box, int(swizzle)
+
+
+def _c_cp_bulk_tensor(k, ins, m: _Mods) -> _Op:
+    """cp.async.bulk.tensor.Nd.shared::cluster.global[.tile].mbarrier::complete_tx::bytes
+    [dst], [tensorMap, {c0, ...}], [mbar] (global -> shared: as cp.async.bulk's, the box is
+    read at the issue, completes its bytes of the barrier's transaction count, and lands when
+    the barrier's phase completes) and cp.async.bulk.tensor.Nd.global.shared::cta[.tile].
+    bulk_group [tensorMap, {c0, ...}], [src] (shared -> global: the box is read at the issue
+    and its elements inside the array written at the wait_group that covers it). The map is a
+    TensorMap kernel parameter, by its generic address (or its param-space one); the
+    coordinates, s32 and innermost first, place the box (_tensor_box; where it may start:
+    _check_start); in shared memory its rows follow each other from a 128-byte aligned address,
+    each 16-byte chunk moved by the map's swizzle (_tensor_chunks)."""
+    form = tuple(m.rest)
+    dims = _TENSOR_DIMS.get(form[3]) if len(form) > 3 else None
+    if (form[:3] != ("async", "bulk", "tensor") or dims is None
+            or form[4:] not in _TENSOR_LOADS + _TENSOR_STORES):
+        m.fail("the simulator supports cp.async.bulk.tensor.{1d,...,5d}.shared::cluster.global"
+               "[.tile].mbarrier::complete_tx::bytes and cp.async.bulk.tensor.{1d,...,5d}."
+               "global.shared::cta[.tile].bulk_group")
+    m.used = [True] * len(m.rest)
+    load = form[4:] in _TENSOR_LOADS
+    ops = ins.operands
+    kinds = (Addr, TensorAddr, Addr) if load else (TensorAddr, Addr)
+    if len(ops) != len(kinds) or not all(isinstance(op, kind) for op, kind in zip(ops, kinds)):
+        k._bad(ins, "a tensor copy takes " + ("[dst], [tensorMap, {coordinates}], [mbar]" if load
+                                              else "[tensorMap, {coordinates}], [src]"))
+    tensor = ops[1] if load else ops[0]
+    if len(tensor.coords) != dims:
+        k._bad(ins, f"a .{dims}d tensor copy takes {dims} coordinates, got {len(tensor.coords)}")
+    if not isinstance(tensor.addr.base, Reg):
+        k._bad(ins, "the tensor map's address must be in a register (mov.b64 and cvta.param.u64 "
+                    "of the parameter's name)")
+    tmap = k.address(tensor.addr, "generic", ins)
+    for c in tensor.coords:
+        if isinstance(c, Reg) and not _is_special(c.name) and k._reg_type(c.name, ins).bits != 32:
+            k._bad(ins, f"the coordinates are .s32: {c.name} is a .{k._reg_type(c.name, ins).name} "
+                        f"register")
+    coords = [k.reader(c, T_S32, ins) for c in tensor.coords]
+    shared = k.address(ops[0] if load else ops[1], "shared", ins)
+    bar = k.address(ops[2], "shared", ins) if load else None
+
+    def run(ctx, mask):
+        lanes = _lanes_of(ctx, mask)
+        if not lanes.size:
+            return
+        maps = _per_lane(tmap(ctx), lanes, U64)
+        at = np.stack([_per_lane(c(ctx), lanes, np.int64) for c in coords])[::-1]   # NumPy order
+        where = _per_lane(shared(ctx), lanes, U64)
+        keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins) if load else None
+        copies = []
+        for i, lane in enumerate(lanes.tolist()):
+            info = _tensor_map(ctx, ins, maps[i], lane, dims)
+            _check_start(ctx, ins, lane, info, at[:, i], load)
+            if load:
+                copies.append(_tensor_load(ctx, ins, lane, info, int(where[i]), at[:, i]))
+            else:
+                _tensor_store(ctx, ins, lane, info, int(where[i]), at[:, i])
+        if load:
+            ctx.mbarriers.complete_tx(ins, lanes, keys, copies)
+    return _Op(PLAIN, run)
+
+
+def _c_prefetch(k, ins, m: _Mods) -> _Op:
+    """prefetch.tensormap [a] (a tensor map's generic address) and prefetch.param.tensormap
+    [a] (its param-space address): nothing to do once the address is checked to be a map's."""
+    space = "param" if m.take("param") else "generic"
+    if not m.take("tensormap"):
+        m.fail("the simulator supports prefetch.tensormap and prefetch.param.tensormap only")
+    _needs_sm(k, m, 90)
+    addr = k.address(_operands(k, ins, 1)[0], space, ins)
+
+    def run(ctx, mask):
+        lanes = _lanes_of(ctx, mask)
+        for lane, at in zip(lanes.tolist(), _per_lane(addr(ctx), lanes, U64)):
+            _tensor_map(ctx, ins, at, lane, None)
+    return _Op(PLAIN, run)
+
+
+def _tensor_map(ctx, ins, addr, lane: int, dims: int | None) -> _MapInfo:
+    """The TensorMap whose parameter is at `addr` (generic, or in param space), with `dims`
+    dimensions unless None; anything else is an error."""
+    addr = int(addr)
+    param = addr - PARAM_WINDOW if PARAM_WINDOW <= addr < PARAM_WINDOW + WINDOW_SIZE else addr
+    info = ctx.launch.tensor_maps.get(param)
+    where = ctx.kernel.where(ins)
+    if info is None:
+        raise SimulatorError(
+            f"{where}: `{ins.text}`: {addr:#x} is not the address of a tensor map (the generic "
+            f"address of a .b8 [128] kernel parameter given a TensorMap, from mov.b64 and "
+            f"cvta.param.u64 of its name); {ctx.describe(lane)}")
+    if dims is not None and info.rank != dims:
+        raise SimulatorError(
+            f"{where}: `{ins.text}`: the tensor map {info.name} has {info.rank} dimension"
+            f"{'s' * (info.rank != 1)} (an array of shape {info.shape}), but this is a .{dims}d "
+            f"tensor copy; {ctx.describe(lane)}")
+    return info
+
+
+def _check_start(ctx, ins, lane: int, info: _MapInfo, coords, load: bool):
+    """Where a box may start (`coords` in NumPy order), as an H100 showed: 16-byte aligned in
+    global memory (its innermost coordinate times the element size a multiple of 16, as its
+    rows are, cuTensorMapEncodeTiled's strides being multiples of 16), and for a store at no
+    negative coordinate (a store's box may reach past the end, but not before the start). The
+    card stops the kernel with CUDA_ERROR_ILLEGAL_INSTRUCTION otherwise."""
+    inner = int(coords[-1])
+    if inner * info.itemsize % 16:
+        why = (f"the innermost coordinate times the element size must be a multiple of 16 bytes "
+               f"(a box starts 16-byte aligned in global memory", f"got {inner} x "
+               f"{info.itemsize} = {inner * info.itemsize}")
+    elif not load and (coords < 0).any():
+        why = ("a tensor store's coordinates must not be negative (its box may reach past the "
+               "end of the array, not before its start", "got {" +
+               ", ".join(str(c) for c in coords.tolist()[::-1]) + "}")
+    else:
+        return
+    raise SimulatorError(
+        f"{ctx.kernel.where(ins)}: `{ins.text}`: {why[0]}; the GPU stops the kernel with an "
+        f"illegal instruction), {why[1]} for the tensor map {info.name}; {ctx.describe(lane)}")
+
+
+def _tensor_box(info: _MapInfo, coords):
+    """For a box at `coords` (NumPy order): per box element, the index of the array element it
+    is (clipped into the array) and whether that is inside the array, both of the box's shape."""
+    flat = np.zeros((1,) * info.rank, np.int64)
+    inside = np.ones((1,) * info.rank, bool)
+    for axis, (start, extent, n, stride) in enumerate(zip(coords.tolist(), info.box, info.shape,
+                                                          info.strides)):
+        index = start + np.arange(extent, dtype=np.int64)
+        shape = [1] * info.rank
+        shape[axis] = extent
+        inside = inside & ((index >= 0) & (index < n)).reshape(shape)
+        flat = flat + (np.clip(index, 0, n - 1) * stride).reshape(shape)
+    return np.broadcast_to(flat, info.box), np.broadcast_to(inside, info.box)
+
+
+def _tensor_chunks(ctx, ins, lane: int, info: _MapInfo, addr: int, what: str):
+    """The offsets in the batch's shared buffer of the box's 16-byte chunks (in the box's
+    order) at the shared address `addr` (128-byte aligned): its rows (innermost extent) one
+    after the other, each taking the swizzle's bytes when it is narrower (the rest of them left
+    alone), each chunk swizzled on its whole address, as an H100 lays them out; and the lane
+    once per chunk."""
+    row = info.box[-1] * info.itemsize
+    pitch, rows = max(row, info.swizzle), info.nbytes // row
+    size = (rows - 1) * pitch + row
+    one, lanes = np.array([addr], U64), np.array([lane])
+    if addr % 128:
+        raise SimulatorError(f"{ctx.kernel.where(ins)}: misaligned shared {what} of {size} bytes "
+                             f"at {addr:#x} (a tensor copy's shared memory address must be "
+                             f"128-byte aligned); {ctx.describe(lane)}")
+    _, bad = ctx._segments("shared", one, lanes, size)
+    if bad is not None:
+        ctx._fault("out-of-bounds", "shared", what, size, one, lanes, bad, ins)
+    starts = addr + np.arange(rows, dtype=np.int64)[:, None] * pitch + np.arange(0, row, 16)
+    chunks = _swizzle(starts.reshape(-1), _SWIZZLE_WIDTH[info.swizzle]).astype(U64)
+    lanes = np.full(chunks.size, lane)
+    segs, bad = ctx._segments("shared", chunks, lanes, 16)
+    if bad is not None:
+        ctx._fault("out-of-bounds", "shared", what, 16, chunks, lanes, bad, ins)
+    return segs[0][1], lanes
+
+
+def _tensor_load(ctx, ins, lane: int, info: _MapInfo, addr: int, coords):
+    """Read a box global -> shared at its issue: (destination chunk offsets, bytes (chunks,
+    16)), elements outside the array zero. The destination counts as the thread's store from
+    here (race check, products in flight), as a bulk copy's does."""
+    offsets, lanes = _tensor_chunks(ctx, ins, lane, info, addr, "store")
+    reads = ctx.wgmma_reads
+    if reads is not None and reads.products:
+        reads.check(offsets, lanes, 16, "store", ins)
+    races = getattr(ctx, "races", None)
+    if races is not None:     # the write may land any time from here to the phase's end
+        races.access("store", offsets, lanes, 16, ins)
+    flat, inside = _tensor_box(info, coords)
+    values = info.values[flat]
+    values[~inside] = 0
+    return offsets, values.reshape(-1).view(np.uint8).reshape(-1, 16)
+
+
+def _tensor_store(ctx, ins, lane: int, info: _MapInfo, addr: int, coords):
+    """Issue a box shared -> global: shared memory is read (a load of the thread, for the race
+    check) now; the elements inside the array join the thread's bulk group (_BulkStores), to
+    be written by the wait_group that covers it; those outside are dropped."""
+    offsets, lanes = _tensor_chunks(ctx, ins, lane, info, addr, "load")
+    races = getattr(ctx, "races", None)
+    if races is not None:
+        races.access("load", offsets, lanes, 16, ins)
+    values = ctx.shared[offsets[:, None] + np.arange(16)].reshape(-1).view(info.values.dtype)
+    flat, inside = _tensor_box(info, coords)
+    kept = values.reshape(info.box)[inside]
+    dst = (U64(info.alloc.base) + (flat[inside] * info.itemsize).astype(U64))[None, :]
+    ctx.bulk_stores.issue(ins, np.array([lane]), dst,
+                          kept.view(np.uint8).reshape(1, kept.size, info.itemsize))
+
+
 def _bulk_sizes(ctx, ins, lanes, sizes):
     """(size, positions into `lanes`) per distinct size of a bulk copy instruction; a size
     that is not a positive multiple of 16 is an error."""
@@ -2696,8 +3002,9 @@ def _read_rows(segs, count: int, size: int):
 
 
 def _bulk_load(ctx, ins, lanes, dst, src, sizes) -> list:
-    """Read the sources of bulk copies global -> shared; per lane (destination offset in the
-    batch's shared buffer, bytes). The destination counts as the thread's store from here
+    """Read the sources of bulk copies global -> shared; per lane (destination offsets in the
+    batch's shared buffer (one), bytes (1, size)). The destination counts as the thread's store
+    from here
     (race check, products in flight), as a cp.async's does."""
     copies = [None] * lanes.size
     races = getattr(ctx, "races", None)
@@ -2712,7 +3019,7 @@ def _bulk_load(ctx, ins, lanes, dst, src, sizes) -> list:
             races.access("store", offsets, who, size, ins)
         data = _read_rows(found, which.size, size)
         for i, at in enumerate(which.tolist()):
-            copies[at] = (int(offsets[i]), data[i])
+            copies[at] = (offsets[i:i + 1], data[i:i + 1])
     return copies
 
 
@@ -2737,7 +3044,9 @@ class _Mbarriers:
     arrival is pending and the transaction count is 0 (docs/simulator.md, "mbarrier and bulk
     copies"). Under the race check, `arrived` holds per barrier which threads of its block
     arrived in the current phase: a phase that all of them (but those exited) arrived on
-    orders their accesses before the waiters' as a barrier does."""
+    orders their accesses before the waiters' as a barrier does. A copy's destination is
+    `offsets` (k,) of runs of w bytes, its bytes (k, w): one run for cp.async.bulk, the 16-byte
+    chunks of the (swizzled) box for cp.async.bulk.tensor."""
 
     def __init__(self, batch: "_Batch"):
         self.batch = batch
@@ -2786,12 +3095,12 @@ class _Mbarriers:
         return phases
 
     def complete_tx(self, ins, lanes, keys, copies):
-        """Bulk copies issued by `lanes` (lane order), (destination offset, bytes) each: a copy
+        """Bulk copies issued by `lanes` (lane order), (destination offsets, bytes) each: a copy
         joins its barrier's copies, then completes its size of the transaction count (which
         may complete the phase: then it lands at once)."""
-        for lane, key, (offset, data) in zip(lanes.tolist(), keys.tolist(), copies):
+        for lane, key, (offsets, data) in zip(lanes.tolist(), keys.tolist(), copies):
             state = self._state(key, lane, ins)
-            self.copies.setdefault(key, []).append((ins, lane, offset, data))
+            self.copies.setdefault(key, []).append((ins, lane, offsets, data))
             state[3] -= data.size
             self._check_tx(ins, key, np.array([lane]), np.array([state[3]]))
             self._complete(key, state)
@@ -2810,8 +3119,8 @@ class _Mbarriers:
             ins, lane, _, data = copies[0]
             phase, expected, pending, count = self.state[key]
             raise SimulatorError(
-                f"{self.batch.kernel.where(ins)}: `{ins.text}`: this bulk copy of {data.size} "
-                f"bytes never landed: the phase of its mbarrier (shared offset "
+                f"{self.batch.kernel.where(ins)}: `{ins.text}`: this {_copy_kind(ins)} of "
+                f"{data.size} bytes never landed: the phase of its mbarrier (shared offset "
                 f"{self._offset(key, lane):#x}) never completed ({pending} of {expected} "
                 f"arrivals missing, transaction count {count} bytes at the end): the bytes "
                 f"announced with expect_tx must equal those its bulk copies bring, and every "
@@ -2851,13 +3160,14 @@ class _Mbarriers:
             blocks[block] = True
             batch.races.release(blocks)
 
-    def _land(self, ins, lane: int, offset: int, data):
+    def _land(self, ins, lane: int, offsets, data):
         """Write a bulk copy's bytes: checked as its thread's store (the race check), then
         forgotten there, since the threads that wait for the phase are ordered after it."""
-        self.batch.shared[offset:offset + data.size] = data
+        width = data.shape[1]
+        self.batch.shared[offsets[:, None] + np.arange(width)] = data
         races = getattr(self.batch, "races", None)
         if races is not None:
-            races.landed(np.array([offset]), np.array([lane]), data.size, ins)
+            races.landed(offsets, np.full(offsets.size, lane), width, ins)
 
     def _state(self, key: int, lane: int, ins):
         state = self.state.get(key)
@@ -2893,7 +3203,9 @@ class _Mbarriers:
 class _BulkStores(_AsyncCopies):
     """A batch's bulk copies shared -> global in flight, as _AsyncCopies keeps cp.async's
     (per copy its threads, the bulk group each joins, the global destinations and the bytes
-    read from shared memory at the issue); a wait_group writes their destinations."""
+    read from shared memory at the issue); a wait_group writes their destinations. A tensor
+    store's destinations are its elements inside the array, (lanes, elements) addresses, and
+    its bytes (lanes, elements, element size)."""
 
     def issue(self, ins, lanes, dst, data):
         self.pending.append([ins, lanes, self.commits[lanes].copy(), dst, data])
@@ -2902,13 +3214,20 @@ class _BulkStores(_AsyncCopies):
         """At the batch's end: a bulk store no wait_group covered is an error."""
         if self.pending:
             ins, lanes = self.pending[0][:2]
+            kind = ("tensor store (cp.async.bulk.tensor)" if "tensor" in ins.parts else
+                    "bulk store (cp.async.bulk)")
             raise SimulatorError(
-                f"{self.batch.kernel.where(ins)}: `{ins.text}`: a bulk store (cp.async.bulk) "
+                f"{self.batch.kernel.where(ins)}: `{ins.text}`: a {kind} "
                 f"is still pending when its thread exits: the kernel must wait for its bulk "
                 f"stores (ptxpy.cp_async_bulk_wait(0)) before it ends; "
                 f"{self.batch.describe(int(lanes[0]))}")
 
     def _write(self, ins, lanes, dst, data):
+        if dst.ndim == 2:     # tensor stores: per lane the elements' addresses, their bytes
+            for where, values in zip(dst, data):
+                if where.size:
+                    self._write(ins, lanes, where, values)
+            return
         size = data.shape[1]
         for buf, off, sel, alloc in self.batch._segments("global", dst, lanes, size)[0]:
             buf[off[:, None] + np.arange(size)] = data if sel is None else data[sel]
@@ -3030,6 +3349,7 @@ _COMPILERS = {
     "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
     "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma, "mbarrier": _c_mbarrier,
+    "prefetch": _c_prefetch,
 }
 
 # ---- execution ---------------------------------------------------------------------------------
@@ -3043,6 +3363,7 @@ class _Launch:
         self.T = block[0] * block[1] * block[2]
         self.memory = _GlobalMemory()
         kernel.module.place_globals(self.memory)
+        self.tensor_maps: dict[int, _MapInfo] = {}     # by parameter offset
         self.params = self._params(kernel, args)
         self.shared_size = kernel.shared_static + dynamic_shared
         self.shared_pad = _align_up(self.shared_size, 16)
@@ -3056,22 +3377,34 @@ class _Launch:
         by_id: dict[int, _Alloc] = {}
         for decl, arg in zip(decls, args):
             offset, t = kernel.param_offsets[decl.name]
+            if decl.count is not None and _is_tensor_map_param(decl):
+                array, box, swizzle = _check_tensor_map(decl, arg)
+                self.tensor_maps[offset] = _MapInfo(decl.name, self._allocate(decl, array, by_id),
+                                                    array, box, swizzle)
+                continue
             if decl.count is not None:
                 raise SimulatorError(f"parameter {decl.name}: array parameters are not supported")
+            if isinstance(arg, TensorMap):
+                raise SimulatorError(f"parameter {decl.name} (.{t.name}): a TensorMap goes only "
+                                     f"to a tensor map parameter, .param .align 64 .b8 NAME[128]")
             value = self._param_value(decl, t, arg, by_id)
             buf[offset:offset + t.nbytes] = np.frombuffer(value.tobytes(), np.uint8)
         return buf
 
+    def _allocate(self, decl: VarDecl, arg: np.ndarray, by_id) -> _Alloc:
+        """The array's allocation in global memory: one per array object (by_id)."""
+        alloc = by_id.get(id(arg))
+        if alloc is None:
+            if arg.dtype.hasobject:
+                raise SimulatorError(f"parameter {decl.name}: object arrays are not supported")
+            data = np.ascontiguousarray(arg).view(np.uint8).reshape(-1)
+            alloc = self.memory.add(data.size, data, owner=arg, label=decl.name)
+            by_id[id(arg)] = alloc
+        return alloc
+
     def _param_value(self, decl: VarDecl, t: PtxType, arg, by_id):
         if isinstance(arg, np.ndarray) and t.name in ("u64", "b64", "s64"):
-            alloc = by_id.get(id(arg))
-            if alloc is None:
-                if arg.dtype.hasobject:
-                    raise SimulatorError(f"parameter {decl.name}: object arrays are not supported")
-                data = np.ascontiguousarray(arg).view(np.uint8).reshape(-1)
-                alloc = self.memory.add(data.size, data, owner=arg, label=decl.name)
-                by_id[id(arg)] = alloc
-            return np.array(alloc.base, U64)
+            return np.array(self._allocate(decl, arg, by_id).base, U64)
         if isinstance(arg, np.ndarray):
             if arg.size != 1:
                 raise SimulatorError(f"parameter {decl.name} (.{t.name}) needs a scalar, got an array")

@@ -7,6 +7,8 @@ import re
 import numpy as np
 import pytest
 
+from ptxpy.runtime.tensor_map import TensorMapLayout
+
 _CTYPES = {"u64": "c_uint64", "s64": "c_int64", "u32": "c_uint32", "s32": "c_int32",
            "u16": "c_uint16", "s16": "c_int16", "b16": "c_uint16", "u8": "c_uint8", "s8": "c_int8",
            "f32": "c_float", "f64": "c_double"}
@@ -41,6 +43,8 @@ def gpu_run_kernel(ptx, kernel, grid, block, args, image=None, shared=0):
     `image`: a cubin of `ptx` to load; without one, the PTX is compiled as the runtime would
     (runtime/compiler.py: by the driver's JIT, or the ptxas PTXPY_PTXAS names)."""
     import ctypes
+
+    from ptxpy.runtime.simulator import TensorMap
     try:
         from cuda.bindings import driver as cu
     except ImportError:
@@ -68,9 +72,14 @@ def gpu_run_kernel(ptx, kernel, grid, block, args, image=None, shared=0):
     module = check(cu.cuModuleLoadData(image if image is not None else ptx.encode() + b"\0"))
     function = check(cu.cuModuleGetFunction(module, kernel.encode()))
     entry = re.search(r"\.entry\s+" + re.escape(kernel) + r"\s*\(([^)]*)\)", ptx)
-    types = re.findall(r"\.param \.(\w+) \w+", entry.group(1) if entry else "")   # not vprintf's
+    types = re.findall(r"\.param (?:\.align \d+ )?\.(\w+) \w+",
+                       entry.group(1) if entry else "")   # not vprintf's
     values, buffers = [], []
     for ptx_type, arg in zip(types, args, strict=True):
+        if isinstance(arg, TensorMap):   # encoded for the buffer of its array, as a launch does
+            dptr = next(int(d) for d, a in buffers if a is arg.array)
+            values.append(ctypes.create_string_buffer(_layout(arg).encode(dptr)))
+            continue
         if isinstance(arg, np.ndarray):
             dptr = check(cu.cuMemAlloc(max(arg.nbytes, 1)))
             check(cu.cuMemcpyHtoD(dptr, arg.ctypes.data, arg.nbytes))
@@ -92,3 +101,9 @@ def gpu_run_kernel(ptx, kernel, grid, block, args, image=None, shared=0):
     check(cu.cuModuleUnload(module))
 
 
+def _layout(tmap) -> TensorMapLayout:
+    from ptxpy.types import from_numpy
+
+    dtype = from_numpy(tmap.array.dtype)
+    return TensorMapLayout(dtype.name, dtype.nbytes, tuple(tmap.array.shape), tuple(tmap.box),
+                           tmap.swizzle)

@@ -51,7 +51,7 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
     `args` lists the call's inputs in parameter order, with `Out(...)` for each output array.
     `racecheck`: the simulator's shared-memory race check (None: PTXPY_SIM_RACECHECK decides).
     """
-    from ptxpy.runtime.simulator import run_kernel
+    from ptxpy.runtime.simulator import TensorMap, run_kernel
 
     kernel = compile_source(source, name, consts, arch=arch, debug=debug, fast_math=fast_math)
     if assemble:
@@ -70,6 +70,7 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
         if spec.kind == "array":
             ptx_args.append(value)
             ptx_args.extend(int(n) for n in value.shape)
+            ptx_args.extend(TensorMap(value, box, swizzle) for box, swizzle in spec.tensor_maps)
             shapes[spec.name] = tuple(value.shape)
         else:
             ptx_args.append(value)

@@ -1,7 +1,8 @@
 """What the transpiler hands to the runtime: a kernel's PTX and its parameter list.
 
 The `.param` list of the PTX entry is derived from `params` as docs/ptx-dialect.md says:
-an array gives a u64 pointer then one u32 extent per dimension; a scalar is passed by value,
+an array gives a u64 pointer then one u32 extent per dimension, then the tensor maps (TMA) the
+kernel reads it through, 128 opaque bytes each (`TENSOR_MAP`); a scalar is passed by value,
 or, when `by_ref` (a traced JAX scalar), as a u64 pointer to one element in global memory (of
 type `carrier` when set).
 """
@@ -25,16 +26,33 @@ class ParamSpec:
     carrier: Scalar | None = None
     #: the `.param` names where the default ones would repeat another's (`unique_ptx_names`)
     ptx_names: tuple = ()
+    #: arrays: ((box, swizzle), ...), the tensor maps of `ptxpy.tma_load`/`tma_store` boxes of
+    #: it, each a `.param` of type TENSOR_MAP that the launch encodes for the array's pointer
+    tensor_maps: tuple = ()
 
     def ptx_params(self, kernel: str) -> list[tuple[str, str]]:
         """(name, ptx type) of each `.param` this parameter becomes."""
         if self.ptx_names:   # renamed: the same .params under the names kept
-            defaults = self.__class__(self.name, self.kind, self.dtype, self.rank, self.by_ref)
+            defaults = replace(self, ptx_names=())
             return [(name, t) for name, (_, t) in zip(self.ptx_names, defaults.ptx_params(kernel))]
         base = f"{kernel}_{self.name}"
         if self.kind == "array":
-            return [(base, "u64")] + [(f"{base}_shape{k}", "u32") for k in range(self.rank)]
+            return ([(base, "u64")] + [(f"{base}_shape{k}", "u32") for k in range(self.rank)]
+                    + [(f"{base}_tmap{k}", TENSOR_MAP) for k in range(len(self.tensor_maps))])
         return [(base, "u64" if self.by_ref else PARAM_TYPE[self.dtype.name])]
+
+
+#: the `.param` type of a tensor map: a CUtensorMap, 128 bytes on a 64-byte boundary
+TENSOR_MAP = "align 64 .b8"
+TENSOR_MAP_BYTES = 128
+
+
+def param_size(ptx_type: str) -> tuple[int, int]:
+    """(bytes, alignment) of a `.param` of this type."""
+    if ptx_type == TENSOR_MAP:
+        return TENSOR_MAP_BYTES, 64
+    width = max(1, int("".join(c for c in ptx_type if c.isdigit()) or 8) // 8)
+    return width, width
 
 
 #: names the backend declares in every kernel that may use them (printf.ARGS_BUFFER)

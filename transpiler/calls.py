@@ -46,6 +46,10 @@ FP8_CONVERSIONS = {"to_fp8": (f32, u8), "from_fp8": (u8, f32)}
 MBARRIER = frozenset(["mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
                       "mbarrier_wait"])
 BULK_COPY = frozenset(["cp_async_bulk", "cp_async_bulk_commit", "cp_async_bulk_wait"])
+#: Hopper's tensor copies (TMA: cp.async.bulk.tensor) through a tensor map the launch encodes
+TENSOR_COPY = frozenset(["tma_load", "tma_store"])
+#: a tensor map's limits (cuTensorMapEncodeTiled): box extents, its rows' byte multiple, ranks
+TMA_BOX_LIMIT, TMA_ROW_BYTES, TMA_RANKS = 256, 16, range(1, 6)
 #: what each mbarrier call takes after the barrier (count, bytes, parity: u32 operands)
 MBARRIER_OPERANDS = {"mbarrier_init": "count", "mbarrier_arrive": None,
                      "mbarrier_arrive_expect_tx": "bytes", "mbarrier_wait": "parity"}
@@ -389,6 +393,8 @@ class CallChecker:
             return self.mbarrier(name, node)
         if name in BULK_COPY:
             return self.bulk_copy(name, node)
+        if name in TENSOR_COPY:
+            return self.tensor_copy(name, node)
         if name in FP8_CONVERSIONS:
             return self.fp8_conversion(name, node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
@@ -751,6 +757,123 @@ class CallChecker:
         return typed.Intrinsic(loc, None, name, [], {"dst": dst, "src": src, "bytes": size,
                                                      "bar": bar})
 
+    def tensor_copy(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.tma_load(tile, x[r:r + BM, c:c + BK], bar, swizzle=0)` and
+        `ptxpy.tma_store(x[r:r + BM, c:c + BK], tile, swizzle=0)`: PTX's cp.async.bulk.tensor,
+        a box of kernel array parameter `x` (every dimension a constant-width slice or an
+        index) to or from shared `tile` through a tensor map the launch encodes for that box
+        (`FuncDef.tensor_maps`). The tile's shape is checked in the SSA builder."""
+        label = f"ptxpy.{name}"
+        if name == "tma_load":
+            tile_node, tensor_node, bar_node, swizzle_node = self.args(
+                node, label, 3, 4, keywords=("dst", "src", "bar", "swizzle"))
+        else:
+            tensor_node, tile_node, swizzle_node = self.args(
+                node, label, 2, 3, keywords=("dst", "src", "swizzle"))
+        if not self.is_kernel:
+            raise self.error(f"{label} is called in a kernel's body (its tensor map is a parameter "
+                             f"of the kernel), not in a @ptxpy.func", node)
+        swizzle = 0 if swizzle_node is None else self.const_value(swizzle_node, f"swizzle= of {label}")
+        if type(swizzle) is not int or swizzle not in WGMMA_SWIZZLES:
+            raise self.error(f"swizzle= of {label} is 0, 32, 64 or 128 (bytes), got {swizzle!r}",
+                             swizzle_node)
+        array, coords, box = self.tensor_box(tensor_node, label)
+        tile = self.tile_operand(tile_node, label)
+        elem = self.arrays[array].elem
+        if self.arrays[tile[0]].elem != elem:
+            raise self.error(f"{label} copies between arrays of one element type: '{array}' holds "
+                             f"{elem}, '{tile[0]}' {self.arrays[tile[0]].elem}", node)
+        self.check_box(label, array, box, swizzle, tensor_node, swizzle_node)
+        maps = self.tensor_maps.setdefault(array, [])
+        if (box, swizzle) not in maps:
+            maps.append((box, swizzle))
+        bar = None
+        if name == "tma_load":
+            bar = self.barrier_operand(bar_node, label)
+            self.mark_written(tile[0])
+        else:
+            self.mark_written(array)
+        extra = {"tensor": (array, coords, box), "tile": tile, "swizzle": swizzle, "bar": bar,
+                 "map": maps.index((box, swizzle)), "bytes": math.prod(box) * elem.nbytes}
+        return typed.Intrinsic(self.loc(node), None, name, [], extra)
+
+    def tensor_box(self, node: cst.BaseExpression, label: str) -> tuple:
+        """(array, start Exprs, box extents) of `x[r:r + BM, c:c + BK]`: a kernel array
+        parameter, each dimension a slice of constant width or an index (width 1)."""
+        example = "x[r:r + 64, k:k + 64]"
+        array = subscripted(node, self.array_params)
+        if array is None:
+            raise self.error(f"the tensor of {label} is a box of an array parameter of the kernel, "
+                             f"{example}, got '{code_of(node)}'", node)
+        rank = self.arrays[array].rank
+        if len(node.slice) != rank:
+            raise self.error(f"the box of {label} slices or indexes each of the {rank} "
+                             f"dimension(s) of '{array}' ({example}), got '{code_of(node)}'", node)
+        starts, box = [], []
+        for element in node.slice:
+            piece = element.slice
+            if not isinstance(piece, cst.Slice):
+                starts.append(self.index(piece.value))
+                box.append(1)
+                continue
+            if piece.step is not None or piece.upper is None:
+                raise self.error(f"each slice of the box of {label} has a constant width, "
+                                 f"{example}", element)
+            width = self.slice_width(piece)
+            if type(width) is not int or not 1 <= width <= TMA_BOX_LIMIT:
+                raise self.error(f"the box of {label} is 1 to {TMA_BOX_LIMIT} elements wide in "
+                                 f"each dimension, got {width!r}", element)
+            starts.append(self.index(piece.lower) if piece.lower is not None
+                          else typed.Constant(self.loc(element), i32, 0))
+            box.append(width)
+        return array, starts, tuple(box)
+
+    def check_box(self, label: str, array: str, box: tuple, swizzle: int, node, swizzle_node):
+        """A box a tensor map can describe: its rows a multiple of 16 bytes, as wide as the
+        swizzle's span where there is one (the GPU lays narrower rows that far apart)."""
+        row = box[-1] * self.arrays[array].elem.nbytes
+        if row % TMA_ROW_BYTES:
+            raise self.error(f"the rows of the box of {label} are a multiple of {TMA_ROW_BYTES} "
+                             f"bytes; {box[-1]} {self.arrays[array].elem} element(s) are {row}", node)
+        if swizzle and row != swizzle:     # narrower rows would lie `swizzle` bytes apart
+            raise self.error(f"with swizzle={swizzle} the rows of the box of {label} are "
+                             f"{swizzle} bytes; {box[-1]} {self.arrays[array].elem} element(s) "
+                             f"are {row}", swizzle_node)
+
+    def tile_operand(self, node: cst.BaseExpression, label: str) -> tuple:
+        """(array, leading index Exprs, widths) of a tile in shared memory: `s`, `s[k]` or
+        `s[k, :, 0:64]`: indices, then whole dimensions (`:` or `0:N`, N None for `:`)."""
+        example = "xs[stage, :, :]"
+        if isinstance(node, cst.Name) and node.value in self.arrays:
+            return node.value, [], [None] * self.arrays[node.value].rank
+        array = subscripted(node, self.arrays)
+        if array is None:
+            raise self.error(f"the tile of {label} is a shared array or its trailing "
+                             f"dimensions ({example}), got '{code_of(node)}'", node)
+        rank = self.arrays[array].rank
+        if len(node.slice) > rank:
+            raise self.error(f"'{array}' has {rank} dimension(s), '{code_of(node)}' names "
+                             f"{len(node.slice)}", node)
+        lead, widths = [], []
+        for element in node.slice:
+            piece = element.slice
+            if not isinstance(piece, cst.Slice):
+                if widths:
+                    raise self.error(f"the tile of {label} indexes leading dimensions and takes "
+                                     f"the rest whole ({example})", element)
+                lead.append(self.index(piece.value))
+                continue
+            lower = 0 if piece.lower is None else self.const_value(piece.lower, "a tile's start")
+            upper = None if piece.upper is None else self.const_value(piece.upper, "a tile's end")
+            if piece.step is not None or lower != 0:
+                raise self.error(f"the tile of {label} takes its trailing dimensions whole "
+                                 f"(':' or '0:N'), got '{code_of(piece)}'", element)
+            widths.append(upper)
+        if not widths and len(lead) == rank:
+            raise self.error(f"the tile of {label} is a block of elements ({example}), not one "
+                             f"element", node)
+        return array, lead, widths + [None] * (rank - len(lead) - len(widths))
+
     def ldmatrix(self, node: cst.Call) -> typed.Expr:
         """`v0, v1, ... = ptxpy.ldmatrix(s[r, c:c + W], n[, trans=True])`: PTX's `ldmatrix`, a
         warp's load of n (1, 2 or 4) 8 x 8 matrices of 16-bit elements (8 x 4 of 32-bit ones,
@@ -1086,3 +1209,11 @@ def _fold_min_max(name: str, numbers: list):
         else:
             result = min(result, number) if name == "min" else max(result, number)
     return result
+
+
+def subscripted(node: cst.BaseExpression, names) -> str | None:
+    """The name of `a` in `a[...]` where it is among `names`."""
+    if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name)
+            and node.value.value in names):
+        return node.value.value
+    return None

@@ -479,7 +479,7 @@ class _Thread:
     def __init__(self, func, args, sregs, shared, printed, lone_thread=False):
         import numpy
 
-        self.ndarray = numpy.ndarray
+        self.numpy, self.ndarray = numpy, numpy.ndarray
         self.func, self.args, self.sregs = func, args, sregs
         self.printed, self.lone_thread = printed, lone_thread
         self.memory = Memory()
@@ -653,6 +653,65 @@ class _Thread:
         pass
 
     op_cp_async_bulk_wait = op_cp_async_bulk_commit
+
+    def op_tensor_map(self, instr: Instr):
+        """The map as (array, box, swizzle): the array its array parameter's argument."""
+        name = instr.attrs["name"]
+        for spec in self.func.params:
+            names = [n for n, _ in spec.ptx_params(self.func.name)]
+            if name in names:
+                k = names.index(name) - 1 - spec.rank
+                array = self._argument(names[0])
+                return (array, *spec.tensor_maps[k])
+        raise InterpError(f"no tensor map parameter {name}")
+
+    def op_tma_load(self, instr: Instr):
+        """A lone thread's tensor load: done at once (zeros outside the array), its bytes
+        completing on the barrier."""
+        (array, box, swizzle), coords = self.value(instr.args[1]), instr.args[2:-1]
+        outer, inner = self._tensor_tile(array, box, coords)
+        padded = self.numpy.zeros(box, array.dtype)
+        padded[inner] = array[outer]
+        self._tile_bytes(int(self.value(instr.args[0])), swizzle, padded, store=False)
+        state = self._barrier_state(instr, len(instr.args) - 1)
+        state[3] -= padded.nbytes
+        self._complete_phase(state)
+
+    def op_tma_store(self, instr: Instr):
+        """A lone thread's tensor store: done at once; the box's part inside the array."""
+        (array, box, swizzle), coords = self.value(instr.args[0]), instr.args[1:-1]
+        outer, inner = self._tensor_tile(array, box, coords)
+        padded = self.numpy.zeros(box, array.dtype)
+        self._tile_bytes(int(self.value(instr.args[-1])), swizzle, padded, store=True)
+        array[outer] = padded[inner]
+
+    def _tensor_tile(self, array, box: tuple, coords: list) -> tuple:
+        """The slices of the array (outer) and of the box (inner) that overlap."""
+        outer, inner = [], []
+        for coord, extent, size in zip(coords, box, array.shape):
+            start = int(self.value(coord))
+            low, high = max(start, 0), min(start + extent, size)
+            high = max(high, low)
+            outer.append(slice(low, high))
+            inner.append(slice(low - start, high - start))
+        return tuple(outer), tuple(inner)
+
+    def _tile_bytes(self, address: int, swizzle: int, tile, store: bool) -> None:
+        """Moves the tile's bytes to (or, for a store, from) shared memory at `address`, each
+        16-byte chunk at its swizzled place: address bits 4.. XORed with bits 7.. (3 of them
+        for swizzle 128, 2 for 64, 1 for 32)."""
+        if address % 128:
+            raise InterpError("misaligned tensor copy (its shared address is 128-byte aligned)")
+        raw = tile.reshape(-1).view("uint8")
+        mask = {0: 0, 32: 1, 64: 3, 128: 7}[swizzle]
+        for chunk in range(0, raw.size, 16):
+            at = address + chunk
+            at ^= ((at >> 7) & mask) << 4
+            for k in range(16):
+                if store:
+                    raw[chunk + k] = self.memory.load(at + k, u8)
+                else:
+                    self.memory.store(at + k, u8, int(raw[chunk + k]))
 
     def _barrier(self, instr: Instr, index: int = 0) -> int:
         address = int(self.value(instr.args[index]))

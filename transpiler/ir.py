@@ -295,6 +295,14 @@ def _ops() -> dict[str, OpSpec]:
     ops["cp_async_bulk"] = OpSpec("free", None, effects=True)
     ops["cp_async_bulk_commit"] = OpSpec("free", 0, effects=True)   # cp.async.bulk.commit_group
     ops["cp_async_bulk_wait"] = OpSpec("free", 0, effects=True)     # attrs n, read: wait_group
+    # the generic address of tensor map parameter attrs name (a CUtensorMap the launch encodes)
+    ops["tensor_map"] = OpSpec("free", 0)
+    # a tensor copy (PTX cp.async.bulk.tensor) of a box at i32 coordinates (array order) through
+    # a tensor map: `tma_load` of [shared destination, map, coordinates..., mbarrier] (attrs
+    # bytes: the box's, space shared), `tma_store` of [map, coordinates..., shared source]
+    # (attrs space global), in the thread's bulk group
+    ops["tma_load"] = OpSpec("free", None, effects=True)
+    ops["tma_store"] = OpSpec("free", None, effects=True)
     ops["barrier"] = OpSpec("free", 0, effects=True)
     ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync

@@ -743,6 +743,87 @@ def _bulk_address(b, array, lead: list, start, width: int):
     return address
 
 
+TENSOR_LOADS = "ptxpy.tma_load copies a box of a global array into shared memory"
+TENSOR_STORES = "ptxpy.tma_store copies a tile of shared memory into a box of a global array"
+#: the shared address a tensor copy takes is 128-byte aligned (PTX ISA, cp.async.bulk.tensor)
+TENSOR_TILE_ALIGN = 128
+
+
+def _tensor_copy(b, e):
+    """`ptxpy.tma_load` / `tma_store`: one `tma_load` (completing on the barrier) or `tma_store`
+    (in the bulk group) of the box at the slices' starts, through the array's tensor map."""
+    _needs_sm90(b, e, "tensor copies")
+    name, starts, box = e.extra["tensor"]
+    load = e.name == "tma_load"
+    tile = _tile_address(b, e, box, TENSOR_LOADS if load else TENSOR_STORES)
+    tmap = b.emit("tensor_map", ir.ADDR_TYPE,
+                  attrs={"name": b.tensor_map_params[name, e.extra["map"]]})
+    coords = [b.coerce(b.ev(start), i32) for start in starts]
+    if b.debug:
+        _check_row_start(b, name, coords[-1], b.array(name).elem.nbytes)
+        if not load:
+            _check_store_start(b, name, coords)
+    if load:
+        bar = _barrier_address(b, e, e.extra["bar"])
+        b.emit("tma_load", None, [tile, tmap, *coords, bar],
+               {"bytes": e.extra["bytes"], "space": "shared"})
+    else:
+        b.emit("tma_store", None, [tmap, *coords, tile], {"space": "global"})
+
+
+def _check_row_start(b, name: str, start, size: int) -> None:
+    """Under debug: the box's rows start on a 16-byte boundary of the array (the GPU stops a
+    tensor copy whose innermost coordinate times the element size is not a multiple of 16)."""
+    if size >= 16:
+        return
+    misaligned = b.op("and", start, ir.Const(i32, 16 // size - 1))
+    aligned = b.emit("cmp", bool_, [misaligned, ir.Const(i32, 0)], {"pred": "eq"})
+    b.check(aligned, f"{b.where()}: a box of '{name}' whose rows start at element %d, not on a "
+                     f"16-byte boundary (a multiple of {16 // size})\n", [(start, i32)])
+
+
+def _check_store_start(b, name: str, coords: list) -> None:
+    """Under debug: a tensor store's box starts inside the array (the GPU stops one with a
+    negative coordinate; a box past the end is clipped)."""
+    for axis, start in enumerate(coords):
+        inside = b.emit("cmp", bool_, [start, ir.Const(i32, 0)], {"pred": "ge"})
+        b.check(inside, f"{b.where()}: ptxpy.tma_store of a box of '{name}' starting at %d on "
+                        f"axis {axis} (a store's box starts at 0 or after)\n", [(start, i32)])
+
+
+def _tile_address(b, e, box: tuple, rule: str):
+    """The shared address of a tensor copy's tile: its shape the box's (dimensions of one
+    element left out of both), on a 128-byte boundary (a swizzle's pattern with a swizzle)."""
+    name, lead, widths = e.extra["tile"]
+    array = b.array(name)
+    if array.space != "shared":
+        where = "in registers" if array.space == "reg" else f"in {array.space} memory"
+        raise CompileError(f"{rule}: its tile '{name}' is {where}", e.loc)
+    dims = [b.resolve(extent) for extent in array.shape[len(lead):]]
+    if not all(isinstance(d, ir.Const) for d in dims):
+        raise CompileError(f"{rule}: its tile '{name}' has a constant shape (one sized at launch "
+                           "is not supported)", e.loc)
+    shape = [int(d.value) for d in dims]
+    for width, extent in zip(widths, shape):
+        if width is not None and width != extent:
+            raise CompileError(f"{rule}: its tile takes the trailing dimensions of '{name}' whole; "
+                               f"0:{width} of an extent of {extent} is part of one", e.loc)
+    if [n for n in shape if n != 1] != [n for n in box if n != 1]:
+        raise CompileError(f"{rule}: the tile {tuple(shape)} and the box {box} differ in shape", e.loc)
+    align = max(TENSOR_TILE_ALIGN, 8 * e.extra["swizzle"])
+    tile_bytes = math.prod(shape) * array.elem.nbytes
+    if lead and tile_bytes % align:
+        raise CompileError(f"{rule}: each tile of '{name}' is {tile_bytes} bytes, which puts the "
+                           f"next one off the {align}-byte boundary a tensor copy"
+                           f"{' with this swizzle' if e.extra['swizzle'] else ''} needs", e.loc)
+    _align_shared(b, array, align, e, "a tensor copy")
+    indices = [b.ev(i) for i in lead]
+    zeros = [ir.Const(i32, 0)] * len(shape)
+    if b.debug and indices:
+        b.bounds_check(array, indices + zeros)
+    return b.element_address(array, indices + zeros, checked=True)
+
+
 def _cp_async_bulk_commit(b, e):
     _needs_sm90(b, e, "bulk copies")
     b.emit("cp_async_bulk_commit", None)
@@ -808,14 +889,14 @@ def _wgmma_desc(b, e):
     return b.op("or", field, ir.Const(u64, fixed)) if fixed else field
 
 
-def _align_shared(b, array, align: int, e) -> None:
+def _align_shared(b, array, align: int, e, what: str = "a swizzled ptxpy.wgmma_desc") -> None:
     """Place shared `array` on an `align`-byte boundary (its declaration, or an error where
     it is sized at launch: those lie on 16-byte boundaries)."""
     base = array.base
     symbol = base.attrs.get("symbol") if base.__class__ is ir.Instr and base.op == "addr_of" else None
     decl = next((d for d in b.func.arrays if d.name == symbol and not d.launch), None)
     if decl is None:
-        raise CompileError(f"a swizzled ptxpy.wgmma_desc needs '{array.name}' on a {align}-byte "
+        raise CompileError(f"{what} needs '{array.name}' on a {align}-byte "
                            "boundary, which an array sized at launch is not: give it a constant "
                            "shape", e.loc)
     decl.align = max(decl.align, align)
@@ -981,6 +1062,7 @@ HANDLERS = {
     "mbarrier_init": _mbarrier, "mbarrier_arrive": _mbarrier, "mbarrier_arrive_expect_tx": _mbarrier,
     "mbarrier_wait": _mbarrier_wait, "cp_async_bulk": _cp_async_bulk,
     "cp_async_bulk_commit": _cp_async_bulk_commit, "cp_async_bulk_wait": _cp_async_bulk_wait,
+    "tma_load": _tensor_copy, "tma_store": _tensor_copy,
     "wgmma": _hopper(_wgmma), "wgmma_desc": _wgmma_desc, "wgmma_wait": _hopper(_wgmma_wait),
     "wgmma_fence": _hopper(lambda b, e: b.emit("wgmma_fence", None)),
     "wgmma_commit": _hopper(lambda b, e: b.emit("wgmma_commit", None)),

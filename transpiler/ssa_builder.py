@@ -163,6 +163,7 @@ class _Builder:
         self.scope = _Scope(0, kernel)
         self.kernel_scope = self.scope
         self.scalar_params: dict = {}   # name -> (ParamSpec, PTX name), for scalar_param
+        self.tensor_map_params: dict = {}   # (array param, map index) -> its tensor map's PTX name
 
     # --- driver ------------------------------------------------------------------------------
     def build(self) -> ir.Function:
@@ -219,7 +220,10 @@ class _Builder:
             names = [name for name, _ in spec.ptx_params(kernel.name)]
             if spec.kind == "array":
                 base = self.emit("param", ir.ADDR_TYPE, attrs={"name": names[0], "ptr": True})
-                shape = [self.emit("param", i32, attrs={"name": name}) for name in names[1:]]
+                shape = [self.emit("param", i32, attrs={"name": name})
+                         for name in names[1:1 + spec.rank]]
+                for k, name in enumerate(names[1 + spec.rank:]):
+                    self.tensor_map_params[p.name, k] = name
                 if p.name in batched:
                     base = self.batch_item_base(base, shape, p.type.elem, *batched[p.name])
                 nc = not spec.written and p.name not in aliased   # an aliased input's memory is written
@@ -241,7 +245,8 @@ class _Builder:
     def param_spec(self, kernel: typed.FuncDef, p) -> ParamSpec:
         if isinstance(p.type, ArrayType):
             return ParamSpec(p.name, "array", p.type.elem, p.type.rank,
-                             written=p.name in kernel.written_arrays)
+                             written=p.name in kernel.written_arrays,
+                             tensor_maps=kernel.tensor_maps.get(p.name, ()))
         if not isinstance(p.type, Scalar):
             raise CompileError(f"parameter '{p.name}' of type {p.type} cannot be passed to a kernel",
                                kernel.loc)

@@ -67,6 +67,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.scalar_params: set = set()
         self.decls: list = []
         self.written: set = set()
+        self.tensor_maps: dict = {}   # array param -> [(box, swizzle)]: tensor maps it is passed with
         self.loop_depth = 0
         self.local_names, self.annotations = set(), {}
         self.static_vars: set = set()   # static_range variables bound as constants in self.consts
@@ -87,7 +88,8 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             raise CompileError(f"@ptxpy.func '{self.decl.name}' must end with a return statement "
                                f"(it returns {self.decl.return_type})", self.decl.loc)
         return typed.FuncDef(self.decl.loc, self.decl.name, params, self.decl.return_type, body,
-                             self.is_kernel, dict(self.locals), list(self.decls), set(self.written))
+                             self.is_kernel, dict(self.locals), list(self.decls), set(self.written),
+                             {k: tuple(v) for k, v in self.tensor_maps.items()})
 
     def bind_params(self) -> list:
         params = []

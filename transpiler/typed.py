@@ -314,6 +314,8 @@ class FuncDef(Node):
     locals: dict = field(default_factory=dict)   # variable name -> Scalar (every local's one type)
     arrays: list = field(default_factory=list)   # ArrayDecl
     written_arrays: set = field(default_factory=set)  # array params stored to (incl. via funcs)
+    #: array param -> ((box, swizzle), ...): the tensor maps (TMA) the launch passes with it
+    tensor_maps: dict = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -378,7 +380,7 @@ def format_expr(e: Expr) -> str:
 
 def _format_extra(value) -> str:
     """An intrinsic's extra: an expression, a list of them, an array element or slice
-    (array, leading indices, start, width), or a constant."""
+    (array, leading indices, start, width), a tensor copy's box or tile, or a constant."""
     if isinstance(value, Expr):
         return format_expr(value)
     if isinstance(value, list):
@@ -387,6 +389,13 @@ def _format_extra(value) -> str:
         array, lead, start, width = value
         index = "".join(f"{format_expr(i)}, " for i in lead) + format_expr(start)
         return f"{array}[{index}{f' : +{width}' if width != 1 else ''}]"
+    if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], str):
+        array, lead, rest = value
+        if isinstance(rest, tuple):         # a tensor copy's box: starts and extents
+            parts = [f"{format_expr(s)} : +{n}" for s, n in zip(lead, rest)]
+        else:                               # its tile: leading indices, whole dimensions
+            parts = [format_expr(i) for i in lead] + [":"] * len(rest)
+        return f"{array}[{', '.join(parts)}]"
     return str(value)
 
 

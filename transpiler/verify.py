@@ -131,6 +131,10 @@ def _check_types(instr: Instr) -> None:
         _verify_mbarrier(instr, types)
     elif instr.op == "cp_async_bulk":
         _verify_bulk_copy(instr, types)
+    elif instr.op in ("tma_load", "tma_store"):
+        _verify_tensor_copy(instr, types)
+    elif instr.op == "tensor_map" and (instr.type != ADDR_TYPE or not instr.attrs.get("name")):
+        _fail(instr, f"tensor_map gives the {ADDR_TYPE} address of the parameter attrs name")
     elif instr.op in ("load", "vload", "store", "vstore", "atom") and types[0] != ADDR_TYPE:
         _fail(instr, f"{instr.op} address must be {ADDR_TYPE}")
     elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local"):
@@ -224,6 +228,21 @@ def _verify_bulk_copy(instr, types) -> None:
         _fail(instr, f"cp_async_bulk takes a destination and a source {ADDR_TYPE} address (and "
                      "the mbarrier's, to shared memory), attrs space shared or global and bytes "
                      "a multiple of 16")
+
+
+def _verify_tensor_copy(instr, types) -> None:
+    load = instr.op == "tma_load"
+    coords = types[2:-1] if load else types[1:-1]
+    map_type = types[1] if load else types[0]
+    space, size = instr.attrs.get("space"), instr.attrs.get("bytes")
+    if not 1 <= len(coords) <= 5 or any(t != i32 for t in coords) or \
+            types[0] != ADDR_TYPE or types[-1] != ADDR_TYPE or \
+            map_type != ADDR_TYPE or \
+            space != ("shared" if load else "global") or \
+            (load and (not isinstance(size, int) or size <= 0 or size % 16)):
+        _fail(instr, "tma_load takes a shared address, a tensor map's, 1 to 5 i32 coordinates and an "
+                     "mbarrier's address (attrs space shared, bytes a multiple of 16); tma_store a "
+                     "tensor map's address, the coordinates and a shared address (attrs space global)")
 
 
 def _verify_ldmatrix(instr, types) -> None:

@@ -9,6 +9,7 @@ from .. import ir
 from .machine import REG_DECL, Imm, MBlock, MFunction, MInstr, Sym, VReg, ascii_text, operand_regs
 from .ptxtypes import half_bits, immediate, mem
 from .printf import ARGS_ALIGN, ARGS_BUFFER, module_declarations
+from ..abi import TENSOR_MAP, TENSOR_MAP_BYTES, param_size
 from ..launch_shape import describe
 from .errors import BackendError
 from .target import STATIC_SHARED_LIMIT, Target, extern_shared_name, shared_bytes, shared_layout
@@ -51,8 +52,8 @@ def _require_param_space(func: ir.Function, target: Target) -> None:
     size = 0
     for spec in func.params:
         for _, ptx_type in spec.ptx_params(func.name):
-            width = max(1, int("".join(c for c in ptx_type if c.isdigit()) or 8) // 8)
-            size = -(-size // width) * width + width
+            width, align = param_size(ptx_type)
+            size = -(-size // align) * align + width
     if size > PARAM_SPACE:
         raise BackendError(f"kernel '{func.name}' takes {size} bytes of parameters; CUDA allows "
                            f"at most {PARAM_SPACE} (pass large tables as an array)")
@@ -75,7 +76,8 @@ def file_directive(path: str) -> str:
 
 
 def _entry_open(func: ir.Function, mfunc: MFunction) -> list[str]:
-    params = [f"{INDENT}.param .{ptx_type} {name}"
+    params = [f"{INDENT}.param .{ptx_type} {name}" + (f"[{TENSOR_MAP_BYTES}]" if ptx_type == TENSOR_MAP
+                                                       else "")
               for spec in func.params for name, ptx_type in spec.ptx_params(func.name)]
     lines = [f".visible .entry {func.name}(", ",\n".join(params), ")", "{"] if params else \
         [f".visible .entry {func.name}()", "{"]

@@ -21,7 +21,8 @@ from .. import ir
 from ..cfg import reverse_postorder
 from . import convert, printf
 from .errors import BackendError
-from .machine import Addr, Imm, MBlock, MFunction, MInstr, Phi, Sym, Terminator, VReg, Vec
+from .machine import (Addr, Imm, MBlock, MFunction, MInstr, Phi, Sym, TensorAddr, Terminator, VReg,
+                      Vec)
 from .opaque import Opaque
 from .ptxtypes import (arith, bits, half_bits, immediate, mem, reg_bits, reg_class, signed_arith)
 from .target import Target, extern_shared_name, shared_layout
@@ -30,7 +31,7 @@ MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd":
             "f": "f32", "fd": "f64"}
 FULL_MASK = Imm("0xffffffff")
 _MEMORY_OPS = ("load", "vload", "store", "vstore", "atom", "cp_async", "ldmatrix", "mbarrier_init",
-               "mbarrier_arrive", "mbarrier_test", "cp_async_bulk")
+               "mbarrier_arrive", "mbarrier_test", "cp_async_bulk", "tma_load")
 #: state spaces whose addresses fit in 32 bits: their address arithmetic is done in 32 bits
 NARROW_SPACES = ("shared", "local")
 _U32_MASK = 0xFFFFFFFF
@@ -1512,6 +1513,38 @@ class ISel:
         else:
             dst, src = self.address(instr.args[0], "global"), self.address(instr.args[1], "shared")
             self.emit("cp.async.bulk.global.shared::cta.bulk_group", [], [dst, src, size])
+
+    def op_tensor_map(self, instr: ir.Instr) -> None:
+        """A tensor map parameter's generic address, as cp.async.bulk.tensor takes it."""
+        name = instr.attrs["name"]
+        if name not in self.params:
+            raise BackendError(f"tensor_map {name!r} is not a .param of {self.func.name}")
+        self.target.require((7, 7), 70, "cvta.param")
+        dst = self.reg(instr)
+        self.emit("mov.b64", [dst], [Sym(name)])
+        self.emit("cvta.param.u64", [dst], [dst])
+
+    def op_tma_load(self, instr: ir.Instr) -> None:
+        """cp.async.bulk.tensor: a box of the map's tensor into shared memory, its bytes
+        completing on the mbarrier."""
+        dst, tmap, *coords, bar = instr.args
+        self.target.require((8, 0), 90, "cp.async.bulk.tensor")
+        self.emit(f"cp.async.bulk.tensor.{len(coords)}d.shared::cluster.global.tile"
+                  ".mbarrier::complete_tx::bytes", [],
+                  [self.address(dst, "shared"), self._tensor_box(tmap, coords),
+                   self.address(bar, "shared")])
+
+    def op_tma_store(self, instr: ir.Instr) -> None:
+        """cp.async.bulk.tensor: a tile of shared memory into the box of the map's tensor (what
+        lies outside the tensor is not written), in the thread's bulk group."""
+        tmap, *coords, src = instr.args
+        self.target.require((8, 0), 90, "cp.async.bulk.tensor")
+        self.emit(f"cp.async.bulk.tensor.{len(coords)}d.global.shared::cta.tile.bulk_group", [],
+                  [self._tensor_box(tmap, coords), self.address(src, "shared")])
+
+    def _tensor_box(self, tmap: ir.Value, coords: list) -> TensorAddr:
+        """`[tmap, {c0, ...}]`: PTX names the coordinates innermost first."""
+        return TensorAddr(self.src(tmap, imm=False), [self.src(c) for c in reversed(coords)])
 
     def op_cp_async_bulk_commit(self, instr: ir.Instr) -> None:
         self.target.require((8, 0), 90, "cp.async.bulk.commit_group")

@@ -80,6 +80,16 @@ class Vec:
         return "{" + ", ".join(repr(x) for x in self.items) + "}"
 
 
+@dataclass(slots=True)
+class TensorAddr:
+    """`[tmap, {c0, c1}]`: a tensor map's address and a box's coordinates (innermost first)."""
+    base: object
+    coords: list
+
+    def __repr__(self) -> str:
+        return f"[{self.base!r}, {Vec(self.coords)!r}]"
+
+
 class Sym:
     """A name used as an operand: a special register (`%tid.x`) or a variable (`smem_s`);
     compares and hashes by its name, never changed."""
@@ -108,6 +118,8 @@ def operand_regs(op) -> list[VReg]:
         return [op.base] if isinstance(op.base, VReg) else []
     if isinstance(op, Vec):
         return [x for x in op.items if isinstance(x, VReg)]
+    if isinstance(op, TensorAddr):
+        return [x for x in (op.base, *op.coords) if isinstance(x, VReg)]
     return []
 
 

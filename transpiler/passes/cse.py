@@ -19,7 +19,7 @@ from ..interp import PURE_OPS
 from ..ir import Function, Instr
 
 COMMUTATIVE = frozenset({"add", "mul", "min", "max", "and", "or", "xor", "mul_hi", "mul_wide"})
-NUMBERED = PURE_OPS | {"param", "sreg", "addr_of", "extract"}
+NUMBERED = PURE_OPS | {"param", "sreg", "addr_of", "extract", "tensor_map"}
 REMAT_OPS = frozenset({"add", "sub", "mul", "shl", "shr", "and", "or", "xor", "not", "min",
                        "max", "cmp", "cvt", "mul_wide"})
 

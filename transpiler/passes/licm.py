@@ -11,7 +11,7 @@ from ..cfg import Loop, block_order, dom_tree, natural_loops
 from ..interp import PURE_OPS
 from ..ir import Block, Const, Function, Instr, add_pred
 
-HOISTABLE = PURE_OPS | {"param", "sreg", "addr_of"}
+HOISTABLE = PURE_OPS | {"param", "sreg", "addr_of", "tensor_map"}
 DIVISIONS = frozenset({"div", "rem", "floordiv", "floormod"})
 
 

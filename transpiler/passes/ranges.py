@@ -234,7 +234,7 @@ class Ranges:
 def _shape_params(func: Function) -> set[str]:
     """The `.param` names that hold array extents."""
     return {name for spec in func.params if spec.kind == "array"
-            for name, _ in spec.ptx_params(func.name)[1:]}
+            for name, t in spec.ptx_params(func.name)[1:] if t == "u32"}
 
 
 def _is_int(t: Optional[Scalar]) -> bool:
