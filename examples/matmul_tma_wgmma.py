@@ -14,9 +14,9 @@ in by the tensor memory accelerator instead of every thread's `cp.async` (docs/l
 - a `ptxpy.syncthreads()` per step keeps thread 0 from refilling a stage a warpgroup's
   products may still read, as the cp.async ring does.
 
-On the H100 it runs at 785 TFLOP/s at 8192^3, 1.09x-1.12x the cp.async kernel and 1.12x-1.16x
-XLA's `jnp.dot`; at 4096^3 as fast as the cp.async kernel, 0.94x-0.97x XLA's (BENCHMARKS.md,
-session 45).
+On H100s it ran at 737-785 TFLOP/s at 8192^3, 1.07x-1.16x XLA's `jnp.dot` (1.09x-1.12x the
+cp.async kernel on the same card), and at 4096^3 as fast as the cp.async kernel, 0.91x-0.97x
+XLA's (BENCHMARKS.md, session 45).
 
 `python examples/matmul_tma_wgmma.py [--size N]` checks z against float64 NumPy (N a multiple
 of 256) and, on a GPU, times it beside the cp.async kernel and XLA's `jnp.dot`.
