@@ -357,7 +357,7 @@ def compile_error(body: str, arch: str = "sm_90") -> str:
     ("    ptxpy.tma_load(s, x[0:64, t:t + 32], bars[0], swizzle=48)\n",
      "swizzle= of ptxpy.tma_load is 0, 32, 64 or 128 (bytes), got 48"),
     ("    ptxpy.tma_load(s, s[0:64, 0:32], bars[0])\n",
-     "the tensor of ptxpy.tma_load is a box of an array parameter of the kernel"),
+     "the tensor of ptxpy.tma_load is a box of an array parameter, x[r:r + 64, k:k + 64], got 's[0:64, 0:32]'"),
     ("    ptxpy.tma_load(s, x[0:64], bars[0])\n",
      "the box of ptxpy.tma_load slices or indexes each of the 2 dimension(s) of 'x'"),
     ("    ptxpy.tma_load(s, x[0:t, 0:32], bars[0])\n", "the width of a vector access"),
@@ -391,7 +391,7 @@ def compile_error(body: str, arch: str = "sm_90") -> str:
      "ptxpy.tma_store copies a tile of shared memory into a box of a global array: its tile 'y' "
      "is in global memory"),
     ("    ptxpy.tma_store(s, x[0:64, 0:32])\n",
-     "the tensor of ptxpy.tma_store is a box of an array parameter of the kernel"),
+     "the tensor of ptxpy.tma_store is a box of an array parameter"),
 ])
 def test_errors(body, message):
     error = compile_error(body)
@@ -407,21 +407,54 @@ def test_a_tile_that_puts_the_next_off_its_boundary_is_an_error():
             in compile_error(body))
 
 
-def test_tensor_copies_in_a_device_function_are_an_error():
-    source = HEADER + """
+# A device function that loads a box: its tensor map belongs to the kernel's parameter the
+# call binds (here two calls, one box); the kernel's out = the rows of x, stage by stage.
+IN_A_FUNCTION = HEADER + """
 @ptxpy.func
-def load(s: Array[f32, 2], x: Array[f32, 2], bars: Array[u64]):
-    ptxpy.tma_load(s, x[0:8, 0:32], bars[0])
+def load(tile: Array[f32, 3], x: Array[f32, 2], bars: Array[u64], s: i32, r0: i32):
+    ptxpy.mbarrier_arrive_expect_tx(bars[s], 8 * 32 * 4)
+    ptxpy.tma_load(tile[s], x[r0:r0 + 8, 0:32], bars[s])
 
 @ptxpy.jit
-def k(x: Array[f32, 2]):
-    s = ptxpy.shared_array((8, 32), f32)
-    bars = ptxpy.shared_array(1, u64)
-    load(s, x, bars)
+def staged(x: Array[f32, 2], out: Array[f32, 2]):
+    tiles = ptxpy.shared_array((2, 8, 32), f32)
+    bars = ptxpy.shared_array(2, u64)
+    t = ptxpy.thread_idx.x
+    if t == 0:
+        ptxpy.mbarrier_init(bars[0], 1)
+        ptxpy.mbarrier_init(bars[1], 1)
+    ptxpy.fence_proxy_async()
+    ptxpy.syncthreads()
+    if t == 0:
+        load(tiles, x, bars, 0, 0)
+        load(tiles, x, bars, 1, 8)
+    for s in range(2):
+        ptxpy.mbarrier_wait(bars[s], 0)
+        for c in range(32):
+            out[8 * s + t, c] = tiles[s, t, c]
 """
-    with pytest.raises(CompileError, match=r"ptxpy.tma_load is called in a kernel's body \(its "
-                                           r"tensor map is a parameter of the kernel\)"):
-        compile_source(source, "k")
+
+
+def test_a_device_function_copies_through_its_callers_map():
+    kernel = compile_source(IN_A_FUNCTION, "staged")
+    assert {spec.name: spec.tensor_maps for spec in kernel.params} == {
+        "x": (((8, 32), 0),), "out": ()}
+    x = values((16, 32), "f32")
+    (out,) = run(IN_A_FUNCTION, "staged", [x, Out((16, 32), np.float32)], grid=1, block=8,
+                 racecheck=True, archs=HOPPER)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_a_device_function_given_a_shared_array_for_its_tensor_is_an_error():
+    source = IN_A_FUNCTION.replace("load(tiles, x, bars, 1, 8)",
+                                   "load(tiles, tiles[0], bars, 1, 8)").replace(
+        "tiles = ptxpy.shared_array((2, 8, 32), f32)",
+        "tiles = ptxpy.shared_array((2, 8, 32), f32)\n    other = ptxpy.shared_array((8, 32), f32)"
+    ).replace("load(tiles, tiles[0], bars, 1, 8)", "load(tiles, other, bars, 1, 8)")
+    with pytest.raises(CompileError, match=r"load\(\) copies boxes of its parameter 'x' through a "
+                                           r"tensor map \(ptxpy.tma_load/tma_store\): pass it an "
+                                           r"array parameter of the kernel, not 'other'"):
+        compile_source(source, "staged")
 
 
 def test_tensor_copies_on_sm_80_are_an_error():

@@ -760,9 +760,10 @@ class CallChecker:
     def tensor_copy(self, name: str, node: cst.Call) -> typed.Expr:
         """`ptxpy.tma_load(tile, x[r:r + BM, c:c + BK], bar, swizzle=0)` and
         `ptxpy.tma_store(x[r:r + BM, c:c + BK], tile, swizzle=0)`: PTX's cp.async.bulk.tensor,
-        a box of kernel array parameter `x` (every dimension a constant-width slice or an
-        index) to or from shared `tile` through a tensor map the launch encodes for that box
-        (`FuncDef.tensor_maps`). The tile's shape is checked in the SSA builder."""
+        a box of array parameter `x` (every dimension a constant-width slice or an index) to or
+        from shared `tile` through a tensor map the launch encodes for that box
+        (`FuncDef.tensor_maps`; a device function's pass to the array its caller binds, which
+        must be the kernel's parameter). The tile's shape is checked in the SSA builder."""
         label = f"ptxpy.{name}"
         if name == "tma_load":
             tile_node, tensor_node, bar_node, swizzle_node = self.args(
@@ -770,9 +771,6 @@ class CallChecker:
         else:
             tensor_node, tile_node, swizzle_node = self.args(
                 node, label, 2, 3, keywords=("dst", "src", "swizzle"))
-        if not self.is_kernel:
-            raise self.error(f"{label} is called in a kernel's body (its tensor map is a parameter "
-                             f"of the kernel), not in a @ptxpy.func", node)
         swizzle = 0 if swizzle_node is None else self.const_value(swizzle_node, f"swizzle= of {label}")
         if type(swizzle) is not int or swizzle not in WGMMA_SWIZZLES:
             raise self.error(f"swizzle= of {label} is 0, 32, 64 or 128 (bytes), got {swizzle!r}",
@@ -784,9 +782,7 @@ class CallChecker:
             raise self.error(f"{label} copies between arrays of one element type: '{array}' holds "
                              f"{elem}, '{tile[0]}' {self.arrays[tile[0]].elem}", node)
         self.check_box(label, array, box, swizzle, tensor_node, swizzle_node)
-        maps = self.tensor_maps.setdefault(array, [])
-        if (box, swizzle) not in maps:
-            maps.append((box, swizzle))
+        self.add_tensor_map(array, (box, swizzle))
         bar = None
         if name == "tma_load":
             bar = self.barrier_operand(bar_node, label)
@@ -794,17 +790,23 @@ class CallChecker:
         else:
             self.mark_written(array)
         extra = {"tensor": (array, coords, box), "tile": tile, "swizzle": swizzle, "bar": bar,
-                 "map": maps.index((box, swizzle)), "bytes": math.prod(box) * elem.nbytes}
+                 "bytes": math.prod(box) * elem.nbytes}
         return typed.Intrinsic(self.loc(node), None, name, [], extra)
 
+    def add_tensor_map(self, array: str, entry: tuple) -> None:
+        """Array parameter `array` is passed with a tensor map of (box, swizzle) `entry`."""
+        maps = self.tensor_maps.setdefault(array, [])
+        if entry not in maps:
+            maps.append(entry)
+
     def tensor_box(self, node: cst.BaseExpression, label: str) -> tuple:
-        """(array, start Exprs, box extents) of `x[r:r + BM, c:c + BK]`: a kernel array
-        parameter, each dimension a slice of constant width or an index (width 1)."""
+        """(array, start Exprs, box extents) of `x[r:r + BM, c:c + BK]`: an array parameter,
+        each dimension a slice of constant width or an index (width 1)."""
         example = "x[r:r + 64, k:k + 64]"
         array = subscripted(node, self.array_params)
         if array is None:
-            raise self.error(f"the tensor of {label} is a box of an array parameter of the kernel, "
-                             f"{example}, got '{code_of(node)}'", node)
+            raise self.error(f"the tensor of {label} is a box of an array parameter, {example}, "
+                             f"got '{code_of(node)}'", node)
         rank = self.arrays[array].rank
         if len(node.slice) != rank:
             raise self.error(f"the box of {label} slices or indexes each of the {rank} "
@@ -1111,6 +1113,13 @@ class CallChecker:
                 args.append(convert(self.value(arg), param.type))
         for pname in fdef.written_arrays:
             self.mark_written(bound[pname])
+        for pname, maps in fdef.tensor_maps.items():
+            if bound[pname] not in self.array_params:
+                raise self.error(f"{name}() copies boxes of its parameter '{pname}' through a "
+                                 f"tensor map (ptxpy.tma_load/tma_store): pass it an array "
+                                 f"parameter of the kernel, not '{bound[pname]}'", node)
+            for entry in maps:
+                self.add_tensor_map(bound[pname], entry)
         return typed.Call(self.loc(node), decl.return_type, key, args)
 
     def const_args(self, name: str, decl, nodes: list) -> dict:

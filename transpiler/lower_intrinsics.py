@@ -756,11 +756,15 @@ def _tensor_copy(b, e):
     name, starts, box = e.extra["tensor"]
     load = e.name == "tma_load"
     tile = _tile_address(b, e, box, TENSOR_LOADS if load else TENSOR_STORES)
-    tmap = b.emit("tensor_map", ir.ADDR_TYPE,
-                  attrs={"name": b.tensor_map_params[name, e.extra["map"]]})
+    tensor = b.array(name)      # in a device function, the kernel's array its parameter binds
+    ptx_name = b.tensor_map_params.get((tensor.name, (box, e.extra["swizzle"])))
+    if ptx_name is None:
+        raise CompileError(f"ptxpy.{e.name}: '{name}' is not an array parameter of the kernel",
+                           e.loc)
+    tmap = b.emit("tensor_map", ir.ADDR_TYPE, attrs={"name": ptx_name})
     coords = [b.coerce(b.ev(start), i32) for start in starts]
     if b.debug:
-        _check_row_start(b, name, coords[-1], b.array(name).elem.nbytes)
+        _check_row_start(b, name, coords[-1], tensor.elem.nbytes)
         if not load:
             _check_store_start(b, name, coords)
     if load:

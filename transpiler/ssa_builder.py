@@ -163,7 +163,7 @@ class _Builder:
         self.scope = _Scope(0, kernel)
         self.kernel_scope = self.scope
         self.scalar_params: dict = {}   # name -> (ParamSpec, PTX name), for scalar_param
-        self.tensor_map_params: dict = {}   # (array param, map index) -> its tensor map's PTX name
+        self.tensor_map_params: dict = {}   # (array param, (box, swizzle)) -> its map's PTX name
 
     # --- driver ------------------------------------------------------------------------------
     def build(self) -> ir.Function:
@@ -222,8 +222,8 @@ class _Builder:
                 base = self.emit("param", ir.ADDR_TYPE, attrs={"name": names[0], "ptr": True})
                 shape = [self.emit("param", i32, attrs={"name": name})
                          for name in names[1:1 + spec.rank]]
-                for k, name in enumerate(names[1 + spec.rank:]):
-                    self.tensor_map_params[p.name, k] = name
+                for entry, name in zip(spec.tensor_maps, names[1 + spec.rank:]):
+                    self.tensor_map_params[p.name, entry] = name
                 if p.name in batched:
                     base = self.batch_item_base(base, shape, p.type.elem, *batched[p.name])
                 nc = not spec.written and p.name not in aliased   # an aliased input's memory is written
