@@ -151,6 +151,20 @@ UNSUPPORTED = [
     "a = ptxpy.local_array(8, i32)\nptxpy.wgmma(a, 0, 0, i8)", "a = ptxpy.local_array(8, i32)\nptxpy.wgmma(a, 0, 0, u8, trans_b=True)",
     "a = ptxpy.local_array(10, i32)\nptxpy.wgmma(a, 0, 0, i8, accumulate=n)",
     "a = ptxpy.local_array(8, f32)\nptxpy.wgmma(a, 0, 0, i8)", "a = ptxpy.local_array(8, i32)\nptxpy.wgmma(a, (n, n), 0, u8)",
+    "b = ptxpy.shared_array(2, u64)\nptxpy.mbarrier_wait(b[n])", "ptxpy.mbarrier_init(x[0], 1)",
+    "b = ptxpy.shared_array(2, u64)\nptxpy.cp_async_bulk(x[0:4], out[0:4], b[0])",
+    "s = ptxpy.shared_array((8, 4), f32)\nb = ptxpy.shared_array(2, u64)\nptxpy.tma_load(s, x[0:8], b[0])",
+    "s = ptxpy.shared_array((8, 4), f32)\nb = ptxpy.shared_array(2, u64)\nptxpy.tma_load(s, x[...], b[0])",
+    "s = ptxpy.shared_array(8, f32)\nb = ptxpy.shared_array(2, u64)\nptxpy.tma_load(s, x[n:], b[0])",
+    "s = ptxpy.shared_array(8, f32)\nb = ptxpy.shared_array(2, u64)\nptxpy.tma_load(s, x[0:8:2], b[0])",
+    "s = ptxpy.shared_array(8, f32)\nb = ptxpy.shared_array(2, u64)\nptxpy.tma_load(s[n], x[0:8], b[0])",
+    "s = ptxpy.shared_array(8, f32)\nb = ptxpy.shared_array(2, u64)\nptxpy.tma_load(s, x[0:8], b[0], swizzle=n)",
+    "s = ptxpy.shared_array(32, f32)\nb = ptxpy.shared_array(2, u64)\nptxpy.tma_load(s, x[0:32], b[0], swizzle=64)",
+    "s = ptxpy.shared_array(8, f32)\nb = ptxpy.shared_array(2, u64)\nptxpy.tma_load(x[0:8], s, b[0])",
+    "s = ptxpy.shared_array(8, f32)\nptxpy.tma_store(s, x[0:8])", "ptxpy.tma_store(x[0:8], out)",
+    "s = ptxpy.shared_array(8, f32)\ny = ptxpy.tma_store(out[0:8], s)",
+    "s = ptxpy.shared_array(8, f32)\nptxpy.tma_store(out[0:8], s[0:8:2])",
+    "s = ptxpy.shared_array((2, 8), f32)\nptxpy.tma_store(out[0:8], s[:, 0])",
 ]
 
 TOKENS = [
@@ -162,6 +176,7 @@ TOKENS = [
     "None", "'s'", ".", "shape", "\n", "\n    ", "\n        ", " ", "@ptxpy.jit", "@ptxpy.func",
     "->", "tuple", ";", "\\", "#", "\t", "\x00", "é", "1_000", "0x10", "...", "*", "yield",
     "TILE", "[0]", "math.fmod", "ptxpy.shared_array(", "ptxpy.block_dim.x", "len(x)",
+    "ptxpy.tma_load(", "ptxpy.tma_store(", "swizzle=128", "u64",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"
