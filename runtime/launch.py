@@ -517,7 +517,8 @@ def pack(kernel, inputs, values, outputs, out_types):
     """Lays out the `.param` block. Returns (operands, pointer slots, packed bytes, offsets).
 
     Pointer slots are (byte offset, buffer index) with buffer index counting the operands (the
-    array and by-reference arguments, in order) then the outputs. In a batched specialisation
+    array and by-reference arguments, in order) then the outputs; a tensor map's slot is a
+    `TensorSlot`, which adds the map's layout (its 128 bytes lie on a 64-byte boundary). In a batched specialisation
     the arrays named by `kernel.options["batched"]` have a leading batch axis, left out of their
     shape parameters.
     """

@@ -5,6 +5,8 @@ boxes, a two-stage ring; the IR interpreter; the PTX; compile-time and launch er
 called through JAX."""
 import os
 import re
+import struct
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -524,3 +526,52 @@ def test_emit_typed_and_ssa_show_the_box_and_the_map(tmp_path, capsys):
     ssa_text = capsys.readouterr().out
     assert re.search(r"%\d+:i64 = tensor_map name=ring_x_tmap0", ssa_text), ssa_text
     assert re.search(r"tma_load bytes=8192 space=shared %\d+, %\d+, %\d+, %\d+, %\d+", ssa_text)
+
+
+# --- the launch's parameter block (no GPU: the encoder is a stand-in) ----------------------------
+
+class FakeLayout(NamedTuple):
+    """A tensor map layout whose encoding is its pointer, repeated: what `fill` writes."""
+    name: str
+
+    def encode(self, pointer: int) -> bytes:
+        ENCODED.append((self.name, pointer))
+        return struct.pack("<Q", pointer) * 16
+
+
+ENCODED: list = []
+
+
+def test_the_parameter_block_places_maps_on_64_bytes_and_fills_them_per_pointer():
+    from ptxpy.runtime import ffi
+    from ptxpy.runtime import launch as launch_mod
+
+    kernel = compile_source(STACKED, "stacked")
+    inputs, outputs = launch_mod.split_params(kernel, 1)
+    x = jnp.zeros((3, 50, 8), jnp.float32)
+    values = launch_mod.check_args(kernel, inputs, [x])
+    outs = launch_mod.check_out_types(kernel, outputs, [jax.ShapeDtypeStruct((3, 50, 8), jnp.float32)])
+    _, slots, params, offsets = launch_mod.pack(kernel, inputs, values, outputs, outs)
+    maps = [slot for slot in slots if isinstance(slot, launch_mod.TensorSlot)]
+    # x, its 3 extents, its map; out, its 3 extents, its map
+    assert offsets == [0, 8, 12, 16, 64, 192, 200, 204, 208, 256]
+    assert [(slot.offset, slot.index) for slot in maps] == [(64, 0), (256, 1)]
+    assert maps[0].layout.shape == (3, 50, 8) and maps[0].layout.box == (1, 32, 8)
+    assert maps[0].layout.strides() == [32, 1600] and maps[0].layout.problem() is None
+    assert len(params) == 384
+    plan = ffi.LaunchPlan("stacked", None, (2, 3, 1), (64, 1, 1), 0, params, offsets,
+                          [s for s in slots if not isinstance(s, launch_mod.TensorSlot)],
+                          tensor_slots=[launch_mod.TensorSlot(m.offset, m.index, FakeLayout(str(k)))
+                                        for k, m in enumerate(maps)])
+    plan.make_native()
+    assert plan.native is None          # such plans stay with the Python handler
+    ENCODED.clear()
+    for pointers in ([0x1000, 0x2000], [0x1000, 0x2000], [0x3000, 0x2000]):
+        with plan.locked():
+            plan.fill(pointers)
+        block = bytes(plan._buffer)[:len(params)]
+        assert block[0:8] == struct.pack("<Q", pointers[0])
+        assert block[64:192] == struct.pack("<Q", pointers[0]) * 16
+        assert block[256:384] == struct.pack("<Q", pointers[1]) * 16
+    # each pointer a slot sees is encoded once
+    assert ENCODED == [("0", 0x1000), ("1", 0x2000), ("0", 0x3000)]
