@@ -21,10 +21,11 @@ from ptxpy.types import ArrayType, ConstType, from_numpy
 
 
 def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defines=None,
-              fast_math: bool = False, debug: bool = False) -> dict[str, str]:
+              fast_math: bool = False, debug: bool = False, max_registers: int | None = None,
+              launch_bounds=None) -> dict[str, str]:
     """PTX text of every `@ptxpy.jit` kernel in `source`: `{kernel_name: ptx_text}`.
     `source` is the text of a module, or its bytes as read from a file (decoded as Python
-    decodes a source file)."""
+    decodes a source file). `max_registers` and `launch_bounds` are @ptxpy.jit's."""
     if not isinstance(filename, str):
         raise TypeError(f"transpile: filename must be a str, not {type(filename).__name__}")
     if isinstance(source, (bytes, bytearray)):
@@ -40,7 +41,12 @@ def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defi
         if not isinstance(value, bool):     # a string such as "no" would read as True
             raise TypeError(f"transpile: {option} must be True or False, got {value!r:.40} "
                             f"({type(value).__name__})")
-    return driver.transpile(source, filename, arch, defines, fast_math, debug)
+    try:
+        max_registers, launch_bounds = driver.register_bounds(max_registers, launch_bounds)
+    except ValueError as err:
+        raise ValueError(f"transpile: {err}") from None
+    return driver.transpile(source, filename, arch, defines, fast_math, debug,
+                            max_registers=max_registers, launch_bounds=launch_bounds)
 
 
 def _check_function(fn, decorator: str) -> None:
@@ -68,13 +74,17 @@ def func(fn):
 
 
 def jit(fn=None, *, out_shape=None, grid=None, block=None, input_output_aliases=None,
-        debug: bool = False, fast_math: bool = False, interpret=None, arch=None):
-    """Make a kernel from an annotated function (SPEC 2.6). Usable with or without arguments."""
+        debug: bool = False, fast_math: bool = False, interpret=None, arch=None,
+        max_registers: int | None = None, launch_bounds=None):
+    """Make a kernel from an annotated function (SPEC 2.6). Usable with or without arguments.
+    `max_registers` caps the registers per thread (PTX `.maxnreg`); `launch_bounds`, threads
+    or (threads, blocks per SM), is CUDA's `__launch_bounds__` (`.maxntid`, `.minnctapersm`)."""
     def wrap(f):
         _check_function(f, "@ptxpy.jit")
         return Kernel(f, out_shape=out_shape, grid=grid, block=block,
                       input_output_aliases=input_output_aliases, debug=debug,
-                      fast_math=fast_math, interpret=interpret, arch=arch)
+                      fast_math=fast_math, interpret=interpret, arch=arch,
+                      max_registers=max_registers, launch_bounds=launch_bounds)
     return wrap(fn) if fn is not None else wrap
 
 
@@ -92,9 +102,13 @@ def _located_errors(method):
 
 class Kernel:
     def __init__(self, fn, *, out_shape, grid, block, input_output_aliases, debug, fast_math,
-                 interpret, arch):
+                 interpret, arch, max_registers=None, launch_bounds=None):
         functools.update_wrapper(self, fn)
         _check_arch(arch, self.__name__)
+        try:
+            self.register_bounds = driver.register_bounds(max_registers, launch_bounds)
+        except ValueError as err:
+            raise ValueError(f"@ptxpy.jit of {self.__name__}: {err}") from None
         for option, value in (("debug", debug), ("fast_math", fast_math)):
             _check_flag(self.__name__, option, value, "True or False")
         if interpret is not None:
@@ -265,6 +279,7 @@ class Kernel:
         name = self.__name__
         grid = _dim3(self._computed("grid", self.grid, args, kwargs), "grid", name, least=0)
         block = _dim3(self._computed("block", self.block, args, kwargs), "block", name)
+        self._check_launch_bounds(block)
         by_ref = frozenset(name for name, value in bound if _is_jax_array_scalar(value))
         layout = {"aliased": self._aliased_inputs(bound), "whole_warps": math.prod(block) % 32 == 0,
                   "narrow_refs": self._narrow_refs(by_ref),
@@ -273,6 +288,12 @@ class Kernel:
         call = _Call(kernel, [value for _, value in bound], out_types, grid, block, many)
         call.respecialise = functools.partial(self._specialise, consts, by_ref, **layout)
         return call
+
+    def _check_launch_bounds(self, block: tuple) -> None:
+        bounds = self.register_bounds[1]
+        if bounds and math.prod(block) > bounds[0]:
+            raise ValueError(f"{self.__name__}: a block of {math.prod(block)} threads {block} is "
+                             f"more than launch_bounds allows ({bounds[0]})")
 
     def _computed_out_types(self, args, kwargs) -> tuple[list, bool]:
         spec = self._computed("out_shape", self.out_shape, args, kwargs)
@@ -397,7 +418,7 @@ class Kernel:
                large_arrays, tuple(batched))
         if key not in self._compiled:
             options = driver.Options(arch, self.fast_math, self.debug, tuple(batched), aliased,
-                                     whole_warps, narrow_refs, large_arrays)
+                                     whole_warps, narrow_refs, large_arrays, *self.register_bounds)
             disk_key = self._cache_key(consts=repr(key[0]), by_ref=sorted(by_ref), **options.as_dict())
             self._compiled[key] = cache.get_or_make_object(
                 "kernel", disk_key, lambda: self._compile(consts, by_ref, options))

@@ -57,6 +57,9 @@ def build_parser() -> Parser:
     t.add_argument("--check", action="store_true", help="assemble each PTX with ptxas and report registers")
     t.add_argument("--fast-math", action="store_true", help="hardware approximations for / sqrt exp log sin cos")
     t.add_argument("--debug", action="store_true", help="bounds checks and asserts, stopping with the source line")
+    t.add_argument("--max-registers", metavar="N", help="registers per thread at most (PTX .maxnreg)")
+    t.add_argument("--launch-bounds", metavar="THREADS[,BLOCKS]",
+                   help="threads per block at most[, blocks per SM at least] (.maxntid, .minnctapersm)")
     return parser
 
 
@@ -105,6 +108,7 @@ def run(argv: list[str], own_process: bool = False) -> int:
     try:
         defines = parse_defines(args.defines)
         check_arch(args.arch)
+        args.register_bounds = parse_register_bounds(args.max_registers, args.launch_bounds)
         source = read_source(args.file)
         return transpile_file(args, source, defines, own_process)
     except UsageError as err:
@@ -162,6 +166,25 @@ def parse_value(text: str):
     return value
 
 
+def parse_register_bounds(max_registers: str | None, launch_bounds: str | None) -> tuple:
+    """(max_registers, launch_bounds) for driver.Options from `--max-registers N` and
+    `--launch-bounds THREADS[,BLOCKS]`."""
+    def number(text: str, option: str) -> int:
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise UsageError(f"{option} expects an integer, got '{text}'") from None
+
+    count = None if max_registers is None else number(max_registers, "--max-registers")
+    bounds = None if launch_bounds is None else \
+        tuple(number(part, "--launch-bounds") for part in launch_bounds.split(","))
+    try:
+        return driver.register_bounds(count, bounds)
+    except ValueError as err:
+        message = str(err).replace("max_registers", "--max-registers")
+        raise UsageError(message.replace("launch_bounds", "--launch-bounds")) from None
+
+
 def check_arch(arch: str) -> None:
     try:
         driver.check_arch(arch)
@@ -185,7 +208,9 @@ def read_source(path: str) -> str:
 def transpile_file(args, source: str, defines: dict, own_process: bool = False) -> int:
     """Compile the kernels of `source` as the CLI's arguments say; `own_process` when this is
     the `ptxpy` command itself (not `main([...])` called from Python)."""
-    options = driver.Options(driver.check_arch(args.arch), args.fast_math, args.debug)
+    max_registers, launch_bounds = getattr(args, "register_bounds", (None, ()))
+    options = driver.Options(driver.check_arch(args.arch), args.fast_math, args.debug,
+                             max_registers=max_registers, launch_bounds=launch_bounds)
     out_dir = output_dir(args)
     warn_ignored_options(args)
     program = driver.parse(source, args.file)

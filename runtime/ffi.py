@@ -14,8 +14,8 @@ begins with `griddepcontrol.wait` is recorded as a programmatic dependent launch
 start while the kernel before it drains.
 
 On a GPU the handler XLA calls is the C one of runtime/native.py where it can be built: it
-launches and updates graph nodes natively and passes every other call to the Python handler
-here (`make_handler`), which can do everything.
+launches and updates graph nodes natively (encoding their tensor maps itself) and passes every
+other call to the Python handler here (`make_handler`), which can do everything.
 
 Struct layouts follow xla/ffi/api/c_api.h (jax.ffi.include_dir()).
 """
@@ -205,7 +205,7 @@ class LaunchPlan:
     `params` holds the packed parameter values (`offsets[i]` is where `.param` i starts);
     `pointer_slots` are (offset, index) pairs: the data pointer of XLA buffer `index` (operands,
     then results) goes at `offset`; `tensor_slots` (launch.TensorSlot) the tensor maps of such
-    buffers, encoded for each new pointer (such plans stay with the Python handler).
+    buffers, encoded for each new pointer (by the C handler at every call it makes).
     `run(plan, stream, pointers)` performs the launch.
     """
     kernel: str
@@ -270,13 +270,19 @@ class LaunchPlan:
         return self._lock
 
     def make_native(self) -> None:
-        """Hands the plan to the C handler (once): its packed parameters, without pointers."""
-        if self.native is None and not self.tensor_slots:
+        """Hands the plan to the C handler (once): its packed parameters, without pointers or
+        tensor maps, and where those go. A plan C cannot take stays with the Python handler."""
+        if self.native is None:
             template = ctypes.create_string_buffer(self.params, max(len(self.params), 8))
-            self.native = _native.make_plan(
-                self.key, self.grid, self.block, self.shared, self.shared > _DEFAULT_SHARED_LIMIT,
-                ctypes.addressof(template), len(self.params), self.offsets, self.pointer_slots)
-            self.native._template = template
+            try:
+                native = _native.make_plan(
+                    self.key, self.grid, self.block, self.shared,
+                    self.shared > _DEFAULT_SHARED_LIMIT, ctypes.addressof(template),
+                    len(self.params), self.offsets, self.pointer_slots, self.tensor_slots)
+            except ValueError:
+                return
+            native._template = template
+            self.native = native
             _native.add_plan(self.native)
 
     def tell_native(self, stream: int) -> None:
@@ -515,7 +521,9 @@ def _native_address(python_handler) -> int | None:
         return None
     launch, get_ctx = (ctypes.cast(getattr(cuda, f), ctypes.c_void_p).value
                        for f in ("cuLaunchKernel", "cuStreamGetCtx"))
-    return _native.handler_address(python_handler, launch, get_ctx)
+    encode = getattr(cuda, "cuTensorMapEncodeTiled", None)     # drivers of CUDA 12 and later
+    return _native.handler_address(python_handler, launch, get_ctx,
+                                   ctypes.cast(encode, ctypes.c_void_p).value if encode else None)
 
 
 def _use_native_plans() -> None:

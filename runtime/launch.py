@@ -428,7 +428,8 @@ def check_limits(kernel: CompiledKernel, grid, block, limits: driver.DeviceLimit
                          "kernel calls ptxpy.mma_sync or ptxpy.ldmatrix, which need every warp whole")
     if threads % 128 and kernel.options.get("whole_warpgroups_only"):
         raise ValueError(f"{name}: block {block} has {threads} threads, not a multiple of 128: the "
-                         "kernel calls ptxpy.wgmma, which needs every warpgroup (4 warps) whole")
+                         "kernel calls ptxpy.wgmma or ptxpy.setmaxnreg_*, which need every warpgroup "
+                         "(4 warps) whole")
     if threads > limits.max_threads_per_block:
         raise ValueError(f"{name}: block {block} has {threads} threads; {device} allow at most "
                          f"{limits.max_threads_per_block} per block")

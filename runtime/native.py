@@ -4,7 +4,11 @@ XLA calls ptxpy's handler at every eager launch and, inside a CUDA graph, every 
 buffers of a recorded kernel node move between two runs (a jitted step whose outputs are kept
 while the next step runs moves them every time). Through Python that costs about 16 us per
 kernel; the C handler does those two calls natively and passes everything else (creating graph
-nodes, a first launch in a context, errors) to the Python handler in runtime/ffi.py.
+nodes, a first launch in a context, errors) to the Python handler in runtime/ffi.py. A plan's
+tensor maps (`ptxpy.tma_load`/`tma_store`) are encoded by C at every such call, straight into
+the parameters on its stack, with libcuda's cuTensorMapEncodeTiled and the arguments of
+runtime/tensor_map.py (`TensorMapLayout.arguments`); a map the driver refuses sends the call to
+Python, which reports the error.
 
 The C file is compiled on first use with the system's C compiler (`$CC`, else `cc`), about a
 second, into the disk cache (runtime/cache.py: keyed by the source and the compiler), and
@@ -23,10 +27,28 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ptxpy.transpiler.abi import TENSOR_MAP_BYTES
+
 log = logging.getLogger("ptxpy.native")
 
 SOURCE = Path(__file__).with_name("native_handler.c")
 MAX_CONTEXTS = 8
+MAX_TENSOR_RANK = 5       # cuTensorMapEncodeTiled's
+TENSOR_MAP_ALIGN = 64
+
+
+class TensorMapSlot(ctypes.Structure):
+    """A tensor map in the parameter block (`TensorMapSlot` in native_handler.c): at `offset`,
+    the map of XLA buffer `index`'s data pointer; the rest are cuTensorMapEncodeTiled's
+    arguments (runtime/tensor_map.py, `EncodeArguments`)."""
+    _fields_ = [("offset", ctypes.c_int64), ("index", ctypes.c_int64),
+                ("dims", ctypes.c_uint64 * MAX_TENSOR_RANK),
+                ("strides", ctypes.c_uint64 * (MAX_TENSOR_RANK - 1)),
+                ("box", ctypes.c_uint32 * MAX_TENSOR_RANK),
+                ("element_strides", ctypes.c_uint32 * MAX_TENSOR_RANK),
+                ("data_type", ctypes.c_int32), ("rank", ctypes.c_uint32),
+                ("interleave", ctypes.c_int32), ("swizzle", ctypes.c_int32),
+                ("l2_promotion", ctypes.c_int32), ("oob_fill", ctypes.c_int32)]
 
 
 class NativePlan(ctypes.Structure):
@@ -38,6 +60,7 @@ class NativePlan(ctypes.Structure):
                 ("offsets", ctypes.POINTER(ctypes.c_int64)), ("num_slots", ctypes.c_int64),
                 ("slot_offsets", ctypes.POINTER(ctypes.c_int64)),
                 ("slot_indices", ctypes.POINTER(ctypes.c_int64)),
+                ("num_maps", ctypes.c_int64), ("maps", ctypes.POINTER(TensorMapSlot)),
                 ("contexts", ctypes.c_void_p * MAX_CONTEXTS),
                 ("functions", ctypes.c_void_p * MAX_CONTEXTS)]
 
@@ -105,36 +128,57 @@ def _load() -> ctypes.CDLL | None:
     lib.ptxpy_native_add_plan.argtypes = [ctypes.POINTER(NativePlan)]
     lib.ptxpy_native_set_function.argtypes = [ctypes.POINTER(NativePlan), ctypes.c_void_p,
                                               ctypes.c_void_p]
-    lib.ptxpy_native_init.argtypes = [ctypes.c_void_p] * 3
+    lib.ptxpy_native_init.argtypes = [ctypes.c_void_p] * 4
     lib.ptxpy_native_counters.argtypes = [ctypes.POINTER(ctypes.c_int64)]
     return lib
 
 
-def handler_address(python_handler, launch_kernel: int, stream_get_ctx: int) -> int | None:
+def handler_address(python_handler, launch_kernel: int, stream_get_ctx: int,
+                    encode_tiled: int | None) -> int | None:
     """The C handler's address, set up to call `python_handler` (a ctypes function) for what it
-    does not do itself; None without the library."""
+    does not do itself; None without the library. The driver functions are addresses; without
+    `encode_tiled` (cuTensorMapEncodeTiled) plans with tensor maps go to Python."""
     lib = library()
     if lib is None:
         return None
     lib.ptxpy_native_init(ctypes.cast(python_handler, ctypes.c_void_p), launch_kernel,
-                          stream_get_ctx)
+                          stream_get_ctx, encode_tiled)
     return ctypes.cast(lib.ptxpy_native_handler, ctypes.c_void_p).value
 
 
 def make_plan(key: int, grid, block, shared: int, stream_capture: bool, params: int,
-              param_bytes: int, offsets: list, pointer_slots: list) -> NativePlan:
-    """A NativePlan over the packed parameters at address `params` (which must outlive it)."""
+              param_bytes: int, offsets: list, pointer_slots: list,
+              tensor_slots: list = ()) -> NativePlan:
+    """A NativePlan over the packed parameters at address `params` (which must outlive it);
+    `tensor_slots` are launch.TensorSlots."""
     ints = ctypes.c_int64 * max(len(offsets), 1)
     slots = ctypes.c_int64 * max(len(pointer_slots), 1)
+    maps = (TensorMapSlot * max(len(tensor_slots), 1))(
+        *(tensor_map_slot(slot, param_bytes) for slot in tensor_slots))
     plan = NativePlan(key=key, grid=(ctypes.c_uint32 * 3)(*grid),
                       block=(ctypes.c_uint32 * 3)(*block), shared=shared,
                       stream_capture=int(stream_capture), num_params=len(offsets),
-                      param_bytes=param_bytes, params=params, num_slots=len(pointer_slots))
+                      param_bytes=param_bytes, params=params, num_slots=len(pointer_slots),
+                      num_maps=len(tensor_slots), maps=maps)
     plan._arrays = (ints(*offsets), slots(*(o for o, _ in pointer_slots)),
-                    slots(*(i for _, i in pointer_slots)))
+                    slots(*(i for _, i in pointer_slots)), maps)
     plan.offsets, plan.slot_offsets, plan.slot_indices = (
-        ctypes.cast(a, ctypes.POINTER(ctypes.c_int64)) for a in plan._arrays)
+        ctypes.cast(a, ctypes.POINTER(ctypes.c_int64)) for a in plan._arrays[:3])
     return plan
+
+
+def tensor_map_slot(slot, param_bytes: int) -> TensorMapSlot:
+    """The C view of launch.TensorSlot `slot` (its layout's encoding arguments)."""
+    a = slot.layout.arguments()
+    if not 1 <= a.rank <= MAX_TENSOR_RANK or slot.offset % TENSOR_MAP_ALIGN or \
+            slot.offset + TENSOR_MAP_BYTES > param_bytes:
+        raise ValueError(f"no native tensor map of rank {a.rank} at offset {slot.offset} of "
+                         f"{param_bytes} parameter bytes")
+    return TensorMapSlot(slot.offset, slot.index, (ctypes.c_uint64 * MAX_TENSOR_RANK)(*a.dims),
+                         (ctypes.c_uint64 * (MAX_TENSOR_RANK - 1))(*a.strides),
+                         (ctypes.c_uint32 * MAX_TENSOR_RANK)(*a.box),
+                         (ctypes.c_uint32 * MAX_TENSOR_RANK)(*a.element_strides), a.data_type,
+                         a.rank, a.interleave, a.swizzle, a.l2_promotion, a.oob_fill)
 
 
 def add_plan(plan: NativePlan) -> bool:

@@ -6,7 +6,10 @@
  *     (the Python handler tells it after its first launch there);
  *   - the record stage's update of a kernel node (XLA's buffers moved between two runs of a
  *     CUDA graph: XLA asks every moved node for its new parameters).
- * Creating a node, errors, unknown plans and anything unusual go to Python.
+ * Both write XLA's buffer pointers into the plan's parameters and encode its tensor maps (the
+ * CUtensorMaps of ptxpy.tma_load/tma_store) for them with the driver's cuTensorMapEncodeTiled.
+ * Creating a node, errors (a map the driver will not encode included), unknown plans and
+ * anything unusual go to Python.
  *
  * The structs mirror xla/ffi/api/c_api.h and record_c_api.h, as runtime/ffi.py's ctypes
  * structures do; no XLA header is needed to build this file.
@@ -136,8 +139,24 @@ enum {
     ATTR_SCALAR = 3, DTYPE_S64 = 5, BUFFER_DATA_OFFSET = 24,
     API_FIRST_FUNCTION = 8 + 8 + sizeof(ApiVersion) + 8, API_STREAM_GET = 4,
     API_FIND_EXTENSION = 18, MAX_PARAM_BYTES = 4096, MAX_PARAMS = 256, MAX_BUFFERS = 256,
-    MAX_CONTEXTS = 8, TABLE_SIZE = 1 << 14,
+    MAX_CONTEXTS = 8, TABLE_SIZE = 1 << 14, MAX_TENSOR_RANK = 5, TENSOR_MAP_BYTES = 128,
+    TENSOR_MAP_ALIGN = 64,
 };
+
+/* A tensor map in the parameter block: cuTensorMapEncodeTiled's arguments but the address,
+ * which is XLA buffer `index`'s data pointer (runtime/native.py's TensorMapSlot mirrors it).
+ * The arrays are innermost dimension first, as the driver takes them. */
+typedef struct {
+    int64_t offset;                   /* of the 128-byte map in the block: a multiple of 64 */
+    int64_t index;
+    uint64_t dims[MAX_TENSOR_RANK];
+    uint64_t strides[MAX_TENSOR_RANK - 1];   /* bytes, of every dimension but the innermost */
+    uint32_t box[MAX_TENSOR_RANK];
+    uint32_t element_strides[MAX_TENSOR_RANK];
+    int32_t data_type;
+    uint32_t rank;
+    int32_t interleave, swizzle, l2_promotion, oob_fill;
+} TensorMapSlot;
 
 /* A launch plan as runtime/native.py lays it out (its NativePlan mirrors this struct). */
 typedef struct {
@@ -152,6 +171,8 @@ typedef struct {
     int64_t num_slots;
     const int64_t *slot_offsets;      /* where XLA buffer slot_indices[i]'s pointer goes */
     const int64_t *slot_indices;
+    int64_t num_maps;
+    const TensorMapSlot *maps;
     void *contexts[MAX_CONTEXTS];     /* CUcontext -> CUfunction, filled by set_function */
     void *functions[MAX_CONTEXTS];
 } Plan;
@@ -163,19 +184,25 @@ typedef int (*LaunchKernel)(void *f, unsigned gx, unsigned gy, unsigned gz, unsi
 typedef int (*StreamGetCtx)(void *stream, void **ctx);
 typedef void *(*StreamGet)(StreamGetArgs *args);
 typedef void *(*FindExtension)(FindExtensionArgs *args);
+typedef int (*EncodeTiled)(void *map, int data_type, uint32_t rank, void *address,
+                           const uint64_t *dims, const uint64_t *strides, const uint32_t *box,
+                           const uint32_t *element_strides, int interleave, int swizzle,
+                           int l2_promotion, int oob_fill);
 
 static Handler fallback;
 static LaunchKernel launch_kernel;
 static StreamGetCtx stream_get_ctx;
+static EncodeTiled encode_tiled;      /* NULL: plans with tensor maps go to Python */
 static int64_t table_keys[TABLE_SIZE];
 static Plan *table_plans[TABLE_SIZE];
 static int64_t counters[3];           /* native launches, native updates, fallbacks */
 
 void ptxpy_native_init(Handler python_handler, LaunchKernel cu_launch_kernel,
-                       StreamGetCtx cu_stream_get_ctx) {
+                       StreamGetCtx cu_stream_get_ctx, EncodeTiled cu_tensor_map_encode_tiled) {
     fallback = python_handler;
     launch_kernel = cu_launch_kernel;
     stream_get_ctx = cu_stream_get_ctx;
+    encode_tiled = cu_tensor_map_encode_tiled;
 }
 
 /* Adds `plan` under its key; returns 0 when the table is full (the plan stays Python's). */
@@ -261,18 +288,47 @@ static uint64_t buffer_pointer(const CallFrame *frame, int64_t index) {
     return *(const uint64_t *)((const char *)table->args[at] + BUFFER_DATA_OFFSET);
 }
 
-/* The plan's parameter block with XLA's buffer pointers written in, into `block`. */
-static void fill_params(const Plan *plan, const CallFrame *frame, uint8_t *block) {
+/* Encodes the plan's tensor maps for XLA's buffers into `block` (64-byte aligned); 0 when the
+ * driver refuses one or there is no driver function to ask. */
+static int encode_maps(const Plan *plan, const CallFrame *frame, uint8_t *block) {
+    if (plan->num_maps > 0 && encode_tiled == NULL)
+        return 0;
+    for (int64_t i = 0; i < plan->num_maps; i++) {
+        const TensorMapSlot *map = &plan->maps[i];
+        void *address = (void *)(uintptr_t)buffer_pointer(frame, map->index);
+        if (encode_tiled(block + map->offset, map->data_type, map->rank, address, map->dims,
+                         map->strides, map->box, map->element_strides, map->interleave,
+                         map->swizzle, map->l2_promotion, map->oob_fill) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The plan's parameter block with XLA's buffer pointers and their tensor maps written in, into
+ * `block` (64-byte aligned); 0 when a map cannot be encoded. */
+static int fill_params(const Plan *plan, const CallFrame *frame, uint8_t *block) {
     memcpy(block, plan->params, plan->param_bytes);
     for (int64_t i = 0; i < plan->num_slots; i++) {
         uint64_t pointer = buffer_pointer(frame, plan->slot_indices[i]);
         memcpy(block + plan->slot_offsets[i], &pointer, sizeof pointer);
     }
+    return encode_maps(plan, frame, block);
+}
+
+static int maps_fit(const Plan *plan) {
+    for (int64_t i = 0; i < plan->num_maps; i++) {
+        const TensorMapSlot *map = &plan->maps[i];
+        if (map->offset < 0 || map->offset % TENSOR_MAP_ALIGN ||
+            map->offset + TENSOR_MAP_BYTES > plan->param_bytes || map->rank < 1 ||
+            map->rank > MAX_TENSOR_RANK)
+            return 0;
+    }
+    return 1;
 }
 
 static int fits(const Plan *plan) {
     return plan->param_bytes <= MAX_PARAM_BYTES && plan->num_params <= MAX_PARAMS &&
-           plan->num_params > 0;
+           plan->num_params > 0 && maps_fit(plan);
 }
 
 static int execute(Plan *plan, CallFrame *frame) {
@@ -284,9 +340,10 @@ static int execute(Plan *plan, CallFrame *frame) {
     void *function = function_in(plan, ctx);
     if (function == NULL)
         return 0;
-    uint8_t block[MAX_PARAM_BYTES];
+    _Alignas(TENSOR_MAP_ALIGN) uint8_t block[MAX_PARAM_BYTES];
     void *pointers[MAX_PARAMS];
-    fill_params(plan, frame, block);
+    if (!fill_params(plan, frame, block))
+        return 0;
     for (int64_t i = 0; i < plan->num_params; i++)
         pointers[i] = block + plan->offsets[i];
     /* A failed launch did not run: the Python handler tries again and reports the error. */
@@ -305,9 +362,10 @@ static int update(Plan *plan, CallFrame *frame, void **error) {
     RecordFrame *record = find.extension->record_frame;
     if (record->action == RECORD_CREATE || record->commands == NULL || *record->num_commands < 1)
         return 0;
-    uint8_t block[MAX_PARAM_BYTES];
+    _Alignas(TENSOR_MAP_ALIGN) uint8_t block[MAX_PARAM_BYTES];
     KernelArg items[MAX_PARAMS];
-    fill_params(plan, frame, block);
+    if (!fill_params(plan, frame, block))
+        return 0;
     for (int64_t i = 0; i < plan->num_params; i++) {
         int64_t end = i + 1 < plan->num_params ? plan->offsets[i + 1] : plan->param_bytes;
         int64_t size = end - plan->offsets[i];

@@ -1919,6 +1919,19 @@ def _c_wgmma(k, ins, m: _Mods) -> _Op:
     return _Op(WSYNC, lambda ctx, mask: ctx.whole_warpgroups(mask, ins), members=WARPGROUP)
 
 
+def _c_setmaxnreg(k, ins, m: _Mods) -> _Op:
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 N: the warpgroup's registers per thread set to N
+    (24 to 256, a multiple of 8). The simulator has no register file to share out: it checks
+    that the whole warpgroup executes it together, as the card requires."""
+    if m.take("inc", "dec") is None or not m.take("sync") or not m.take("aligned"):
+        m.fail("setmaxnreg needs .inc or .dec, with .sync.aligned")
+    m.one_type({"u32"})
+    (count,) = _operands(k, ins, 1)
+    if not isinstance(count, Imm) or count.kind != "int" or count.value not in range(24, 257, 8):
+        k._bad(ins, "setmaxnreg takes a constant from 24 to 256, a multiple of 8")
+    return _Op(WSYNC, lambda ctx, mask: ctx.whole_warpgroups(mask, ins), members=WARPGROUP)
+
+
 def _c_wgmma_mma(k, ins, m: _Mods) -> _Op:
     """wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d, a-desc, b-desc,
     scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b and .m64nNk8.f32.tf32.tf32
@@ -3349,7 +3362,7 @@ _COMPILERS = {
     "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
     "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma, "mbarrier": _c_mbarrier,
-    "prefetch": _c_prefetch,
+    "prefetch": _c_prefetch, "setmaxnreg": _c_setmaxnreg,
 }
 
 # ---- execution ---------------------------------------------------------------------------------

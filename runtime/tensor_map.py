@@ -4,15 +4,18 @@ A kernel that copies boxes of array `x` through the tensor memory accelerator ta
 `x`'s pointer and extents, one 128-byte `.param` per (box, swizzle) it uses (`ParamSpec.
 tensor_maps`). The map describes `x` as the launch passes it: its address, extents and row
 strides (C order), the box, the swizzle, zeros for what lies outside. `TensorMapLayout` is all
-of it but the address; `encode(address)` asks the driver (`cuTensorMapEncodeTiled`) for the
-128 bytes. Launch plans encode a map for each new buffer address they see and keep the last
-few (runtime/ffi.py, `LaunchPlan.fill`). The simulator takes a `simulator.TensorMap` instead.
+of it but the address; `arguments()` are the driver's (`cuTensorMapEncodeTiled`) but the
+address, and `encode(address)` asks the driver for the 128 bytes. The C FFI handler encodes a
+map per launch from the same arguments (runtime/native.py, `TensorMapSlot`); the Python one
+encodes a map for each new buffer address it sees and keeps the last few (runtime/ffi.py,
+`LaunchPlan.fill`). The simulator takes a `simulator.TensorMap` instead.
 """
 from __future__ import annotations
 
 import ctypes
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ptxpy.transpiler.abi import TENSOR_MAP_BYTES
 
@@ -25,6 +28,21 @@ L2_PROMOTION_128B = 2
 #: the driver's limits on a tiled map (cuTensorMapEncodeTiled): strides are multiples of 16
 #: bytes under 2**40, extents 1 to 2**32
 STRIDE_ALIGN, STRIDE_LIMIT, EXTENT_LIMIT = 16, 1 << 40, 1 << 32
+
+
+class EncodeArguments(NamedTuple):
+    """cuTensorMapEncodeTiled's arguments but the map and the address, in the driver's order:
+    the sequences are innermost dimension first."""
+    data_type: int
+    rank: int
+    dims: tuple
+    strides: tuple      # bytes, of every dimension but the innermost
+    box: tuple
+    element_strides: tuple
+    interleave: int
+    swizzle: int
+    l2_promotion: int
+    oob_fill: int
 
 
 @dataclass(frozen=True)
@@ -53,16 +71,23 @@ class TensorMapLayout:
         """The byte strides of every dimension but the innermost, innermost first."""
         return [math.prod(self.shape[k:]) * self.itemsize for k in range(len(self.shape) - 1, 0, -1)]
 
+    def arguments(self) -> EncodeArguments:
+        """What the driver is asked to encode (both handlers encode from these)."""
+        rank = len(self.shape)
+        return EncodeArguments(DATA_TYPES[self.dtype], rank, tuple(reversed(self.shape)),
+                               tuple(self.strides()), tuple(reversed(self.box)), (1,) * rank, 0,
+                               SWIZZLES[self.swizzle], L2_PROMOTION_128B, 0)
+
     def encode(self, address: int) -> bytes:
         """The 128-byte CUtensorMap of this layout at device `address`."""
-        rank = len(self.shape)
-        u64s, u32s = ctypes.c_uint64 * rank, ctypes.c_uint32 * rank
+        a = self.arguments()
+        u64s, u32s = ctypes.c_uint64 * a.rank, ctypes.c_uint32 * a.rank
+        strides = (ctypes.c_uint64 * max(a.rank - 1, 1))(*a.strides)
         out = _aligned_map()
         code = _encode_tiled()(
-            ctypes.c_void_p(ctypes.addressof(out) + _offset(out)), DATA_TYPES[self.dtype], rank,
-            ctypes.c_void_p(address), u64s(*reversed(self.shape)),
-            (ctypes.c_uint64 * max(rank - 1, 1))(*self.strides()), u32s(*reversed(self.box)),
-            u32s(*[1] * rank), 0, SWIZZLES[self.swizzle], L2_PROMOTION_128B, 0)
+            ctypes.c_void_p(ctypes.addressof(out) + _offset(out)), a.data_type, a.rank,
+            ctypes.c_void_p(address), u64s(*a.dims), strides, u32s(*a.box),
+            u32s(*a.element_strides), a.interleave, a.swizzle, a.l2_promotion, a.oob_fill)
         if code:
             from ptxpy.runtime.driver import CudaError
             raise CudaError("cuTensorMapEncodeTiled", code,

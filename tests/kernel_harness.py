@@ -22,9 +22,10 @@ class Out:
 
 
 def compile_source(source: str, name: str, consts=None, arch="sm_90", debug=False,
-                   fast_math=False, by_ref=()) -> CompiledKernel:
+                   fast_math=False, by_ref=(), max_registers=None, launch_bounds=()) -> CompiledKernel:
     program = driver.parse(source, "kernels.py")
-    options = driver.Options(arch, fast_math, debug)
+    options = driver.Options(arch, fast_math, debug, max_registers=max_registers,
+                             launch_bounds=launch_bounds)
     return driver.compile_kernel(program, name, consts, frozenset(by_ref), options).kernel
 
 
@@ -44,19 +45,21 @@ def assemble_all(source: str, name: str, consts=None, compiled=None, archs=ARCHS
 
 
 def run(source: str, name: str, args: list, grid, block, consts=None, debug=False,
-        fast_math=False, assemble=True, racecheck=None, archs=ARCHS, arch="sm_90"):
+        fast_math=False, assemble=True, racecheck=None, archs=ARCHS, arch="sm_90", **bounds):
     """Compile for `arch`, assemble (for `archs`: sm_80, sm_90) and simulate; return the
     outputs (a list of arrays).
 
     `args` lists the call's inputs in parameter order, with `Out(...)` for each output array.
     `racecheck`: the simulator's shared-memory race check (None: PTXPY_SIM_RACECHECK decides).
+    `bounds`: max_registers=, launch_bounds= (driver.Options).
     """
     from ptxpy.runtime.simulator import TensorMap, run_kernel
 
-    kernel = compile_source(source, name, consts, arch=arch, debug=debug, fast_math=fast_math)
+    kernel = compile_source(source, name, consts, arch=arch, debug=debug, fast_math=fast_math,
+                            **bounds)
     if assemble:
         assemble_all(source, name, consts, compiled={arch: kernel}, archs=archs, debug=debug,
-                     fast_math=fast_math)
+                     fast_math=fast_math, **bounds)
     values, outputs = [], []
     for value in args:
         if isinstance(value, Out):

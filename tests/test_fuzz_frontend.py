@@ -165,6 +165,8 @@ UNSUPPORTED = [
     "s = ptxpy.shared_array(8, f32)\ny = ptxpy.tma_store(out[0:8], s)",
     "s = ptxpy.shared_array(8, f32)\nptxpy.tma_store(out[0:8], s[0:8:2])",
     "s = ptxpy.shared_array((2, 8), f32)\nptxpy.tma_store(out[0:8], s[:, 0])",
+    "ptxpy.setmaxnreg_inc(232)", "ptxpy.setmaxnreg_dec(n)", "ptxpy.setmaxnreg_dec(24.0)",
+    "y = ptxpy.setmaxnreg_inc(240)", "ptxpy.setmaxnreg_inc(count=1000)",
 ]
 
 TOKENS = [
@@ -176,7 +178,7 @@ TOKENS = [
     "None", "'s'", ".", "shape", "\n", "\n    ", "\n        ", " ", "@ptxpy.jit", "@ptxpy.func",
     "->", "tuple", ";", "\\", "#", "\t", "\x00", "é", "1_000", "0x10", "...", "*", "yield",
     "TILE", "[0]", "math.fmod", "ptxpy.shared_array(", "ptxpy.block_dim.x", "len(x)",
-    "ptxpy.tma_load(", "ptxpy.tma_store(", "swizzle=128", "u64",
+    "ptxpy.tma_load(", "ptxpy.tma_store(", "swizzle=128", "u64", "ptxpy.setmaxnreg_dec(",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"

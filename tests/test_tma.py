@@ -16,6 +16,7 @@ import pytest
 import ptxpy
 from kernel_harness import Out, assemble_all, compile_source, run
 from ptxpy import Array, f32, u64
+from ptxpy.runtime import ffi, native
 from ptxpy.runtime.ptx_parser import SimulatorError
 from ptxpy.transpiler import interp
 from ptxpy.transpiler.errors import CompileError
@@ -505,6 +506,36 @@ def test_through_jax_eagerly_under_jit_and_vmap():
     np.testing.assert_array_equal(np.asarray(jax.vmap(doubled)(stacked)), 2 * np.asarray(stacked))
 
 
+def _has_hopper() -> bool:
+    try:
+        return any(float(d.compute_capability) >= 9.0 for d in jax.devices("gpu"))
+    except RuntimeError:
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_hopper(), reason="no sm_90 GPU visible to JAX")
+def test_a_tma_kernel_launches_and_updates_its_maps_in_c_on_a_gpu():
+    if native.library() is None:
+        pytest.skip("no C handler (no C compiler, or PTXPY_NATIVE_HANDLER=0)")
+    x = np.arange(100 * 72, dtype=np.float32).reshape(100, 72)
+    np.testing.assert_array_equal(np.asarray(doubled(jnp.asarray(x))), 2 * x)  # via Python
+    launches, updates, fallbacks = native.counters()
+    for shift in range(3):          # new buffers each call: a map encoded for each
+        y = jnp.asarray(x) + shift
+        np.testing.assert_array_equal(np.asarray(doubled(y)), 2 * np.asarray(y))
+    assert native.counters()[0] - launches == 3 and native.counters()[2] == fallbacks
+    step = jax.jit(lambda v: doubled(doubled(doubled(doubled(
+        doubled(v) - 1.0)))))      # XLA makes CUDA graphs of 5 ops or more
+    y = expected = jnp.asarray(x[:64, :64] % 7)      # exact in f32 after 4 steps
+    for _ in range(4):                  # keeping y while the next step runs moves the buffers
+        y = step(y)
+        expected = (np.asarray(expected) * 2 - 1) * 16
+    np.testing.assert_array_equal(np.asarray(y), expected)
+    if ffi.recording_registered:
+        assert native.counters()[1] > updates
+
+
 def test_a_launch_whose_rows_a_map_cannot_describe_is_an_error():
     x = jnp.ones((64, 33), jnp.float32)      # rows of 132 bytes
     with pytest.raises(ValueError, match=r"kernel 'doubled', parameter 'x': the kernel copies "
@@ -531,12 +562,17 @@ def test_emit_typed_and_ssa_show_the_box_and_the_map(tmp_path, capsys):
 # --- the launch's parameter block (no GPU: the encoder is a stand-in) ----------------------------
 
 class FakeLayout(NamedTuple):
-    """A tensor map layout whose encoding is its pointer, repeated: what `fill` writes."""
+    """A tensor map layout whose encoding is its pointer, repeated: what `fill` writes; the
+    driver's arguments (for the C handler) are those of `layout`."""
     name: str
+    layout: object
 
     def encode(self, pointer: int) -> bytes:
         ENCODED.append((self.name, pointer))
         return struct.pack("<Q", pointer) * 16
+
+    def arguments(self):
+        return self.layout.arguments()
 
 
 ENCODED: list = []
@@ -561,10 +597,14 @@ def test_the_parameter_block_places_maps_on_64_bytes_and_fills_them_per_pointer(
     assert len(params) == 384
     plan = ffi.LaunchPlan("stacked", None, (2, 3, 1), (64, 1, 1), 0, params, offsets,
                           [s for s in slots if not isinstance(s, launch_mod.TensorSlot)],
-                          tensor_slots=[launch_mod.TensorSlot(m.offset, m.index, FakeLayout(str(k)))
+                          tensor_slots=[launch_mod.TensorSlot(m.offset, m.index,
+                                                              FakeLayout(str(k), m.layout))
                                         for k, m in enumerate(maps)])
-    plan.make_native()
-    assert plan.native is None          # such plans stay with the Python handler
+    plan.make_native()      # the C handler encodes the maps itself (tests/test_native_handler.py)
+    native_maps = plan.native.maps[:plan.native.num_maps]
+    assert [(m.offset, m.index, tuple(m.dims[:m.rank]), tuple(m.box[:m.rank]))
+            for m in native_maps] == [(64, 0, (8, 50, 3), (8, 32, 1)),
+                                      (256, 1, (8, 50, 3), (8, 32, 1))]
     ENCODED.clear()
     for pointers in ([0x1000, 0x2000], [0x1000, 0x2000], [0x3000, 0x2000]):
         with plan.locked():

@@ -50,6 +50,9 @@ BULK_COPY = frozenset(["cp_async_bulk", "cp_async_bulk_commit", "cp_async_bulk_w
 TENSOR_COPY = frozenset(["tma_load", "tma_store"])
 #: a tensor map's limits (cuTensorMapEncodeTiled): box extents, its rows' byte multiple, ranks
 TMA_BOX_LIMIT, TMA_ROW_BYTES, TMA_RANKS = 256, 16, range(1, 6)
+#: a warpgroup's register limit raised or lowered (PTX setmaxnreg): the counts it allows
+SET_MAX_REGISTERS = frozenset(["setmaxnreg_inc", "setmaxnreg_dec"])
+MAX_REGISTER_COUNTS = range(24, 257, 8)
 #: what each mbarrier call takes after the barrier (count, bytes, parity: u32 operands)
 MBARRIER_OPERANDS = {"mbarrier_init": "count", "mbarrier_arrive": None,
                      "mbarrier_arrive_expect_tx": "bytes", "mbarrier_wait": "parity"}
@@ -395,6 +398,8 @@ class CallChecker:
             return self.bulk_copy(name, node)
         if name in TENSOR_COPY:
             return self.tensor_copy(name, node)
+        if name in SET_MAX_REGISTERS:
+            return self.set_max_registers(name, node)
         if name in FP8_CONVERSIONS:
             return self.fp8_conversion(name, node)
         if name in LIBRARY_PRIVATE and getattr(self.parsed, "is_library", False):
@@ -924,6 +929,17 @@ class CallChecker:
             return typed.Intrinsic(loc, None, name, [])
         (count,) = self.args(node, label, 1)
         return typed.Intrinsic(loc, None, name, [], {"n": self.group_count(count, label)})
+
+    def set_max_registers(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.setmaxnreg_inc(n)` / `setmaxnreg_dec(n)`: PTX's setmaxnreg.{inc,dec}, the
+        registers per thread of the calling warpgroup raised or lowered to a constant n."""
+        label = f"ptxpy.{name}"
+        (count_node,) = self.args(node, label, 1, keywords=("count",))
+        count = self.const_value(count_node, f"the register count of {label}")
+        if type(count) is not int or count not in MAX_REGISTER_COUNTS:
+            raise self.error(f"{label}(n) needs a constant n from 24 to 256, a multiple of 8 "
+                             f"(registers per thread), got {count!r}", count_node)
+        return typed.Intrinsic(self.loc(node), None, name, [], {"n": count})
 
     def fp8_conversion(self, name: str, node: cst.Call) -> typed.Expr:
         """`ptxpy.to_fp8(x, format)`: an f32 rounded to the fp8 format ("e4m3" or "e5m2"),

@@ -35,9 +35,18 @@ class Options:
     #: array parameters of rank 2 or more with 2**31 elements or more (each extent is below
     #: 2**31, their product need not be): their elements are found with 64-bit arithmetic
     large_arrays: tuple = ()
+    #: registers per thread ptxas may use at most (PTX `.maxnreg`; CUDA's `-maxrregcount`)
+    max_registers: int | None = None
+    #: (threads per block at most[, blocks per SM at least]): PTX `.maxntid` and
+    #: `.minnctapersm`, CUDA's `__launch_bounds__`
+    launch_bounds: tuple = ()
 
     def as_dict(self) -> dict:
         extra = {"batched": self.batched} if self.batched else {}
+        if self.max_registers:
+            extra["max_registers"] = self.max_registers
+        if self.launch_bounds:
+            extra["launch_bounds"] = self.launch_bounds
         if self.narrow_refs:
             extra["narrow_refs"] = self.narrow_refs
         if self.large_arrays:
@@ -87,6 +96,31 @@ def check_arch(arch: str, filename: str | None = None) -> str:
         raise CompileError(f"unsupported target '{arch}' (choose from {', '.join(SUPPORTED_ARCHS)})",
                            None, filename)
     return arch
+
+
+#: what `max_registers` and `launch_bounds` may be (ptxas adjusts or ignores values outside)
+REGISTER_LIMITS, THREAD_LIMIT, BLOCKS_PER_SM_LIMIT = range(24, 256), 1024, 32
+
+
+def register_bounds(max_registers=None, launch_bounds=None) -> tuple:
+    """(max_registers or None, launch_bounds as a tuple of one or two ints, or ()), checked;
+    `launch_bounds` may be an int (threads) or a tuple or list (threads, blocks per SM). A
+    ValueError says what is wrong, for the caller to name the option's owner."""
+    if max_registers is not None and (type(max_registers) is not int
+                                      or max_registers not in REGISTER_LIMITS):
+        raise ValueError(f"max_registers must be an int from {REGISTER_LIMITS.start} to "
+                         f"{REGISTER_LIMITS.stop - 1}, got {max_registers!r:.40}")
+    if launch_bounds is None:
+        return max_registers, ()
+    bounds = (launch_bounds,) if type(launch_bounds) is int else \
+        tuple(launch_bounds) if isinstance(launch_bounds, (tuple, list)) else launch_bounds
+    if not isinstance(bounds, tuple) or not 1 <= len(bounds) <= 2 or \
+            any(type(n) is not int for n in bounds) or not 1 <= bounds[0] <= THREAD_LIMIT or \
+            (len(bounds) == 2 and not 1 <= bounds[1] <= BLOCKS_PER_SM_LIMIT):
+        raise ValueError(f"launch_bounds must be threads (1 to {THREAD_LIMIT}) or (threads, "
+                         f"blocks per SM from 1 to {BLOCKS_PER_SM_LIMIT}), got "
+                         f"{launch_bounds!r:.40}")
+    return max_registers, bounds
 
 
 @dataclass
@@ -172,7 +206,7 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
     ops = {instr.op for instr in stages.ssa.instrs()}
     if ops & {"mma", "ldmatrix"}:
         kernel_options["whole_warps_only"] = True    # mma.sync, ldmatrix: launch.check_limits
-    if ops & {"wgmma", "wgmma_fence", "wgmma_commit", "wgmma_wait"}:
+    if ops & {"wgmma", "wgmma_fence", "wgmma_commit", "wgmma_wait", "setmaxnreg"}:
         kernel_options["whole_warpgroups_only"] = True
     stages.kernel = CompiledKernel(name, ptx, list(func.params), options.arch, static, filename,
                                    kernel_options)
@@ -223,9 +257,11 @@ def _undecodable(data: bytes, err: UnicodeDecodeError, filename: str) -> Compile
 
 
 def transpile(source: str, filename: str = "<string>", arch: str = DEFAULT_ARCH, defines=None,
-              fast_math: bool = False, debug: bool = False, kernels=None) -> dict[str, str]:
+              fast_math: bool = False, debug: bool = False, kernels=None,
+              max_registers: int | None = None, launch_bounds: tuple = ()) -> dict[str, str]:
     """`ptxpy.transpile`: PTX text of every `@ptxpy.jit` kernel in `source` (SPEC 3)."""
-    options = Options(check_arch(arch, filename), fast_math, debug)
+    options = Options(check_arch(arch, filename), fast_math, debug, max_registers=max_registers,
+                      launch_bounds=tuple(launch_bounds))
     with _GcPaused():
         return _transpile(source, filename, options, defines, kernels)
 

@@ -775,6 +775,9 @@ class _Thread:
     def op_fence_proxy_async(self, instr: Instr):
         pass        # one memory, one proxy here
 
+    def op_setmaxnreg(self, instr: Instr):
+        pass        # registers are not counted here
+
     def op_vote(self, instr: Instr):
         members = instr.args[1] if len(instr.args) > 1 else None
         if getattr(members, "op", None) != "activemask":   # (a compare-and-swap loop's vote over

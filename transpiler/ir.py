@@ -282,6 +282,8 @@ def _ops() -> dict[str, OpSpec]:
     ops["wgmma_commit"] = OpSpec("free", 0, effects=True)    # wgmma.commit_group
     ops["wgmma_wait"] = OpSpec("free", 0, effects=True)      # attrs n: wgmma.wait_group n
     ops["fence_proxy_async"] = OpSpec("free", 0, effects=True)   # fence.proxy.async.shared::cta
+    # setmaxnreg.{attrs action: inc, dec}: the warpgroup's registers per thread set to attrs n
+    ops["setmaxnreg"] = OpSpec("free", 0, effects=True)
     # Hopper's mbarrier (attrs space shared): `mbarrier_init` of the barrier's address to a u32
     # arrival count; `mbarrier_arrive` at it[, u32: the transaction bytes it expects first
     # (expect_tx)]; bool <- `mbarrier_test` of it and a u32 parity: whether that phase has

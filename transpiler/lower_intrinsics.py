@@ -969,6 +969,17 @@ def _hopper(lower):
     return checked
 
 
+def _set_max_registers(b, e):
+    """setmaxnreg: ptxas must know the kernel's registers per thread at its entry, which only
+    a register bound of the kernel gives it (without one it drops the instruction)."""
+    options = b.func.options
+    if not options.get("max_registers") and len(options.get("launch_bounds") or ()) < 2:
+        raise CompileError(f"ptxpy.{e.name} needs the kernel's register count at its start: "
+                           "give @ptxpy.jit max_registers=N, or launch_bounds=(threads, blocks) "
+                           "(`ptxpy transpile --max-registers N` / `--launch-bounds T,B`)", e.loc)
+    b.emit("setmaxnreg", None, [], {"n": e.extra["n"], "action": e.name[-3:]})
+
+
 def _wgmma_wait(b, e):
     b.emit("wgmma_wait", None, [], {"n": e.extra["n"]})
 
@@ -1071,6 +1082,7 @@ HANDLERS = {
     "wgmma_fence": _hopper(lambda b, e: b.emit("wgmma_fence", None)),
     "wgmma_commit": _hopper(lambda b, e: b.emit("wgmma_commit", None)),
     "fence_proxy_async": _hopper(lambda b, e: b.emit("fence_proxy_async", None)),
+    "setmaxnreg_inc": _hopper(_set_max_registers), "setmaxnreg_dec": _hopper(_set_max_registers),
     "shfl_xor_sync": _shfl("bfly"),
     "ballot_sync": _vote("ballot"),
     "any_sync": _vote("any"),

@@ -6,6 +6,10 @@ the stage is free: both multiplying warpgroups arrive (all 256 threads) on the s
 `syncthreads`. (A third warpgroup, not a warp: a kernel that calls `wgmma` has whole
 warpgroups.) On an H100 it gained nothing (BENCHMARKS.md, session 45).
 
+With REGS=True (`matmul_ws_regs`: the same kernel under `launch_bounds=(384, 1)`, 168
+registers a thread at the start) the copying warpgroup gives registers back
+(`ptxpy.setmaxnreg_dec(40)`) and the multiplying ones take them (`setmaxnreg_inc(232)`).
+
     python benchmarks/probes/tma_ws_probe.py [N ...]
 """
 import os
@@ -18,7 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 
 import ptxpy  # noqa: E402
-from ptxpy import Array, bf16, f32, u64  # noqa: E402
+from ptxpy import Array, Const, bf16, f32, u64  # noqa: E402
 
 BM, BN, BK = 128, 256, 64
 STAGES = 4
@@ -34,7 +38,7 @@ STAGE_BYTES = (BM * BK + BK * BN) * 2
 
 @ptxpy.jit(out_shape=lambda x, y: jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), jnp.float32),
            grid=lambda x, y: (y.shape[1] // BN, x.shape[0] // BM), block=THREADS)
-def matmul_ws(x: Array[bf16, 2], y: Array[bf16, 2], z: Array[f32, 2]):
+def matmul_ws(x: Array[bf16, 2], y: Array[bf16, 2], z: Array[f32, 2], REGS: Const[bool] = False):
     tiles = x.shape[1] // BK
     bm, bn = ptxpy.block_idx.y, ptxpy.block_idx.x
     if GROUP > 0:
@@ -58,6 +62,8 @@ def matmul_ws(x: Array[bf16, 2], y: Array[bf16, 2], z: Array[f32, 2]):
     ptxpy.fence_proxy_async()
     ptxpy.syncthreads()
     if t >= CONSUMERS:
+        if REGS:
+            ptxpy.setmaxnreg_dec(40)
         if t == CONSUMERS:
             for kt in range(tiles):
                 s = kt % STAGES
@@ -70,6 +76,8 @@ def matmul_ws(x: Array[bf16, 2], y: Array[bf16, 2], z: Array[f32, 2]):
                     ptxpy.tma_load(ys[s, j], y[k0:k0 + BK, n0 + 64 * j:n0 + 64 * j + 64], full[s],
                                    swizzle=SWIZZLE)
     else:
+        if REGS:
+            ptxpy.setmaxnreg_inc(232)
         acc = ptxpy.local_array((BN // 8, 4), f32)
         for j in ptxpy.static_range(BN // 8):
             for e in ptxpy.static_range(4):
@@ -96,6 +104,12 @@ def matmul_ws(x: Array[bf16, 2], y: Array[bf16, 2], z: Array[f32, 2]):
             z[row + 8, col:col + 2] = (acc[j, 2], acc[j, 3])
 
 
+matmul_ws_regs = ptxpy.jit(
+    matmul_ws.fn, out_shape=lambda x, y, REGS=False: jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), jnp.float32),
+    grid=lambda x, y, REGS=False: (y.shape[1] // BN, x.shape[0] // BM), block=THREADS,
+    launch_bounds=(THREADS, 1))
+
+
 def main(sizes: list[int]) -> None:
     from matmul_tma_wgmma import matmul_tma
     from matmul_wgmma import tflops
@@ -106,17 +120,20 @@ def main(sizes: list[int]) -> None:
     for size in sizes:
         xj = jnp.asarray(rng.standard_normal((size, size), dtype=np.float32), jnp.bfloat16)
         yj = jnp.asarray(rng.standard_normal((size, size), dtype=np.float32), jnp.bfloat16)
-        fns = {"warp-specialised": jax.jit(matmul_ws), "tma": jax.jit(matmul_tma), "XLA": xla}
+        fns = {"warp-specialised": jax.jit(matmul_ws),
+               "warp-specialised, setmaxnreg": jax.jit(lambda a, b: matmul_ws_regs(a, b, REGS=True)),
+               "tma": jax.jit(matmul_tma), "XLA": xla}
         if size <= 2048:
             x, y = np.asarray(xj).astype(np.float64), np.asarray(yj).astype(np.float64)
-            error = float(np.max(np.abs(np.asarray(fns["warp-specialised"](xj, yj)) - x @ y)
-                                 / (np.abs(x) @ np.abs(y))))
-            print(f"{size}: warp-specialised error {error:.1e} of sum |x||y|", flush=True)
-            assert error < 2.0 ** -14
+            for name in ("warp-specialised", "warp-specialised, setmaxnreg"):
+                error = float(np.max(np.abs(np.asarray(fns[name](xj, yj)) - x @ y)
+                                     / (np.abs(x) @ np.abs(y))))
+                print(f"{size}: {name} error {error:.1e} of sum |x||y|", flush=True)
+                assert error < 2.0 ** -14
         else:
-            diff = float(np.max(np.abs(np.asarray(fns["warp-specialised"](xj, yj))
-                                       - np.asarray(xla(xj, yj)))))
-            print(f"{size}: warp-specialised max |z - XLA's z| {diff:.2e}", flush=True)
+            for name in ("warp-specialised", "warp-specialised, setmaxnreg"):
+                diff = float(np.max(np.abs(np.asarray(fns[name](xj, yj)) - np.asarray(xla(xj, yj)))))
+                print(f"{size}: {name} max |z - XLA's z| {diff:.2e}", flush=True)
         if on_gpu:
             rates = {name: tflops(fn, xj, yj) for name, fn in fns.items()}
             print(f"{size}: " + ", ".join(f"{name} {rate:.1f} TFLOP/s" for name, rate in rates.items()),

@@ -79,8 +79,10 @@ def _entry_open(func: ir.Function, mfunc: MFunction) -> list[str]:
     params = [f"{INDENT}.param .{ptx_type} {name}" + (f"[{TENSOR_MAP_BYTES}]" if ptx_type == TENSOR_MAP
                                                        else "")
               for spec in func.params for name, ptx_type in spec.ptx_params(func.name)]
-    lines = [f".visible .entry {func.name}(", ",\n".join(params), ")", "{"] if params else \
-        [f".visible .entry {func.name}()", "{"]
+    lines = [f".visible .entry {func.name}(", ",\n".join(params), ")"] if params else \
+        [f".visible .entry {func.name}()"]
+    lines.extend(_performance_directives(func.options))
+    lines.append("{")
     lines.extend(_reg_decls(mfunc))
     extern = shared_layout(func.arrays)
     for decl in func.arrays:
@@ -91,6 +93,19 @@ def _entry_open(func: ir.Function, mfunc: MFunction) -> list[str]:
 
     if mfunc.printf_buffer:
         lines.append(f"{INDENT}.local .align {ARGS_ALIGN} .b8 {ARGS_BUFFER}[{mfunc.printf_buffer}];")
+    return lines
+
+
+def _performance_directives(options: dict) -> list[str]:
+    """The kernel's register bounds (the `max_registers` and `launch_bounds` options)."""
+    lines = []
+    bounds = options.get("launch_bounds") or ()
+    if bounds:
+        lines.append(f".maxntid {bounds[0]}, 1, 1")
+    if len(bounds) > 1:
+        lines.append(f".minnctapersm {bounds[1]}")
+    if options.get("max_registers"):
+        lines.append(f".maxnreg {options['max_registers']}")
     return lines
 
 

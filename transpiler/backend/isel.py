@@ -1381,6 +1381,11 @@ class ISel:
         self.target.require_wgmma("wgmma.wait_group")
         self.emit("wgmma.wait_group.sync.aligned", [], [Imm(str(instr.attrs["n"]))])
 
+    def op_setmaxnreg(self, instr: ir.Instr) -> None:
+        self.target.require_wgmma("setmaxnreg")
+        self.emit(f"setmaxnreg.{instr.attrs['action']}.sync.aligned.u32", [],
+                  [Imm(str(instr.attrs["n"]))])
+
     def op_fence_proxy_async(self, instr: ir.Instr) -> None:
         self.target.require((8, 0), 90, "fence.proxy.async")
         self.emit("fence.proxy.async.shared::cta", [], [])
