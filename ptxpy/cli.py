@@ -224,7 +224,8 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
         consts = driver.consts_for(program.kernels[name], defines)
         check_define_values(program, program.kernels[name], consts)
         start = time.perf_counter()
-        stages = driver.compile_kernel(program, name, consts, options=options, stop_after=args.emit)
+        stages = driver.compile_kernel(program, name, consts, stop_after=args.emit,
+                                       options=driver.with_decorator_bounds(program, name, options))
         for warning in stages.warnings:
             print(warning, file=sys.stderr)
         elapsed = (time.perf_counter() - start) * 1e3

@@ -2314,13 +2314,25 @@ class _WgmmaReads:
     def release(self, blocks):
         """A barrier released `blocks` (bool per block of the batch): their products waited for
         are done for every thread."""
-        if not self.products:
-            return
-        per_block = self.batch.T // 128
+        if self.products:
+            self._retire(lambda wgs: blocks[wgs // (self.batch.T // 128)])
+
+    def release_warpgroups(self, groups):
+        """An mbarrier phase completed that every thread of warpgroups `groups` (numbers in the
+        batch) arrived on: their products waited for (before the arrivals, as a pipeline's
+        "stage is free" barrier has them) are done for the threads that wait for the phase,
+        here for every thread."""
+        if self.products:
+            arrived = np.zeros(self.commits.size, bool)
+            arrived[groups] = True
+            self._retire(lambda wgs: arrived[wgs])
+
+    def _retire(self, retiring):
+        """Retire the products waited for by the warpgroups that `retiring(wgs)` marks."""
         kept = []
         for entry in self.pending:
             ins, wgs, joined, chunks, owners, waited = entry
-            done = waited & blocks[wgs // per_block]
+            done = waited & retiring(wgs)
             if done.any():
                 self._add(chunks[done], -1)
                 self.products -= int(done.sum())
@@ -3066,6 +3078,7 @@ class _Mbarriers:
         self.state: dict[int, list[int]] = {}
         self.copies: dict[int, list] = {}
         self.arrived: dict[int, np.ndarray] = {}
+        self.wgmma_arrived: dict[int, np.ndarray] = {}
 
     def offsets(self, addr, lanes, ins):
         """The barriers at shared addresses `addr` (per lane, or one for all): their offsets
@@ -3104,6 +3117,7 @@ class _Mbarriers:
                 state[2], state[3] = pending - turn.size, int(counts[-1])
                 done += turn.size
                 self._note_arrivals(key, lanes[turn])
+                self._note_product_arrivals(key, lanes[turn])
                 self._complete(key, state)
         return phases
 
@@ -3150,6 +3164,26 @@ class _Mbarriers:
             for copy in self.copies.pop(key, ()):
                 self._land(*copy)
             self._order_arrivals(key)
+            self._release_products(key)
+
+    def _note_product_arrivals(self, key: int, lanes):
+        """While wgmma products may be reading shared memory, which threads of the block arrived
+        in the barrier's current phase (_release_products)."""
+        reads = self.batch.wgmma_reads
+        if reads is not None and reads.products:
+            arrived = self.wgmma_arrived.setdefault(key, np.zeros(self.batch.T, bool))
+            arrived[lanes % self.batch.T] = True
+
+    def _release_products(self, key: int):
+        """A completed phase that whole warpgroups arrived on retires the products they had
+        waited for (_WgmmaReads.release_warpgroups)."""
+        arrived = self.wgmma_arrived.pop(key, None)
+        if arrived is None or self.batch.T % 128:
+            return
+        whole = np.flatnonzero(arrived.reshape(-1, 128).all(axis=1))
+        if whole.size:
+            block = key // self.batch.launch.shared_pad
+            self.batch.wgmma_reads.release_warpgroups(block * (self.batch.T // 128) + whole)
 
     def _note_arrivals(self, key: int, lanes):
         if getattr(self.batch, "races", None) is not None:

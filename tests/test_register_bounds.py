@@ -278,3 +278,49 @@ def test_the_command_line_takes_the_bounds(tmp_path, capsys):
             ("--launch-bounds", "0", r"--launch-bounds must be threads (1 to 1024)")):
         assert main(["transpile", str(source), option, value]) == 2
         assert f"ptxpy: error: {message}" in capsys.readouterr().err
+
+
+# --- the decorator's bounds read from the source ---------------------------------------------
+
+DECORATED = HEADER + """
+THREADS = 3 * 128
+
+
+@ptxpy.jit(out_shape=None, block=THREADS, launch_bounds=(THREADS, 1), max_registers={REGS})
+def specialised(x: Array[f32, 1], out: Array[f32, 1]):
+    t = ptxpy.thread_idx.x
+    if t < 128:
+        ptxpy.setmaxnreg_dec(40)
+    else:
+        ptxpy.setmaxnreg_inc(232)
+    out[t] = x[t]
+"""
+
+
+def test_the_command_line_and_transpile_take_the_decorator_s_constant_bounds(tmp_path):
+    source = tmp_path / "k.py"
+    source.write_text(DECORATED.format(REGS="THREADS // 2"))
+    assert main(["transpile", str(source)]) == 0
+    written = [".maxntid", "384,", "1,", "1", ".minnctapersm", "1", ".maxnreg", "192"]
+    assert directives((tmp_path / "specialised.ptx").read_text()) == written
+    assert directives(ptxpy.transpile(source.read_text())["specialised"]) == written
+    assert main(["transpile", str(source), "--launch-bounds", "512,1", "--max-registers", "96"]) == 0
+    assert directives((tmp_path / "specialised.ptx").read_text()) == [
+        ".maxntid", "512,", "1,", "1", ".minnctapersm", "1", ".maxnreg", "96"]
+
+
+def test_bounds_computed_at_import_are_the_decorator_s_alone():
+    source = DECORATED.format(REGS="None").replace("launch_bounds=(THREADS, 1)",
+                                                   "launch_bounds=bounds()")
+    with pytest.raises(CompileError, match="needs the kernel's register count at its start"):
+        ptxpy.transpile(source)
+    assert directives(ptxpy.transpile(source, launch_bounds=(384, 1))["specialised"])[:4] == \
+        [".maxntid", "384,", "1,", "1"]
+
+
+def test_a_constant_bound_out_of_range_is_the_kernel_s_error():
+    source = DECORATED.format(REGS="THREADS")
+    with pytest.raises(CompileError, match=r"@ptxpy.jit: max_registers must be an int from 24 to "
+                                           r"255, got 384") as err:
+        ptxpy.transpile(source)
+    assert err.value.loc == (8, 84)

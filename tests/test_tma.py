@@ -52,7 +52,7 @@ def tiles(x: Array[{T}, 2], out: Array[{T}, 2]):
 """
 
 SIZES = {"f32": 4, "f16": 2, "u8": 1}
-DTYPES = {"f32": np.float32, "f16": np.float16, "u8": np.uint8}
+DTYPES = {"f32": np.float32, "f16": np.float16, "u8": np.uint8, "bf16": jnp.bfloat16}
 
 
 def tiles_source(bm: int, bn: int, t: str = "f32", shift: int = 0) -> str:
@@ -205,6 +205,74 @@ def test_a_ring_of_two_stages():
     (out,) = run(RING, "ring", [x, Out(100, np.float32)], grid=2, block=64, racecheck=True,
                  archs=HOPPER)
     np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5, atol=1e-4)
+
+
+# A warp-specialised wgmma pipeline (the shape of benchmarks/probes/tma_persistent_probe.py):
+# warpgroup 1 refills a ring of 2 stages once warpgroup 0's products of the stage are done,
+# which warpgroup 0 tells it through the stage's "empty" mbarrier, with no syncthreads.
+SPECIALISED = HEADER.replace("u64", "u64, bf16") + """
+@ptxpy.jit
+def specialised(x: Array[bf16, 2], y: Array[bf16, 2], z: Array[f32, 2]):
+    xs = ptxpy.shared_array((2, 64, 64), bf16)
+    ys = ptxpy.shared_array((2, 64, 64), bf16)
+    full = ptxpy.shared_array((2,), u64)
+    empty = ptxpy.shared_array((2,), u64)
+    t = ptxpy.thread_idx.x
+    steps = x.shape[1] // 64
+    if t == 0:
+        for s in ptxpy.static_range(2):
+            ptxpy.mbarrier_init(full[s], 1)
+            ptxpy.mbarrier_init(empty[s], 128)
+    ptxpy.fence_proxy_async()
+    ptxpy.syncthreads()
+    if t == 128:
+        for kt in range(steps):
+            s = kt % 2
+            if kt >= 2:
+                ptxpy.mbarrier_wait(empty[s], (kt // 2 - 1) % 2)
+            ptxpy.mbarrier_arrive_expect_tx(full[s], 2 * 64 * 64 * 2)
+            ptxpy.tma_load(xs[s], x[0:64, kt * 64:kt * 64 + 64], full[s], swizzle=128)
+            ptxpy.tma_load(ys[s], y[kt * 64:kt * 64 + 64, 0:64], full[s], swizzle=128)
+    if t < 128:
+        acc = ptxpy.local_array((8, 4), f32)
+        for kt in range(steps):
+            s = kt % 2
+            ptxpy.mbarrier_wait(full[s], (kt // 2) % 2)
+            ptxpy.wgmma_fence()
+            for k in ptxpy.static_range(0, 64, 16):
+                a = ptxpy.wgmma_desc(xs[s, 0, k], 128, 16, 1024)
+                b = ptxpy.wgmma_desc(ys[s, k, 0], 128, 8192, 1024)
+                ptxpy.wgmma(acc, a, b, bf16, trans_b=True, accumulate=kt + k > 0)
+            ptxpy.wgmma_commit()
+            {RELEASE}
+        ptxpy.wgmma_wait(0)
+        lane = t % 32
+        row = 16 * (t // 32) + lane // 4
+        for j in ptxpy.static_range(8):
+            col = 8 * j + 2 * (lane % 4)
+            z[row, col:col + 2] = (acc[j, 0], acc[j, 1])
+            z[row + 8, col:col + 2] = (acc[j, 2], acc[j, 3])
+"""
+WAITED = """ptxpy.wgmma_wait(0)
+            ptxpy.mbarrier_arrive(empty[s])"""
+
+
+def test_a_warp_specialised_pipeline_hands_stages_back_through_an_mbarrier():
+    x, y = values((64, 320), "bf16"), values((320, 64), "bf16")
+    (z,) = run(SPECIALISED.replace("{RELEASE}", WAITED), "specialised",
+               [x, y, Out((64, 64), np.float32)], grid=1, block=256, archs=HOPPER)
+    expected = x.astype(np.float64) @ y.astype(np.float64)
+    np.testing.assert_allclose(z, expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.skipif(ON_GPU, reason="the simulator's check (a race on the card)")
+def test_a_stage_handed_back_before_its_products_are_waited_for_is_an_error():
+    early = WAITED.replace("ptxpy.wgmma_wait(0)\n            ptxpy.mbarrier_arrive(empty[s])",
+                           "ptxpy.mbarrier_arrive(empty[s])\n            ptxpy.wgmma_wait(0)")
+    with pytest.raises(SimulatorError, match="a wgmma of warpgroup 0 .* may still be reading"):
+        run(SPECIALISED.replace("{RELEASE}", early), "specialised",
+            [values((64, 320), "bf16"), values((320, 64), "bf16"), Out((64, 64), np.float32)],
+            grid=1, block=256, archs=HOPPER)
 
 
 def test_the_ir_interpreter_runs_tensor_copies():

@@ -5,7 +5,7 @@ import gc
 import os
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .abi import CompiledKernel
 from .errors import CompileError, CompileWarning, DeepRecursion, SourceWarning, source_lines
@@ -275,10 +275,21 @@ def _transpile(source: str, filename: str, options: Options, defines, kernels) -
     out = {}
     for name in names:
         consts = consts_for(program.kernels[name], defines or {})
-        stages = compile_kernel(program, name, consts, options=options)
+        stages = compile_kernel(program, name, consts, options=with_decorator_bounds(program, name, options))
         warn_located(stages.warnings)
         out[name] = with_absolute_file(stages.kernel.ptx, filename)
     return out
+
+
+def with_decorator_bounds(program: Program, name: str, options: Options) -> Options:
+    """`options` for compiling kernel `name` without its decorator at hand (`ptxpy transpile`):
+    the `max_registers` and `launch_bounds` its `@ptxpy.jit(...)` writes as constants, where
+    `options` give none."""
+    written, bounds = getattr(program.kernels[name], "register_bounds", (None, ()))
+    if (written and not options.max_registers) or (bounds and not options.launch_bounds):
+        return replace(options, max_registers=options.max_registers or written,
+                       launch_bounds=options.launch_bounds or bounds)
+    return options
 
 
 def warn_located(located: list) -> None:

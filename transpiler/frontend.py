@@ -23,6 +23,7 @@ import libcst as cst
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType
 
 from . import typed
+from .driver import register_bounds
 from .errors import CompileError, DeepRecursion, source_lines
 from .scope import ModuleScope, NotConstant, code_of, const_eval, normalize, resolve_type
 from .toplevel import (MAX_NESTING, Definition, TopLevel, decorator_at, nested_functions,
@@ -59,12 +60,15 @@ class FuncDecl:
 
 @dataclass
 class KernelDecl:
-    """A `@ptxpy.jit` kernel. `return_type` is always None; `node` as for FuncDecl."""
+    """A `@ptxpy.jit` kernel. `return_type` is always None; `node` as for FuncDecl.
+    `register_bounds`: (max_registers, launch_bounds) its decorator gives as constants, for
+    compiles that have no decorator to ask (`ptxpy transpile`, `ptxpy.transpile`)."""
     name: str
     params: list
     loc: tuple
     definition: Definition = field(repr=False)
     return_type: None = None
+    register_bounds: tuple = (None, ())
 
     @property
     def node(self) -> cst.FunctionDef:
@@ -254,6 +258,8 @@ def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
     try:
         _check_decorators(parsed, kinds, others)
         decl = _declaration(parsed, node, kind == "jit")
+        if kind == "jit":
+            decl.register_bounds = _register_bounds(parsed, kinds[0][1].decorator)
     except CompileError as err:
         err = err.located(parsed.filename, parsed.source_lines).with_traceback(None)
         decl = InvalidDecl(name, parsed.loc(node.name), err)
@@ -327,6 +333,29 @@ def _declaration(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -
         _kernel_return(parsed, node)
         return KernelDecl(name, params, loc, definition)
     return FuncDecl(name, params, _func_return(parsed, node), loc, definition)
+
+
+#: the decorator's keywords that change the PTX whatever the call (read from the source)
+REGISTER_BOUNDS = ("max_registers", "launch_bounds")
+
+
+def _register_bounds(parsed: ParsedModule, decorator: cst.BaseExpression) -> tuple:
+    """(max_registers, launch_bounds) of `@ptxpy.jit(...)` where each is a compile-time
+    constant (a value computed at import is the decorator's alone to pass); checked as the
+    decorator checks them."""
+    found = {}
+    for arg in decorator.args if isinstance(decorator, cst.Call) else ():
+        if arg.keyword is not None and arg.keyword.value in REGISTER_BOUNDS:
+            try:
+                found[arg.keyword.value] = const_eval(arg.value, parsed.scope.lookup,
+                                                      parsed.scope.const_callee)
+            except NotConstant:
+                continue
+            try:
+                register_bounds(**{arg.keyword.value: found[arg.keyword.value]})
+            except ValueError as err:
+                raise CompileError(f"@ptxpy.jit: {err}", parsed.loc(arg.value)) from None
+    return register_bounds(found.get("max_registers"), found.get("launch_bounds"))
 
 
 def _check_entry_name(name: str, loc) -> None:
