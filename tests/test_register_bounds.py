@@ -324,3 +324,13 @@ def test_a_constant_bound_out_of_range_is_the_kernel_s_error():
                                            r"255, got 384") as err:
         ptxpy.transpile(source)
     assert err.value.loc == (8, 84)
+
+
+def test_numpy_integers_are_bounds_and_bools_are_not():
+    assert ptxpy.transpiler.driver.register_bounds(np.int64(64), (np.int32(256), np.uint8(2))) \
+        == (64, (256, 2))
+    assert ptxpy.transpiler.driver.register_bounds(None, [128]) == (None, (128,))
+    for bad in ({"max_registers": True}, {"max_registers": np.bool_(True)},
+                {"launch_bounds": (256, True)}, {"launch_bounds": ()}):
+        with pytest.raises(ValueError, match="must be"):
+            ptxpy.transpiler.driver.register_bounds(**bad)

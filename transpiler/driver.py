@@ -104,23 +104,31 @@ REGISTER_LIMITS, THREAD_LIMIT, BLOCKS_PER_SM_LIMIT = range(24, 256), 1024, 32
 
 def register_bounds(max_registers=None, launch_bounds=None) -> tuple:
     """(max_registers or None, launch_bounds as a tuple of one or two ints, or ()), checked;
-    `launch_bounds` may be an int (threads) or a tuple or list (threads, blocks per SM). A
-    ValueError says what is wrong, for the caller to name the option's owner."""
-    if max_registers is not None and (type(max_registers) is not int
-                                      or max_registers not in REGISTER_LIMITS):
+    `launch_bounds` may be an int (threads) or a tuple or list (threads, blocks per SM); NumPy
+    integers count as ints, bools do not. A ValueError says what is wrong, for the caller to
+    name the option's owner."""
+    count = None if max_registers is None else _integer(max_registers)
+    if max_registers is not None and (count is None or count not in REGISTER_LIMITS):
         raise ValueError(f"max_registers must be an int from {REGISTER_LIMITS.start} to "
                          f"{REGISTER_LIMITS.stop - 1}, got {max_registers!r:.40}")
     if launch_bounds is None:
-        return max_registers, ()
-    bounds = (launch_bounds,) if type(launch_bounds) is int else \
-        tuple(launch_bounds) if isinstance(launch_bounds, (tuple, list)) else launch_bounds
-    if not isinstance(bounds, tuple) or not 1 <= len(bounds) <= 2 or \
-            any(type(n) is not int for n in bounds) or not 1 <= bounds[0] <= THREAD_LIMIT or \
+        return count, ()
+    given = launch_bounds if isinstance(launch_bounds, (tuple, list)) else (launch_bounds,)
+    bounds = tuple(_integer(n) for n in given)
+    if not 1 <= len(bounds) <= 2 or None in bounds or not 1 <= bounds[0] <= THREAD_LIMIT or \
             (len(bounds) == 2 and not 1 <= bounds[1] <= BLOCKS_PER_SM_LIMIT):
         raise ValueError(f"launch_bounds must be threads (1 to {THREAD_LIMIT}) or (threads, "
                          f"blocks per SM from 1 to {BLOCKS_PER_SM_LIMIT}), got "
                          f"{launch_bounds!r:.40}")
-    return max_registers, bounds
+    return count, bounds
+
+
+def _integer(value) -> int | None:
+    """An int or NumPy integer as an int; None for anything else (a bool, a float, a str)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__") or \
+            type(value).__name__.startswith("bool"):
+        return None
+    return int(value.__index__())
 
 
 @dataclass
