@@ -1727,6 +1727,43 @@ def _c_vote(k, ins, m: _Mods) -> _Op:
     return _Op(WSYNC, run, members=rmask)
 
 
+def _c_redux(k, ins, m: _Mods) -> _Op:
+    """redux.sync.{add,min,max}.{s32,u32} d, a, membermask: the member lanes' a reduced (a sum
+    wrapping modulo 2^32), in every member lane."""
+    m.take("sync")
+    op = m.take("add", "min", "max")
+    t = m.one_type({"s32", "u32"})
+    ops = ins.operands
+    if op is None or len(ops) != 3:
+        m.fail("redux needs .add, .min or .max, a destination, a value and a member mask")
+    read, rmask = k.reader(ops[1], t, ins), k.reader(ops[2], T_U32, ins)
+    write = k.writer(ops[0], t, ins)
+    signed = t.name == "s32"
+
+    def run(ctx, mask):
+        members = np.broadcast_to(np.asarray(rmask(ctx)).astype(np.uint32), (ctx.n,))
+        ctx.check_converged(mask, members, ins)
+        tid = ctx.special("%tid_linear")
+        warp = (np.arange(ctx.n) // ctx.T) * (-(-ctx.T // 32)) + tid // 32
+        named = ctx.active_array(mask) & (((members >> (tid % 32)) & 1) == 1)
+        values = np.broadcast_to(np.asarray(read(ctx)).astype(np.int64), (ctx.n,))
+        if not signed:
+            values = values & 0xFFFFFFFF
+        slots = int(warp[-1]) + 1
+        if op == "add":
+            totals = np.zeros(slots, np.int64)
+            np.add.at(totals, warp[named], values[named])
+            totals &= 0xFFFFFFFF
+        else:
+            start = np.iinfo(np.int64).max if op == "min" else np.iinfo(np.int64).min
+            totals = np.full(slots, start, np.int64)
+            (np.minimum if op == "min" else np.maximum).at(totals, warp[named], values[named])
+        result = totals[warp]
+        write(ctx, (result.astype(np.uint32).astype(np.int32) if signed
+                    else result.astype(np.uint32)), mask)
+    return _Op(WSYNC, run, members=rmask)
+
+
 # mma.sync fragments (PTX ISA, "Matrix Fragments for mma.m16n8k8/k16"): for each register
 # element, its (row, column) as functions of the lane's group g = lane // 4 and t = lane % 4
 _MMA_C = [(lambda g, t: g, lambda g, t: 2 * t), (lambda g, t: g, lambda g, t: 2 * t + 1),
@@ -3396,7 +3433,7 @@ _COMPILERS = {
     "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
     "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma, "mbarrier": _c_mbarrier,
-    "prefetch": _c_prefetch, "setmaxnreg": _c_setmaxnreg,
+    "prefetch": _c_prefetch, "setmaxnreg": _c_setmaxnreg, "redux": _c_redux,
 }
 
 # ---- execution ---------------------------------------------------------------------------------

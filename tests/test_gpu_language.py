@@ -251,7 +251,7 @@ def test_a_known_block_compiles_only_the_warp_reduction_it_needs():
     from ptxpy.runtime.simulator import run_kernel
     from ptxpy.transpiler import driver
 
-    program = driver.parse(src(WARP_REDUCTIONS.format(t="i32")), "kernels.py")
+    program = driver.parse(src(WARP_REDUCTIONS.format(t="f32")), "kernels.py")
     kernels = {}
     for whole, shuffles in ((True, (15, 0, 0)), (False, (0, 15, 3)), (None, (15, 15, 3))):
         options = driver.Options("sm_90", whole_warps=whole)
@@ -259,13 +259,45 @@ def test_a_known_block_compiles_only_the_warp_reduction_it_needs():
         counts = [len(re.findall(rf"shfl\.sync\.{mode}\.", kernels[whole].ptx))
                   for mode in ("bfly", "down", "idx")]
         assert tuple(counts) == shuffles, whole
-    x = rng.integers(-1000, 1000, (1, 48)).astype(np.int32)
-    outs = [np.zeros((1, 48), np.int32) for _ in range(3)]
+    x = rng.integers(-1000, 1000, (1, 48)).astype(np.float32)    # exact sums in any order
+    outs = [np.zeros((1, 48), np.float32) for _ in range(3)]
     run_kernel(kernels[False].ptx, "reduce", grid=1, block=48,
                args=[a for array in [x] + outs for a in (array, 1, 48)])
     for out, reduce in zip(outs, (np.sum, np.max, np.min)):
         expected = [reduce(x[0, :32])] * 32 + [reduce(x[0, 32:])] * 16
         np.testing.assert_array_equal(out[0], expected)
+
+
+@pytest.mark.parametrize("t, suffix", [("i32", "s32"), ("u32", "u32")])
+def test_32_bit_integer_warp_reductions_are_one_redux(t, suffix):
+    """On `i32` and `u32` a warp reduction is one `redux.sync` (sm_80), whose member mask is
+    the lanes present unless the block is known to be whole warps; no shuffle is left."""
+    from ptxpy.transpiler import driver
+
+    program = driver.parse(src(WARP_REDUCTIONS.format(t=t)), "kernels.py")
+    for whole in (True, False, None):
+        options = driver.Options("sm_80", whole_warps=whole)
+        ptx = driver.compile_kernel(program, "reduce", None, frozenset(), options).kernel.ptx
+        reduxes = re.findall(rf"redux\.sync\.(add|max|min)\.{suffix} %r\d+, %r\d+, (\S+);", ptx)
+        assert [op for op, _ in reduxes] == ["add", "max", "min"], whole
+        assert all((mask == "0xffffffff") == bool(whole) for _, mask in reduxes), whole
+        assert "shfl.sync" not in ptx
+
+
+@pytest.mark.parametrize("block", [(48, 1), (10, 5), (32, 2)])
+def test_redux_wraps_sums_and_compares_unsigned_u32(block):
+    big = np.array([0x7FFFFFF0, 0x7FFFFFFF, 5, 0xFFFFFFFF, 0x80000000], np.int64)
+    n = block[0] * block[1]
+    x = rng.choice(big, (block[1], block[0]))
+    for t, dtype in (("i32", np.int32), ("u32", np.uint32)):
+        values = x.astype(np.uint32).astype(dtype)
+        s, mx, mn = run(src(WARP_REDUCTIONS.format(t=t)), "reduce",
+                        [values] + [Out(values.shape, dtype)] * 3, grid=1, block=block)
+        flat = values.reshape(-1)
+        for out, reduce in zip((s, mx, mn), (np.sum, np.max, np.min)):
+            expected = [reduce(flat[w:w + 32]) for w in range(0, n, 32)
+                        for _ in range(min(32, n - w))]
+            np.testing.assert_array_equal(out.reshape(-1), np.array(expected).astype(dtype), t)
 
 
 @pytest.mark.parametrize("block", [(7, 1), (20, 1), (48, 1), (10, 5), (32, 2)])

@@ -778,6 +778,10 @@ class _Thread:
     def op_setmaxnreg(self, instr: Instr):
         pass        # registers are not counted here
 
+    def op_redux(self, instr: Instr):
+        self.require_lone_thread("redux")
+        return self.value(instr.args[0])
+
     def op_vote(self, instr: Instr):
         members = instr.args[1] if len(instr.args) > 1 else None
         if getattr(members, "op", None) != "activemask":   # (a compare-and-swap loop's vote over

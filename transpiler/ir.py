@@ -255,6 +255,9 @@ def _ops() -> dict[str, OpSpec]:
     ops["atom"] = OpSpec("free", None, effects=True)
     ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask[, clamp]]
     ops["vote"] = OpSpec("free", None, effects=True)   # predicate[, member mask]
+    # a warp's reduction of a 32-bit integer (attrs op: add, min, max; PTX redux.sync), the
+    # same in every member lane: value[, member mask]
+    ops["redux"] = OpSpec("free", None, effects=True)
     # a warp's tensor-core product (PTX mma.sync; attrs shape, ab, and b where m16n8k32 has
     # 8-bit ints): A's, B's, C's elements; its four f32 (i32) results are taken by `extract`
     ops["mma"] = OpSpec("free", None, effects=True)

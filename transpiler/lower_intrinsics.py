@@ -1013,6 +1013,8 @@ def _warp_reduce(op: str):
         if isinstance(e.type, Scalar):
             value = b.coerce(value, e.type)
         whole_warps = b.func.options.get("whole_warps")
+        if value.type in (i32, u32):
+            return _redux(b, op, value, whole_warps)
         if whole_warps is not None:
             return _butterfly(b, op, value) if whole_warps else _reduce_present_lanes(b, op, value)
         threads = _block_threads(b)
@@ -1033,6 +1035,13 @@ def _warp_reduce(op: str):
         b.start(done)
         return b.read(result)
     return lower
+
+
+def _redux(b, op: str, value, whole_warps):
+    """A 32-bit integer's warp reduction in one `redux.sync` (sm_80), over the lanes present:
+    integer sums (wrapping), minima and maxima come out the same in any order."""
+    members = [] if whole_warps else [_present_lanes(b)[1]]
+    return b.emit("redux", value.type, [value, *members], {"op": op})
 
 
 def _butterfly(b, op: str, value):

@@ -1620,6 +1620,14 @@ class ISel:
         members = self.src(instr.args[1]) if len(instr.args) > 1 else FULL_MASK
         self.emit(opcode, [self.reg(instr)], [self.src(instr.args[0], imm=False), members])
 
+    def op_redux(self, instr: ir.Instr) -> None:
+        op, t = instr.attrs["op"], instr.type
+        if op not in ("add", "min", "max") or t.name not in ("i32", "u32"):
+            raise BackendError(f"redux {op} on {t}: needs add/min/max and a 32-bit integer")
+        members = self.src(instr.args[1]) if len(instr.args) > 1 else FULL_MASK
+        self.emit(f"redux.sync.{op}.{'s32' if t.name == 'i32' else 'u32'}", [self.reg(instr)],
+                  [self.src(instr.args[0], imm=False), members])
+
     def op_barrier(self, instr: ir.Instr) -> None:
         self.emit("bar.sync", [], [Imm("0")])
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import ir
 
-OPAQUE_OPS = frozenset({"param", "sreg", "load", "vload", "extract", "atom", "shfl", "vote",
+OPAQUE_OPS = frozenset({"param", "sreg", "load", "vload", "extract", "atom", "shfl", "vote", "redux",
                         "activemask", "mma", "ldmatrix", "wgmma"})
 
 
