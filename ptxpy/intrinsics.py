@@ -48,7 +48,8 @@ def static_range(*args):
 
 
 KERNEL_ONLY = (
-    "program_id num_programs global_id lane_id warp_id syncthreads shared_array local_array "
+    "program_id num_programs global_id lane_id warp_id syncthreads syncthreads_count "
+    "syncthreads_and syncthreads_or shared_array local_array "
     "rsqrt fma fast_exp fast_log fast_sin fast_cos bitcast "
     "atomic_add atomic_sub atomic_min atomic_max atomic_and atomic_or atomic_xor atomic_exch "
     "atomic_cas shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync ballot_sync any_sync "

@@ -559,11 +559,11 @@ def _is_special(name: str) -> bool:
 
 
 class _Op:
-    __slots__ = ("kind", "fn", "guard", "target", "ins", "where", "members")
+    __slots__ = ("kind", "fn", "guard", "target", "ins", "where", "members", "reduce")
 
     def __init__(self, kind, fn=None, target=None, members=None):
         self.kind, self.fn, self.target, self.members = kind, fn, target, members
-        self.guard = self.ins = self.where = None
+        self.guard = self.ins = self.where = self.reduce = None
 
 
 def _align_up(x: int, a: int) -> int:
@@ -1653,8 +1653,10 @@ def _c_bar(k, ins, m: _Mods) -> _Op:
         members = k.reader(_operands(k, ins, 1)[0], T_U32, ins)
         return _Op(WSYNC, lambda ctx, mask: ctx.check_converged(mask, members(ctx), ins),
                    members=members)
+    if m.take("red"):
+        return _c_bar_red(k, ins, m)
     if not m.take("sync"):
-        m.fail("only bar.sync / barrier.sync are supported")
+        m.fail("only bar.sync, barrier.sync and bar.red are supported")
     m.take("aligned")
     ops = ins.operands
     if not ops or len(ops) > 2:
@@ -1662,6 +1664,33 @@ def _c_bar(k, ins, m: _Mods) -> _Op:
     count = k.reader(ops[1], T_U32, ins) if len(ops) == 2 else None
     op = _Op(BAR)
     op.fn = count
+    return op
+
+
+def _c_bar_red(k, ins, m: _Mods) -> _Op:
+    """bar.red.popc.u32 d, 0, p / bar.red.{and,or}.pred d, 0, p: bar.sync 0 whose release
+    also gives every thread of the block the count of its threads' true p, or their and / or
+    (_Batch._release_barrier runs `reduce`)."""
+    mode = m.take("popc", "and", "or")
+    t = m.one_type({"u32", "pred"})
+    ops = ins.operands
+    if mode is None or (mode == "popc") != (t.name == "u32") or len(ops) != 3:
+        m.fail("bar.red needs .popc.u32 or .and/.or.pred, a destination, barrier 0 and a predicate")
+    barrier = ops[1]
+    if not isinstance(barrier, Imm) or barrier.value != 0:
+        k._bad(ins, "the simulator supports barrier 0 only")
+    read, write = k.reader(ops[2], T_PRED, ins), k.writer(ops[0], t, ins)
+
+    def reduce(ctx, at):
+        """The threads `at` (bool per thread) are released from the barrier together."""
+        flags = np.broadcast_to(np.asarray(read(ctx), bool), (ctx.n,)) & at
+        count = flags.reshape(ctx.B, ctx.T).sum(axis=1)
+        present = at.reshape(ctx.B, ctx.T).sum(axis=1)
+        per_block = {"popc": count, "and": count == present, "or": count > 0}[mode]
+        values = np.repeat(per_block, ctx.T)
+        write(ctx, values.astype(np.uint32) if mode == "popc" else values, at)
+    op = _Op(BAR)
+    op.reduce = reduce
     return op
 
 
@@ -4051,6 +4080,10 @@ class _Batch:
                                  f"{self.T} threads wait and {exited} have exited; {self.describe(lane)}")
         if self.wgmma_reads is not None:
             self.wgmma_reads.release(complete)
+        for pc in np.unique(self.pc[self.waiting]).tolist():
+            op = self.kernel.code[pc]
+            if op.reduce is not None:
+                op.reduce(self, self.waiting & (self.pc == pc))
         self.pc[self.waiting] += 1
         self.waiting[:] = False
 

@@ -268,6 +268,51 @@ def test_a_known_block_compiles_only_the_warp_reduction_it_needs():
         np.testing.assert_array_equal(out[0], expected)
 
 
+BLOCK_VOTES = """
+@ptxpy.jit
+def block_votes(x: Array[i32, 2], c: Array[i32, 2], a: Array[i32, 2], o: Array[i32, 2],
+                nxt: Array[i32, 2]):
+    s = ptxpy.shared_array(128, i32)
+    t = ptxpy.thread_idx.y * ptxpy.block_dim.x + ptxpy.thread_idx.x
+    n = ptxpy.block_dim.x * ptxpy.block_dim.y
+    b = ptxpy.block_idx.x
+    v = x[b, t]
+    s[t] = v
+    c[b, t] = ptxpy.syncthreads_count(v > 0)
+    nxt[b, t] = s[(t + 1) % n]          # ordered by the barrier: no race
+    a[b, t] = i32(ptxpy.syncthreads_and(v > -5))
+    o[b, t] = i32(ptxpy.syncthreads_or(v > 8))
+"""
+
+
+@pytest.mark.parametrize("block", [(96, 1), (100, 1), (10, 7)])
+def test_block_votes_count_and_combine_the_block_s_predicates(block):
+    """`syncthreads_count`, `syncthreads_and`, `syncthreads_or` (PTX bar.red): a barrier
+    whose result, the same in every thread of the block, counts or combines their predicates."""
+    n = block[0] * block[1]
+    x = rng.integers(-10, 10, (3, n)).astype(np.int32)
+    x[1] = np.abs(x[1]) % 8        # block 1: every value above -5, none above 8
+    outs = run(src(BLOCK_VOTES), "block_votes", [x] + [Out((3, n), np.int32)] * 4, grid=3,
+               block=block, racecheck=True)
+    c, a, o, nxt = outs
+    np.testing.assert_array_equal(c, np.repeat((x > 0).sum(axis=1, keepdims=True), n, axis=1))
+    np.testing.assert_array_equal(a, np.repeat((x > -5).all(axis=1, keepdims=True), n, axis=1))
+    np.testing.assert_array_equal(o, np.repeat((x > 8).any(axis=1, keepdims=True), n, axis=1))
+    np.testing.assert_array_equal(nxt, np.roll(x, -1, axis=1))
+    ptx = compile_source(src(BLOCK_VOTES), "block_votes").ptx
+    assert re.findall(r"bar\.red\.(\w+)\.(\w+) %\w+, 0, %p\d+;", ptx) == [
+        ("popc", "u32"), ("and", "pred"), ("or", "pred")]
+
+
+def test_cuda_s_block_votes_name_ptxpy_s():
+    with pytest.raises(CompileError, match="CUDA's __syncthreads_count is ptxpy.syncthreads_count"):
+        compile_source(src("""
+@ptxpy.jit
+def k(x: Array[i32]):
+    x[0] = __syncthreads_count(x[0] > 0)
+"""), "k")
+
+
 @pytest.mark.parametrize("t, suffix", [("i32", "s32"), ("u32", "u32")])
 def test_32_bit_integer_warp_reductions_are_one_redux(t, suffix):
     """On `i32` and `u32` a warp reduction is one `redux.sync` (sm_80), whose member mask is

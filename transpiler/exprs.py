@@ -795,6 +795,8 @@ _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 #: CUDA's names of what ptxpy has under another name
 CUDA_NAMES = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "block_dim",
               "gridDim": "grid_dim", "__syncthreads": "syncthreads", "syncThreads": "syncthreads",
+              "__syncthreads_count": "syncthreads_count", "__syncthreads_and": "syncthreads_and",
+              "__syncthreads_or": "syncthreads_or",
               "warpSize": "WARP_SIZE", "atomicAdd": "atomic_add", "__shfl_sync": "shfl_sync",
               "__popc": "popc", "__popcll": "popc", "__clz": "clz", "__clzll": "clz",
               "__brev": "brev", "__brevll": "brev", "__ffs": "ffs", "__ffsll": "ffs",

@@ -750,6 +750,10 @@ class _Thread:
 
     def op_barrier(self, instr: Instr):
         self.require_lone_thread("bar.sync")
+        if instr.attrs.get("reduce") == "popc":
+            return int(bool(self.value(instr.args[0])))
+        if instr.attrs.get("reduce"):
+            return bool(self.value(instr.args[0]))
 
     def op_fence(self, instr: Instr):
         pass        # threads run one at a time here: memory is always ordered

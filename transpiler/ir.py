@@ -308,7 +308,8 @@ def _ops() -> dict[str, OpSpec]:
     # (attrs space global), in the thread's bulk group
     ops["tma_load"] = OpSpec("free", None, effects=True)
     ops["tma_store"] = OpSpec("free", None, effects=True)
-    ops["barrier"] = OpSpec("free", 0, effects=True)
+    # bar.sync; with attrs reduce (popc, and, or) and a bool: bar.red, its i32 count or bool
+    ops["barrier"] = OpSpec("free", None, effects=True)
     ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync
     ops["activemask"] = OpSpec("free", 0, effects=True)   # the lanes running it together

@@ -97,6 +97,17 @@ def _syncthreads(b, e):
     return None
 
 
+def _block_vote(reduce: str):
+    """`syncthreads_count(p)`, `syncthreads_and(p)`, `syncthreads_or(p)`: the barrier with the
+    block's threads' predicates counted or combined (PTX `bar.red`; CUDA's
+    `__syncthreads_count` ...): a `barrier` op with an argument, to every pass a barrier."""
+    def lower(b, e):
+        (p,) = _args(b, e)
+        return b.emit("barrier", i32 if reduce == "popc" else bool_, [b.as_bool(p)],
+                      {"reduce": reduce})
+    return lower
+
+
 def _fence(scope: str):
     """`threadfence()` (scope `gpu`), `threadfence_block()` (`cta`), `threadfence_system()`
     (`sys`): `membar.gl`, `membar.cta`, `membar.sys`, as CUDA's `__threadfence*` compile. An
@@ -1074,6 +1085,8 @@ HANDLERS = {
     "program_id": lambda b, e: sreg(b, f"ctaid.{_axis(b, e)}"),
     "num_programs": lambda b, e: sreg(b, f"nctaid.{_axis(b, e)}"),
     "syncthreads": _syncthreads,
+    "syncthreads_count": _block_vote("popc"), "syncthreads_and": _block_vote("and"),
+    "syncthreads_or": _block_vote("or"),
     "abs": _abs,
     "shfl_sync": _shfl("idx"),
     "shfl_up_sync": _shfl("up"),

@@ -1629,7 +1629,12 @@ class ISel:
                   [self.src(instr.args[0], imm=False), members])
 
     def op_barrier(self, instr: ir.Instr) -> None:
-        self.emit("bar.sync", [], [Imm("0")])
+        reduce = instr.attrs.get("reduce")
+        if reduce is None:
+            self.emit("bar.sync", [], [Imm("0")])
+            return
+        opcode = "bar.red.popc.u32" if reduce == "popc" else f"bar.red.{reduce}.pred"
+        self.emit(opcode, [self.reg(instr)], [Imm("0"), self.src(instr.args[0], imm=False)])
 
     def op_activemask(self, instr: ir.Instr) -> None:
         self.emit("activemask.b32", [self.reg(instr)], [])
