@@ -1756,6 +1756,48 @@ def _c_vote(k, ins, m: _Mods) -> _Op:
     return _Op(WSYNC, run, members=rmask)
 
 
+def _c_match(k, ins, m: _Mods) -> _Op:
+    """match.any.sync.b32/.b64 d, a, membermask: per lane, the member lanes executing it whose
+    a equals its own; match.all.sync.b32/.b64 d, a, membermask: all those lanes if every a is
+    equal, else 0."""
+    m.take("sync")
+    mode = m.take("any", "all")
+    t = m.one_type({"b32", "b64"})
+    ops = ins.operands
+    if mode is None or len(ops) != 3 or isinstance(ops[0], Pair):
+        m.fail("match needs .any or .all, a destination, a value and a member mask")
+    read, rmask = k.reader(ops[1], T_U64 if t.name == "b64" else T_U32, ins), k.reader(ops[2], T_U32, ins)
+    write = k.writer(ops[0], T_U32, ins)
+
+    def run(ctx, mask):
+        members = np.broadcast_to(np.asarray(rmask(ctx)).astype(np.uint32), (ctx.n,))
+        ctx.check_converged(mask, members, ins)
+        tid = ctx.special("%tid_linear")
+        named = ctx.active_array(mask) & (((members >> (tid % 32)) & 1) == 1)
+        values = np.broadcast_to(np.asarray(read(ctx)), (ctx.n,))
+        same = np.zeros(ctx.n, np.uint32)
+        thread = np.arange(ctx.n)
+        for lane in range(32):      # lane's value against every lane's: a bit per lane
+            wanted = thread - tid % 32 + lane
+            source = np.clip(wanted, 0, ctx.n - 1)
+            ok = (wanted == source) & named[source] & (tid // 32 == tid[source] // 32) & \
+                (thread // ctx.T == source // ctx.T) & (values[source] == values)
+            same |= np.where(ok, np.uint32(1 << lane), np.uint32(0))
+        if mode == "all":
+            present = ctx.warp_bits(named)
+            same = np.where(same == present, present, np.uint32(0))
+        write(ctx, same, mask)
+    return _Op(WSYNC, run, members=rmask)
+
+
+def _c_nanosleep(k, ins, m: _Mods) -> _Op:
+    """nanosleep.u32 t: the simulator's threads never sleep (a spinning thread hands over to the
+    others anyway: _polls)."""
+    m.one_type({"u32"})
+    _operands(k, ins, 1)
+    return _Op(PLAIN, lambda ctx, mask: None)
+
+
 def _c_redux(k, ins, m: _Mods) -> _Op:
     """redux.sync.{add,min,max}.{s32,u32} d, a, membermask: the member lanes' a reduced (a sum
     wrapping modulo 2^32), in every member lane."""
@@ -3463,6 +3505,7 @@ _COMPILERS = {
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
     "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma, "mbarrier": _c_mbarrier,
     "prefetch": _c_prefetch, "setmaxnreg": _c_setmaxnreg, "redux": _c_redux,
+    "match": _c_match, "nanosleep": _c_nanosleep,
 }
 
 # ---- execution ---------------------------------------------------------------------------------

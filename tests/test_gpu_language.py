@@ -304,12 +304,60 @@ def test_block_votes_count_and_combine_the_block_s_predicates(block):
         ("popc", "u32"), ("and", "pred"), ("or", "pred")]
 
 
+MATCHES = """
+@ptxpy.jit
+def matches(x: Array[{t}, 2], y: Array[{t}, 2], same: Array[u32, 2], all_same: Array[u32, 2],
+            none_same: Array[u32, 2]):
+    tx = ptxpy.thread_idx.x
+    ty = ptxpy.thread_idx.y
+    same[ty, tx] = ptxpy.match_any_sync(x[ty, tx])
+    all_same[ty, tx] = ptxpy.match_all_sync(y[ty, tx])
+    none_same[ty, tx] = ptxpy.match_all_sync(x[ty, tx])
+    ptxpy.nanosleep(u32(tx))
+"""
+
+
+def lanes_alike(values: np.ndarray) -> np.ndarray:
+    """Per thread (linear order), the mask of the lanes of its warp whose value has its bits."""
+    bits = values.reshape(-1).view(f"u{values.itemsize}")
+    out = np.zeros(bits.size, np.uint32)
+    for i in range(bits.size):
+        warp = range(i // 32 * 32, min(i // 32 * 32 + 32, bits.size))
+        out[i] = sum(1 << (j % 32) for j in warp if bits[j] == bits[i])
+    return out
+
+
+@pytest.mark.parametrize("block", [(48, 1), (10, 5), (32, 2)])
+@pytest.mark.parametrize("t, dtype", [("i32", np.int32), ("f64", np.float64), ("u8", np.uint8),
+                                      ("f16", np.float16)])
+def test_match_any_and_all_compare_the_bits_of_the_lanes_present(block, t, dtype):
+    """`match_any_sync(v)`: the lanes of the warp whose v has this lane's bits (so -0.0 is not
+    0.0); `match_all_sync(v)`: the lanes present if all agree, else 0 (PTX match.sync)."""
+    shape = (block[1], block[0])
+    x = rng.choice(np.array([0, 1, 2, -0.0 if t.startswith("f") else 3]), shape).astype(dtype)
+    y = np.full(shape, 5, dtype)
+    same, all_same, none_same = run(src(MATCHES.format(t=t)), "matches",
+                                    [x, y] + [Out(shape, np.uint32)] * 3, grid=1, block=block)
+    np.testing.assert_array_equal(same.reshape(-1), lanes_alike(x))
+    present = lanes_alike(y)
+    np.testing.assert_array_equal(all_same.reshape(-1), present)
+    mixed = lanes_alike(x) != present
+    np.testing.assert_array_equal(none_same.reshape(-1), np.where(mixed, 0, present))
+    ptx = compile_source(src(MATCHES.format(t=t)), "matches").ptx
+    width = 64 if t == "f64" else 32
+    assert len(re.findall(rf"match\.(?:any|all)\.sync\.b{width} %r\d+, %(?:r|rd)\d+, %r\d+;",
+                          ptx)) == 3
+    assert "nanosleep.u32" in ptx
+
+
 def test_cuda_s_block_votes_name_ptxpy_s():
-    with pytest.raises(CompileError, match="CUDA's __syncthreads_count is ptxpy.syncthreads_count"):
-        compile_source(src("""
+    for cuda, ours in (("__syncthreads_count(x[0] > 0)", "syncthreads_count"),
+                       ("__match_any_sync(x[0])", "match_any_sync")):
+        with pytest.raises(CompileError, match=f"CUDA's __{ours} is ptxpy.{ours}"):
+            compile_source(src(f"""
 @ptxpy.jit
 def k(x: Array[i32]):
-    x[0] = __syncthreads_count(x[0] > 0)
+    x[0] = {cuda}
 """), "k")
 
 

@@ -25,6 +25,8 @@ SHUFFLES = frozenset("shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync".split
 VOTES = {"ballot_sync": u32, "any_sync": bool_, "all_sync": bool_}
 #: the block's barrier that also counts or votes on a predicate (PTX bar.red): its result type
 BLOCK_VOTES = {"syncthreads_count": i32, "syncthreads_and": bool_, "syncthreads_or": bool_}
+#: the lanes of the warp holding the same value (PTX match.sync): a u32 mask
+MATCHES = frozenset(["match_any_sync", "match_all_sync"])
 WARP_REDUCTIONS = frozenset(["warp_sum", "warp_max", "warp_min"])
 AXIS_INTRINSICS = frozenset(["program_id", "num_programs", "global_id"])
 #: integer bit functions of one argument: popc, clz, ffs give i32, brev the argument's type
@@ -380,6 +382,14 @@ class CallChecker:
             return self.atomic(name, node)
         if name in SHUFFLES or name in WARP_REDUCTIONS:
             return self.warp_value(name, node)
+        if name in MATCHES:
+            self.no_member_mask(name, node, 1)
+            (arg,) = self.args(node, label, 1)
+            return typed.Intrinsic(loc, u32, name, [self.value(arg)])
+        if name == "nanosleep":
+            (arg,) = self.args(node, label, 1)
+            nanoseconds = self.int_value(arg, f"the nanoseconds of {label}")
+            return typed.Intrinsic(loc, None, name, [convert(nanoseconds, u32)])
         if name in BLOCK_VOTES:
             (arg,) = self.args(node, label, 1)
             return typed.Intrinsic(loc, BLOCK_VOTES[name], name, [truthy(self.value(arg))])

@@ -782,6 +782,13 @@ class _Thread:
     def op_setmaxnreg(self, instr: Instr):
         pass        # registers are not counted here
 
+    def op_match(self, instr: Instr):
+        self.require_lone_thread("match")
+        return 1 << self.sreg("laneid")
+
+    def op_nanosleep(self, instr: Instr):
+        pass
+
     def op_redux(self, instr: Instr):
         self.require_lone_thread("redux")
         return self.value(instr.args[0])

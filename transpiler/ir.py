@@ -258,6 +258,10 @@ def _ops() -> dict[str, OpSpec]:
     # a warp's reduction of a 32-bit integer (attrs op: add, min, max; PTX redux.sync), the
     # same in every member lane: value[, member mask]
     ops["redux"] = OpSpec("free", None, effects=True)
+    # u32 <- the member lanes whose value (u32 or u64 bits) equals this lane's (attrs mode any),
+    # or all of them if all are equal, else 0 (mode all): value[, member mask]
+    ops["match"] = OpSpec("free", None, effects=True)
+    ops["nanosleep"] = OpSpec("free", 1, effects=True)    # u32 nanoseconds: nanosleep.u32
     # a warp's tensor-core product (PTX mma.sync; attrs shape, ab, and b where m16n8k32 has
     # 8-bit ints): A's, B's, C's elements; its four f32 (i32) results are taken by `extract`
     ops["mma"] = OpSpec("free", None, effects=True)

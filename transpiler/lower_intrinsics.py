@@ -1055,6 +1055,29 @@ def _redux(b, op: str, value, whole_warps):
     return b.emit("redux", value.type, [value, *members], {"op": op})
 
 
+def _match(mode: str):
+    """`match_any_sync(v)`: the lanes of the warp whose v has the same bits as this lane's;
+    `match_all_sync(v)`: all the lanes present if every one's v has the same bits, else 0
+    (PTX `match.{any,all}.sync.b32`/`.b64`, sm_70; CUDA's `__match_any_sync` ...), over the
+    lanes present (see `_shfl`)."""
+    def lower(b, e):
+        (value,) = _args(b, e)
+        members = [] if b.func.options.get("whole_warps") else [_present_lanes(b)[1]]
+        return b.emit("match", u32, [_bits_of(b, value), *members], {"mode": mode})
+    return lower
+
+
+def _bits_of(b, value):
+    """A scalar's bits as a u32 (up to 32 bits, widened) or a u64 (64 bits)."""
+    ty = value.type
+    if ty.bits == 64:
+        return value if ty == u64 else b.emit("bitcast", u64, [value])
+    if ty.is_float:
+        bits = b.emit("bitcast", u32 if ty.bits == 32 else u16, [value])
+        return bits if ty.bits == 32 else b.emit("cvt", u32, [bits])
+    return value if ty == u32 else b.emit("cvt", u32, [value])
+
+
 def _butterfly(b, op: str, value):
     for mask in (16, 8, 4, 2, 1):
         value = b.op(op, value, shuffle(b, "bfly", value, ir.Const(i32, mask)))
@@ -1087,6 +1110,8 @@ HANDLERS = {
     "syncthreads": _syncthreads,
     "syncthreads_count": _block_vote("popc"), "syncthreads_and": _block_vote("and"),
     "syncthreads_or": _block_vote("or"),
+    "match_any_sync": _match("any"), "match_all_sync": _match("all"),
+    "nanosleep": lambda b, e: b.emit("nanosleep", None, _args(b, e)),
     "abs": _abs,
     "shfl_sync": _shfl("idx"),
     "shfl_up_sync": _shfl("up"),

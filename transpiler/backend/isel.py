@@ -1628,6 +1628,15 @@ class ISel:
         self.emit(f"redux.sync.{op}.{'s32' if t.name == 'i32' else 'u32'}", [self.reg(instr)],
                   [self.src(instr.args[0], imm=False), members])
 
+    def op_match(self, instr: ir.Instr) -> None:
+        mode, bits = instr.attrs["mode"], instr.args[0].type.bits
+        members = self.src(instr.args[1]) if len(instr.args) > 1 else FULL_MASK
+        self.emit(f"match.{mode}.sync.b{bits}", [self.reg(instr)],
+                  [self.src(instr.args[0], imm=False), members])
+
+    def op_nanosleep(self, instr: ir.Instr) -> None:
+        self.emit("nanosleep.u32", [], [self.src(instr.args[0])])
+
     def op_barrier(self, instr: ir.Instr) -> None:
         reduce = instr.attrs.get("reduce")
         if reduce is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import ir
 
-OPAQUE_OPS = frozenset({"param", "sreg", "load", "vload", "extract", "atom", "shfl", "vote", "redux",
+OPAQUE_OPS = frozenset({"param", "sreg", "load", "vload", "extract", "atom", "shfl", "vote", "redux", "match",
                         "activemask", "mma", "ldmatrix", "wgmma"})
 
 

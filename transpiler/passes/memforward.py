@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..ir import Function, Instr
 
-_NO_MEMORY = frozenset({"shfl", "vote", "redux", "activemask", "mma"})
+_NO_MEMORY = frozenset({"shfl", "vote", "redux", "match", "nanosleep", "activemask", "mma"})
 
 
 def run(func: Function) -> Function:
