@@ -58,7 +58,7 @@ KERNEL_ONLY = (
     "wgmma wgmma_desc wgmma_fence wgmma_commit wgmma_wait fence_proxy_async to_fp8 from_fp8 "
     "mbarrier_init mbarrier_arrive mbarrier_arrive_expect_tx mbarrier_wait cp_async_bulk "
     "cp_async_bulk_commit cp_async_bulk_wait tma_load tma_store setmaxnreg_inc setmaxnreg_dec "
-    "match_any_sync match_all_sync nanosleep"
+    "match_any_sync match_all_sync nanosleep dp4a"
 ).split()
 
 globals().update({name: _kernel_only(name) for name in KERNEL_ONLY})

@@ -914,6 +914,30 @@ def _c_prmt(k, ins, m: _Mods) -> _Op:
     return _simple(k, ins, [T_U32] * 3, T_U32, _prmt)
 
 
+def _c_dp4a(k, ins, m: _Mods) -> _Op:
+    """dp4a.{s32,u32}.{s32,u32} d, a, b, c: c + the dot product of a's and b's four bytes, each
+    word's bytes signed (.s32) or not; d wraps to 32 bits, signed when either word is."""
+    found = m.types()
+    if len(found) != 2 or any(t.name not in ("s32", "u32") for t in found):
+        m.fail("dp4a needs two types, .s32 or .u32 each")
+    signed = [t.name == "s32" for t in found]
+    t_out = T_S32 if any(signed) else T_U32
+
+    def dot(a, b, c):
+        total = np.asarray(c).astype(np.int64)
+        for shift in (0, 8, 16, 24):
+            total = total + _bytes_at(a, shift, signed[0]) * _bytes_at(b, shift, signed[1])
+        wrapped = (total & 0xFFFFFFFF).astype(np.uint32)
+        return wrapped.astype(np.int32) if any(signed) else wrapped
+    return _simple(k, ins, [T_U32, T_U32, t_out], t_out, dot)
+
+
+def _bytes_at(word, shift: int, signed: bool):
+    """The byte at `shift` of each 32-bit word, as int64, signed or not."""
+    value = (np.asarray(word).astype(np.int64) >> shift) & 0xFF
+    return np.where(value >= 128, value - 256, value) if signed else value
+
+
 def _c_lop3(k, ins, m: _Mods) -> _Op:
     m.one_type({"b32"})
     ops = _operands(k, ins, 5)
@@ -3505,7 +3529,7 @@ _COMPILERS = {
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
     "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma, "mbarrier": _c_mbarrier,
     "prefetch": _c_prefetch, "setmaxnreg": _c_setmaxnreg, "redux": _c_redux,
-    "match": _c_match, "nanosleep": _c_nanosleep,
+    "match": _c_match, "nanosleep": _c_nanosleep, "dp4a": _c_dp4a,
 }
 
 # ---- execution ---------------------------------------------------------------------------------

@@ -255,6 +255,53 @@ def intrinsic_types(node) -> dict:
     return found
 
 
+DP4A = """
+@ptxpy.jit
+def dots(a: Array[i32], b: Array[i32], c: Array[i32], ss: Array[i32], uu: Array[u32],
+         su: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < a.shape[0]:
+        ss[i] = ptxpy.dp4a(a[i], b[i], c[i])
+        uu[i] = ptxpy.dp4a(u32(a[i]), u32(b[i]), u32(c[i]))
+        su[i] = ptxpy.dp4a(a[i], u32(b[i]), 7)
+"""
+
+
+def dp4a_reference(a, b, c, signed_a: bool, signed_b: bool, out_type):
+    """c + the dot product of the words' bytes, in Python ints, wrapped to 32 bits."""
+    bytes_a = a.view(np.int8 if signed_a else np.uint8).reshape(-1, 4).astype(np.int64)
+    bytes_b = b.view(np.int8 if signed_b else np.uint8).reshape(-1, 4).astype(np.int64)
+    total = (bytes_a * bytes_b).sum(axis=1) + c
+    return (total & 0xFFFFFFFF).astype(np.uint32).astype(out_type)
+
+
+def test_dp4a_of_signed_and_unsigned_bytes():
+    """`ptxpy.dp4a` (PTX dp4a, sm_61): each word's bytes signed for i32, unsigned for u32."""
+    a, b, c = (rng.integers(-2**31, 2**31, 200).astype(np.int32) for _ in range(3))
+    a[:4] = b[:4] = -1          # 0xFF bytes: -1 signed, 255 unsigned
+    a[4:8] = 0x7F7F7F7F
+    ss, uu, su = run(src(DP4A), "dots", [a, b, c] + [Out(200, np.int32), Out(200, np.uint32),
+                                                     Out(200, np.int32)], grid=2, block=128)
+    np.testing.assert_array_equal(ss, dp4a_reference(a, b, c.astype(np.int64), True, True, np.int32))
+    np.testing.assert_array_equal(uu, dp4a_reference(a, b, c.view(np.uint32).astype(np.int64),
+                                                     False, False, np.uint32))
+    np.testing.assert_array_equal(su, dp4a_reference(a, b, 7, True, False, np.int32))
+    ptx = compile_source(src(DP4A), "dots").ptx
+    assert re.findall(r"dp4a\.(\w+)\.(\w+) ", ptx) == [("s32", "s32"), ("u32", "u32"), ("s32", "u32")]
+
+
+def test_the_ir_interpreter_computes_dp4a():
+    program = driver.parse(src(DP4A), "kernels.py")
+    func = driver.compile_kernel(program, "dots", None, frozenset(), driver.Options()).ssa
+    a, b, c = (np.array([v], np.int32) for v in (-0x01020304, 0x7F80FF01, 1000))
+    outs = {"ss": np.zeros(1, np.int32), "uu": np.zeros(1, np.uint32), "su": np.zeros(1, np.int32)}
+    interp.run_function(func, {"a": a, "b": b, "c": c, **outs},
+                        {"tid.x": 0, "ntid.x": 1, "ctaid.x": 0}, lone_thread=True)
+    assert outs["ss"][0] == dp4a_reference(a, b, 1000, True, True, np.int32)[0]
+    assert outs["uu"][0] == dp4a_reference(a, b, 1000, False, False, np.uint32)[0]
+    assert outs["su"][0] == dp4a_reference(a, b, 7, True, False, np.int32)[0]
+
+
 def test_result_types_of_the_wide_integers():
     body = "".join(f"""
 @ptxpy.jit
@@ -618,6 +665,11 @@ ERRORS = [
      "ptxpy.mulhi needs two integers of one type, got u32 and i32: cast one (e.g. "
      "ptxpy.mulhi(i32(n[1]), i32(x[1])))"),
     ("n[0] = ptxpy.mulhi(n[1], x[1])", "ptxpy.mulhi needs integers, got f32"),
+    ("n[0] = ptxpy.dp4a(x[1], n[1], 0)", "ptxpy.dp4a multiplies words of four bytes, i32 or u32, "
+     "got f32 (pack the bytes with ptxpy.bitcast or shifts)"),
+    ("n[0] = ptxpy.dp4a(n[1], n[2], x[0])", "the sum x[0] of ptxpy.dp4a is f32; it must convert "
+     "to u32 as an assignment would (cast it: u32(...))"),
+    ("n[0] = __dp4a(n[1], n[2], 0)", "name '__dp4a' is not defined; CUDA's __dp4a is ptxpy.dp4a"),
     ("y = ptxpy.threadfence()", "'ptxpy.threadfence()' returns no value"),
     ("ptxpy.threadfence_system(1)", "ptxpy.threadfence_system() takes 0 arguments (1 given)"),
 ]
@@ -637,6 +689,7 @@ def test_the_new_names_are_kernel_only_on_the_host():
     import ptxpy
 
     for name in ("popc", "clz", "brev", "ffs", "mulhi", "threadfence", "threadfence_block",
-                 "threadfence_system", "syncwarp"):
+                 "threadfence_system", "syncwarp", "dp4a", "match_any_sync", "nanosleep",
+                 "syncthreads_count", "setmaxnreg_inc"):
         with pytest.raises(ptxpy.KernelOnlyError, match=f"ptxpy.{name} can only be used inside"):
             getattr(ptxpy, name)()

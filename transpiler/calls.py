@@ -365,6 +365,8 @@ class CallChecker:
             return typed.Intrinsic(loc, value.type if name == "brev" else i32, name, [value])
         if name == "mulhi":
             return self.mulhi(node)
+        if name == "dp4a":
+            return self.dp4a(node)
         if name in ("maximum", "minimum"):
             return self.nan_min_max(name, node)
         if name == "activemask":
@@ -466,6 +468,31 @@ class CallChecker:
             raise self.error(f"{label} needs integers, got {values[0].type} and {values[1].type}", node)
         t = _bit_type(t)
         return typed.Intrinsic(self.loc(node), t, "mulhi", [convert(v, t) for v in values])
+
+    def dp4a(self, node: cst.Call) -> typed.Expr:
+        """`ptxpy.dp4a(a, b, c)`: c plus the dot product of the four bytes of a and of b, each
+        word's bytes signed for an `i32`, unsigned for a `u32` (PTX dp4a; CUDA's `__dp4a`); an
+        `i32`, or a `u32` when both words are, c converted as an assignment would."""
+        label = "ptxpy.dp4a"
+        a_node, b_node, c_node = self.args(node, label, 3)
+        words = [self.byte_word(n, label) for n in (a_node, b_node)]
+        result = u32 if all(w.type == u32 for w in words) else i32
+        c = self.value(c_node)
+        if not can_convert_implicitly(c.type, result, is_weak(c)):
+            raise self.error(f"the sum {code_of(c_node)} of {label} is {c.type}; it must convert to "
+                             f"{result} as an assignment would (cast it: {result}(...))", c_node)
+        return typed.Intrinsic(self.loc(node), result, "dp4a", [*words, convert(c, result)])
+
+    def byte_word(self, node: cst.BaseExpression, label: str) -> typed.Expr:
+        """A word of four bytes: an `i32` or `u32` value (an integer literal takes `i32`, else
+        `u32` where only that holds it)."""
+        value = self.value(node)
+        if is_weak(value) and isinstance(value, typed.Constant) and type(value.value) is int:
+            return convert(value, i32 if fits(value.value, i32) else u32)
+        if value.type not in (i32, u32):
+            raise self.error(f"{label} multiplies words of four bytes, i32 or u32, got "
+                             f"{value.type} (pack the bytes with ptxpy.bitcast or shifts)", node)
+        return value
 
     def bitcast(self, node: cst.Call) -> typed.Expr:
         """`ptxpy.bitcast(x, T)`: the bits of scalar `x` read as scalar type `T` of the same width."""

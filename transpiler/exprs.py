@@ -797,7 +797,7 @@ CUDA_NAMES = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "b
               "gridDim": "grid_dim", "__syncthreads": "syncthreads", "syncThreads": "syncthreads",
               "__syncthreads_count": "syncthreads_count", "__syncthreads_and": "syncthreads_and",
               "__syncthreads_or": "syncthreads_or", "__match_any_sync": "match_any_sync",
-              "__match_all_sync": "match_all_sync", "__nanosleep": "nanosleep",
+              "__match_all_sync": "match_all_sync", "__nanosleep": "nanosleep", "__dp4a": "dp4a",
               "warpSize": "WARP_SIZE", "atomicAdd": "atomic_add", "__shfl_sync": "shfl_sync",
               "__popc": "popc", "__popcll": "popc", "__clz": "clz", "__clzll": "clz",
               "__brev": "brev", "__brevll": "brev", "__ffs": "ffs", "__ffsll": "ffs",

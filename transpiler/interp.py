@@ -18,6 +18,11 @@ from .floatbits import (DEFAULT_NAN, MAX_FINITE, bits_of, fp8_byte, fp8_value, f
 from .ir import Const, Function, Instr, Undef, Value
 
 
+def _byte(word: int, k: int, signed: bool) -> int:
+    """Byte k (0: the lowest) of a 32-bit word, signed or not."""
+    value = (word >> (8 * k)) & 0xFF
+    return value - 256 if signed and value >= 128 else value
+
 class InterpError(Exception):
     """The IR cannot go on: a fault, a trap, or an op that needs other threads."""
 
@@ -785,6 +790,13 @@ class _Thread:
     def op_match(self, instr: Instr):
         self.require_lone_thread("match")
         return 1 << self.sreg("laneid")
+
+    def op_dp4a(self, instr: Instr):
+        a, b, c = (self.value(v) for v in instr.args)
+        total = c + sum(_byte(a, k, instr.args[0].type.name == "i32")
+                        * _byte(b, k, instr.args[1].type.name == "i32") for k in range(4))
+        bits = total & 0xFFFFFFFF
+        return bits - (1 << 32) if instr.type.name == "i32" and bits >> 31 else bits
 
     def op_nanosleep(self, instr: Instr):
         pass

@@ -262,6 +262,9 @@ def _ops() -> dict[str, OpSpec]:
     # or all of them if all are equal, else 0 (mode all): value[, member mask]
     ops["match"] = OpSpec("free", None, effects=True)
     ops["nanosleep"] = OpSpec("free", 1, effects=True)    # u32 nanoseconds: nanosleep.u32
+    # c + the dot product of the bytes of words a and b (each i32: signed bytes, u32: unsigned):
+    # (a, b, c) -> the type of c, i32 or u32 (PTX dp4a)
+    ops["dp4a"] = OpSpec("free", 3)
     # a warp's tensor-core product (PTX mma.sync; attrs shape, ab, and b where m16n8k32 has
     # 8-bit ints): A's, B's, C's elements; its four f32 (i32) results are taken by `extract`
     ops["mma"] = OpSpec("free", None, effects=True)

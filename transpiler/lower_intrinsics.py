@@ -1112,6 +1112,7 @@ HANDLERS = {
     "syncthreads_or": _block_vote("or"),
     "match_any_sync": _match("any"), "match_all_sync": _match("all"),
     "nanosleep": lambda b, e: b.emit("nanosleep", None, _args(b, e)),
+    "dp4a": lambda b, e: b.emit("dp4a", e.type, _args(b, e)),
     "abs": _abs,
     "shfl_sync": _shfl("idx"),
     "shfl_up_sync": _shfl("up"),

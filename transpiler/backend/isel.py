@@ -1634,6 +1634,12 @@ class ISel:
         self.emit(f"match.{mode}.sync.b{bits}", [self.reg(instr)],
                   [self.src(instr.args[0], imm=False), members])
 
+    def op_dp4a(self, instr: ir.Instr) -> None:
+        a, b, c = instr.args
+        signs = ".".join("s32" if v.type.name == "i32" else "u32" for v in (a, b))
+        self.emit(f"dp4a.{signs}", [self.reg(instr)],
+                  [self.src(a, imm=False), self.src(b), self.src(c)])
+
     def op_nanosleep(self, instr: ir.Instr) -> None:
         self.emit("nanosleep.u32", [], [self.src(instr.args[0])])
 
