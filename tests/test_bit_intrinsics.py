@@ -669,6 +669,8 @@ ERRORS = [
      "got f32 (pack the bytes with ptxpy.bitcast or shifts)"),
     ("n[0] = ptxpy.dp4a(n[1], n[2], x[0])", "the sum x[0] of ptxpy.dp4a is f32; it must convert "
      "to u32 as an assignment would (cast it: u32(...))"),
+    ("n[0] = ptxpy.dp4a(n[1], 2**40, 0)", "ptxpy.dp4a multiplies words of four bytes: "
+     "1099511627776 does not fit in 32 bits"),
     ("n[0] = __dp4a(n[1], n[2], 0)", "name '__dp4a' is not defined; CUDA's __dp4a is ptxpy.dp4a"),
     ("y = ptxpy.threadfence()", "'ptxpy.threadfence()' returns no value"),
     ("ptxpy.threadfence_system(1)", "ptxpy.threadfence_system() takes 0 arguments (1 given)"),

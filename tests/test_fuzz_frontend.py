@@ -167,6 +167,10 @@ UNSUPPORTED = [
     "s = ptxpy.shared_array((2, 8), f32)\nptxpy.tma_store(out[0:8], s[:, 0])",
     "ptxpy.setmaxnreg_inc(232)", "ptxpy.setmaxnreg_dec(n)", "ptxpy.setmaxnreg_dec(24.0)",
     "y = ptxpy.setmaxnreg_inc(240)", "ptxpy.setmaxnreg_inc(count=1000)",
+    "y = ptxpy.match_any_sync(x)", "y = ptxpy.match_all_sync(0xffffffff, x[0])",
+    "ptxpy.nanosleep(x[0])", "y = ptxpy.nanosleep(n)", "y = ptxpy.dp4a(x[0], n, n)",
+    "y = ptxpy.dp4a(n, n)", "y = ptxpy.dp4a(n, 2**40, 1)", "y = ptxpy.syncthreads_count()",
+    "y = ptxpy.syncthreads_and(x)", "if ptxpy.syncthreads_or(n > 0):\n    out[0] = 1.0",
 ]
 
 TOKENS = [
@@ -179,6 +183,7 @@ TOKENS = [
     "->", "tuple", ";", "\\", "#", "\t", "\x00", "é", "1_000", "0x10", "...", "*", "yield",
     "TILE", "[0]", "math.fmod", "ptxpy.shared_array(", "ptxpy.block_dim.x", "len(x)",
     "ptxpy.tma_load(", "ptxpy.tma_store(", "swizzle=128", "u64", "ptxpy.setmaxnreg_dec(",
+    "ptxpy.dp4a(", "ptxpy.match_any_sync(", "ptxpy.syncthreads_count(",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"

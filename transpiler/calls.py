@@ -488,6 +488,9 @@ class CallChecker:
         `u32` where only that holds it)."""
         value = self.value(node)
         if is_weak(value) and isinstance(value, typed.Constant) and type(value.value) is int:
+            if not (fits(value.value, i32) or fits(value.value, u32)):
+                raise self.error(f"{label} multiplies words of four bytes: {value.value} does not "
+                                 "fit in 32 bits", node)
             return convert(value, i32 if fits(value.value, i32) else u32)
         if value.type not in (i32, u32):
             raise self.error(f"{label} multiplies words of four bytes, i32 or u32, got "
