@@ -1823,14 +1823,18 @@ def _c_nanosleep(k, ins, m: _Mods) -> _Op:
 
 
 def _c_redux(k, ins, m: _Mods) -> _Op:
-    """redux.sync.{add,min,max}.{s32,u32} d, a, membermask: the member lanes' a reduced (a sum
-    wrapping modulo 2^32), in every member lane."""
+    """redux.sync.{add,min,max}.{s32,u32} and redux.sync.{and,or,xor}.b32 d, a, membermask:
+    the member lanes' a reduced (a sum wrapping modulo 2^32), in every member lane."""
     m.take("sync")
-    op = m.take("add", "min", "max")
-    t = m.one_type({"s32", "u32"})
+    op = m.take("add", "min", "max", "and", "or", "xor")
+    bitwise = op in ("and", "or", "xor")
+    t = m.one_type({"b32"} if bitwise else {"s32", "u32"})
+    if bitwise:
+        t = T_U32
     ops = ins.operands
     if op is None or len(ops) != 3:
-        m.fail("redux needs .add, .min or .max, a destination, a value and a member mask")
+        m.fail("redux needs .add, .min, .max, .and, .or or .xor, a destination, a value and a "
+               "member mask")
     read, rmask = k.reader(ops[1], t, ins), k.reader(ops[2], T_U32, ins)
     write = k.writer(ops[0], t, ins)
     signed = t.name == "s32"
@@ -1849,6 +1853,10 @@ def _c_redux(k, ins, m: _Mods) -> _Op:
             totals = np.zeros(slots, np.int64)
             np.add.at(totals, warp[named], values[named])
             totals &= 0xFFFFFFFF
+        elif bitwise:
+            ufunc = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+            totals = np.full(slots, 0xFFFFFFFF if op == "and" else 0, np.int64)
+            ufunc.at(totals, warp[named], values[named])
         else:
             start = np.iinfo(np.int64).max if op == "min" else np.iinfo(np.int64).min
             totals = np.full(slots, start, np.int64)

@@ -692,6 +692,6 @@ def test_the_new_names_are_kernel_only_on_the_host():
 
     for name in ("popc", "clz", "brev", "ffs", "mulhi", "threadfence", "threadfence_block",
                  "threadfence_system", "syncwarp", "dp4a", "match_any_sync", "nanosleep",
-                 "syncthreads_count", "setmaxnreg_inc"):
+                 "syncthreads_count", "setmaxnreg_inc", "warp_xor"):
         with pytest.raises(ptxpy.KernelOnlyError, match=f"ptxpy.{name} can only be used inside"):
             getattr(ptxpy, name)()

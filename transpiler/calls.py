@@ -27,7 +27,9 @@ VOTES = {"ballot_sync": u32, "any_sync": bool_, "all_sync": bool_}
 BLOCK_VOTES = {"syncthreads_count": i32, "syncthreads_and": bool_, "syncthreads_or": bool_}
 #: the lanes of the warp holding the same value (PTX match.sync): a u32 mask
 MATCHES = frozenset(["match_any_sync", "match_all_sync"])
-WARP_REDUCTIONS = frozenset(["warp_sum", "warp_max", "warp_min"])
+WARP_REDUCTIONS = frozenset(["warp_sum", "warp_max", "warp_min", "warp_and", "warp_or", "warp_xor"])
+#: the warp reductions of an integer's bits
+WARP_BITWISE = frozenset(["warp_and", "warp_or", "warp_xor"])
 AXIS_INTRINSICS = frozenset(["program_id", "num_programs", "global_id"])
 #: integer bit functions of one argument: popc, clz, ffs give i32, brev the argument's type
 BIT_UNARY = frozenset(["popc", "clz", "brev", "ffs"])
@@ -621,6 +623,9 @@ class CallChecker:
         value = self.value(nodes[0])
         if value.type.is_bool:
             raise self.error(f"{label} needs a number, got bool", nodes[0])
+        if name in WARP_BITWISE and value.type.is_float:
+            raise self.error(f"{label} needs an integer, got {value.type}; for a float's bits, "
+                             f"{label}(ptxpy.bitcast(x, u{value.type.bits}))", nodes[0])
         value = convert(value, value.type)
         args = [value]
         if len(nodes) == 2:

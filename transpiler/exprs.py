@@ -808,6 +808,8 @@ CUDA_NAMES = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "b
               "__shfl_up_sync": "shfl_up_sync", "__shfl_down_sync": "shfl_down_sync",
               "__shfl_xor_sync": "shfl_xor_sync", "__ballot_sync": "ballot_sync",
               "__any_sync": "any_sync", "__all_sync": "all_sync", "__reduce_add_sync": "warp_sum",
+              "__reduce_and_sync": "warp_and", "__reduce_or_sync": "warp_or",
+              "__reduce_xor_sync": "warp_xor",
               "__reduce_max_sync": "warp_max", "__reduce_min_sync": "warp_min",
               "__pipeline_memcpy_async": "cp_async", "__pipeline_commit": "cp_async_commit",
               "__pipeline_wait_prior": "cp_async_wait"}

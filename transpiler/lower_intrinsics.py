@@ -1050,7 +1050,8 @@ def _warp_reduce(op: str):
 
 def _redux(b, op: str, value, whole_warps):
     """A 32-bit integer's warp reduction in one `redux.sync` (sm_80), over the lanes present:
-    integer sums (wrapping), minima and maxima come out the same in any order."""
+    integer sums (wrapping), minima, maxima and bitwise reductions come out the same in any
+    order."""
     members = [] if whole_warps else [_present_lanes(b)[1]]
     return b.emit("redux", value.type, [value, *members], {"op": op})
 
@@ -1138,6 +1139,9 @@ HANDLERS = {
     "warp_sum": _warp_reduce("add"),
     "warp_max": _warp_reduce("max"),
     "warp_min": _warp_reduce("min"),
+    "warp_and": _warp_reduce("and"),
+    "warp_or": _warp_reduce("or"),
+    "warp_xor": _warp_reduce("xor"),
     "bitcast": _bitcast,
     "_mul_hi": lambda b, e: b.op("mul_hi", *_args(b, e)),
     "mulhi": lambda b, e: b.op("mul_hi", *_args(b, e)),

@@ -1622,10 +1622,11 @@ class ISel:
 
     def op_redux(self, instr: ir.Instr) -> None:
         op, t = instr.attrs["op"], instr.type
-        if op not in ("add", "min", "max") or t.name not in ("i32", "u32"):
-            raise BackendError(f"redux {op} on {t}: needs add/min/max and a 32-bit integer")
+        if op not in ("add", "min", "max", "and", "or", "xor") or t.name not in ("i32", "u32"):
+            raise BackendError(f"redux {op} on {t}: needs add/min/max/and/or/xor and a 32-bit integer")
         members = self.src(instr.args[1]) if len(instr.args) > 1 else FULL_MASK
-        self.emit(f"redux.sync.{op}.{'s32' if t.name == 'i32' else 'u32'}", [self.reg(instr)],
+        kind = "b32" if op in ("and", "or", "xor") else "s32" if t.name == "i32" else "u32"
+        self.emit(f"redux.sync.{op}.{kind}", [self.reg(instr)],
                   [self.src(instr.args[0], imm=False), members])
 
     def op_match(self, instr: ir.Instr) -> None:
