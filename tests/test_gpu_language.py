@@ -393,15 +393,8 @@ def test_redux_wraps_sums_and_compares_unsigned_u32(block):
             np.testing.assert_array_equal(out.reshape(-1), np.array(expected).astype(dtype), t)
 
 
-BITWISE_REDUCTIONS = """
-@ptxpy.jit
-def bitwise(x: Array[{t}, 2], a: Array[{t}, 2], o: Array[{t}, 2], e: Array[{t}, 2]):
-    tx = ptxpy.thread_idx.x
-    ty = ptxpy.thread_idx.y
-    a[ty, tx] = ptxpy.warp_and(x[ty, tx])
-    o[ty, tx] = ptxpy.warp_or(x[ty, tx])
-    e[ty, tx] = ptxpy.warp_xor(x[ty, tx])
-"""
+BITWISE_REDUCTIONS = (WARP_REDUCTIONS.replace("warp_sum", "warp_and")
+                      .replace("warp_max", "warp_or").replace("warp_min", "warp_xor"))
 
 
 @pytest.mark.parametrize("block", [(48, 1), (10, 5), (64, 1)])
@@ -414,14 +407,14 @@ def test_warp_and_or_xor(block, t, dtype):
     info = np.iinfo(dtype)
     x = rng.integers(info.min, info.max, shape, endpoint=True, dtype=dtype)
     x.reshape(-1)[:32] |= dtype(1)          # warp 0: bit 0 set everywhere
-    outs = run(src(BITWISE_REDUCTIONS.format(t=t)), "bitwise", [x] + [Out(shape, dtype)] * 3,
+    outs = run(src(BITWISE_REDUCTIONS.format(t=t)), "reduce", [x] + [Out(shape, dtype)] * 3,
                grid=1, block=block)
     flat = x.reshape(-1)
     for out, reduce in zip(outs, (np.bitwise_and, np.bitwise_or, np.bitwise_xor)):
         expected = [reduce.reduce(flat[w:w + 32]) for w in range(0, flat.size, 32)
                     for _ in range(min(32, flat.size - w))]
         np.testing.assert_array_equal(out.reshape(-1), np.array(expected, dtype))
-    ptx = compile_source(src(BITWISE_REDUCTIONS.format(t=t)), "bitwise").ptx
+    ptx = compile_source(src(BITWISE_REDUCTIONS.format(t=t)), "reduce").ptx
     found = re.findall(r"redux\.sync\.(and|or|xor)\.b32 ", ptx)
     assert found == (["and", "or", "xor"] if t in ("i32", "u32") else [])
 
@@ -429,7 +422,7 @@ def test_warp_and_or_xor(block, t, dtype):
 def test_bitwise_warp_reductions_need_integers():
     with pytest.raises(CompileError, match=r"ptxpy.warp_and needs an integer, got f32; for a "
                                            r"float's bits, ptxpy.warp_and\(ptxpy.bitcast\(x, u32\)\)"):
-        compile_source(src(BITWISE_REDUCTIONS.format(t="f32")), "bitwise")
+        compile_source(src(BITWISE_REDUCTIONS.format(t="f32")), "reduce")
 
 
 @pytest.mark.parametrize("block", [(7, 1), (20, 1), (48, 1), (10, 5), (32, 2)])
