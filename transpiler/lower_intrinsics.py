@@ -742,16 +742,8 @@ def _cp_async_bulk(b, e):
 def _bulk_address(b, array, lead: list, start, width: int):
     """A bulk copy's slice: its first element's address; under debug, the slice checked
     against the array's bounds and its start for 16-byte alignment."""
-    address = b.element_address(array, [*lead, start], checked=True)
-    if b.debug:
-        b.bounds_check(array, [*lead, start])
-        b.bounds_check(array, [*lead, b.op("add", start, ir.Const(start.type, width - 1))])
-        offset = b.op("sub", address, array.base)
-        misaligned = b.op("and", offset, ir.Const(i64, 15))
-        aligned = b.emit("cmp", bool_, [misaligned, ir.Const(i64, 0)], {"pred": "eq"})
-        b.check(aligned, f"{b.where()}: misaligned bulk copy of '{array.name}' at byte %lld of "
-                         "it (must be a multiple of 16)\n", [(offset, i64)])
-    return address
+    return b.span_address(array, lead, start, width, 16, f"misaligned bulk copy of "
+                          f"'{array.name}' at byte %lld of it (must be a multiple of 16)")
 
 
 TENSOR_LOADS = "ptxpy.tma_load copies a box of a global array into shared memory"

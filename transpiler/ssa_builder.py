@@ -933,17 +933,26 @@ class _Builder:
         if isinstance(start, ir.Const) and start.value % width:
             self.warn(f"misaligned vector access: '{array.name}' at element {start.value} of its "
                       f"last axis, which is not a multiple of {width} (a GPU fault when it runs)")
-        address = self.element_address(array, indices, checked=True)
+        what = (f"misaligned vector access to '{array.name}' at element %lld (must be a multiple "
+                f"of {width})")
+        return self.span_address(array, lead, start, width, width * array.elem.nbytes, what,
+                                 array.elem.nbytes, guard)
+
+    def span_address(self, array: _Array, lead: list, start, width: int, align: int, what: str,
+                     unit: int = 1, guard=None):
+        """Address of `array[*lead, start]`, the first of `width` elements; under debug the span
+        is checked against the array's bounds (where `guard`, a bool, is true) and its byte
+        offset for a multiple of `align`: a misaligned one stops with `what`, whose %lld is the
+        offset in `unit`s (1: bytes; the element size: elements)."""
+        address = self.element_address(array, [*lead, start], checked=True)
         if self.debug:
-            self.bounds_check(array, indices, guard)
+            self.bounds_check(array, [*lead, start], guard)
             self.bounds_check(array, [*lead, self.op("add", start, _const(start.type, width - 1))], guard)
             offset = self.op("sub", address, array.base)
-            misaligned = self.op("and", offset, ir.Const(i64, width * array.elem.nbytes - 1))
-            flat = self.op("div", offset, ir.Const(i64, array.elem.nbytes))
+            misaligned = self.op("and", offset, ir.Const(i64, align - 1))
+            shown = offset if unit == 1 else self.op("div", offset, ir.Const(i64, unit))
             aligned = self.emit("cmp", bool_, [misaligned, ir.Const(i64, 0)], {"pred": "eq"})
-            self.check(self.unless_off(aligned, guard),
-                       f"{self.where()}: misaligned vector access to '{array.name}' at element %lld "
-                       f"(must be a multiple of {width})\n", [(flat, i64)])
+            self.check(self.unless_off(aligned, guard), f"{self.where()}: {what}\n", [(shown, i64)])
         return address
 
     # --- arrays ------------------------------------------------------------------------------
