@@ -22,10 +22,10 @@ from ptxpy.types import ArrayType, ConstType, from_numpy
 
 def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defines=None,
               fast_math: bool = False, debug: bool = False, max_registers: int | None = None,
-              launch_bounds=None) -> dict[str, str]:
+              launch_bounds=None, cluster=None) -> dict[str, str]:
     """PTX text of every `@ptxpy.jit` kernel in `source`: `{kernel_name: ptx_text}`.
     `source` is the text of a module, or its bytes as read from a file (decoded as Python
-    decodes a source file). `max_registers` and `launch_bounds` are @ptxpy.jit's."""
+    decodes a source file). `max_registers`, `launch_bounds` and `cluster` are @ptxpy.jit's."""
     if not isinstance(filename, str):
         raise TypeError(f"transpile: filename must be a str, not {type(filename).__name__}")
     if isinstance(source, (bytes, bytearray)):
@@ -43,10 +43,12 @@ def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defi
                             f"({type(value).__name__})")
     try:
         max_registers, launch_bounds = driver.register_bounds(max_registers, launch_bounds)
+        cluster = driver.cluster_dims(cluster)
     except ValueError as err:
         raise ValueError(f"transpile: {err}") from None
     return driver.transpile(source, filename, arch, defines, fast_math, debug,
-                            max_registers=max_registers, launch_bounds=launch_bounds)
+                            max_registers=max_registers, launch_bounds=launch_bounds,
+                            cluster=cluster)
 
 
 def _check_function(fn, decorator: str) -> None:
@@ -75,16 +77,18 @@ def func(fn):
 
 def jit(fn=None, *, out_shape=None, grid=None, block=None, input_output_aliases=None,
         debug: bool = False, fast_math: bool = False, interpret=None, arch=None,
-        max_registers: int | None = None, launch_bounds=None):
+        max_registers: int | None = None, launch_bounds=None, cluster=None):
     """Make a kernel from an annotated function (SPEC 2.6). Usable with or without arguments.
     `max_registers` caps the registers per thread (PTX `.maxnreg`); `launch_bounds`, threads
-    or (threads, blocks per SM), is CUDA's `__launch_bounds__` (`.maxntid`, `.minnctapersm`)."""
+    or (threads, blocks per SM), is CUDA's `__launch_bounds__` (`.maxntid`, `.minnctapersm`);
+    `cluster`, blocks per thread-block cluster (an int or up to three), is CUDA's
+    `__cluster_dims__` (`.reqnctapercluster`, sm_90)."""
     def wrap(f):
         _check_function(f, "@ptxpy.jit")
         return Kernel(f, out_shape=out_shape, grid=grid, block=block,
                       input_output_aliases=input_output_aliases, debug=debug,
                       fast_math=fast_math, interpret=interpret, arch=arch,
-                      max_registers=max_registers, launch_bounds=launch_bounds)
+                      max_registers=max_registers, launch_bounds=launch_bounds, cluster=cluster)
     return wrap(fn) if fn is not None else wrap
 
 
@@ -102,13 +106,17 @@ def _located_errors(method):
 
 class Kernel:
     def __init__(self, fn, *, out_shape, grid, block, input_output_aliases, debug, fast_math,
-                 interpret, arch, max_registers=None, launch_bounds=None):
+                 interpret, arch, max_registers=None, launch_bounds=None, cluster=None):
         functools.update_wrapper(self, fn)
         _check_arch(arch, self.__name__)
         try:
             self.register_bounds = driver.register_bounds(max_registers, launch_bounds)
+            self.cluster = driver.cluster_dims(cluster)
         except ValueError as err:
             raise ValueError(f"@ptxpy.jit of {self.__name__}: {err}") from None
+        if self.cluster and arch is not None and driver.target_sm(arch) < 90:
+            raise ValueError(f"@ptxpy.jit of {self.__name__}: a cluster needs sm_90 or newer, "
+                             f"arch is {arch}")
         for option, value in (("debug", debug), ("fast_math", fast_math)):
             _check_flag(self.__name__, option, value, "True or False")
         if interpret is not None:
@@ -418,7 +426,8 @@ class Kernel:
                large_arrays, tuple(batched))
         if key not in self._compiled:
             options = driver.Options(arch, self.fast_math, self.debug, tuple(batched), aliased,
-                                     whole_warps, narrow_refs, large_arrays, *self.register_bounds)
+                                     whole_warps, narrow_refs, large_arrays, *self.register_bounds,
+                                     cluster=self.cluster)
             disk_key = self._cache_key(consts=repr(key[0]), by_ref=sorted(by_ref), **options.as_dict())
             self._compiled[key] = cache.get_or_make_object(
                 "kernel", disk_key, lambda: self._compile(consts, by_ref, options))

@@ -60,6 +60,8 @@ def build_parser() -> Parser:
     t.add_argument("--max-registers", metavar="N", help="registers per thread at most (PTX .maxnreg)")
     t.add_argument("--launch-bounds", metavar="THREADS[,BLOCKS]",
                    help="threads per block at most[, blocks per SM at least] (.maxntid, .minnctapersm)")
+    t.add_argument("--cluster", metavar="X[,Y[,Z]]",
+                   help="blocks per thread-block cluster (.reqnctapercluster, sm_90)")
     return parser
 
 
@@ -109,6 +111,7 @@ def run(argv: list[str], own_process: bool = False) -> int:
         defines = parse_defines(args.defines)
         check_arch(args.arch)
         args.register_bounds = parse_register_bounds(args.max_registers, args.launch_bounds)
+        args.cluster_dims = parse_cluster(args.cluster)
         source = read_source(args.file)
         return transpile_file(args, source, defines, own_process)
     except UsageError as err:
@@ -185,6 +188,20 @@ def parse_register_bounds(max_registers: str | None, launch_bounds: str | None) 
         raise UsageError(message.replace("launch_bounds", "--launch-bounds")) from None
 
 
+def parse_cluster(cluster: str | None) -> tuple:
+    """The cluster's (x, y, z) for driver.Options from `--cluster X[,Y[,Z]]`, or ()."""
+    if cluster is None:
+        return ()
+    try:
+        dims = tuple(int(part.strip()) for part in cluster.split(","))
+    except ValueError:
+        raise UsageError(f"--cluster expects integers X[,Y[,Z]], got '{cluster}'") from None
+    try:
+        return driver.cluster_dims(dims)
+    except ValueError as err:
+        raise UsageError(str(err).replace("cluster must", "--cluster must", 1)) from None
+
+
 def check_arch(arch: str) -> None:
     try:
         driver.check_arch(arch)
@@ -210,7 +227,8 @@ def transpile_file(args, source: str, defines: dict, own_process: bool = False) 
     the `ptxpy` command itself (not `main([...])` called from Python)."""
     max_registers, launch_bounds = getattr(args, "register_bounds", (None, ()))
     options = driver.Options(driver.check_arch(args.arch), args.fast_math, args.debug,
-                             max_registers=max_registers, launch_bounds=launch_bounds)
+                             max_registers=max_registers, launch_bounds=launch_bounds,
+                             cluster=getattr(args, "cluster_dims", ()))
     out_dir = output_dir(args)
     warn_ignored_options(args)
     program = driver.parse(source, args.file)

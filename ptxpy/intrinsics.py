@@ -40,6 +40,9 @@ thread_idx = _Dim3("thread_idx")
 block_idx = _Dim3("block_idx")
 block_dim = _Dim3("block_dim")
 grid_dim = _Dim3("grid_dim")
+cluster_idx = _Dim3("cluster_idx")
+cluster_dim = _Dim3("cluster_dim")
+cluster_block_idx = _Dim3("cluster_block_idx")
 
 
 def static_range(*args):
@@ -58,10 +61,12 @@ KERNEL_ONLY = (
     "wgmma wgmma_desc wgmma_fence wgmma_commit wgmma_wait fence_proxy_async to_fp8 from_fp8 "
     "mbarrier_init mbarrier_arrive mbarrier_arrive_expect_tx mbarrier_wait cp_async_bulk "
     "cp_async_bulk_commit cp_async_bulk_wait tma_load tma_store setmaxnreg_inc setmaxnreg_dec "
-    "match_any_sync match_all_sync nanosleep dp4a"
+    "match_any_sync match_all_sync nanosleep dp4a "
+    "cluster_rank cluster_size cluster_sync cluster_arrive cluster_wait map_shared_rank"
 ).split()
 
 globals().update({name: _kernel_only(name) for name in KERNEL_ONLY})
 
 __all__ = ["WARP_SIZE", "cdiv", "static_range", "thread_idx", "block_idx", "block_dim",
-           "grid_dim", "KernelOnlyError", *KERNEL_ONLY]
+           "grid_dim", "cluster_idx", "cluster_dim", "cluster_block_idx", "KernelOnlyError",
+           *KERNEL_ONLY]

@@ -430,6 +430,11 @@ def check_limits(kernel: CompiledKernel, grid, block, limits: driver.DeviceLimit
         raise ValueError(f"{name}: block {block} has {threads} threads, not a multiple of 128: the "
                          "kernel calls ptxpy.wgmma or ptxpy.setmaxnreg_*, which need every warpgroup "
                          "(4 warps) whole")
+    cluster = kernel.options.get("cluster")
+    if cluster and any(g % c for g, c in zip(grid, cluster)):
+        raise ValueError(f"{name}: grid {tuple(grid)} is not a whole number of clusters of "
+                         f"{tuple(cluster)} blocks (each grid dimension must be a multiple of "
+                         "the cluster's)")
     if threads > limits.max_threads_per_block:
         raise ValueError(f"{name}: block {block} has {threads} threads; {device} allow at most "
                          f"{limits.max_threads_per_block} per block")

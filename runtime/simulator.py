@@ -35,6 +35,9 @@ SHARED_WINDOW = 1 << 48       # generic address of shared offset 0
 LOCAL_WINDOW = 1 << 49        # generic address of local offset 0
 PARAM_WINDOW = 3 << 48        # generic address of kernel parameter offset 0 (cvta.param)
 WINDOW_SIZE = 1 << 32
+CLUSTER_WINDOW = 1 << 30      # shared::cluster address of rank r's shared offset a: + r * 2^24 + a
+CLUSTER_RANK_SPAN = 1 << 24   # (mapa's result; a u32 for every rank of a cluster of up to 16)
+MAX_CLUSTER = 16              # CTAs in a cluster (8 portable; 16 with the non-portable opt-in)
 BATCH_THREADS = 1 << 17       # threads simulated together (whole blocks)
 UNWRITTEN_BYTE = 0xFF        # what shared, local and unaliased output memory start as
 RACECHECK_BYTES = 1 << 28     # at most this much race-check state per batch (fewer blocks)
@@ -547,10 +550,12 @@ class _GlobalMemory:
 
 # ---- the compiled kernel ---------------------------------------------------------------------
 
-PLAIN, BRA, EXIT, BAR, TRAP, WSYNC = range(6)
-_SPECIAL = {"%tid", "%ntid", "%ctaid", "%nctaid"}
+PLAIN, BRA, EXIT, BAR, TRAP, WSYNC, CARRIVE, CWAIT = range(8)
+_SPECIAL = {"%tid", "%ntid", "%ctaid", "%nctaid", "%cluster_ctaid", "%cluster_nctaid", "%clusterid",
+            "%nclusterid"}
 _SPECIAL_FLAT = {"%laneid", "%warpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le",
-                 "%lanemask_gt", "%lanemask_ge", "%nwarpid"}
+                 "%lanemask_gt", "%lanemask_ge", "%nwarpid", "%cluster_ctarank",
+                 "%cluster_nctarank", "%is_explicit_cluster"}
 
 
 def _is_special(name: str) -> bool:
@@ -568,6 +573,28 @@ class _Op:
 
 def _align_up(x: int, a: int) -> int:
     return -(-x // a) * a
+
+
+_LAUNCH_CLUSTER = (".explicitcluster", ".maxclusterrank", ".blocksareclusters")
+
+
+def _cluster_directives(fn: Function):
+    """The kernel's cluster dimensions from `.reqnctapercluster X[, Y[, Z]]` ((1, 1, 1), one CTA
+    a cluster, without it), and whether it asks for cluster dimensions given at launch instead
+    (`.explicitcluster`, `.maxclusterrank` without `.reqnctapercluster`)."""
+    dims = fn.directives.get(".reqnctapercluster")
+    if dims is None:
+        return (1, 1, 1), any(d in fn.directives for d in _LAUNCH_CLUSTER)
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise SimulatorError(f"PTX line {fn.line}: kernel {fn.name}: .reqnctapercluster takes 1 to "
+                             f"3 positive numbers, got {', '.join(map(str, dims)) or 'none'}")
+    dims = tuple(dims) + (1,) * (3 - len(dims))
+    if dims[0] * dims[1] * dims[2] > MAX_CLUSTER:
+        raise SimulatorError(f"PTX line {fn.line}: kernel {fn.name}: a cluster of "
+                             f"({','.join(map(str, dims))}) has "
+                             f"{dims[0] * dims[1] * dims[2]} CTAs; at most {MAX_CLUSTER} (8 "
+                             f"portably) make a cluster")
+    return dims, False
 
 
 class _Kernel:
@@ -595,7 +622,9 @@ class _Kernel:
                     raise SimulatorError(f"PTX line {var.line}: unsupported call parameter {var.name}")
                 self.regs[var.name] = TYPES[var.type]
         self.initial = {name: _storage(t).type(0) for name, t in self.regs.items()}
+        self.cluster, self.launch_cluster = _cluster_directives(fn)
         self.code = [self._compile(ins) for ins in fn.body]
+        self.cluster_barrier = any(op.kind in (CARRIVE, CWAIT) for op in self.code)
 
     @staticmethod
     def _layout(decls: list[VarDecl]):
@@ -721,7 +750,7 @@ class _Kernel:
             self._bad(ins, f"address base {op.base!r} is not a register")
         base_type = self._reg_type(op.base.name, ins)
         bits = base_type.bits if base_type.kind in "bus" else None
-        if bits == 32 and space in ("shared", "local"):
+        if bits == 32 and space in ("shared", "local", "shared::cluster"):
             # a 32-bit address register (as nvcc emits for .shared): an offset in the window,
             # computed modulo 2^32 with the immediate offset
             read32 = self.reader(op.base, T_U32, ins)
@@ -729,7 +758,8 @@ class _Kernel:
             return lambda ctx: np.add(read32(ctx), off32, dtype=U32).astype(U64)
         if bits != 64:
             self._bad(ins, f"a .{base_type.name} address register for {space} memory (addresses "
-                           f"are 64-bit registers, or 32-bit ones for .shared and .local)")
+                           f"are 64-bit registers, or 32-bit ones for .shared, .shared::cluster "
+                           f"and .local)")
         read = self.reader(op.base, T_U64, ins)
         return lambda ctx: read(ctx) + off
 
@@ -1366,10 +1396,14 @@ def _cvt_pack(k, ins, m: _Mods, dst: PtxType, src: PtxType, rnd) -> _Op:
 
 def _c_cvta(k, ins, m: _Mods) -> _Op:
     to = m.take("to") is not None
-    space = m.take("global", "shared", "local", "const", "param", "param::entry")
+    space = m.take("global", "shared", "local", "const", "param", "param::entry", "shared::cta")
     t = m.one_type({"u32", "u64"})
+    if space is None and m.take("shared::cluster"):
+        m.fail("generic addresses of shared::cluster memory (other CTAs' shared memory) are not "
+               "supported: access it with ld/st/atom.shared::cluster and mapa's address")
     if space is None:
         m.fail("cvta needs a state space")
+    space = "shared" if space == "shared::cta" else space
     space = "param" if space == "param::entry" else space
     window = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}.get(space, 0)
     shift = U64((-window if to else window) % (1 << 64))
@@ -1386,8 +1420,15 @@ _CACHE_MODS = ("ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile", "weak
                "acquire", "release", "cta", "gpu", "sys", "cluster")
 
 
+def _shared_space(m: _Mods, space: str | None) -> str | None:
+    """`.shared::cta` is `.shared`; `.shared::cluster` (any CTA of the cluster) is its own."""
+    if space is None:
+        space = m.take("shared::cta", "shared::cluster")
+    return "shared" if space == "shared::cta" else space
+
+
 def _mem_mods(m: _Mods):
-    space = m.take("global", "shared", "local", "param", "const") or "generic"
+    space = _shared_space(m, m.take("global", "shared", "local", "param", "const")) or "generic"
     while m.take(*_CACHE_MODS) or m.take_prefixed("L1::") or m.take_prefixed("L2::"):
         pass
     vec = m.take("v2", "v4")
@@ -1524,7 +1565,7 @@ _ACCUMULATE = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bi
 
 def _c_atom(k, ins, m: _Mods) -> _Op:
     reduce_only = m.base == "red"
-    space = m.take("global", "shared") or "generic"
+    space = _shared_space(m, m.take("global", "shared")) or "generic"
     while m.take("relaxed", "acquire", "release", "acq_rel", "cta", "gpu", "sys", "cluster", "noftz"):
         pass
     op = m.take(*_ATOM_TYPES)
@@ -1672,6 +1713,8 @@ def _c_trap(k, ins, m: _Mods) -> _Op:
 
 
 def _c_bar(k, ins, m: _Mods) -> _Op:
+    if m.base == "barrier" and m.take("cluster"):
+        return _c_barrier_cluster(k, ins, m)
     if m.base == "bar" and m.take("warp"):
         m.take("sync")
         members = k.reader(_operands(k, ins, 1)[0], T_U32, ins)
@@ -1716,6 +1759,65 @@ def _c_bar_red(k, ins, m: _Mods) -> _Op:
     op = _Op(BAR)
     op.reduce = reduce
     return op
+
+
+def _c_barrier_cluster(k, ins, m: _Mods) -> _Op:
+    """barrier.cluster.arrive{.release|.relaxed}{.aligned} and barrier.cluster.wait{.acquire}
+    {.aligned}: _Batch._cluster_arrive and _cluster_wait (memory is always coherent here, so
+    the orderings change nothing)."""
+    what = m.take("arrive", "wait")
+    if what == "arrive":
+        m.take("release", "relaxed")
+    elif what == "wait":
+        m.take("acquire")
+    else:
+        m.fail("only barrier.cluster.arrive and barrier.cluster.wait are supported")
+    m.take("aligned")
+    _needs_sm(k, m, 90)
+    if ins.operands:
+        k._bad(ins, f"barrier.cluster.{what} takes no operands")
+    return _Op(CARRIVE if what == "arrive" else CWAIT)
+
+
+def _c_mapa(k, ins, m: _Mods) -> _Op:
+    """mapa.shared::cluster.{u32,u64} d, a, r: the shared::cluster address of shared::cta
+    address `a` in the shared memory of the cluster's CTA of rank `r`: CLUSTER_WINDOW +
+    r * CLUSTER_RANK_SPAN + a (a shared::cluster address given for `a` is first taken back to
+    its offset)."""
+    if not m.take("shared::cluster"):
+        m.fail("only mapa.shared::cluster is supported (generic addresses of other CTAs' shared "
+               "memory are not)")
+    t = m.one_type({"u32", "u64"})
+    _needs_sm(k, m, 90)
+    d, a, r = _operands(k, ins, 3)
+    read_a, read_r, write = k.reader(a, t, ins), k.reader(r, T_U32, ins), k.writer(d, t, ins)
+
+    def run(ctx, mask):
+        lanes = None if mask is None else np.flatnonzero(mask)
+        count = ctx.n if lanes is None else lanes.size
+        if count == 0:
+            return
+        addr = _pick(read_a(ctx), lanes, count).astype(np.int64)
+        rank = _pick(read_r(ctx), lanes, count).astype(np.int64)
+        csize = ctx.launch.cluster_size
+        mapped = (addr >= CLUSTER_WINDOW) & (addr < CLUSTER_WINDOW + csize * CLUSTER_RANK_SPAN)
+        offset = np.where(mapped, (addr - CLUSTER_WINDOW) % CLUSTER_RANK_SPAN, addr)
+        bad_rank = rank >= csize
+        bad_addr = (offset < 0) | (offset >= ctx.launch.shared_size)
+        if bad_rank.any() or bad_addr.any():
+            i = int(np.argmax(bad_rank | bad_addr))
+            lane = i if lanes is None else int(lanes[i])
+            if bad_rank[i]:
+                why = (f"rank {int(rank[i])} is no CTA of the cluster (its %cluster_nctarank is "
+                       f"{csize}: ranks 0 to {csize - 1})")
+            else:
+                why = (f"address {int(addr[i]):#x} is not in the CTA's shared memory "
+                       f"({ctx.launch.shared_size} bytes)")
+            raise SimulatorError(f"{ctx.kernel.where(ins)}: `{ins.text}`: {why}; "
+                                 f"{ctx.describe(lane)}")
+        value = (CLUSTER_WINDOW + rank * CLUSTER_RANK_SPAN + offset).astype(t.dtype)
+        write(ctx, _spread(value, lanes, ctx.n), mask)
+    return _Op(PLAIN, run)
 
 
 def _c_fence(k, ins, m: _Mods) -> _Op:
@@ -2512,8 +2614,9 @@ class _WgmmaReads:
 
     def _blocking(self, lane: int, chunk: int):
         """(warpgroup, mma_async, whether committed, whether waited for) of the oldest product
-        not yet retired that read `chunk` (of `lane`'s block) and is not done for `lane`."""
-        per_block, block = self.batch.T // 128, lane // self.batch.T
+        not yet retired that read `chunk` (of the block whose shared memory holds it: `lane`'s,
+        or another CTA's of its cluster through shared::cluster) and is not done for `lane`."""
+        per_block, block = self.batch.T // 128, chunk * 16 // self.batch.launch.shared_pad
         warp = lane % 128 // 32
         for ins, wgs, joined, chunks, owners, waited in self.pending:
             for wg, group, read, done in zip(wgs, joined, chunks, waited):
@@ -2526,7 +2629,7 @@ class _WgmmaReads:
 
     def _raise(self, lane: int, byte: int, found, what: str, ins):
         batch = self.batch
-        block = lane // batch.T
+        block = byte // batch.launch.shared_pad
         offset = byte - block * batch.launch.shared_pad
         wg, product, committed, waited = found
         where = batch.kernel.where
@@ -3537,7 +3640,7 @@ _COMPILERS = {
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
     "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma, "mbarrier": _c_mbarrier,
     "prefetch": _c_prefetch, "setmaxnreg": _c_setmaxnreg, "redux": _c_redux,
-    "match": _c_match, "nanosleep": _c_nanosleep, "dp4a": _c_dp4a,
+    "match": _c_match, "nanosleep": _c_nanosleep, "dp4a": _c_dp4a, "mapa": _c_mapa,
 }
 
 # ---- execution ---------------------------------------------------------------------------------
@@ -3556,6 +3659,29 @@ class _Launch:
         self.shared_size = kernel.shared_static + dynamic_shared
         self.shared_pad = _align_up(self.shared_size, 16)
         self._param_cache = {}
+        self.cluster = kernel.cluster           # CTAs a cluster along x, y, z ((1, 1, 1): none)
+        self.cluster_size = self.cluster[0] * self.cluster[1] * self.cluster[2]
+        self.nclusters = tuple(g // c for g, c in zip(grid, self.cluster))
+
+    def block_ids(self, first: int, count: int) -> np.ndarray:
+        """The linear block indices (x fastest) of the launch's blocks `first` to `first +
+        count - 1` in the order they are simulated: increasing, or with clusters cluster by
+        cluster (clusters in increasing linear cluster index), each cluster's CTAs in rank
+        order (x fastest), so that a batch of whole clusters holds each one's CTAs adjacent."""
+        if self.cluster_size == 1:
+            return np.arange(first, first + count, dtype=np.int64)
+        pos = np.arange(first, first + count, dtype=np.int64)
+        c, r = pos // self.cluster_size, pos % self.cluster_size
+        (cx, cy, _), (nx, ny, _), (gx, gy, _) = self.cluster, self.nclusters, self.grid
+        x = (c % nx) * cx + r % cx
+        y = ((c // nx) % ny) * cy + (r // cx) % cy
+        z = (c // (nx * ny)) * self.cluster[2] + r // (cx * cy)
+        return x + gx * (y + gy * z)
+
+    def block_text(self, b: int) -> str:
+        """`(x,y,z)` of the block of linear index b."""
+        gx, gy, _ = self.grid
+        return f"({b % gx},{(b // gx) % gy},{b // (gx * gy)})"
 
     def _params(self, kernel: _Kernel, args) -> np.ndarray:
         decls = kernel.params
@@ -3634,12 +3760,16 @@ def _param_scalar(decl: VarDecl, t: PtxType, arg):
 
 
 class _Batch:
-    """The threads of consecutive blocks, simulated together."""
+    """The threads of blocks `first_block` to `first_block + nblocks - 1` of the launch's order
+    (_Launch.block_ids: increasing linear block index, or whole clusters), simulated together.
+    Block b of the batch is the launch's block `self.blocks[b]` (linear index); its threads are
+    the batch's threads b*T to b*T + T - 1 and its shared memory is bytes b*shared_pad on."""
 
     def __init__(self, launch: _Launch, first_block: int, nblocks: int):
         kernel = launch.kernel
         self.launch, self.kernel = launch, kernel
         self.first_block, self.B, self.T = first_block, nblocks, launch.T
+        self.blocks = launch.block_ids(first_block, nblocks)
         self.n = nblocks * launch.T
         self.regs = dict(kernel.initial)
         # all-ones bytes, as the GPU's shared and local memory hold whatever was there: a NaN
@@ -3653,6 +3783,17 @@ class _Batch:
         self.mbarriers = _Mbarriers(self)
         self.bulk_stores = _BulkStores(self)
         self.wgmma_reads: _WgmmaReads | None = None    # from the first wgmma.mma_async on
+        # the cluster barrier (barrier.cluster), where the kernel has one: per thread, its
+        # arrivals and its completed waits; per cluster of the batch, its completed phases;
+        # `cluster_waiting` marks the threads of `waiting` that wait at barrier.cluster.wait
+        self.clusters = self.cluster_waiting = None
+        if kernel.cluster_barrier:
+            per = launch.cluster_size * launch.T
+            self.clusters = np.arange(self.n) // per     # each thread's cluster in the batch
+            self.arrivals = np.zeros(self.n, np.int64)
+            self.waits = np.zeros(self.n, np.int64)
+            self.phases = np.zeros(max(1, self.n // per), np.int64)
+            self.cluster_waiting = np.zeros(self.n, bool)
 
     # special registers
     def special(self, name: str):
@@ -3674,10 +3815,13 @@ class _Batch:
             t = self.special("%tid_linear")
             return ((t % bx, (t // bx) % by, t // (bx * by))[i]).astype(np.uint32)
         if head == "%ctaid":
-            b = np.repeat(np.arange(self.first_block, self.first_block + self.B, dtype=np.int64), self.T)
+            b = np.repeat(self.blocks, self.T)
             return ((b % gx, (b // gx) % gy, b // (gx * gy))[i]).astype(np.uint32)
         if name == "%tid_linear":
             return np.tile(np.arange(self.T, dtype=np.int64), self.B)
+        if head in _SPECIAL or name in ("%cluster_ctarank", "%cluster_nctarank",
+                                        "%is_explicit_cluster"):
+            return self._cluster_special(name, head, i)
         lane = (self.special("%tid_linear") % 32).astype(np.uint32)
         one = np.uint32(1)
         flat = {
@@ -3690,6 +3834,28 @@ class _Batch:
         }
         return flat[name]()
 
+    def _cluster_special(self, name: str, head: str, i: int):
+        """The cluster special registers; without .reqnctapercluster a cluster is one CTA."""
+        launch = self.launch
+        cluster = launch.cluster
+        if name == "%cluster_nctarank":
+            return np.uint32(launch.cluster_size)
+        if name == "%is_explicit_cluster":
+            return np.bool_(launch.kernel.fn.directives.get(".reqnctapercluster") is not None)
+        if name == "%cluster_ctarank":
+            if launch.cluster_size == 1:
+                return np.uint32(0)
+            x, y, z = (self.special(f"%cluster_ctaid.{a}") for a in "xyz")
+            return (x + cluster[0] * (y + cluster[1] * z)).astype(np.uint32)
+        if head == "%cluster_nctaid":
+            return np.uint32(cluster[i])
+        if head == "%nclusterid":
+            return np.uint32(launch.nclusters[i])
+        ctaid = self.special(f"%ctaid.{'xyz'[i]}")
+        if head == "%cluster_ctaid":
+            return np.uint32(0) if cluster[i] == 1 else ctaid % np.uint32(cluster[i])
+        return ctaid if cluster[i] == 1 else ctaid // np.uint32(cluster[i])    # %clusterid
+
     def describe(self, lane: int) -> str:
         return f"thread {self.thread_index(lane % self.T)} block {self.block_index(lane // self.T)}"
 
@@ -3700,9 +3866,7 @@ class _Batch:
 
     def block_index(self, b: int) -> str:
         """`(x,y,z)` of the batch's b-th block."""
-        gx, gy, _ = self.launch.grid
-        b += self.first_block
-        return f"({b % gx},{(b // gx) % gy},{b // (gx * gy)})"
+        return self.launch.block_text(int(self.blocks[b]))
 
     # memory
     def locate(self, space: str, addr, lanes, size: int, what: str, ins):
@@ -3713,9 +3877,11 @@ class _Batch:
         segs, bad = self._segments(space, addr, lanes, size)
         if bad is not None:
             self._fault("out-of-bounds", space, what, size, addr, lanes, bad, ins)
+        if space == "shared::cluster" and self.launch.cluster_size > 1:
+            self._check_alive(segs[0][1], addr, lanes, what, ins)
         reads = self.wgmma_reads
         if (reads is not None and reads.products and what != "load"
-                and space in ("shared", "generic")):
+                and space in ("shared", "generic", "shared::cluster")):
             for buf, off, sel, _ in segs:     # a write to an operand of a wgmma in flight?
                 if buf is self.shared:
                     who = np.arange(self.n) if lanes is None else lanes
@@ -3732,7 +3898,43 @@ class _Batch:
         if space == "local":
             return self._window(addr, lanes, size, self.local, self.kernel.local_size,
                                 self.kernel.local_pad, 1)
+        if space == "shared::cluster":
+            return self._cluster_window(addr, lanes, size)
         return self._generic(addr, lanes, size)
+
+    def _cluster_window(self, addr, lanes, size):
+        """shared::cluster addresses: below CLUSTER_WINDOW an offset in the thread's own CTA's
+        shared memory (its shared::cta address), else CLUSTER_WINDOW + rank * CLUSTER_RANK_SPAN
+        + offset in that of the CTA of that rank of its cluster (mapa's result)."""
+        launch, limit = self.launch, self.launch.shared_size
+        csize = launch.cluster_size
+        who = np.arange(addr.size) if lanes is None else lanes
+        block = who // self.T
+        remote = addr >= U64(CLUSTER_WINDOW)
+        rel = np.where(remote, addr - U64(CLUSTER_WINDOW), addr).astype(U64)
+        rank = (rel // U64(CLUSTER_RANK_SPAN)).astype(np.int64)
+        offset = np.where(remote, rel % U64(CLUSTER_RANK_SPAN), addr)
+        bad = offset > U64(max(limit - size, 0)) if limit >= size else np.ones(addr.shape, bool)
+        bad |= remote & (rank >= csize)
+        if bad.any():
+            return None, bad
+        if remote.any():
+            block = np.where(remote, block - block % csize + rank, block)
+        return [(self.shared, block * launch.shared_pad + offset.astype(np.int64), None, None)], None
+
+    def _check_alive(self, offsets, addr, lanes, what: str, ins):
+        """A shared::cluster access to a CTA whose threads have all exited: its shared memory
+        is gone (the PTX ISA requires a CTA to outlive the accesses to it)."""
+        target = offsets // self.launch.shared_pad
+        gone = ~self.live.reshape(self.B, self.T).any(axis=1)[target]
+        if gone.any():
+            i = int(np.argmax(gone))
+            lane = i if lanes is None else int(lanes[i])
+            raise SimulatorError(
+                f"{self.kernel.where(ins)}: `{ins.text}` {_NOW[what]} shared::cluster memory at "
+                f"{int(addr[i]):#x}, but block {self.block_index(int(target[i]))} of the cluster "
+                f"has exited, so its shared memory is gone; keep it alive with a cluster barrier "
+                f"(ptxpy.cluster_sync()) before it exits; {self.describe(lane)}")
 
     def _window(self, addr, lanes, size, buf, limit, pad, group):
         bad = addr > U64(max(limit - size, 0)) if limit >= size else np.ones(addr.shape, bool)
@@ -3902,6 +4104,13 @@ class _Batch:
         while True:
             runnable = live & ~self.waiting & ~self.warp_waiting
             if not runnable.any():
+                if self.clusters is not None and (self._cluster_update() or (
+                        self.warp_waiting.any() and self._release_whole_blocks())):
+                    # (with cluster waits, a block barrier's release may let threads arrive
+                    # that others wait for, whom lanes at a warp instruction wait for)
+                    self.releases += 1
+                    self.spins = 0
+                    continue
                 if self.warp_waiting.any():
                     self._warp_deadlock()
                 if not self.waiting.any():
@@ -3919,6 +4128,8 @@ class _Batch:
                 group = pcs == cur
                 if cur >= end:   # fell off the end of the body: an implicit ret
                     live &= ~group
+                    if self.clusters is not None:
+                        self._cluster_update()
                     continue
                 stop = int(np.where(group, end, pcs).min())
                 behind, limit = -1, slice_ if stop < end else alone_slice
@@ -3926,6 +4137,8 @@ class _Batch:
                 cur = int(np.where(deferred, end, pcs).min())
                 if cur >= end:          # all have had their turn (or fell off the end)
                     live &= ~(runnable & ~deferred)
+                    if self.clusters is not None:
+                        self._cluster_update()
                     self._new_round()
                     continue
                 group = pcs == cur
@@ -3995,8 +4208,12 @@ class _Batch:
                 live &= ~mask
                 group = ~mask if group is None else group & ~mask
                 if not group.any():
+                    if self.clusters is not None:
+                        self._cluster_update()
                     return None
                 cur += 1
+                if self.clusters is not None and self._cluster_update():
+                    break       # exited threads let cluster waits complete: reschedule
             elif kind == BAR:
                 self._arrive(op, cur, group, mask)
                 return None
@@ -4017,6 +4234,14 @@ class _Batch:
                         return None
                 if mask is None or mask.any():
                     op.fn(self, mask)
+                cur += 1
+            elif kind == CARRIVE:
+                cur += 1
+                if self._cluster_arrive(op, mask):
+                    break       # the arrivals let cluster waits complete: reschedule
+            elif kind == CWAIT:
+                if self._cluster_wait(op, cur, group, mask):
+                    return None
                 cur += 1
             else:  # TRAP
                 hit = np.ones(self.n, bool) if mask is None else mask
@@ -4074,7 +4299,8 @@ class _Batch:
         later = ""
         blocks = self.launch.grid[0] * self.launch.grid[1] * self.launch.grid[2]
         if self.first_block + self.B < blocks:
-            later = (f"; blocks from {self.block_index(self.B)} on run only after these "
+            after = int(self.launch.block_ids(self.first_block + self.B, 1)[0])
+            later = (f"; blocks from {self.launch.block_text(after)} on run only after these "
                      f"{self.B} blocks finish")
         raise SimulatorError(
             f"{where}: the kernel can never finish: {count} thread{'s' if count > 1 else ''} "
@@ -4143,24 +4369,149 @@ class _Batch:
         raise SimulatorError(f"{op.where}: `{op.ins.text}`: {why}; {self.describe(lane)}")
 
     def _release_barrier(self):
+        """No thread can run and some wait: release every block whose threads all wait at a
+        block barrier (bar.sync); one where some wait while the others have exited, or (with
+        cluster waits) where nothing can be released, can never go on."""
+        if self.cluster_waiting is not None and self.cluster_waiting.any():
+            self._release_with_cluster_waits()
+            return
         waiting = self.waiting.reshape(self.B, self.T)
         complete = waiting.all(axis=1)
         stuck = waiting.any(axis=1) & ~complete
         if stuck.any():
-            b = int(np.argmax(stuck))
-            lane = b * self.T + int(np.argmax(waiting[b]))
-            exited = int((~self.live.reshape(self.B, self.T)[b]).sum())
-            where = self.kernel.code[int(self.pc[lane])].where
-            raise SimulatorError(f"{where}: barrier can never complete: {int(waiting[b].sum())} of "
-                                 f"{self.T} threads wait and {exited} have exited; {self.describe(lane)}")
+            self._stuck_barrier(int(np.argmax(stuck)), waiting)
+        self._release_blocks(complete)
+
+    def _stuck_barrier(self, b: int, waiting):
+        lane = b * self.T + int(np.argmax(waiting[b]))
+        exited = int((~self.live.reshape(self.B, self.T)[b]).sum())
+        where = self.kernel.code[int(self.pc[lane])].where
+        raise SimulatorError(f"{where}: barrier can never complete: {int(waiting[b].sum())} of "
+                             f"{self.T} threads wait and {exited} have exited; {self.describe(lane)}")
+
+    def _barrier_released(self, blocks):
+        """A block barrier released these blocks (bool per block of the batch), or a cluster
+        barrier phase completed for them: a wgmma's operands waited for are free."""
         if self.wgmma_reads is not None:
-            self.wgmma_reads.release(complete)
-        for pc in np.unique(self.pc[self.waiting]).tolist():
+            self.wgmma_reads.release(blocks)
+
+    # the cluster barrier: each thread counts its arrivals and its completed waits. Phase k of
+    # a cluster completes when every live thread of it has arrived k times (exited threads
+    # count as arrived); a thread's j-th wait completes once phase j has. A wait that cannot
+    # complete yet makes its thread wait (in `waiting` and `cluster_waiting`), until an arrival
+    # or an exit completes the phase (_cluster_update).
+    def _cluster_arrive(self, op: _Op, mask) -> bool:
+        active = self.active_array(mask)
+        again = active & (self.arrivals > self.waits)
+        if again.any():
+            lane = int(np.argmax(again))
+            raise SimulatorError(
+                f"{op.where}: `{op.ins.text}`: this thread arrives at the cluster barrier again "
+                f"without having waited (barrier.cluster.wait) for its previous arrival; every "
+                f"arrive must be followed by a wait before the next; {self.describe(lane)}")
+        self.arrivals[active] += 1
+        return self._cluster_update()
+
+    def _cluster_wait(self, op: _Op, cur: int, group, mask) -> bool:
+        """barrier.cluster.wait: the threads whose phase has completed go on; the others wait
+        (True: the group stops here)."""
+        active = self.active_array(mask)
+        early = active & (self.arrivals <= self.waits)
+        if early.any():
+            lane = int(np.argmax(early))
+            raise SimulatorError(
+                f"{op.where}: `{op.ins.text}`: this thread waits at the cluster barrier without "
+                f"having arrived there (barrier.cluster.arrive) since its last wait; "
+                f"{self.describe(lane)}")
+        ready = active & (self.waits < self.phases[self.clusters])
+        self.waits[ready] += 1
+        block = active & ~ready
+        if not block.any():
+            return False
+        self.waiting |= block
+        self.cluster_waiting |= block
+        self.pc[block] = cur
+        rest = ~block if group is None else group & ~block
+        self.pc[rest] = cur + 1
+        return True
+
+    def _cluster_update(self) -> bool:
+        """Complete the cluster barrier phases whose live threads have all arrived, and release
+        the waits they complete; True if some thread was released."""
+        per = self.launch.cluster_size * self.T
+        least = np.where(self.live, self.arrivals, np.iinfo(np.int64).max).reshape(-1, per).min(axis=1)
+        done = least > self.phases
+        if done.any():
+            self.phases = np.maximum(self.phases, least)
+            self.releases += 1
+            self._barrier_released(np.repeat(done, self.launch.cluster_size))
+        cw = self.cluster_waiting
+        if not cw.any():
+            return False
+        ready = cw & (self.waits < self.phases[self.clusters])
+        if not ready.any():
+            return False
+        self.waits[ready] += 1
+        cw &= ~ready
+        self.waiting &= ~ready
+        self.pc[ready] += 1
+        self.releases += 1
+        return True
+
+    def _release_with_cluster_waits(self):
+        """_release_barrier while threads wait at the cluster barrier (none of which can go on:
+        _cluster_update came first): release the blocks whose threads all wait at a block
+        barrier, else nothing ever can be."""
+        at_block = self.waiting & ~self.cluster_waiting
+        waiting = at_block.reshape(self.B, self.T)
+        complete = waiting.all(axis=1)
+        gone = (waiting | ~self.live.reshape(self.B, self.T)).all(axis=1)
+        stuck = waiting.any(axis=1) & ~complete & gone
+        if stuck.any():
+            self._stuck_barrier(int(np.argmax(stuck)), waiting)
+        if not complete.any():
+            self._cluster_deadlock()
+        self._release_blocks(complete)
+
+    def _release_whole_blocks(self) -> bool:
+        """Release the blocks whose threads all wait at a block barrier (not at the cluster
+        barrier); False if there are none."""
+        at_block = self.waiting if self.cluster_waiting is None else \
+            self.waiting & ~self.cluster_waiting
+        complete = at_block.reshape(self.B, self.T).all(axis=1)
+        if not complete.any():
+            return False
+        self._release_blocks(complete)
+        return True
+
+    def _release_blocks(self, complete):
+        """Release the block barrier of these blocks (bool per block), all of whose threads
+        wait there."""
+        self._barrier_released(complete)
+        released = np.repeat(complete, self.T)
+        for pc in np.unique(self.pc[released]).tolist():
             op = self.kernel.code[pc]
             if op.reduce is not None:
-                op.reduce(self, self.waiting & (self.pc == pc))
-        self.pc[self.waiting] += 1
-        self.waiting[:] = False
+                op.reduce(self, released & (self.pc == pc))
+        self.pc[released] += 1
+        self.waiting &= ~released
+
+    def _cluster_deadlock(self):
+        """Threads wait at the cluster barrier, the others at block barriers (bar.sync) that
+        cannot complete either: say who has not arrived."""
+        need = np.where(self.cluster_waiting, self.waits + 1, np.iinfo(np.int64).max)
+        lane = int(np.argmin(need))     # of the earliest phase waited for
+        per = self.launch.cluster_size * self.T
+        first = lane // per * per
+        missing = self.live[first:first + per] & (self.arrivals[first:first + per] < need[lane])
+        where = self.kernel.code[int(self.pc[lane])].where
+        count = int(missing.sum())
+        other = first + int(np.argmax(missing))
+        raise SimulatorError(
+            f"{where}: cluster barrier can never complete: {count} of {per} threads of the "
+            f"cluster have not arrived (they wait at a block barrier that the threads of their "
+            f"block waiting at the cluster barrier never reach: {self.describe(other)} at "
+            f"{self.kernel.code[int(self.pc[other])].where}); {self.describe(lane)}")
 
 
 def _polls(ins: Instr) -> bool:
@@ -4398,18 +4749,24 @@ class _RacecheckBatch(_Batch):
 
     def locate(self, space: str, addr, lanes, size: int, what: str, ins):
         segs = super().locate(space, addr, lanes, size, what, ins)
-        if space in ("shared", "generic"):
+        if space in ("shared", "generic", "shared::cluster"):
             for buf, off, sel, _ in segs:
                 if buf is self.shared:
                     who = np.arange(self.n) if lanes is None else lanes
+                    who = who if sel is None else who[sel]
+                    if space == "shared::cluster" and self.launch.cluster_size > 1:
+                        own = off // self.launch.shared_pad == who // self.T
+                        off, who = off[own], who[own]    # other CTAs' accesses: not checked
+                        if not who.size:
+                            continue
                     kind = "cas" if what == "atomic" and "cas" in ins.parts else what
-                    self.races.access(kind, off, who if sel is None else who[sel], size, ins)
+                    self.races.access(kind, off, who, size, ins)
         return segs
 
-    def _release_barrier(self):
-        released = self.waiting.reshape(self.B, self.T).all(axis=1)
-        super()._release_barrier()
-        self.races.release(released)
+    def _barrier_released(self, blocks):
+        """A block barrier, or a completed cluster barrier phase, starts a new interval."""
+        super()._barrier_released(blocks)
+        self.races.release(blocks)
 
     def check_converged(self, mask, members, ins):
         """bar.warp.sync: a new epoch for each warp whose every lane makes it (a partial member
@@ -4431,10 +4788,12 @@ def _batching(launch: _Launch, racecheck: bool | None):
         racecheck = os.environ.get("PTXPY_SIM_RACECHECK", "").strip().lower() not in (
             "", "0", "false", "no", "off")
     per_batch = max(1, BATCH_THREADS // launch.T)
-    if not racecheck:
-        return _Batch, per_batch
-    state = _SharedRaces.BYTES_PER_BYTE * max(1, launch.shared_pad)
-    return _RacecheckBatch, max(1, min(per_batch, RACECHECK_BYTES // state))
+    if racecheck:
+        state = _SharedRaces.BYTES_PER_BYTE * max(1, launch.shared_pad)
+        per_batch = max(1, min(per_batch, RACECHECK_BYTES // state))
+    cluster = launch.cluster_size      # whole clusters (at least one) a batch
+    per_batch = max(cluster, per_batch // cluster * cluster)
+    return (_RacecheckBatch if racecheck else _Batch), per_batch
 
 
 # ---- public API --------------------------------------------------------------------------------
@@ -4491,6 +4850,16 @@ class Module:
         if not kernel.dynamic_shared and dynamic_shared_bytes:
             raise SimulatorError("dynamic shared memory given, but the kernel declares "
                                  "no extern .shared array")
+        if kernel.launch_cluster:
+            raise SimulatorError(f"kernel {kernel_name} asks for cluster dimensions given at "
+                                 f"launch (.explicitcluster or .maxclusterrank without "
+                                 f".reqnctapercluster), which the simulator does not support: "
+                                 f"give them with .reqnctapercluster")
+        cluster = kernel.cluster
+        if any(g % c for g, c in zip(grid, cluster)):
+            raise SimulatorError(f"grid ({','.join(map(str, grid))}) is not a whole number of "
+                                 f"clusters of ({','.join(map(str, cluster))}) (kernel "
+                                 f"{kernel_name}'s .reqnctapercluster)")
         launch = _Launch(kernel, grid, block, list(args), dynamic_shared_bytes)
         blocks = grid[0] * grid[1] * grid[2]
         batch_class, per_batch = _batching(launch, racecheck)

@@ -22,10 +22,11 @@ class Out:
 
 
 def compile_source(source: str, name: str, consts=None, arch="sm_90", debug=False,
-                   fast_math=False, by_ref=(), max_registers=None, launch_bounds=()) -> CompiledKernel:
+                   fast_math=False, by_ref=(), max_registers=None, launch_bounds=(),
+                   cluster=()) -> CompiledKernel:
     program = driver.parse(source, "kernels.py")
     options = driver.Options(arch, fast_math, debug, max_registers=max_registers,
-                             launch_bounds=launch_bounds)
+                             launch_bounds=launch_bounds, cluster=cluster)
     return driver.compile_kernel(program, name, consts, frozenset(by_ref), options).kernel
 
 
@@ -51,7 +52,7 @@ def run(source: str, name: str, args: list, grid, block, consts=None, debug=Fals
 
     `args` lists the call's inputs in parameter order, with `Out(...)` for each output array.
     `racecheck`: the simulator's shared-memory race check (None: PTXPY_SIM_RACECHECK decides).
-    `bounds`: max_registers=, launch_bounds= (driver.Options).
+    `bounds`: max_registers=, launch_bounds=, cluster= (driver.Options).
     """
     from ptxpy.runtime.simulator import TensorMap, run_kernel
 

@@ -171,6 +171,18 @@ UNSUPPORTED = [
     "ptxpy.nanosleep(x[0])", "y = ptxpy.nanosleep(n)", "y = ptxpy.dp4a(x[0], n, n)",
     "y = ptxpy.dp4a(n, n)", "y = ptxpy.dp4a(n, 2**40, 1)", "y = ptxpy.syncthreads_count()",
     "y = ptxpy.syncthreads_and(x)", "if ptxpy.syncthreads_or(n > 0):\n    out[0] = 1.0",
+    "p = ptxpy.map_shared_rank(x, 0)\nout[0] = p[0]", "p = ptxpy.map_shared_rank(n, 0)",
+    "s = ptxpy.shared_array(4, f32)\np = ptxpy.map_shared_rank(s)",
+    "s = ptxpy.shared_array(4, f32)\np = ptxpy.map_shared_rank(s, x[0])",
+    "s = ptxpy.shared_array(4, f32)\np = ptxpy.map_shared_rank(s, n)\np[0, 1] = 1.0",
+    "s = ptxpy.shared_array(4, f32)\nn = ptxpy.map_shared_rank(s, 0)",
+    "s = ptxpy.shared_array(4, f32)\nout[0] = ptxpy.map_shared_rank(s, 1)[0]",
+    "s = ptxpy.shared_array(4, f32)\np = ptxpy.map_shared_rank(s, 1)\nq = ptxpy.map_shared_rank(p, 0)",
+    "s = ptxpy.shared_array(2, u64)\np = ptxpy.map_shared_rank(s, 1)\nptxpy.mbarrier_init(p[0], 1)",
+    "s = ptxpy.shared_array(4, f32)\np = ptxpy.map_shared_rank(s, 1)\nb = ptxpy.shared_array(2, u64)\n"
+    "ptxpy.cp_async_bulk(p[0:4], x[0:4], b[0])",
+    "y = ptxpy.cluster_sync()", "ptxpy.cluster_rank(n)", "y = ptxpy.cluster_dim",
+    "y = ptxpy.cluster_idx.w", "ptxpy.cluster_wait(1)",
 ]
 
 TOKENS = [
@@ -184,6 +196,7 @@ TOKENS = [
     "TILE", "[0]", "math.fmod", "ptxpy.shared_array(", "ptxpy.block_dim.x", "len(x)",
     "ptxpy.tma_load(", "ptxpy.tma_store(", "swizzle=128", "u64", "ptxpy.setmaxnreg_dec(",
     "ptxpy.dp4a(", "ptxpy.match_any_sync(", "ptxpy.syncthreads_count(",
+    "ptxpy.map_shared_rank(", "ptxpy.cluster_sync()", "ptxpy.cluster_rank()",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"

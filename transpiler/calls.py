@@ -35,7 +35,7 @@ AXIS_INTRINSICS = frozenset(["program_id", "num_programs", "global_id"])
 BIT_UNARY = frozenset(["popc", "clz", "brev", "ffs"])
 #: statements without a value: the memory fences and the warp barrier
 NO_VALUE = frozenset(["syncthreads", "syncwarp", "threadfence", "threadfence_block",
-                      "threadfence_system"])
+                      "threadfence_system", "cluster_sync", "cluster_arrive", "cluster_wait"])
 #: asynchronous copies from global to shared memory (PTX cp.async)
 ASYNC_COPY = frozenset(["cp_async", "cp_async_commit", "cp_async_wait"])
 #: the bytes one cp.async copies
@@ -79,6 +79,8 @@ STATEMENT_ONLY = {
     "ptxpy.local_array": "ptxpy.local_array() must be assigned to a variable: "
                          "r = ptxpy.local_array(shape, dtype)",
     "builtins.print": "print() can only be used as a statement",
+    "ptxpy.map_shared_rank": "ptxpy.map_shared_rank() must be assigned to a variable: "
+                             "peer = ptxpy.map_shared_rank(s, rank)",
 }
 PRINT_FORMATS = {
     "bool": ("%d", i32), "i8": ("%d", i32), "i16": ("%d", i32), "i32": ("%d", i32),
@@ -356,7 +358,7 @@ class CallChecker:
         loc, label = self.loc(node), f"ptxpy.{name}"
         if name in AXIS_INTRINSICS:
             return self.axis_intrinsic(name, node)
-        if name in ("lane_id", "warp_id") or name in NO_VALUE:
+        if name in ("lane_id", "warp_id", "cluster_rank", "cluster_size") or name in NO_VALUE:
             if name == "syncwarp":
                 self.no_member_mask(name, node, 0)
             self.args(node, label, 0)

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 from .abi import CompiledKernel
+from .backend.target import sm_number as target_sm
 from .errors import CompileError, CompileWarning, DeepRecursion, SourceWarning, source_lines
 
 DEFAULT_ARCH = "sm_90"
@@ -40,6 +41,9 @@ class Options:
     #: (threads per block at most[, blocks per SM at least]): PTX `.maxntid` and
     #: `.minnctapersm`, CUDA's `__launch_bounds__`
     launch_bounds: tuple = ()
+    #: (x, y, z) blocks per thread-block cluster (PTX `.reqnctapercluster`, CUDA's
+    #: `__cluster_dims__`; sm_90), or () for none
+    cluster: tuple = ()
 
     def as_dict(self) -> dict:
         extra = {"batched": self.batched} if self.batched else {}
@@ -47,6 +51,8 @@ class Options:
             extra["max_registers"] = self.max_registers
         if self.launch_bounds:
             extra["launch_bounds"] = self.launch_bounds
+        if self.cluster:
+            extra["cluster"] = self.cluster
         if self.narrow_refs:
             extra["narrow_refs"] = self.narrow_refs
         if self.large_arrays:
@@ -123,6 +129,26 @@ def register_bounds(max_registers=None, launch_bounds=None) -> tuple:
     return count, bounds
 
 
+#: blocks a cluster may hold at most (the portable size; 16 needs a non-portable attribute)
+CLUSTER_LIMIT = 8
+
+
+def cluster_dims(cluster=None) -> tuple:
+    """`cluster` (an int, or a tuple or list of up to three ints: blocks per cluster along x,
+    y, z) as an (x, y, z) tuple, or () for None; checked (at most CLUSTER_LIMIT blocks). A
+    ValueError says what is wrong, for the caller to name the option's owner."""
+    if cluster is None:
+        return ()
+    given = cluster if isinstance(cluster, (tuple, list)) else (cluster,)
+    dims = tuple(_integer(n) for n in given) + (1,) * (3 - len(given))
+    if not 1 <= len(given) <= 3 or None in dims or min(dims) < 1 or \
+            dims[0] * dims[1] * dims[2] > CLUSTER_LIMIT:
+        raise ValueError(f"cluster must be blocks per cluster, an int or a tuple of up to three "
+                         f"positive ints, {CLUSTER_LIMIT} blocks at most in all, got "
+                         f"{cluster!r:.40}")
+    return dims
+
+
 def _integer(value) -> int | None:
     """An int or NumPy integer as an int; None for anything else (a bool, a float, a str)."""
     if isinstance(value, bool) or not hasattr(value, "__index__") or \
@@ -192,6 +218,10 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
 
     filename, source = program.filename, program.source
     check_arch(options.arch, filename)
+    if options.cluster and target_sm(options.arch) < 90:
+        raise CompileError(f"kernel '{name}' has a cluster of {options.cluster}, which needs sm_90 "
+                           f"or newer; the target is {options.arch}", program.kernels[name].loc,
+                           filename).located(filename, source_lines(source))
     stages = Stages()
     stages.typed = _located(lambda: check_kernel(program.parsed, name, consts, frozenset(by_ref)), filename, source)
     if stop_after == "typed":
@@ -266,10 +296,11 @@ def _undecodable(data: bytes, err: UnicodeDecodeError, filename: str) -> Compile
 
 def transpile(source: str, filename: str = "<string>", arch: str = DEFAULT_ARCH, defines=None,
               fast_math: bool = False, debug: bool = False, kernels=None,
-              max_registers: int | None = None, launch_bounds: tuple = ()) -> dict[str, str]:
+              max_registers: int | None = None, launch_bounds: tuple = (),
+              cluster: tuple = ()) -> dict[str, str]:
     """`ptxpy.transpile`: PTX text of every `@ptxpy.jit` kernel in `source` (SPEC 3)."""
     options = Options(check_arch(arch, filename), fast_math, debug, max_registers=max_registers,
-                      launch_bounds=tuple(launch_bounds))
+                      launch_bounds=tuple(launch_bounds), cluster=tuple(cluster))
     with _GcPaused():
         return _transpile(source, filename, options, defines, kernels)
 
@@ -291,12 +322,16 @@ def _transpile(source: str, filename: str, options: Options, defines, kernels) -
 
 def with_decorator_bounds(program: Program, name: str, options: Options) -> Options:
     """`options` for compiling kernel `name` without its decorator at hand (`ptxpy transpile`):
-    the `max_registers` and `launch_bounds` its `@ptxpy.jit(...)` writes as constants, where
-    `options` give none."""
-    written, bounds = getattr(program.kernels[name], "register_bounds", (None, ()))
-    if (written and not options.max_registers) or (bounds and not options.launch_bounds):
+    the `max_registers`, `launch_bounds` and `cluster` its `@ptxpy.jit(...)` writes as
+    constants, where `options` give none."""
+    decl = program.kernels[name]
+    written, bounds = getattr(decl, "register_bounds", (None, ()))
+    cluster = getattr(decl, "cluster", ())
+    if (written and not options.max_registers) or (bounds and not options.launch_bounds) or \
+            (cluster and not options.cluster):
         return replace(options, max_registers=options.max_registers or written,
-                       launch_bounds=options.launch_bounds or bounds)
+                       launch_bounds=options.launch_bounds or bounds,
+                       cluster=options.cluster or cluster)
     return options
 
 

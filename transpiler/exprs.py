@@ -33,7 +33,7 @@ COMPARE_NAMES = {
     cst.Equal: "eq", cst.NotEqual: "ne", cst.LessThan: "lt", cst.LessThanEqual: "le",
     cst.GreaterThan: "gt", cst.GreaterThanEqual: "ge",
 }
-THREAD_NAMES = frozenset(f"{v}.{a}" for v in ("thread_idx", "block_idx", "block_dim", "grid_dim")
+THREAD_NAMES = frozenset(f"{v}.{a}" for v in typed.DIM3_NAMES
                          for a in "xyz")
 UNSUPPORTED_EXPRESSIONS = {
     "List": "lists are not supported in kernels",
@@ -852,7 +852,7 @@ def _qualname_problem(qual: str, text: str) -> str:
         return f"name '{attr}' is a Python builtin that kernels do not support"
     if module == "ptxpy":
         dim = attr.split(".")[0]
-        if dim in ("thread_idx", "block_idx", "block_dim", "grid_dim"):
+        if dim in typed.DIM3_NAMES:
             return f"ptxpy.{dim} has the attributes .x, .y and .z"
         if attr in PTXPY_NAMES:
             return f"'{text}' must be called or indexed; it is not a value"

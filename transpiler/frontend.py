@@ -23,7 +23,7 @@ import libcst as cst
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType
 
 from . import typed
-from .driver import register_bounds
+from .driver import cluster_dims, register_bounds
 from .errors import CompileError, DeepRecursion, source_lines
 from .scope import ModuleScope, NotConstant, code_of, const_eval, normalize, resolve_type
 from .toplevel import (MAX_NESTING, Definition, TopLevel, decorator_at, nested_functions,
@@ -61,14 +61,16 @@ class FuncDecl:
 @dataclass
 class KernelDecl:
     """A `@ptxpy.jit` kernel. `return_type` is always None; `node` as for FuncDecl.
-    `register_bounds`: (max_registers, launch_bounds) its decorator gives as constants, for
-    compiles that have no decorator to ask (`ptxpy transpile`, `ptxpy.transpile`)."""
+    `register_bounds`: (max_registers, launch_bounds) and `cluster` (x, y, z) its decorator
+    gives as constants, for compiles that have no decorator to ask (`ptxpy transpile`,
+    `ptxpy.transpile`)."""
     name: str
     params: list
     loc: tuple
     definition: Definition = field(repr=False)
     return_type: None = None
     register_bounds: tuple = (None, ())
+    cluster: tuple = ()
 
     @property
     def node(self) -> cst.FunctionDef:
@@ -259,7 +261,10 @@ def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
         _check_decorators(parsed, kinds, others)
         decl = _declaration(parsed, node, kind == "jit")
         if kind == "jit":
-            decl.register_bounds = _register_bounds(parsed, kinds[0][1].decorator)
+            found = _decorator_constants(parsed, kinds[0][1].decorator)
+            decl.register_bounds = register_bounds(found.get("max_registers"),
+                                                   found.get("launch_bounds"))
+            decl.cluster = cluster_dims(found.get("cluster"))
     except CompileError as err:
         err = err.located(parsed.filename, parsed.source_lines).with_traceback(None)
         decl = InvalidDecl(name, parsed.loc(node.name), err)
@@ -335,27 +340,30 @@ def _declaration(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -
     return FuncDecl(name, params, _func_return(parsed, node), loc, definition)
 
 
-#: the decorator's keywords that change the PTX whatever the call (read from the source)
-REGISTER_BOUNDS = ("max_registers", "launch_bounds")
+#: the decorator's keywords that change the PTX whatever the call (read from the source), and
+#: the checks of their values
+DECORATOR_CONSTANTS = {"max_registers": lambda v: register_bounds(max_registers=v),
+                       "launch_bounds": lambda v: register_bounds(launch_bounds=v),
+                       "cluster": cluster_dims}
 
 
-def _register_bounds(parsed: ParsedModule, decorator: cst.BaseExpression) -> tuple:
-    """(max_registers, launch_bounds) of `@ptxpy.jit(...)` where each is a compile-time
-    constant (a value computed at import is the decorator's alone to pass); checked as the
-    decorator checks them."""
+def _decorator_constants(parsed: ParsedModule, decorator: cst.BaseExpression) -> dict:
+    """The DECORATOR_CONSTANTS keywords of `@ptxpy.jit(...)` whose values are compile-time
+    constants (a value computed at import is the decorator's alone to pass), checked as the
+    decorator checks them: {keyword: value}."""
     found = {}
     for arg in decorator.args if isinstance(decorator, cst.Call) else ():
-        if arg.keyword is not None and arg.keyword.value in REGISTER_BOUNDS:
+        if arg.keyword is not None and arg.keyword.value in DECORATOR_CONSTANTS:
             try:
-                found[arg.keyword.value] = const_eval(arg.value, parsed.scope.lookup,
-                                                      parsed.scope.const_callee)
+                value = const_eval(arg.value, parsed.scope.lookup, parsed.scope.const_callee)
             except NotConstant:
                 continue
             try:
-                register_bounds(**{arg.keyword.value: found[arg.keyword.value]})
+                DECORATOR_CONSTANTS[arg.keyword.value](value)
             except ValueError as err:
                 raise CompileError(f"@ptxpy.jit: {err}", parsed.loc(arg.value)) from None
-    return register_bounds(found.get("max_registers"), found.get("launch_bounds"))
+            found[arg.keyword.value] = value
+    return found
 
 
 def _check_entry_name(name: str, loc) -> None:

@@ -580,7 +580,9 @@ class _Thread:
             return wrap_int(int(self.sregs[name]), i32)
         if name == "laneid":
             return self.sregs.get("tid.x", 0) % 32
-        return 1 if name.startswith(("ntid", "nctaid")) else 0
+        if name.startswith("clusterid"):     # a lone thread's block is a cluster of its own
+            return self.sreg("ctaid" + name[len("clusterid"):])
+        return 1 if name.startswith(("ntid", "nctaid", "cluster_ncta")) else 0
 
     def op_addr_of(self, instr: Instr):
         return self.symbols[instr.attrs["symbol"]]
@@ -800,6 +802,15 @@ class _Thread:
 
     def op_nanosleep(self, instr: Instr):
         pass
+
+    def op_cluster_barrier(self, instr: Instr):
+        self.require_lone_thread("barrier.cluster")
+
+    def op_mapa(self, instr: Instr):
+        """A lone thread's block is a cluster of its own: rank 0, its own shared memory."""
+        if int(self.value(instr.args[1])) != 0:
+            raise InterpError(f"mapa to block {self.value(instr.args[1])} of a cluster of one")
+        return self.value(instr.args[0])
 
     def op_redux(self, instr: Instr):
         self.require_lone_thread("redux")

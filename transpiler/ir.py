@@ -317,6 +317,12 @@ def _ops() -> dict[str, OpSpec]:
     ops["tma_store"] = OpSpec("free", None, effects=True)
     # bar.sync; with attrs reduce (popc, and, or) and a bool: bar.red, its i32 count or bool
     ops["barrier"] = OpSpec("free", None, effects=True)
+    # the thread-block cluster's barrier, attrs phase arrive (barrier.cluster.arrive: this
+    # thread has arrived) or wait (barrier.cluster.wait: for every thread of the cluster to)
+    ops["cluster_barrier"] = OpSpec("free", 0, effects=True)
+    # the address in the cluster's shared window (space shared::cluster) of a shared address
+    # of this block, in the block of the cluster of u32 rank (PTX mapa.shared::cluster)
+    ops["mapa"] = OpSpec("free", 2)
     ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync
     ops["activemask"] = OpSpec("free", 0, effects=True)   # the lanes running it together
@@ -332,9 +338,13 @@ OPS: dict[str, OpSpec] = _ops()
 EFFECT_OPS = frozenset(name for name, spec in OPS.items() if spec.effects)
 TERMINATORS = frozenset({"br", "cbr", "ret", "trap"})
 CMP_PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+#: the thread-block cluster's special registers (sm_90)
+CLUSTER_REGISTERS = frozenset(
+    f"{reg}.{axis}" for reg in ("clusterid", "cluster_ctaid", "cluster_nctaid") for axis in "xyz"
+) | {"cluster_ctarank", "cluster_nctarank"}
 SPECIAL_REGISTERS = frozenset(
     f"{reg}.{axis}" for reg in ("tid", "ntid", "ctaid", "nctaid") for axis in "xyz"
-) | {"laneid"}
+) | {"laneid"} | CLUSTER_REGISTERS
 ADDR_TYPE = i64   # addresses are 64-bit integers in every state space
 
 
@@ -476,7 +486,7 @@ def scalar(name: str) -> Scalar:
 
 __all__ = [
     "Value", "Const", "Undef", "Instr", "Block", "Function", "SharedDecl", "OpSpec", "OPS",
-    "EFFECT_OPS", "TERMINATORS", "CMP_PREDICATES", "SPECIAL_REGISTERS", "ADDR_TYPE", "format_function",
+    "EFFECT_OPS", "TERMINATORS", "CMP_PREDICATES", "SPECIAL_REGISTERS", "CLUSTER_REGISTERS", "ADDR_TYPE", "format_function",
     "format_instr", "replace_uses", "remove_instr", "users", "pass_users", "set_targets", "add_pred",
     "bool_", "i32", "u32", "i64",
 ]

@@ -24,7 +24,9 @@ LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 LOG10_2 = 0.3010299956639812
 
-SREG_BASES = {"thread_idx": "tid", "block_idx": "ctaid", "block_dim": "ntid", "grid_dim": "nctaid"}
+SREG_BASES = {"thread_idx": "tid", "block_idx": "ctaid", "block_dim": "ntid", "grid_dim": "nctaid",
+              "cluster_idx": "clusterid", "cluster_dim": "cluster_nctaid",
+              "cluster_block_idx": "cluster_ctaid"}
 #: math functions computed by the accurate library (ptxpy/libm.py: NAME_f32, NAME_f64)
 LIBRARY_MATH = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "erf", "pow", "fmod",
                 "atan", "asin", "acos", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1",
@@ -38,6 +40,8 @@ def lower_intrinsic(b, e):
     name = e.name
     base, _, axis = name.partition(".")
     if base in SREG_BASES and axis in ("x", "y", "z"):
+        if base.startswith("cluster"):
+            _needs_sm90(b, e, "thread-block clusters")
         return sreg(b, f"{SREG_BASES[base]}.{axis}")
     if name.startswith("atomic_"):
         return atomic(b, e, name[len("atomic_"):])
@@ -94,6 +98,21 @@ def _linear_thread(b):
 
 def _syncthreads(b, e):
     b.emit("barrier", None)
+    return None
+
+
+def _cluster_sreg(b, e, name: str):
+    _needs_sm90(b, e, "thread-block clusters")
+    return sreg(b, name)
+
+
+def _cluster_barrier(b, e, *phases: str):
+    """`cluster_sync()` (arrive, then wait), `cluster_arrive()`, `cluster_wait()`: the
+    thread-block cluster's barrier (CUDA's `cluster.sync()`, `barrier_arrive()`,
+    `barrier_wait()`), with release and acquire semantics at cluster scope."""
+    _needs_sm90(b, e, "thread-block clusters")
+    for phase in phases:
+        b.emit("cluster_barrier", None, attrs={"phase": phase})
     return None
 
 
@@ -1101,6 +1120,11 @@ HANDLERS = {
     "program_id": lambda b, e: sreg(b, f"ctaid.{_axis(b, e)}"),
     "num_programs": lambda b, e: sreg(b, f"nctaid.{_axis(b, e)}"),
     "syncthreads": _syncthreads,
+    "cluster_rank": lambda b, e: _cluster_sreg(b, e, "cluster_ctarank"),
+    "cluster_size": lambda b, e: _cluster_sreg(b, e, "cluster_nctarank"),
+    "cluster_sync": lambda b, e: _cluster_barrier(b, e, "arrive", "wait"),
+    "cluster_arrive": lambda b, e: _cluster_barrier(b, e, "arrive"),
+    "cluster_wait": lambda b, e: _cluster_barrier(b, e, "wait"),
     "syncthreads_count": _block_vote("popc"), "syncthreads_and": _block_vote("and"),
     "syncthreads_or": _block_vote("or"),
     "match_any_sync": _match("any"), "match_all_sync": _match("all"),

@@ -43,15 +43,15 @@ from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, bool_, f32, f64
 
 from . import ir, typed
 from .abi import NARROW_CARRIER, RESERVED_PTX_NAMES, ParamSpec, unique_ptx_names
-from .backend.target import shared_bytes, shared_limit
+from .backend.target import shared_bytes, shared_limit, sm_number
 from .errors import CompileError, DeepRecursion
 from .launch_shape import is_formula
 
 PRINTF_MAX_ARGS = 32      # CUDA's printf drops arguments beyond 32
 _UNSAFE_IN_SELECT = frozenset({"truediv", "floordiv", "mod"})
 _SREG_INTRINSICS = frozenset(
-    f"{base}.{axis}" for base in ("thread_idx", "block_idx", "block_dim", "grid_dim") for axis in "xyz"
-) | {"lane_id", "warp_id", "global_id", "program_id", "num_programs"}
+    f"{base}.{axis}" for base in typed.DIM3_NAMES for axis in "xyz"
+) | {"lane_id", "warp_id", "global_id", "program_id", "num_programs", "cluster_rank", "cluster_size"}
 
 
 def build_function(module: typed.TypedModule, arch: str = "sm_90", options: dict | None = None) -> ir.Function:
@@ -92,6 +92,25 @@ class _Array:
         self.decl = decl
         self.uid = uid
         self.large = large            # 2**31 elements or more: the linear index is 64-bit
+
+
+class _ClusterView(_Array):
+    """`view = ptxpy.map_shared_rank(array, rank)`: `array` in the shared memory of another
+    block of the cluster. Its base, a shared::cluster address, is a variable: written where the
+    view is mapped (again in each iteration of a loop), read where an element is used."""
+
+    def __init__(self, builder, key, name: str, source: _Array):
+        super().__init__(name, source.elem, source.shape, "shared::cluster", decl=source.decl,
+                         large=source.large)
+        self.builder, self.key = builder, key
+
+    @property
+    def base(self):
+        return self.builder.read(self.key)
+
+    @base.setter
+    def base(self, value) -> None:
+        pass        # (_Array.__init__ sets None: the base is the variable's)
 
 
 class _Expansion:
@@ -626,6 +645,29 @@ class _Builder:
         key = self.var_key(name, value.type)
         self.write(key, self.coerce(value, self.var_types[key]))
 
+    def s_MapShared(self, s) -> None:
+        source = self.array(s.array)
+        if source.space != "shared":
+            where = {"global": "an array parameter, in global memory",
+                     "shared::cluster": "itself a view of another block's shared memory"}.get(
+                         source.space, "a local array")
+            raise CompileError(f"ptxpy.map_shared_rank maps a shared array (ptxpy.shared_array); "
+                               f"'{s.array}' is {where}", s.loc)
+        if sm_number(self.func.arch) < 90:
+            raise CompileError(f"ptxpy.map_shared_rank needs sm_90 or newer (thread-block "
+                               f"clusters); the target is {self.func.arch}", s.loc)
+        rank = self.coerce_bits(self.ev(s.rank), u32)
+        if self.debug:
+            size = self.emit("sreg", i32, attrs={"name": "cluster_nctarank"})
+            ok = self.emit("cmp", bool_, [rank, self.coerce_bits(size, u32)], {"pred": "lt"})
+            self.check(ok, f"{self.where()}: ptxpy.map_shared_rank: rank %u is not a block of the "
+                           "cluster, which has %d\n", [(rank, u32), (size, i32)])
+        key = ("$view", self.scope.uid, s.view)
+        self.var_types[key] = ir.ADDR_TYPE
+        self.write(key, self.emit("mapa", ir.ADDR_TYPE, [source.base, rank]))
+        if s.view not in self.scope.arrays:
+            self.scope.arrays[s.view] = _ClusterView(self, key, s.view, source)
+
     def s_Store(self, s) -> None:
         value = self.ev(s.value)
         indices = [self.ev(i) for i in s.indices]
@@ -1000,7 +1042,7 @@ class _Builder:
         """base + row-major linear index * element size (i32 arithmetic unless an index is 64-bit
         or the array has 2**31 elements or more)."""
         self.check_rank(array, indices)
-        if array.space in ("shared", "local"):
+        if array.space in ("shared", "local", "shared::cluster"):
             self.warn_constant_out_of_bounds(array, indices)
         if self.debug and not checked:
             self.bounds_check(array, indices)

@@ -9,7 +9,7 @@ import math
 
 import libcst as cst
 
-from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, can_convert_implicitly, i32, i64
+from ptxpy.types import ArrayType, ConstType, Scalar, TupleType, can_convert_implicitly, i32, i64, u32
 
 from . import typed
 from .calls import CallChecker
@@ -74,6 +74,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.statements_unrolled = 0    # statements typed again for unrolled iterations
         self.unroll_site = None         # the outermost static_range being typed
         self.array_nodes: dict = {}     # array name -> the shared_array/local_array call declaring it
+        self.views: dict = {}           # array name -> the shared array it maps (map_shared_rank)
         self.temporaries = 0            # hidden locals made so far ($t0, $t1, ...)
         self.assign_counts: dict = {}   # local name -> how many places assign it
         self.launch_values: dict = {}   # local assigned once, unannotated -> its value's node
@@ -224,6 +225,8 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             if value.__class__ is cst.Call and self.qualname(value.func) in (
                     "ptxpy.shared_array", "ptxpy.local_array"):
                 return self.declare_array(target.value, value)
+            if value.__class__ is cst.Call and self.qualname(value.func) == "ptxpy.map_shared_rank":
+                return self.map_shared(target.value, value)
             assigned = self.assign_name(target, self.expr(value), value)
             if self.assign_counts.get(target.value) == 1 and target.value not in self.annotations:
                 self.launch_values[target.value] = value   # may size a shared array (shape_formula)
@@ -641,6 +644,30 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.decls.append(typed.ArrayDecl(name, elem, tuple(shape), space))
         self.check_shared_size(call)
         return []
+
+    def map_shared(self, name: str, call: cst.Call) -> list:
+        """`peer = ptxpy.map_shared_rank(s, rank)`: `peer` names shared array `s` of the block
+        of that rank in the thread-block cluster (distributed shared memory; the SSA builder
+        checks that `s` is in shared memory). `peer` may be mapped again, to the same array."""
+        label = "ptxpy.map_shared_rank"
+        array_node, rank_node = self.args(call, label, 2, keywords=("array", "rank"))
+        source = array_node.value if isinstance(array_node, cst.Name) else None
+        if source not in self.arrays or source in self.views:
+            raise self.error(f"{label} takes a shared array (s = ptxpy.shared_array(...)) and the "
+                             f"rank of a block in the cluster, got '{code_of(array_node)}'",
+                             array_node)
+        rank = convert(self.int_value(rank_node, f"the rank of {label}"), u32)
+        if name in self.views:
+            if self.views[name] != source:
+                raise self.error(f"'{name}' maps '{self.views[name]}'; it cannot map another "
+                                 f"array ('{source}')", call)
+        elif name in self.arrays:
+            raise self.error(f"array '{name}' is already declared", call)
+        elif name in self.vars or name in self.annotations or name in self.consts:
+            raise self.error(f"'{name}' is a scalar variable; it cannot also name an array", call)
+        self.arrays[name] = self.arrays[source]
+        self.views[name] = source
+        return [typed.MapShared(self.loc(call), name, source, rank)]
 
     def redeclared_same(self, name: str, elem, shape: tuple, space: str) -> bool:
         decl = next(d for d in self.decls if d.name == name)

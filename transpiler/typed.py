@@ -18,6 +18,10 @@ from .launch_shape import describe
 
 Loc = tuple  # (line, col)
 
+#: the (x, y, z) special registers `ptxpy.NAME.x`: threads, blocks, thread-block clusters
+DIM3_NAMES = ("thread_idx", "block_idx", "block_dim", "grid_dim", "cluster_idx", "cluster_dim",
+              "cluster_block_idx")
+
 
 #: statements typed or built, counting every unrolled and inlined copy: past this a kernel is
 #: an error (compiling 16384 takes about 3 s; nested static_range loops, or calls that double at
@@ -203,6 +207,15 @@ class VectorStore(Stmt):
     start: Expr
     values: list
     lead: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class MapShared(Stmt):
+    """`view = ptxpy.map_shared_rank(array, rank)`: from here on `view` names shared array
+    `array` of the cluster's block of rank `rank` (u32), in the shared::cluster space."""
+    view: str
+    array: str
+    rank: Expr
 
 
 @dataclass(eq=False)
@@ -423,6 +436,8 @@ def _format_stmt(s: Stmt, ind: str) -> list:
                 f"({', '.join(map(format_expr, s.values))})"]
     if isinstance(s, ExprStmt):
         return [f"{head}{format_expr(s.value)}"]
+    if isinstance(s, MapShared):
+        return [f"{head}{s.view} = map_shared_rank({s.array}, {format_expr(s.rank)})"]
     if isinstance(s, If):
         out = [f"{head}if {format_expr(s.cond)}:"] + format_body(s.body, ind + "    ")
         if s.orelse:

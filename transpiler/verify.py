@@ -137,10 +137,16 @@ def _check_types(instr: Instr) -> None:
         _fail(instr, f"tensor_map gives the {ADDR_TYPE} address of the parameter attrs name")
     elif instr.op in ("load", "vload", "store", "vstore", "atom") and types[0] != ADDR_TYPE:
         _fail(instr, f"{instr.op} address must be {ADDR_TYPE}")
-    elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local"):
-        _fail(instr, "store needs attrs space in global shared local")
-    elif instr.op == "load" and instr.attrs.get("space", "global") not in ("global", "shared", "local", "const"):
-        _fail(instr, "load needs attrs space in global shared local const")
+    elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local",
+                                                                        "shared::cluster"):
+        _fail(instr, "store needs attrs space in global shared local shared::cluster")
+    elif instr.op == "load" and instr.attrs.get("space", "global") not in (
+            "global", "shared", "local", "const", "shared::cluster"):
+        _fail(instr, "load needs attrs space in global shared local const shared::cluster")
+    elif instr.op == "mapa" and (instr.type != ADDR_TYPE or types != [ADDR_TYPE, u32]):
+        _fail(instr, f"mapa takes a shared {ADDR_TYPE} address and a u32 rank, gives {ADDR_TYPE}")
+    elif instr.op == "cluster_barrier" and instr.attrs.get("phase") not in ("arrive", "wait"):
+        _fail(instr, "cluster_barrier needs attrs phase arrive or wait")
 
 
 _MMA_OPERANDS = {("m16n8k8", "tf32"): ("u32", 4, 2), ("m16n8k16", "f16"): ("f16", 8, 4),

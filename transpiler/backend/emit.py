@@ -97,7 +97,8 @@ def _entry_open(func: ir.Function, mfunc: MFunction) -> list[str]:
 
 
 def _performance_directives(options: dict) -> list[str]:
-    """The kernel's register bounds (the `max_registers` and `launch_bounds` options)."""
+    """The kernel's register bounds (the `max_registers` and `launch_bounds` options) and its
+    cluster shape (`cluster`)."""
     lines = []
     bounds = options.get("launch_bounds") or ()
     if bounds:
@@ -106,6 +107,8 @@ def _performance_directives(options: dict) -> list[str]:
         lines.append(f".minnctapersm {bounds[1]}")
     if options.get("max_registers"):
         lines.append(f".maxnreg {options['max_registers']}")
+    if options.get("cluster"):
+        lines.append(".reqnctapercluster " + ", ".join(map(str, options["cluster"])))
     return lines
 
 

@@ -33,7 +33,7 @@ FULL_MASK = Imm("0xffffffff")
 _MEMORY_OPS = ("load", "vload", "store", "vstore", "atom", "cp_async", "ldmatrix", "mbarrier_init",
                "mbarrier_arrive", "mbarrier_test", "cp_async_bulk", "tma_load")
 #: state spaces whose addresses fit in 32 bits: their address arithmetic is done in 32 bits
-NARROW_SPACES = ("shared", "local")
+NARROW_SPACES = ("shared", "local", "shared::cluster")
 _U32_MASK = 0xFFFFFFFF
 _INT_OPCODE = {"add": "add", "sub": "sub", "mul": "mul.lo", "div": "div", "rem": "rem",
                "min": "min", "max": "max", "mul_hi": "mul.hi"}
@@ -500,6 +500,8 @@ class ISel:
             return True
         if op == "mul_wide":
             return instr.args[0].type.bits == 32
+        if op == "mapa":
+            return True
         if op == "cvt":
             return _extends32(instr)
         if op == "addr_of":
@@ -521,6 +523,8 @@ class ISel:
             return [instr.args[0]] if instr.args[1] is not instr.args[0] else []
         if instr.op in ("add", "sub", "mul", "phi"):
             return list(instr.args)
+        if instr.op == "mapa":
+            return [instr.args[0]]
         return []
 
     def nsrc(self, value: ir.Value):
@@ -544,6 +548,10 @@ class ISel:
         dst = self.nsrc(instr)
         if op == "addr_of":
             self.emit("mov.u32", [dst], [self._symbol_address(instr)])
+        elif op == "mapa":
+            self.target.require((7, 8), 90, "mapa")
+            self.emit("mapa.shared::cluster.u32", [dst],
+                      [self.nsrc(instr.args[0]), self.src(instr.args[1])])
         elif op == "mul_wide":
             self._mul32(dst, *self.srcs(instr))
         elif op == "shl":
@@ -664,6 +672,8 @@ class ISel:
         name = instr.attrs.get("name")
         if name not in ir.SPECIAL_REGISTERS and name != "warpid":
             raise BackendError(f"unknown special register {name!r}")
+        if name in ir.CLUSTER_REGISTERS:
+            self.target.require((7, 8), 90, f"%{name}")
         self.emit("mov.u32", [self.reg(instr)], [Sym("%" + name)])
 
     def op_addr_of(self, instr: ir.Instr) -> None:
@@ -1174,8 +1184,10 @@ class ISel:
     # --- memory -----------------------------------------------------------------------------
     def _space(self, instr: ir.Instr) -> str:
         space = instr.attrs.get("space", "global")
-        if space not in ("global", "shared", "local", "const"):
+        if space not in ("global", "shared", "local", "const", "shared::cluster"):
             raise BackendError(f"{instr.op}: unknown state space {space!r}")
+        if space == "shared::cluster":
+            self.target.require((7, 8), 90, "the shared::cluster state space")
         return space
 
     def _ld(self, instr: ir.Instr) -> str:
@@ -1643,6 +1655,17 @@ class ISel:
 
     def op_nanosleep(self, instr: ir.Instr) -> None:
         self.emit("nanosleep.u32", [], [self.src(instr.args[0])])
+
+    def op_cluster_barrier(self, instr: ir.Instr) -> None:
+        """barrier.cluster.arrive (release) / barrier.cluster.wait (acquire), without .aligned
+        (the threads of a warp may reach them apart, as cooperative groups' cluster.sync())."""
+        self.target.require((7, 8), 90, "barrier.cluster")
+        self.emit(f"barrier.cluster.{instr.attrs['phase']}", [], [])
+
+    def op_mapa(self, instr: ir.Instr) -> None:
+        self.target.require((7, 8), 90, "mapa")
+        self.emit("mapa.shared::cluster.u64", [self.reg(instr)],
+                  [self.src(instr.args[0], imm=False), self.src(instr.args[1])])
 
     def op_barrier(self, instr: ir.Instr) -> None:
         reduce = instr.attrs.get("reduce")

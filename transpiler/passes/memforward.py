@@ -80,7 +80,14 @@ def _forward_block(block, replaced: dict) -> bool:
     return any(i.op == "store" for i in dead)
 
 
+#: state spaces that may name the same bytes: a block's shared memory is also in its cluster's
+_OVERLAPPING = {"shared": ("shared", "shared::cluster"), "shared::cluster": ("shared", "shared::cluster")}
+
+
 def _forget(table: dict, space) -> None:
-    """Drop what `table` holds about state space `space` (everything for an unknown space)."""
-    for key in [k for k in table if k[0] == space or space not in ("global", "shared", "local")]:
+    """Drop what `table` holds about state space `space` and those overlapping it (everything
+    for an unknown space)."""
+    known = ("global", "shared", "local", "shared::cluster")
+    spaces = _OVERLAPPING.get(space, (space,))
+    for key in [k for k in table if k[0] in spaces or space not in known]:
         del table[key]

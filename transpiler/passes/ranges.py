@@ -37,7 +37,9 @@ from ptxpy.types import Scalar
 Interval = tuple  # (lo, hi), lo <= hi, both values of the interval's type
 
 _SREG_BOUNDS = {"tid": (0, 1023), "ntid": (1, 1024), "ctaid": (0, 2**31 - 1),
-                "nctaid": (1, 2**31 - 1), "laneid": (0, 31)}
+                "nctaid": (1, 2**31 - 1), "laneid": (0, 31), "cluster_ctarank": (0, 15),
+                "cluster_nctarank": (1, 16), "cluster_ctaid": (0, 15), "cluster_nctaid": (1, 16),
+                "clusterid": (0, 2**31 - 1)}
 _SHAPE_BOUNDS = (0, 2**31 - 1)
 _WIDEN_AFTER = 2        # growths of a phi before it is widened
 _DESCENDING_ROUNDS = 2
