@@ -17,6 +17,11 @@ the others' sums, and waits (`ptxpy.cluster_wait()`) only before it exits, so th
 shared memory goes away while another may still read it, with the scaling and the stores in
 between.
 
+On an H100 (BENCHMARKS.md, session 47) it moved 1.9-2.2 TB/s with 8 to 64 rows of 65536 to
+262144 floats: 1.06x-1.15x XLA, and 3x-18x rms_norm.py's one block a row. From about 128 rows
+on, one block a row has SMs enough and is the faster (2.7-2.9 TB/s against 1.7-2.1): use this
+kernel for a few long rows only.
+
 `python examples/rms_norm_cluster.py [--rows R --cols C]` checks it against jax.numpy. On a GPU
 before Hopper it says so and checks nothing (clusters need sm_90).
 """

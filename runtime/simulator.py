@@ -100,6 +100,7 @@ TYPES = _make_types()
 T_U32, T_U64, T_PRED, T_F64 = TYPES["u32"], TYPES["u64"], TYPES["pred"], TYPES["f64"]
 T_F32 = TYPES["f32"]
 T_S32 = TYPES["s32"]
+T_U16 = TYPES["u16"]
 _PAIR_ELEM = {"f16x2": "f16", "bf16x2": "bf16"}
 _EXP_MASK = {"f16": 0x7C00, "bf16": 0x7F80, "f32": 0x7F800000, "f64": 0x7FF0000000000000}
 
@@ -1823,7 +1824,10 @@ def _c_mapa(k, ins, m: _Mods) -> _Op:
 def _c_fence(k, ins, m: _Mods) -> _Op:
     """membar/fence (fence.proxy.async too): the simulator runs one thread group at a time, and
     wgmma reads shared memory when issued, so memory is always ordered (writes to an operand
-    still in flight are caught apart: _WgmmaReads)."""
+    still in flight are caught apart: _WgmmaReads). fence.mbarrier_init.release.cluster (sm_90)
+    too: mbarrier.init is seen by every CTA of the cluster at once."""
+    if m.base == "fence" and "mbarrier_init" in m.rest:
+        _needs_sm(k, m, 90)
     m.used = [True] * len(m.rest)
     return _Op(PLAIN, lambda ctx, mask: None)
 
@@ -2631,6 +2635,8 @@ class _WgmmaReads:
         batch = self.batch
         block = byte // batch.launch.shared_pad
         offset = byte - block * batch.launch.shared_pad
+        # (through shared::cluster or a multicast copy, another CTA's shared memory)
+        place = "" if block == lane // batch.T else f" of block {batch.block_index(block)}"
         wg, product, committed, waited = found
         where = batch.kernel.where
         # d's registers: the first and the last
@@ -2649,11 +2655,11 @@ class _WgmmaReads:
         if ins.parts[0] == "cp":
             until = ("its mbarrier's phase completes" if "bulk" in ins.parts else
                      "the wait that covers it")
-            head = (f"{where(ins)}: `{ins.text}` writes shared offset {offset:#x} (a "
+            head = (f"{where(ins)}: `{ins.text}` writes shared offset {offset:#x}{place} (a "
                     f"{_copy_kind(ins)} may land any time until {until})")
         else:
             verb = "writes" if what == "store" else "atomically updates"
-            head = f"{where(ins)}: `{ins.text}` {verb} shared offset {offset:#x}"
+            head = f"{where(ins)}: `{ins.text}` {verb} shared offset {offset:#x}{place}"
         raise SimulatorError(f"{head}, {reading}; {batch.describe(lane)}")
 
 
@@ -2790,7 +2796,7 @@ def _check_landed(batch, groups, offsets, reader):
     ins, lanes, dst, size = flights[int(landing[read[wg, at]])]
     chunk = int(read[wg, at])
     writer = int(lanes[np.flatnonzero((dst >> 4 <= chunk) & (chunk <= (dst + size - 1) >> 4))[0]])
-    offset = chunk * 16 - writer // batch.T * batch.launch.shared_pad
+    offset = chunk * 16 % batch.launch.shared_pad     # (a multicast copy's writer: another CTA)
     where = batch.kernel.where
     text = re.sub(r"\{([^{},]+),[^{}]*,([^{},]+)\}", r"{\1, ...,\2}", reader.text)
     fix = ("wait for its mbarrier's phase (ptxpy.mbarrier_wait)" if "bulk" in ins.parts else
@@ -2840,33 +2846,78 @@ def _per_lane(value, lanes, dtype):
     return (np.full(lanes.size, value) if value.ndim == 0 else value[lanes]).astype(dtype)
 
 
+# the forms _c_mbarrier takes (its refusal of others says so)
+_MBARRIER_FORMS = ("the simulator supports mbarrier.init, .arrive, .arrive.expect_tx, .expect_tx "
+                   "and .complete_tx, each .shared[::cta].b64 or (but init) .shared::cluster.b64, "
+                   "and .test_wait.parity and .try_wait.parity, each .shared[::cta].b64")
+# the memory order each operation may name, always with a scope (.cta or .cluster)
+_MBARRIER_ORDER = {"arrive": "release", "test_wait": "acquire", "try_wait": "acquire",
+                   "expect_tx": "relaxed", "complete_tx": "relaxed"}
+
+
 def _c_mbarrier(k, ins, m: _Mods) -> _Op:
-    """mbarrier.init, .arrive, .arrive.expect_tx, .test_wait.parity and .try_wait.parity, each
-    .shared[::cta].b64: Hopper's split barriers, 8-byte objects in shared memory whose state
-    the batch keeps apart (_Mbarriers). A wait never blocks (it tells whether the phase of that
+    """mbarrier.init, .arrive{.expect_tx}, .expect_tx, .complete_tx, .test_wait.parity and
+    .try_wait.parity, each .shared[::cta].b64: Hopper's split barriers, 8-byte objects in shared
+    memory whose state the batch keeps apart (_Mbarriers). arrive{.expect_tx} (with the sink `_`
+    as its destination), expect_tx and complete_tx also take .shared::cluster: the barrier of
+    any CTA of the cluster, by a shared::cluster address (mapa's; a shared::cta one names the
+    thread's own CTA's). `.release`/`.acquire`/`.relaxed` with `.cta`/`.cluster` change nothing
+    (memory is always coherent here). A wait never blocks (it tells whether the phase of that
     parity has completed); ptxpy spins on it, and it polls (_polls), so a spinning thread
     hands over to the threads that will arrive."""
-    what = m.take("init", "arrive", "test_wait", "try_wait")
+    what = m.take("init", "arrive", "test_wait", "try_wait", "expect_tx", "complete_tx")
     expect_tx = what == "arrive" and m.take("expect_tx") is not None
     waits = what in ("test_wait", "try_wait")
-    if (what is None or (waits and not m.take("parity")) or not m.take("shared", "shared::cta")
-            or not m.take("b64")):
-        m.fail("the simulator supports mbarrier.init, .arrive, .arrive.expect_tx, "
-               ".test_wait.parity and .try_wait.parity, each .shared.b64")
-    _needs_sm(k, m, 90 if expect_tx or what == "try_wait" else 80)
+    has_parity = waits and m.take("parity") is not None
+    order = _MBARRIER_ORDER.get(what)
+    sem = m.take(order) if order else None
+    wrong = m.take("relaxed", "acquire", "release", "acq_rel", "sc")
+    if wrong and what:
+        m.fail(f"mbarrier.{what} takes the memory order .{order}, not .{wrong}" if order else
+               f"mbarrier.{what} takes no memory order (.{wrong})")
+    scope = m.take("cta", "cluster") if order else None
+    space = m.take("shared", "shared::cta", "shared::cluster")
+    remote = space == "shared::cluster"
+    if (what is None or (waits and not has_parity) or space is None or not m.take("b64")
+            or (remote and what not in ("arrive", "expect_tx", "complete_tx"))):
+        m.fail(_MBARRIER_FORMS)
+    if sem is None and scope is not None:
+        name = f"mbarrier.{what}{'.expect_tx' * expect_tx}{'.parity' * waits}"
+        m.fail(f"the scope .{scope} needs the memory order before it ({name}.{order}.{scope}), "
+               f"as ptxas requires")
+    if sem is not None and scope is None:
+        m.fail(f".{sem} needs a scope after it, .cta or .cluster, as ptxas requires")
+    later = (expect_tx or remote or scope == "cluster"
+             or what in ("try_wait", "expect_tx", "complete_tx"))
+    _needs_sm(k, m, 90 if later else 80)
+    space = "shared::cluster" if remote else "shared"
     ops = ins.operands
-    shapes = {"init": 2, "arrive": 3 if expect_tx else 2}
-    if len(ops) != shapes.get(what, 3):
-        k._bad(ins, {"init": "mbarrier.init takes [addr], count",
-                     "arrive": "mbarrier.arrive takes state, [addr] (and tx with .expect_tx)"}
-               .get(what, f"mbarrier.{what} takes a predicate, [addr], parity"))
     if what == "init":
+        if len(ops) != 2:
+            k._bad(ins, "mbarrier.init takes [addr], count")
         return _mbarrier_init(k, ins, ops)
+    if what in ("expect_tx", "complete_tx"):
+        if len(ops) != 2:
+            k._bad(ins, f"mbarrier.{what} takes [addr], txCount")
+        return _mbarrier_tx(k, ins, ops, space, what)
     if what == "arrive":
-        return _mbarrier_arrive(k, ins, ops)
+        if len(ops) not in ((3,) if expect_tx else (2, 3)):
+            k._bad(ins, "mbarrier.arrive takes state, [addr] (and tx with .expect_tx, or an "
+                        "optional count without it)")
+        if remote and not isinstance(ops[0], SinkOperand):
+            m.fail("an arrive on .shared::cluster returns no state: its destination must be the "
+                   "sink `_` (ptxas refuses a register there); " + _MBARRIER_FORMS)
+        if len(ops) == 3 and not expect_tx:
+            _needs_sm(k, m, 90)      # (the count)
+        return _mbarrier_arrive(k, ins, ops, space, expect_tx)
+    if len(ops) != 3 and not (what == "try_wait" and len(ops) == 4):
+        k._bad(ins, f"mbarrier.{what} takes a predicate, [addr], parity"
+                    + (" and an optional suspendTimeHint" if what == "try_wait" else ""))
     done = k.writer(ops[0], T_PRED, ins)
     bar = k.address(ops[1], "shared", ins)
     parity = k.reader(ops[2], T_U32, ins)
+    if len(ops) == 4:
+        k.reader(ops[3], T_U32, ins)     # the suspend time hint: a wait never blocks here
 
     def run(ctx, mask):
         lanes = _lanes_of(ctx, mask)
@@ -2890,18 +2941,39 @@ def _mbarrier_init(k, ins, ops) -> _Op:
     return _Op(PLAIN, run)
 
 
-def _mbarrier_arrive(k, ins, ops) -> _Op:
+def _mbarrier_arrive(k, ins, ops, space: str, expect_tx: bool) -> _Op:
+    """arrive{.expect_tx}: `state` gets the phase arrived in (`_`: nobody); with a count (not
+    with .expect_tx) the thread makes that many arrivals."""
     state = k.writer(ops[0], T_U64, ins)
-    bar = k.address(ops[1], "shared", ins)
-    tx = (_count_operand(k, ins, ops[2], 0, "expect_tx's byte count") if len(ops) == 3
+    bar = k.address(ops[1], space, ins)
+    tx = (_count_operand(k, ins, ops[2], 0, "expect_tx's byte count") if expect_tx
           else (lambda ctx: np.uint32(0)))
+    count = (_count_operand(k, ins, ops[2], 1, "an arrive's count")
+             if len(ops) == 3 and not expect_tx else None)
 
     def run(ctx, mask):
         lanes = _lanes_of(ctx, mask)
         if lanes.size:
-            keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins)
-            phases = ctx.mbarriers.arrive(ins, lanes, keys, _per_lane(tx(ctx), lanes, np.int64))
+            keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins, space)
+            counts = None if count is None else _per_lane(count(ctx), lanes, np.int64)
+            phases = ctx.mbarriers.arrive(ins, lanes, keys, _per_lane(tx(ctx), lanes, np.int64),
+                                          counts)
             state(ctx, _spread(phases.astype(U64), None if mask is None else lanes, ctx.n), mask)
+    return _Op(PLAIN, run)
+
+
+def _mbarrier_tx(k, ins, ops, space: str, what: str) -> _Op:
+    """expect_tx (raises the transaction count) and complete_tx (lowers it), without an
+    arrival; either may complete the phase (no arrival pending, the count back at 0)."""
+    bar = k.address(ops[0], space, ins)
+    tx = _count_operand(k, ins, ops[1], 0, f"{what}'s byte count")
+    sign = 1 if what == "expect_tx" else -1
+
+    def run(ctx, mask):
+        lanes = _lanes_of(ctx, mask)
+        if lanes.size:
+            keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins, space)
+            ctx.mbarriers.add_tx(ins, lanes, keys, sign * _per_lane(tx(ctx), lanes, np.int64))
     return _Op(PLAIN, run)
 
 
@@ -2912,7 +2984,9 @@ _BULK_STORE = ("async", "bulk", "global", "shared::cta", "bulk_group")
 def _c_cp_bulk(k, ins, m: _Mods) -> _Op:
     """cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size,
     [mbar] (global -> shared: the source is read at the issue, which completes `size` bytes of
-    the barrier's transaction count; the bytes land when its phase completes: _Mbarriers);
+    the barrier's transaction count; the bytes land when its phase completes: _Mbarriers), and
+    with .multicast::cluster, [dst], [src], size, [mbar], ctaMask (the same into each CTA of
+    the cluster that ctaMask names, at the same offsets: _multicast);
     cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size (shared -> global: the
     source is read at the issue, the destination written by a wait_group of the thread that
     covers its group: _BulkStores); cp.async.bulk.commit_group; cp.async.bulk.wait_group[.read]
@@ -2931,15 +3005,18 @@ def _c_cp_bulk(k, ins, m: _Mods) -> _Op:
             k._bad(ins, "cp.async.bulk.wait_group takes a constant from 0 to 7")
         newest = int(count.value)
         return _Op(PLAIN, lambda ctx, mask: ctx.bulk_stores.wait(mask, newest))
-    form = tuple(m.rest)
-    if form not in (_BULK_LOAD, _BULK_STORE):
+    form, multicast = _without_multicast(m.rest)
+    if form not in (_BULK_LOAD, _BULK_STORE) or (multicast and form != _BULK_LOAD):
         m.fail("the simulator supports cp.async.bulk.shared::cluster.global.mbarrier::"
-               "complete_tx::bytes and cp.async.bulk.global.shared::cta.bulk_group")
+               "complete_tx::bytes[.multicast::cluster] and cp.async.bulk.global.shared::cta."
+               "bulk_group")
     m.used = [True] * len(m.rest)
     shape = 4 if form == _BULK_LOAD else 3
     ops = ins.operands
-    if len(ops) != shape:
-        k._bad(ins, "a bulk copy takes [dst], [src], size" + (", [mbar]" if shape == 4 else ""))
+    if len(ops) != shape + multicast:
+        k._bad(ins, "a bulk copy takes [dst], [src], size" + (", [mbar]" if shape == 4 else "")
+               + (", ctaMask" if multicast else ""))
+    cta_mask = _cta_mask(k, ins, ops[4]) if multicast else None
     if isinstance(ops[2], Imm) and (ops[2].kind != "int" or ops[2].value <= 0 or ops[2].value % 16):
         k._bad(ins, "a bulk copy's size must be a positive multiple of 16 bytes")
     to_shared = shape == 4
@@ -2956,11 +3033,94 @@ def _c_cp_bulk(k, ins, m: _Mods) -> _Op:
         where_to, where_from = (_per_lane(a(ctx), lanes, U64) for a in (dst, src))
         if to_shared:
             keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins)
-            ctx.mbarriers.complete_tx(ins, lanes, keys,
-                                      _bulk_load(ctx, ins, lanes, where_to, where_from, sizes))
+            copies = _bulk_load(ctx, ins, lanes, where_to, where_from, sizes, cta_mask is None)
+            if cta_mask is None:
+                ctx.mbarriers.complete_tx(ins, lanes, keys, copies)
+            else:
+                _multicast(ctx, ins, lanes, keys, copies,
+                           _per_lane(cta_mask(ctx), lanes, np.int64))
         else:
             _bulk_store(ctx, ins, lanes, where_to, where_from, sizes)
     return _Op(PLAIN, run)
+
+
+def _without_multicast(mods) -> tuple:
+    """(an instruction's modifiers without `.multicast::cluster`, whether it had it): ptxas
+    takes it anywhere after the state spaces, the PTX ISA puts it after the completion
+    mechanism."""
+    form = tuple(mod for mod in mods if mod != "multicast::cluster")
+    return form, len(form) != len(mods)
+
+
+def _cta_mask(k, ins, op):
+    """A multicast copy's ctaMask: a 16-bit operand, a .b16/.u16/.s16 register (ptxas refuses
+    others) or a constant, bit r naming the CTA of rank r of the cluster; a constant outside 1 ..
+    0xffff is refused at load time (ptxas takes it), a register's value is checked at run time
+    (_multicast)."""
+    if isinstance(op, Imm):
+        if op.kind != "int" or not 1 <= op.value <= 0xFFFF:
+            k._bad(ins, f"ctaMask must be a 16-bit mask naming at least one CTA of the cluster "
+                        f"(1 to 0xffff), got {op.value}")
+    elif not isinstance(op, Reg) or op.neg or _is_special(op.name):
+        k._bad(ins, "ctaMask must be a .b16 register or a constant")
+    else:
+        t = k._reg_type(op.name, ins)
+        if t.bits != 16 or t.kind not in ("b", "u", "s"):
+            k._bad(ins, f"ctaMask is a 16-bit operand: {op.name} is a .{t.name} register (ptxas "
+                        f"refuses it; cvt.u16.u32 it into a .b16 register)")
+    return k.reader(op, T_U16, ins)
+
+
+def _landing_checks(ctx, ins, offsets, lane: int, width: int, own: bool):
+    """A copy of `lane` into runs of `width` bytes at `offsets` of the batch's shared buffer,
+    from its issue on: a write onto an operand of a wgmma still in flight is an error
+    (_WgmmaReads), and in the thread's own CTA it counts as the thread's store for the race
+    check (the write may land any time from here to the phase's end)."""
+    lanes = np.full(offsets.size, lane)
+    reads = ctx.wgmma_reads
+    if reads is not None and reads.products:
+        reads.check(offsets, lanes, width, "store", ins)
+    races = getattr(ctx, "races", None)
+    if races is not None and own:
+        races.access("store", offsets, lanes, width, ins)
+
+
+def _multicast(ctx, ins, lanes, keys, copies, masks):
+    """Multicast copies (.multicast::cluster) of `lanes`, each its (destination offsets, bytes)
+    in its own CTA's shared memory and its own CTA's barrier `keys`: the copy goes to the same
+    offsets of each CTA of the cluster whose rank's bit `masks` sets (its own need not be one),
+    and signals the barrier at the same offset there. A mask naming no CTA or a rank beyond the
+    cluster, and a CTA whose threads have all exited, are errors; each destination is checked
+    as a copy's is (_landing_checks)."""
+    launch, T = ctx.launch, ctx.T
+    pad, size = launch.shared_pad, launch.cluster_size
+    out_lanes, out_keys, out_copies = [], [], []
+    for i, lane in enumerate(lanes.tolist()):
+        mask = int(masks[i]) & 0xFFFF
+        if mask == 0 or mask >> size:
+            why = ("names no CTA" if mask == 0 else
+                   f"names rank {mask.bit_length() - 1}, but the cluster has {size} CTA"
+                   f"{'s' * (size != 1)} (ranks 0 to {size - 1})")
+            raise SimulatorError(f"{ctx.kernel.where(ins)}: `{ins.text}`: ctaMask {mask:#x} "
+                                 f"{why}; {ctx.describe(lane)}")
+        block = lane // T
+        first = block - block % size          # the batch's block of rank 0 of the cluster
+        offsets, data = copies[i]
+        ranks = [r for r in range(size) if mask >> r & 1]
+        for rank in ranks:                    # (every destination alive before any bookkeeping)
+            if first + rank != block:
+                shift = (first + rank - block) * pad
+                at = U64(CLUSTER_WINDOW + rank * CLUSTER_RANK_SPAN) + (offsets - block * pad
+                                                                      ).astype(U64)
+                ctx._check_alive(offsets + shift, at, np.full(offsets.size, lane), "store", ins)
+        for rank in ranks:
+            shift = (first + rank - block) * pad
+            _landing_checks(ctx, ins, offsets + shift, lane, data.shape[1], first + rank == block)
+            out_lanes.append(lane)
+            out_keys.append(int(keys[i]) + shift)
+            out_copies.append((offsets + shift, data))
+    ctx.mbarriers.complete_tx(ins, np.array(out_lanes, np.int64), np.array(out_keys, np.int64),
+                              out_copies)
 
 
 # ---- tensor copies (cp.async.bulk.tensor, TMA) ------------------------------------------------
@@ -3043,23 +3203,33 @@ def _c_cp_bulk_tensor(k, ins, m: _Mods) -> _Op:
     """cp.async.bulk.tensor.Nd.shared::cluster.global[.tile].mbarrier::complete_tx::bytes
     [dst], [tensorMap, {c0, ...}], [mbar] (global -> shared: as cp.async.bulk's, the box is
     read at the issue, completes its bytes of the barrier's transaction count, and lands when
-    the barrier's phase completes) and cp.async.bulk.tensor.Nd.global.shared::cta[.tile].
-    bulk_group [tensorMap, {c0, ...}], [src] (shared -> global: the box is read at the issue
-    and its elements inside the array written at the wait_group that covers it). The map is a
-    TensorMap kernel parameter, by its generic address (or its param-space one); the
+    the barrier's phase completes; with .multicast::cluster and a ctaMask after [mbar], into
+    each CTA of the cluster the mask names: _multicast) and cp.async.bulk.tensor.Nd.global.
+    shared::cta[.tile].bulk_group [tensorMap, {c0, ...}], [src] (shared -> global: the box is
+    read at the issue and its elements inside the array written at the wait_group that covers
+    it). The map is a TensorMap kernel parameter, by its generic address (or its param-space
+    one); the
     coordinates, s32 and innermost first, place the box (_tensor_box; where it may start:
     _check_start); in shared memory its rows follow each other from a 128-byte aligned address,
     each 16-byte chunk moved by the map's swizzle (_tensor_chunks)."""
-    form = tuple(m.rest)
+    form, multicast = _without_multicast(m.rest)
     dims = _TENSOR_DIMS.get(form[3]) if len(form) > 3 else None
     if (form[:3] != ("async", "bulk", "tensor") or dims is None
-            or form[4:] not in _TENSOR_LOADS + _TENSOR_STORES):
+            or form[4:] not in _TENSOR_LOADS + _TENSOR_STORES
+            or (multicast and form[4:] not in _TENSOR_LOADS)):
         m.fail("the simulator supports cp.async.bulk.tensor.{1d,...,5d}.shared::cluster.global"
-               "[.tile].mbarrier::complete_tx::bytes and cp.async.bulk.tensor.{1d,...,5d}."
-               "global.shared::cta[.tile].bulk_group")
+               "[.tile].mbarrier::complete_tx::bytes[.multicast::cluster] and "
+               "cp.async.bulk.tensor.{1d,...,5d}.global.shared::cta[.tile].bulk_group")
     m.used = [True] * len(m.rest)
     load = form[4:] in _TENSOR_LOADS
     ops = ins.operands
+    cta_mask = None
+    if multicast:
+        if len(ops) != 4:
+            k._bad(ins, "a multicast tensor copy takes [dst], [tensorMap, {coordinates}], "
+                        "[mbar], ctaMask")
+        cta_mask = _cta_mask(k, ins, ops[3])
+        ops = ops[:3]
     kinds = (Addr, TensorAddr, Addr) if load else (TensorAddr, Addr)
     if len(ops) != len(kinds) or not all(isinstance(op, kind) for op, kind in zip(ops, kinds)):
         k._bad(ins, "a tensor copy takes " + ("[dst], [tensorMap, {coordinates}], [mbar]" if load
@@ -3092,10 +3262,13 @@ def _c_cp_bulk_tensor(k, ins, m: _Mods) -> _Op:
             info = _tensor_map(ctx, ins, maps[i], lane, dims)
             _check_start(ctx, ins, lane, info, at[:, i], load)
             if load:
-                copies.append(_tensor_load(ctx, ins, lane, info, int(where[i]), at[:, i]))
+                copies.append(_tensor_load(ctx, ins, lane, info, int(where[i]), at[:, i],
+                                           cta_mask is None))
             else:
                 _tensor_store(ctx, ins, lane, info, int(where[i]), at[:, i])
-        if load:
+        if cta_mask is not None:
+            _multicast(ctx, ins, lanes, keys, copies, _per_lane(cta_mask(ctx), lanes, np.int64))
+        elif load:
             ctx.mbarriers.complete_tx(ins, lanes, keys, copies)
     return _Op(PLAIN, run)
 
@@ -3199,17 +3372,14 @@ def _tensor_chunks(ctx, ins, lane: int, info: _MapInfo, addr: int, what: str):
     return segs[0][1], lanes
 
 
-def _tensor_load(ctx, ins, lane: int, info: _MapInfo, addr: int, coords):
+def _tensor_load(ctx, ins, lane: int, info: _MapInfo, addr: int, coords, check: bool = True):
     """Read a box global -> shared at its issue: (destination chunk offsets, bytes (chunks,
     16)), elements outside the array zero. The destination counts as the thread's store from
-    here (race check, products in flight), as a bulk copy's does."""
-    offsets, lanes = _tensor_chunks(ctx, ins, lane, info, addr, "store")
-    reads = ctx.wgmma_reads
-    if reads is not None and reads.products:
-        reads.check(offsets, lanes, 16, "store", ins)
-    races = getattr(ctx, "races", None)
-    if races is not None:     # the write may land any time from here to the phase's end
-        races.access("store", offsets, lanes, 16, ins)
+    here (race check, products in flight), as a bulk copy's does (unless `check` is off: a
+    multicast copy's destinations are checked each apart, _multicast)."""
+    offsets, _ = _tensor_chunks(ctx, ins, lane, info, addr, "store")
+    if check:
+        _landing_checks(ctx, ins, offsets, lane, 16, True)
     flat, inside = _tensor_box(info, coords)
     values = info.values[flat]
     values[~inside] = 0
@@ -3269,14 +3439,14 @@ def _read_rows(segs, count: int, size: int):
     return data
 
 
-def _bulk_load(ctx, ins, lanes, dst, src, sizes) -> list:
+def _bulk_load(ctx, ins, lanes, dst, src, sizes, check: bool = True) -> list:
     """Read the sources of bulk copies global -> shared; per lane (destination offsets in the
     batch's shared buffer (one), bytes (1, size)). The destination counts as the thread's store
-    from here
-    (race check, products in flight), as a cp.async's does."""
+    from here (race check, products in flight), as a cp.async's does (unless `check` is off:
+    a multicast copy's destinations are checked each apart, _multicast)."""
     copies = [None] * lanes.size
-    races = getattr(ctx, "races", None)
-    reads = ctx.wgmma_reads
+    races = getattr(ctx, "races", None) if check else None
+    reads = ctx.wgmma_reads if check else None
     for size, which in _bulk_sizes(ctx, ins, lanes, sizes):
         who = lanes[which]
         offsets = _bulk_segments(ctx, "shared", dst[which], who, size, "store", ins)[0][1]
@@ -3323,11 +3493,12 @@ class _Mbarriers:
         self.arrived: dict[int, np.ndarray] = {}
         self.wgmma_arrived: dict[int, np.ndarray] = {}
 
-    def offsets(self, addr, lanes, ins):
-        """The barriers at shared addresses `addr` (per lane, or one for all): their offsets
-        in the batch's shared buffer (an mbarrier is 8 bytes, 8-byte aligned)."""
+    def offsets(self, addr, lanes, ins, space: str = "shared"):
+        """The barriers at `space` addresses `addr` (per lane, or one for all): their offsets
+        in the batch's shared buffer (an mbarrier is 8 bytes, 8-byte aligned). A shared::cluster
+        address may name another CTA's barrier (one whose threads have all exited: an error)."""
         addr = _per_lane(addr, lanes, U64)
-        return _Batch.locate(self.batch, "shared", addr, lanes, 8, "mbarrier", ins)[0][1]
+        return _Batch.locate(self.batch, space, addr, lanes, 8, "mbarrier", ins)[0][1]
 
     def init(self, ins, lanes, keys, counts):
         bad = (counts < 1) | (counts > _MBARRIER_MAX)
@@ -3338,26 +3509,42 @@ class _Mbarriers:
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.state[key] = [0, count, count, 0]
 
-    def arrive(self, ins, lanes, keys, tx):
-        """Arrivals of `lanes`, one by one in lane order, each after adding its `tx` to the
-        transaction count; returns the phase each arrived in."""
+    def arrive(self, ins, lanes, keys, tx, counts=None):
+        """Arrivals of `lanes` (`counts` each, one if None), one by one in lane order, each
+        after adding its `tx` to the transaction count; returns the phase each arrived in. A
+        lane's barrier may be another CTA's (mbarrier.arrive.shared::cluster)."""
+        if counts is not None:
+            bad = (counts < 1) | (counts > _MBARRIER_MAX)
+            if bad.any():
+                i = int(np.argmax(bad))
+                self._fail(ins, int(lanes[i]), f"an arrive's count must be 1 to {_MBARRIER_MAX} "
+                                               f"(2^20 - 1), got {int(counts[i])}")
         phases = np.zeros(lanes.size, np.int64)
         for key, at in self._by_barrier(keys):
             state = self._state(key, int(lanes[at[0]]), ins)
             done = 0
             while done < at.size:
                 phase, expected, pending, count = state
-                if pending == 0:
-                    self._fail(ins, int(lanes[at[done]]), f"arrives on the mbarrier at shared "
-                               f"offset {self._offset(key, int(lanes[at[done]])):#x}, whose "
-                               f"phase {phase} has had all its {expected} arrivals and waits "
-                               f"only for its transaction count ({count} bytes) to reach 0: "
-                               f"one arrive too many")
-                turn = at[done:done + pending]
+                rest = at[done:]
+                fit = (min(pending, rest.size) if counts is None else
+                       int(np.searchsorted(np.cumsum(counts[rest]), pending, side="right")))
+                if fit == 0:
+                    lane = int(lanes[rest[0]])
+                    if pending == 0:
+                        self._fail(ins, lane, f"arrives on the mbarrier at "
+                                   f"{self._place(key, lane)}, whose phase {phase} has had all "
+                                   f"its {expected} arrivals and waits only for its transaction "
+                                   f"count ({count} bytes) to reach 0: one arrive too many")
+                    self._fail(ins, lane, f"arrives {int(counts[rest[0]])} times on the mbarrier "
+                               f"at {self._place(key, lane)}, whose phase {phase} has only "
+                               f"{pending} of its {expected} arrivals pending: an arrive's "
+                               f"count must not exceed them")
+                turn = rest[:fit]
                 phases[turn] = phase
-                counts = count + np.cumsum(tx[turn])
-                self._check_tx(ins, key, lanes[turn], counts)
-                state[2], state[3] = pending - turn.size, int(counts[-1])
+                total = turn.size if counts is None else int(counts[turn].sum())
+                txs = count + np.cumsum(tx[turn])
+                self._check_tx(ins, key, lanes[turn], txs)
+                state[2], state[3] = pending - total, int(txs[-1])
                 done += turn.size
                 self._note_arrivals(key, lanes[turn])
                 self._note_product_arrivals(key, lanes[turn])
@@ -3367,11 +3554,22 @@ class _Mbarriers:
     def complete_tx(self, ins, lanes, keys, copies):
         """Bulk copies issued by `lanes` (lane order), (destination offsets, bytes) each: a copy
         joins its barrier's copies, then completes its size of the transaction count (which
-        may complete the phase: then it lands at once)."""
+        may complete the phase: then it lands at once). A multicast copy is one per
+        destination CTA, each with that CTA's barrier and destination."""
         for lane, key, (offsets, data) in zip(lanes.tolist(), keys.tolist(), copies):
             state = self._state(key, lane, ins)
             self.copies.setdefault(key, []).append((ins, lane, offsets, data))
             state[3] -= data.size
+            self._check_tx(ins, key, np.array([lane]), np.array([state[3]]))
+            self._complete(key, state)
+
+    def add_tx(self, ins, lanes, keys, deltas):
+        """mbarrier.expect_tx (deltas > 0) and .complete_tx (< 0) of `lanes`, one by one in
+        lane order: the transaction count moves without an arrival, which completes the phase
+        where no arrival is pending and the count comes back to 0."""
+        for lane, key, delta in zip(lanes.tolist(), keys.tolist(), deltas.tolist()):
+            state = self._state(key, lane, ins)
+            state[3] += delta
             self._check_tx(ins, key, np.array([lane]), np.array([state[3]]))
             self._complete(key, state)
 
@@ -3390,8 +3588,8 @@ class _Mbarriers:
             phase, expected, pending, count = self.state[key]
             raise SimulatorError(
                 f"{self.batch.kernel.where(ins)}: `{ins.text}`: this {_copy_kind(ins)} of "
-                f"{data.size} bytes never landed: the phase of its mbarrier (shared offset "
-                f"{self._offset(key, lane):#x}) never completed ({pending} of {expected} "
+                f"{data.size} bytes never landed: the phase of its mbarrier "
+                f"({self._place(key, lane)}) never completed ({pending} of {expected} "
                 f"arrivals missing, transaction count {count} bytes at the end): the bytes "
                 f"announced with expect_tx must equal those its bulk copies bring, and every "
                 f"expected arrival must happen; {self.batch.describe(lane)}")
@@ -3410,29 +3608,36 @@ class _Mbarriers:
             self._release_products(key)
 
     def _note_product_arrivals(self, key: int, lanes):
-        """While wgmma products may be reading shared memory, which threads of the block arrived
-        in the barrier's current phase (_release_products)."""
+        """While wgmma products may be reading shared memory, which threads of which warpgroups
+        (by their number in the batch: those of other CTAs too, through shared::cluster)
+        arrived in the barrier's current phase (_release_products)."""
         reads = self.batch.wgmma_reads
-        if reads is not None and reads.products:
-            arrived = self.wgmma_arrived.setdefault(key, np.zeros(self.batch.T, bool))
-            arrived[lanes % self.batch.T] = True
+        if reads is not None and reads.products and self.batch.T % 128 == 0:
+            arrived = self.wgmma_arrived.setdefault(key, {})
+            groups = lanes // 128
+            for group in np.unique(groups).tolist():
+                threads = arrived.setdefault(group, np.zeros(128, bool))
+                threads[lanes[groups == group] % 128] = True
 
     def _release_products(self, key: int):
-        """A completed phase that whole warpgroups arrived on retires the products they had
-        waited for (_WgmmaReads.release_warpgroups)."""
+        """A completed phase that whole warpgroups arrived on (of any CTA of the cluster)
+        retires the products they had waited for (_WgmmaReads.release_warpgroups)."""
         arrived = self.wgmma_arrived.pop(key, None)
-        if arrived is None or self.batch.T % 128:
+        if not arrived:
             return
-        whole = np.flatnonzero(arrived.reshape(-1, 128).all(axis=1))
-        if whole.size:
-            block = key // self.batch.launch.shared_pad
-            self.batch.wgmma_reads.release_warpgroups(block * (self.batch.T // 128) + whole)
+        whole = [group for group, threads in arrived.items() if threads.all()]
+        if whole:
+            self.batch.wgmma_reads.release_warpgroups(np.array(whole, np.int64))
 
     def _note_arrivals(self, key: int, lanes):
+        """Under the race check, which threads of the barrier's block arrived in its current
+        phase (arrivals from other CTAs of the cluster order nothing the check follows)."""
         if getattr(self.batch, "races", None) is not None:
             T = self.batch.T
-            arrived = self.arrived.setdefault(key, np.zeros(T, bool))
-            arrived[lanes % T] = True
+            own = lanes[lanes // T == key // self.batch.launch.shared_pad]
+            if own.size:
+                arrived = self.arrived.setdefault(key, np.zeros(T, bool))
+                arrived[own % T] = True
 
     def _order_arrivals(self, key: int):
         """Under the race check, a completed phase that every live thread of the block arrived
@@ -3452,27 +3657,29 @@ class _Mbarriers:
 
     def _land(self, ins, lane: int, offsets, data):
         """Write a bulk copy's bytes: checked as its thread's store (the race check), then
-        forgotten there, since the threads that wait for the phase are ordered after it."""
+        forgotten there, since the threads that wait for the phase are ordered after it (a
+        multicast copy's bytes in another CTA than its thread's are not checked, as other
+        accesses of other CTAs' shared memory are not)."""
         width = data.shape[1]
-        self.batch.shared[offsets[:, None] + np.arange(width)] = data
-        races = getattr(self.batch, "races", None)
-        if races is not None:
+        batch = self.batch
+        batch.shared[offsets[:, None] + np.arange(width)] = data
+        races = getattr(batch, "races", None)
+        if races is not None and offsets[0] // batch.launch.shared_pad == lane // batch.T:
             races.landed(offsets, np.full(offsets.size, lane), width, ins)
 
     def _state(self, key: int, lane: int, ins):
         state = self.state.get(key)
         if state is None:
-            self._fail(ins, lane, f"no mbarrier was initialised at shared offset "
-                                  f"{self._offset(key, lane):#x}: call ptxpy.mbarrier_init "
-                                  f"(mbarrier.init) on it first")
+            self._fail(ins, lane, f"no mbarrier was initialised at {self._place(key, lane)}: "
+                                  f"call ptxpy.mbarrier_init (mbarrier.init) on it first")
         return state
 
     def _check_tx(self, ins, key: int, lanes, counts):
         bad = np.abs(counts) > _MBARRIER_MAX
         if bad.any():
             i = int(np.argmax(bad))
-            self._fail(ins, int(lanes[i]), f"the transaction count of the mbarrier at shared "
-                       f"offset {self._offset(key, int(lanes[i])):#x} would be {int(counts[i])} "
+            self._fail(ins, int(lanes[i]), f"the transaction count of the mbarrier at "
+                       f"{self._place(key, int(lanes[i]))} would be {int(counts[i])} "
                        f"bytes, beyond +-{_MBARRIER_MAX} (2^20 - 1)")
 
     @staticmethod
@@ -3482,8 +3689,14 @@ class _Mbarriers:
         distinct, first = np.unique(keys[order], return_index=True)
         return zip(distinct.tolist(), np.split(order, first[1:]))
 
-    def _offset(self, key: int, lane: int) -> int:
-        return key - lane // self.batch.T * self.batch.launch.shared_pad
+    def _place(self, key: int, lane: int) -> str:
+        """`shared offset 0x400` of a barrier (in its block's shared memory), `of block
+        (1,0,0)` added where that is not `lane`'s block (a shared::cluster arrive, a multicast
+        copy)."""
+        batch = self.batch
+        block, offset = divmod(key, batch.launch.shared_pad)
+        where = f"shared offset {offset:#x}"
+        return where if block == lane // batch.T else f"{where} of block {batch.block_index(block)}"
 
     def _fail(self, ins, lane: int, why: str):
         raise SimulatorError(f"{self.batch.kernel.where(ins)}: `{ins.text}`: {why}; "
@@ -4155,8 +4368,14 @@ class _Batch:
                 self.deferred = yielded if self.deferred is None else self.deferred | yielded
 
     def _new_round(self):
-        """Every runnable thread has yielded once since the last round: start the next."""
+        """Every runnable thread has yielded once since the last round: start the next. Blocks
+        all of whose threads wait at a block barrier are released first: threads of other
+        blocks that spin (on an mbarrier or a flag that a CTA of their cluster sets after that
+        barrier) never stop being runnable, so the barrier would otherwise wait for them."""
         self.deferred = None
+        if self.waiting.any() and self._release_whole_blocks():
+            self.releases += 1
+            self.spins = 0
         self.hang.round(self)
 
     def _run_group(self, code, cur: int, group, stop: int, end: int, weights=None,
@@ -4571,7 +4790,7 @@ class _HangCheck:
 # ---- shared-memory race check (racecheck=True) -------------------------------------------------
 
 _NOW = {"load": "reads", "store": "writes", "atomic": "atomically updates",
-        "cas": "atomically updates"}
+        "cas": "atomically updates", "mbarrier": "signals an mbarrier in"}
 _EARLIER = {"load": "read", "store": "wrote", "atomic": "atomically updated",
             "cas": "atomically updated"}
 # The earlier kinds of access, by other threads in the same barrier interval, that each kind

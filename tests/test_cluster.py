@@ -363,3 +363,103 @@ def test_the_command_line_takes_the_cluster(tmp_path, capsys):
     assert "--cluster expects integers X[,Y[,Z]], got 'two'" in capsys.readouterr().err
     assert main(["transpile", str(path), "--cluster", "4,4"]) == 2
     assert "--cluster must be blocks per cluster" in capsys.readouterr().err
+
+
+# --- multicast copies and other blocks' mbarriers -----------------------------------------------
+
+# each block of a pair copies one half of x's 16 x 32 tile into both blocks (a tensor copy and a
+# bulk copy, multicast), and each writes out the whole tile; then the blocks hand a barrier
+# phase to each other: each arrives on its own barrier and on the other's, of count 2
+MULTICAST = HEADER.replace("f32, i32", "f32, i32, u64") + """
+@ptxpy.jit
+def multicast(x: Array[f32, 2], out: Array[f32, 2], flat: Array[f32, 1]):
+    tile = ptxpy.shared_array((2, 8, 32), f32)
+    row = ptxpy.shared_array(64, f32)
+    bar = ptxpy.shared_array(3, u64)
+    t = ptxpy.thread_idx.x
+    r = ptxpy.cluster_rank()
+    if t == 0:
+        ptxpy.mbarrier_init(bar[0], 1)
+        ptxpy.mbarrier_init(bar[1], 2)
+        ptxpy.mbarrier_init(bar[2], 1)
+    ptxpy.fence_mbarrier_init()
+    ptxpy.cluster_sync()
+    if t == 0:
+        ptxpy.mbarrier_arrive_expect_tx(bar[0], 16 * 32 * 4)
+        ptxpy.mbarrier_arrive_expect_tx(bar[2], 64 * 4)
+        if r == 0:
+            ptxpy.tma_load(tile[0], x[0:8, 0:32], bar[0], multicast=0b11)
+            ptxpy.cp_async_bulk(row[0:32], x[0, 0:32], bar[2], multicast=3)
+        else:
+            ptxpy.tma_load(tile[1], x[8:16, 0:32], bar[0], multicast=0b11)
+            ptxpy.cp_async_bulk(row[32:64], x[15, 0:32], bar[2], multicast=3)
+    ptxpy.mbarrier_wait(bar[0], 0)
+    ptxpy.mbarrier_wait(bar[2], 0)
+    b = ptxpy.block_idx.x
+    for i in range(t, 512, 64):
+        out[b * 16 + i // 32, i % 32] = tile[i // 256, (i // 32) % 8, i % 32]
+    flat[b * 64 + t] = row[t]
+    ptxpy.syncthreads()
+    if t == 0:
+        theirs = ptxpy.map_shared_rank(bar, r ^ 1)
+        ptxpy.mbarrier_arrive(theirs[1])
+        ptxpy.mbarrier_arrive(bar[1])
+    ptxpy.mbarrier_wait(bar[1], 0)
+    ptxpy.cluster_sync()
+"""
+
+
+def test_multicast_copies_land_in_both_blocks():
+    x = rng_values(16 * 32, seed=11).reshape(16, 32)
+    out, flat = run(MULTICAST, "multicast", [x, Out((32, 32), np.float32), Out(128, np.float32)],
+                    2, 64, archs=SM90, cluster=(2, 1, 1))
+    np.testing.assert_array_equal(out, np.concatenate([x, x]))
+    np.testing.assert_array_equal(flat, np.concatenate([x[0], x[15], x[0], x[15]]))
+
+
+@needs_ptxas
+def test_the_ptx_of_multicast_and_of_another_block_s_barrier():
+    ptx = compile_source(MULTICAST, "multicast", cluster=(2, 1, 1)).ptx
+    for text in ("fence.mbarrier_init.release.cluster;",
+                 "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [smem_tile], [", "], [smem_bar], %rs",
+                 "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r"):
+        assert text in ptx, text
+
+
+@pytest.mark.parametrize("call, message", [
+    ("ptxpy.tma_load(tile, x[0:8, 0:32], bar[0], multicast=0)",
+     r"multicast= of ptxpy.tma_load names blocks 0 to 15 of the cluster, one bit each: 1 to "
+     r"0xffff, got 0"),
+    ("ptxpy.tma_load(tile, x[0:8, 0:32], bar[0], multicast=0x10000)", "got 65536"),
+    ("ptxpy.tma_load(tile, x[0:8, 0:32], bar[0], multicast=1.0)",
+     "multicast= of ptxpy.tma_load is an integer, one bit per block of the cluster, got '1.0'"),
+    ("ptxpy.cp_async_bulk(x[0, 0:32], tile[0, 0:32], multicast=3)",
+     "multicast= of ptxpy.cp_async_bulk needs the barrier: only copies into shared memory are "
+     "multicast"),
+    ("theirs = ptxpy.map_shared_rank(bar, 1)\n    ptxpy.mbarrier_init(theirs[0], 1)",
+     "an mbarrier lives in shared memory: its barrier 'theirs' is in shared::cluster memory"),
+    ("theirs = ptxpy.map_shared_rank(bar, 1)\n    ptxpy.mbarrier_wait(theirs[0], 0)",
+     "its barrier 'theirs' is in shared::cluster memory"),
+])
+def test_misuses_of_multicast_and_of_another_block_s_barrier(call, message):
+    source = HEADER.replace("f32, i32", "f32, i32, u64") + f"""
+@ptxpy.jit
+def bad(x: Array[f32, 2]):
+    tile = ptxpy.shared_array((8, 32), f32)
+    bar = ptxpy.shared_array(2, u64)
+    {call}
+"""
+    with pytest.raises(CompileError, match=message):
+        compile_source(source, "bad")
+
+
+def test_fence_mbarrier_init_on_sm_80_is_an_error():
+    source = HEADER + """
+@ptxpy.jit
+def old(out: Array[i32, 1]):
+    ptxpy.fence_mbarrier_init()
+"""
+    with pytest.raises(CompileError, match=r"ptxpy.fence_mbarrier_init needs sm_90 or newer"):
+        compile_source(source, "old", arch="sm_80")

@@ -1,8 +1,9 @@
 """Hopper thread-block clusters in the simulator (docs/simulator.md, "Thread-block clusters"):
 hand-written sm_90 PTX with `.reqnctapercluster`, the cluster special registers,
-`barrier.cluster`, `mapa` and `ld`/`st`/`atom`/`red` on `.shared::cluster`, checked against
-NumPy; the errors of every misuse; whole clusters a batch; the race check; and every kernel
-assembled with `ptxas`."""
+`barrier.cluster`, `mapa` and `ld`/`st`/`atom`/`red` on `.shared::cluster`, multicast bulk and
+tensor copies (`.multicast::cluster`, sm_90a) and mbarrier operations on other CTAs' barriers
+(`.shared::cluster`), checked against NumPy; the errors of every misuse; whole clusters a
+batch; the race check; and every kernel assembled with `ptxas`."""
 import re
 
 import numpy as np
@@ -879,7 +880,8 @@ def test_cluster_dimensions_given_at_launch_are_not_supported():
     ("barrier.cluster.wait.release;", "unsupported modifier .release"),
     ("ld.shared::cluster.u32 %r6, [%rd1];", None),      # accepted (a 64-bit address)
     ("ld.shared::cluster.u16 %r6, [%f1];", "address register"),
-    ("mbarrier.arrive.shared::cluster.b64 _, [%r5];", "mbarrier"),
+    ("mbarrier.arrive.shared::cluster.b64 _, [%r5];", None),       # accepted (a remote arrive)
+    ("mbarrier.arrive.shared::cluster.b64 %rd2, [%r5];", "must be the sink `_`"),
 ])
 def test_unsupported_cluster_instructions_are_refused_at_load(line, message):
     ptx = one_kernel(f"    {line}\n")
@@ -903,6 +905,534 @@ def test_more_than_16_ctas_a_cluster_is_refused():
         Module(one_kernel("", cluster=(4, 4, 2)))
 
 
+# ---- multicast copies, remote mbarrier operations ----------------------------------------------
+#
+# A TMA-multicast pipeline: each CTA of a cluster of 2 loads half of its cluster's tile into the
+# shared memory of both (.multicast::cluster, ctaMask 0b11), each CTA's barrier expecting the
+# whole tile; or each loads the whole tile into its peer only (the issuing CTA not among the
+# destinations, ctaMask computed at run time). Then each CTA writes its tile out.
+
+HEADER_A = HEADER.replace("sm_90", "sm_90a")   # (multicast: ptxas advises sm_90a)
+TENSOR_MC = ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+             ".multicast::cluster")
+BULK_MC = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+MC_ROWS, MC_COLS = 16, 32       # a cluster's tile of x (float32): 2048 bytes, two halves of 8 rows
+
+
+def mc_issue(kind: str, mode: str) -> str:
+    """Thread 0's copies (%r2 rank, %r4 tile, %r3 bar, %r5 %clusterid.x, %rd1 x, %rd4 the map)."""
+    if mode == "peer":      # both halves into the peer only: ctaMask 1 << (rank ^ 1)
+        mask = ("    xor.b32 %r16, %r2, 1;\n    mov.u32 %r18, 1;\n    shl.b32 %r17, %r18, %r16;\n"
+                "    cvt.u16.u32 %rs1, %r17;\n")
+        halves, operand = [(0, "%r4"), (1, "%r4+1024")], "%rs1"
+    else:                   # own half into both: ctaMask 0b11 (a register or a constant)
+        mask = "    mov.b16 %rs1, 3;\n" if mode == "halves-register" else ""
+        halves, operand = [(None, "%r11")], "%rs1" if mode == "halves-register" else "3"
+    text = mask + "    shl.b32 %r10, %r2, 10;\n    add.u32 %r11, %r4, %r10;\n"
+    for half, dst in halves:
+        if kind == "tensor":    # row: 16 * cluster + 8 * (rank or the half)
+            text += ("    shl.b32 %r12, %r5, 4;\n"
+                     + ("    shl.b32 %r13, %r2, 3;\n" if half is None else
+                        f"    mov.u32 %r13, {8 * half};\n")
+                     + "    add.u32 %r14, %r12, %r13;\n    mov.u32 %r15, 0;\n"
+                     f"    {TENSOR_MC} [{dst}], [%rd4, {{%r15, %r14}}], [%r3], {operand};\n")
+        else:                   # x + 2048 * cluster + 1024 * (rank or the half)
+            text += ("    mul.wide.u32 %rd8, %r5, 2048;\n    add.s64 %rd9, %rd1, %rd8;\n"
+                     + ("    cvt.u64.u32 %rd10, %r10;\n" if half is None else
+                        f"    mov.u64 %rd10, {1024 * half};\n")
+                     + "    add.s64 %rd9, %rd9, %rd10;\n"
+                     f"    {BULK_MC} [{dst}], [%rd9], 1024, [%r3], {operand};\n")
+    return text
+
+
+def multicast_kernel(kind: str, mode: str) -> str:
+    """`mc(tmap, x, out)`, 128 threads a CTA: thread 0 inits the barrier (count 1), a cluster
+    barrier, thread 0 arrives with expect_tx of the whole tile and issues its copies; every
+    thread waits for the phase and stores 16 bytes of the tile at out[%ctaid.x]; a cluster
+    barrier before the exit."""
+    return HEADER_A + """
+.visible .entry mc(.param .align 64 .b8 mc_tmap[128], .param .u64 mc_x, .param .u64 mc_out)
+.reqnctapercluster 2
+{""" + REGS + """    .reg .b16 %rs<4>;
+    .shared .align 1024 .b8 tile[2048];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [mc_x];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u64 %rd2, [mc_out];
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.b64 %rd3, mc_tmap;
+    cvta.param.u64 %rd4, %rd3;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %cluster_ctarank;
+    mov.u32 %r3, bar;
+    mov.u32 %r4, tile;
+    mov.u32 %r5, %clusterid.x;
+    mov.u32 %r6, %ctaid.x;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_initialised;
+    mbarrier.init.shared::cta.b64 [%r3], 1;
+    fence.mbarrier_init.release.cluster;
+$L_initialised:
+""" + SYNC_UNALIGNED + """    @%p1 bra $L_wait;
+    mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%r3], 2048;
+""" + mc_issue(kind, mode) + """$L_wait:
+    mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 %p2, [%r3], 0;
+    @!%p2 bra $L_wait;
+    shl.b32 %r7, %r1, 4;
+    add.u32 %r8, %r4, %r7;
+    ld.shared.v4.f32 {%f0, %f1, %f2, %f3}, [%r8];
+    mul.wide.u32 %rd5, %r6, 2048;
+    add.s64 %rd6, %rd2, %rd5;
+    cvt.u64.u32 %rd7, %r7;
+    add.s64 %rd6, %rd6, %rd7;
+    st.global.v4.f32 [%rd6], {%f0, %f1, %f2, %f3};
+""" + SYNC_UNALIGNED + """    ret;
+}
+"""
+
+
+MC_MODES = ["halves-register", "halves-constant", "peer"]
+
+
+@pytest.mark.parametrize("racecheck", [False, True])
+@pytest.mark.parametrize("mode", MC_MODES)
+@pytest.mark.parametrize("kind, swizzle", [("tensor", 0), ("tensor", 128), ("bulk", 0)])
+def test_multicast_copies_fill_every_cta_of_the_cluster(monkeypatch, kind, swizzle, mode,
+                                                         racecheck):
+    """Two clusters of 2: each CTA's tile is its cluster's rows of x (with the map's swizzle,
+    the same layout in every CTA), whichever CTA copied which half; in one batch and in a
+    batch per cluster."""
+    from test_tma_sim import swizzled
+    nclusters = 2
+    x = np.arange(nclusters * MC_ROWS * MC_COLS, dtype=np.float32).reshape(-1, MC_COLS) * 0.5
+    tmap = simulator.TensorMap(x, (8, MC_COLS), swizzle)
+    tiles = x.reshape(nclusters, -1)
+    if swizzle:
+        tiles = np.stack([swizzled(t.view(np.uint8), 0, swizzle).view(np.float32) for t in tiles])
+    want = np.repeat(tiles, 2, axis=0)
+    for batch_threads in (None, 256):
+        if batch_threads:
+            monkeypatch.setattr(simulator, "BATCH_THREADS", batch_threads)
+        out = np.zeros((2 * nclusters, MC_ROWS * MC_COLS), np.float32)
+        run(multicast_kernel(kind, mode), "mc", 2 * nclusters, 128, [tmap, x, out],
+            racecheck=racecheck)
+        np.testing.assert_array_equal(out, want)
+
+
+def handshake_kernel(variant: str) -> str:
+    """`hs(out)`, 64 threads a CTA, a cluster of 2. Rank 1 stores 1000 + t into rank 0's
+    data[t], then (a bar.sync after its stores) thread 0 arrives on rank 0's barrier through
+    shared::cluster; rank 0's barrier also takes its own thread 0's arrival, and rank 0's
+    threads wait for the phase, read data[t] (to out[t]), store 2000 + t into rank 1's data[t]
+    and signal rank 1's barrier the same way, on which rank 1 waits before reading data[t]
+    (to out[64 + t]). variant: "plain"; "count" (rank 0's barrier expects 3 and rank 1 arrives
+    with count 2); "through-cluster" (rank 0's own arrival through .shared::cluster with its
+    shared::cta address, the remote ones through 64-bit mapa addresses)."""
+    count0 = 3 if variant == "count" else 2
+    if variant == "through-cluster":
+        own = "    mbarrier.arrive.shared::cluster.b64 _, [%r3];\n"
+        remote = ("    mapa.shared::cluster.u64 %rd3, bar, %r9;\n"
+                  "    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rd3]{};\n")
+    else:
+        own = "    mbarrier.arrive.release.cta.shared::cta.b64 %rd2, [%r3];\n"
+        remote = "    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r10]{};\n"
+    return HEADER + """
+.visible .entry hs(.param .u64 hs_out)
+.reqnctapercluster 2
+{""" + REGS + """    .shared .align 16 .b32 data[64];
+    .shared .align 8 .b64 bar;
+    ld.param.u64 %rd1, [hs_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %cluster_ctarank;
+    mov.u32 %r3, bar;
+    mov.u32 %r4, data;
+    shl.b32 %r5, %r1, 2;
+    add.u32 %r6, %r4, %r5;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_initialised;
+    setp.eq.u32 %p2, %r2, 0;
+    selp.u32 %r7, """ + str(count0) + """, 1, %p2;
+    mbarrier.init.shared.b64 [%r3], %r7;
+    fence.mbarrier_init.release.cluster;
+$L_initialised:
+""" + SYNC_UNALIGNED + """    xor.b32 %r9, %r2, 1;
+    mapa.shared::cluster.u32 %r8, %r6, %r9;
+    mapa.shared::cluster.u32 %r10, %r3, %r9;
+    mul.wide.u32 %rd4, %r1, 4;
+    setp.ne.u32 %p3, %r2, 0;
+    @%p3 bra $L_rank1;
+    @%p1 bra $L_wait0;
+""" + own + """$L_wait0:
+    mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %p4, [%r3], 0;
+    @!%p4 bra $L_wait0;
+    ld.shared.u32 %r11, [%r6];
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.u32 [%rd5], %r11;
+    add.u32 %r12, %r1, 2000;
+    st.shared::cluster.u32 [%r8], %r12;
+    bar.sync 0;
+    @%p1 bra $L_done;
+""" + remote.format("") + """    bra.uni $L_done;
+$L_rank1:
+    add.u32 %r12, %r1, 1000;
+    st.shared::cluster.u32 [%r8], %r12;
+    bar.sync 0;
+    @%p1 bra $L_wait1;
+""" + remote.format(", 2" if variant == "count" else "") + """$L_wait1:
+    mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %p4, [%r3], 0;
+    @!%p4 bra $L_wait1;
+    ld.shared.u32 %r11, [%r6];
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.u32 [%rd5+256], %r11;
+$L_done:
+    ret;
+}
+"""
+
+
+HANDSHAKES = ["plain", "count", "through-cluster"]
+
+
+@pytest.mark.parametrize("racecheck", [False, True])
+@pytest.mark.parametrize("variant", HANDSHAKES)
+def test_remote_arrives_hand_data_across_the_cluster(variant, racecheck):
+    out = np.zeros(128, np.uint32)
+    run(handshake_kernel(variant), "hs", 2, 64, [out], racecheck=racecheck)
+    np.testing.assert_array_equal(out, np.r_[1000:1064, 2000:2064])
+
+
+# rank 1's thread 0 works rank 0's barrier (count 2) through shared::cluster between cluster
+# barriers: arrive.expect_tx 32 and expect_tx 16; rank 0 arrives (out[0]: the phase is not
+# complete, 48 bytes missing); rank 1 completes 48 bytes (out[1]: complete)
+TX = one_kernel("""    mov.u32 %r3, bar;
+    mov.u32 %r10, 0;
+    mapa.shared::cluster.u32 %r6, %r3, %r10;
+    setp.ne.u32 %p1, %r1, 0;
+    setp.ne.u32 %p2, %r2, 0;
+    or.pred %p3, %p1, %p2;
+    not.pred %p5, %p1;
+    and.pred %p4, %p5, %p2;
+    @%p3 bra $L_a;
+    mbarrier.init.shared.b64 [%r3], 2;
+    fence.mbarrier_init.release.cluster;
+$L_a:
+""" + SYNC_UNALIGNED + """    @!%p4 bra $L_b;
+    mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%r6], 32;
+    mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64 [%r6], 16;
+$L_b:
+""" + SYNC_UNALIGNED + """    @%p3 bra $L_c;
+    mbarrier.arrive.shared.b64 %rd2, [%r3];
+    mbarrier.test_wait.parity.shared.b64 %p6, [%r3], 0;
+    selp.u32 %r7, 1, 0, %p6;
+    st.global.u32 [%rd1], %r7;
+$L_c:
+""" + SYNC_UNALIGNED + """    @!%p4 bra $L_d;
+    mbarrier.complete_tx.shared::cluster.b64 [%r6], 48;
+$L_d:
+""" + SYNC_UNALIGNED + """    @%p3 bra $L_e;
+    mbarrier.test_wait.parity.acquire.cta.shared::cta.b64 %p6, [%r3], 0;
+    selp.u32 %r7, 1, 0, %p6;
+    st.global.u32 [%rd1+4], %r7;
+$L_e:
+""", shared="    .shared .align 16 .b32 s[64];\n    .shared .align 8 .b64 bar;\n")
+
+
+@pytest.mark.parametrize("racecheck", [False, True])
+def test_expect_tx_and_complete_tx_on_a_peers_barrier(racecheck):
+    out = np.full(64, 7, np.uint32)
+    run(TX, "k", 2, 64, [out], racecheck=racecheck)
+    assert out[:2].tolist() == [0, 1]
+
+
+# errors: each kernel's thread (0,0,0) block (0,0,0) (rank 0) fails first
+MC_SHARED = ("    .reg .b16 %rs<4>;\n    .shared .align 128 .b32 s[64];\n"
+             "    .shared .align 8 .b64 bar;\n")
+
+
+def mc_kernel(body: str) -> str:
+    """one_kernel (sm_90a: ptxas advises it for multicast) with `bar` (shared offset 0x100) in
+    %r6 and .b16 registers %rs."""
+    return one_kernel("    mov.u32 %r6, bar;\n" + body, shared=MC_SHARED).replace(
+        ".target sm_90\n", ".target sm_90a\n")
+
+
+ONE = "    setp.ne.u32 %p2, %r1, 0;\n    @%p2 bra $L_out;\n"      # thread 0 of each CTA only
+
+
+MASK_RANK = mc_kernel(ONE + f"""    mov.b16 %rs1, 5;
+    {BULK_MC} [%r5], [%rd1], 16, [%r6], %rs1;
+$L_out:
+""")
+MASK_RANK_CONSTANT = mc_kernel(ONE + f"""    {BULK_MC} [%r5], [%rd1], 16, [%r6], 4;
+$L_out:
+""")
+MASK_ZERO = mc_kernel(ONE + f"""    mov.b16 %rs1, 0;
+    {BULK_MC} [%r5], [%rd1], 16, [%r6], %rs1;
+$L_out:
+""")
+# rank 1 exits at once; rank 0 passes a block barrier (by then rank 1 has exited), then
+# multicasts into both / arrives on rank 1's barrier
+MC_EXITED = mc_kernel(f"""    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra $L_out;
+    barrier.sync 0;
+""" + ONE + f"""    mbarrier.init.shared.b64 [%r6], 1;
+    {BULK_MC} [%r5+16], [%rd1], 16, [%r6], 3;
+$L_out:
+""")
+ARRIVE_EXITED = mc_kernel("""    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra $L_out;
+    barrier.sync 0;
+    mapa.shared::cluster.u32 %r7, %r6, 1;
+    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r7];
+$L_out:
+""")
+# rank 1 never initialises its barrier
+REMOTE_UNINITIALISED = mc_kernel("""    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra $L_out;
+    mapa.shared::cluster.u32 %r7, %r6, 1;
+    mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r7];
+$L_out:
+""" + SYNC_UNALIGNED)
+MC_UNINITIALISED = mc_kernel(ONE + f"""    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra $L_out;
+    mbarrier.init.shared.b64 [%r6], 1;
+    {BULK_MC} [%r5], [%rd1], 16, [%r6], 3;
+$L_out:
+""" + SYNC_UNALIGNED)
+COUNT_TOO_MANY = mc_kernel("""    mbarrier.init.shared.b64 [%r6], 2;
+    mbarrier.arrive.shared.b64 %rd2, [%r6], 3;
+""")
+
+
+def mc_line(ptx: str) -> int:
+    return line_of(ptx, "multicast::cluster") if "multicast" in ptx else line_of(ptx, "arrive")
+
+
+MC_ERRORS = [
+    (MASK_RANK, "`: ctaMask 0x5 names rank 2, but the cluster has 2 CTAs (ranks 0 to 1); thread "
+                "(0,0,0) block (0,0,0)"),
+    (MASK_RANK_CONSTANT, "`: ctaMask 0x4 names rank 2, but the cluster has 2 CTAs (ranks 0 to "
+                         "1); thread (0,0,0) block (0,0,0)"),
+    (MASK_ZERO, "`: ctaMask 0x0 names no CTA; thread (0,0,0) block (0,0,0)"),
+    (MC_EXITED, "` writes shared::cluster memory at 0x41000010, but block (1,0,0) of the cluster "
+                "has exited, so its shared memory is gone; keep it alive with a cluster barrier "
+                "(ptxpy.cluster_sync()) before it exits; thread (0,0,0) block (0,0,0)"),
+    (ARRIVE_EXITED, "` signals an mbarrier in shared::cluster memory at 0x41000100, but block "
+                    "(1,0,0) of the cluster has exited, so its shared memory is gone; keep it "
+                    "alive with a cluster barrier (ptxpy.cluster_sync()) before it exits; thread "
+                    "(0,0,0) block (0,0,0)"),
+    (REMOTE_UNINITIALISED, "`: no mbarrier was initialised at shared offset 0x100 of block "
+                           "(1,0,0): call ptxpy.mbarrier_init (mbarrier.init) on it first; "
+                           "thread (0,0,0) block (0,0,0)"),
+    (MC_UNINITIALISED, "`: no mbarrier was initialised at shared offset 0x100 of block (1,0,0): "
+                       "call ptxpy.mbarrier_init (mbarrier.init) on it first; thread (0,0,0) "
+                       "block (0,0,0)"),
+    (COUNT_TOO_MANY, "`: arrives 3 times on the mbarrier at shared offset 0x100, whose phase 0 "
+                     "has only 2 of its 2 arrivals pending: an arrive's count must not exceed "
+                     "them; thread (0,0,0) block (0,0,0)"),
+]
+
+
+@pytest.mark.parametrize("racecheck", [False, True])
+@pytest.mark.parametrize("ptx, message", MC_ERRORS,
+                         ids=["mask-rank", "mask-rank-constant", "mask-zero", "multicast-exited",
+                              "arrive-exited", "remote-uninitialised", "multicast-uninitialised",
+                              "count-too-many"])
+def test_multicast_and_remote_arrive_misuse(ptx, message, racecheck):
+    text = next(line.strip() for i, line in enumerate(ptx.splitlines(), 1) if i == mc_line(ptx))
+    with pytest.raises(SimulatorError) as err:
+        run(ptx, "k", 2, 64, [np.zeros(64, np.uint32)], racecheck=racecheck)
+    assert str(err.value) == f"PTX line {mc_line(ptx)}: `{text}" + message
+
+
+def test_multicast_onto_a_peers_wgmma_operand_in_flight():
+    """Both CTAs issue a wgmma reading their shared memory (A at 0 to 2047); rank 0 multicasts
+    16 bytes into rank 1's A (ctaMask 0b10) while rank 1's product is not yet waited for: an
+    error naming rank 1's block; after rank 1's wait and a barrier (and a cluster barrier), the
+    same copy is fine."""
+    from test_wgmma_sim import COMMIT, ISSUE, launch, product, wait
+    rng = np.random.default_rng(5)
+    init = "    setp.eq.u32 %p3, %r1, 0;\n    @%p3 mbarrier.init.shared.b64 [%r10+40960], 1;\n"
+    sync = "    barrier.cluster.arrive.aligned;\n    barrier.cluster.wait.aligned;\n"
+    copy = (f"    mov.u32 %r15, %cluster_ctarank;\n    setp.eq.u32 %p0, %r15, 0;\n"
+            f"    setp.eq.and.u32 %p0, %r1, 0, %p0;\n"
+            f"    @%p0 {BULK_MC} [%r10+1024], [%rd1], 16, [%r10+40960], 2;\n")
+    arrive = ("    mov.u32 %r15, %cluster_ctarank;\n    setp.eq.u32 %p0, %r15, 1;\n"
+              "    setp.eq.and.u32 %p0, %r1, 0, %p0;\n"
+              "    @%p0 mbarrier.arrive.expect_tx.shared.b64 %rd16, [%r10+40960], 16;\n")
+    flying = wgmma_cluster_kernel(init + ISSUE + COMMIT + sync + copy + wait())
+    landing = wgmma_cluster_kernel(init + ISSUE + COMMIT + wait() + "    bar.sync 0;\n" + sync
+                                   + copy + arrive + sync)
+    images, descs, _, _ = product("bf16", 8, (0, False, None), (0, False, None), rng, blocks=2)
+    args = (8, images, descs, np.zeros((256, 4)))
+    with pytest.raises(SimulatorError, match=r"`@%p0 cp.async.bulk.shared::cluster.* writes shared "
+                                             r"offset 0x400 of block \(1,0,0\) \(a bulk copy may "
+                                             r"land any time until its mbarrier's phase "
+                                             r"completes\), which a wgmma of warpgroup 0 \(issued "
+                                             r"at PTX line \d+, `wgmma.mma_async.*`, committed, "
+                                             r"not yet retired by a wait_group\) may still be "
+                                             r"reading: .*; thread \(0,0,0\) block \(0,0,0\)$"):
+        with deadline():
+            launch(flying, *args, blocks=2, racecheck=False)
+    with deadline():
+        launch(landing, *args, blocks=2, racecheck=False)
+    if find_ptxas() is not None:
+        for ptx in (flying, landing):
+            ok, log, _ = assemble(ptx, "sm_90a")
+            assert ok and "warning" not in log, log
+
+
+def released_kernel(whole: bool) -> str:
+    """Both CTAs' products are waited for (wgmma.wait_group 0, no barrier after); rank 1's
+    threads (`whole`: all 128, else thread 0 alone) arrive on rank 0's "stage free" barrier at
+    40960 (count 128 or 1) through shared::cluster; rank 0's thread 0 waits for its phase, then
+    multicasts 16 bytes into rank 1's A (ctaMask 0b10), signalling rank 1's barrier at 40968."""
+    from test_wgmma_sim import COMMIT, ISSUE, wait
+    sync = "    barrier.cluster.arrive;\n    barrier.cluster.wait;\n"
+    return wgmma_cluster_kernel(f"""    setp.eq.u32 %p3, %r1, 0;
+    @%p3 mbarrier.init.shared.b64 [%r10+40960], {128 if whole else 1};
+    @%p3 mbarrier.init.shared.b64 [%r10+40968], 1;
+""" + sync + ISSUE + COMMIT + wait() + f"""    mov.u32 %r15, %cluster_ctarank;
+    setp.eq.u32 %p0, %r15, 1;
+    add.u32 %r16, %r10, 40960;
+    mapa.shared::cluster.u32 %r17, %r16, 0;
+    {"" if whole else "setp.eq.and.u32 %p1, %r1, 0, %p0;"}
+    @{"%p0" if whole else "%p1"} mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r17];
+    @%p0 bra $L_consumer;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_join;
+$L_spin:
+    mbarrier.try_wait.parity.acquire.cluster.shared.b64 %p1, [%r10+40960], 0;
+    @!%p1 bra $L_spin;
+    {BULK_MC} [%r10+1024], [%rd1], 16, [%r10+40968], 2;
+    bra.uni $L_join;
+$L_consumer:
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra $L_join;
+    mbarrier.arrive.expect_tx.shared.b64 %rd16, [%r10+40968], 16;
+$L_join:
+""" + sync)
+
+
+def test_remote_arrivals_of_a_whole_warpgroup_free_its_operands():
+    """A phase that a whole warpgroup of another CTA arrived on (after waiting for its
+    product) retires that product, as a local one does: the multicast into its A is fine.
+    With one thread's arrival only, the product's other warps may still read: an error."""
+    from test_wgmma_sim import launch, product
+    rng = np.random.default_rng(6)
+    images, descs, _, _ = product("bf16", 8, (0, False, None), (0, False, None), rng, blocks=2)
+    args = (8, images, descs, np.zeros((256, 4)))
+    with deadline():
+        launch(released_kernel(True), *args, blocks=2, racecheck=False)
+    with pytest.raises(SimulatorError, match=r"`cp.async.bulk.shared::cluster.* writes shared "
+                                             r"offset 0x400 of block \(1,0,0\) .*which a wgmma of "
+                                             r"warpgroup 0 \(issued at PTX line \d+, `.*`, waited "
+                                             r"for by each warp for its own part\) may still be "
+                                             r"reading in another warp"):
+        with deadline():
+            launch(released_kernel(False), *args, blocks=2, racecheck=False)
+    if find_ptxas() is not None:
+        for whole in (True, False):
+            ok, log, _ = assemble(released_kernel(whole), "sm_90a")
+            assert ok and "warning" not in log, log
+
+
+def wgmma_cluster_kernel(sequence: str) -> str:
+    """test_wgmma_sim's flight kernel (sm_90a) with `sequence` in place of its product, in
+    clusters of 2; the barrier at shared offset 40960."""
+    from test_wgmma_sim import flight
+    ptx = flight(sequence)
+    head = "                   .param .u32 wg_scale)\n"
+    assert head in ptx
+    return ptx.replace(head, head + ".reqnctapercluster 2\n")
+
+
+MC_LOAD = ["    .reg .b16 %rs<4>;\n", "    .shared .align 128 .b32 s[64];\n"]
+
+
+@pytest.mark.parametrize("line, message, ptxas_refuses", [
+    ("mbarrier.arrive.shared::cluster.b64 %rd2, [%r6];",
+     "an arrive on .shared::cluster returns no state: its destination must be the sink `_` "
+     "(ptxas refuses a register there)", True),
+    ("mbarrier.arrive.release.shared.b64 %rd2, [%r6];",
+     ".release needs a scope after it, .cta or .cluster, as ptxas requires", True),
+    ("mbarrier.arrive.cluster.shared.b64 %rd2, [%r6];",
+     "the scope .cluster needs the memory order before it (mbarrier.arrive.release.cluster), as "
+     "ptxas requires", True),
+    ("mbarrier.try_wait.parity.cluster.shared.b64 %p1, [%r6], 0;",
+     "the scope .cluster needs the memory order before it (mbarrier.try_wait.parity.acquire."
+     "cluster)", True),
+    ("mbarrier.arrive.acquire.cta.shared.b64 %rd2, [%r6];",
+     "mbarrier.arrive takes the memory order .release, not .acquire", True),
+    ("mbarrier.init.release.cta.shared.b64 [%r6], 1;",
+     "mbarrier.init takes no memory order (.release)", True),
+    ("mbarrier.try_wait.parity.shared::cluster.b64 %p1, [%r6], 0;",
+     "the simulator supports mbarrier.init", True),
+    ("mbarrier.init.shared::cluster.b64 [%r6], 1;", "the simulator supports mbarrier.init", True),
+    ("mbarrier.arrive.shared.b64 %rd2, [%r6], 0;", "an arrive's count must be 1 to 1048575", True),
+    (f"{BULK_MC} [%r5], [%rd1], 16, [%r6], %r7;",
+     "ctaMask is a 16-bit operand: %r7 is a .b32 register", True),
+    (f"{BULK_MC} [%r5], [%rd1], 16, [%r6];", r"a bulk copy takes [dst], [src], size, [mbar], "
+                                             "ctaMask", True),
+    (f"{BULK_MC} [%r5], [%rd1], 16, [%r6], 0;", "ctaMask must be a 16-bit mask naming at least "
+                                                "one CTA of the cluster (1 to 0xffff), got 0",
+     False),
+    (f"{BULK_MC} [%r5], [%rd1], 16, [%r6], 65536;", "(1 to 0xffff), got 65536", False),
+    ("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.multicast::cluster "
+     "[%rd1, {%r1, %r1}], [%r5], %rs1;", "the simulator supports cp.async.bulk.tensor", True),
+    ("cp.async.bulk.global.shared::cta.bulk_group.multicast::cluster [%rd1], [%r5], 16, %rs1;",
+     "the simulator supports cp.async.bulk.shared::cluster.global", True),
+])
+def test_cluster_mbarrier_and_multicast_forms_refused_at_load(line, message, ptxas_refuses):
+    """Refused at load time, naming the instruction; those ptxas refuses too, it does (the
+    constants ctaMask 0 and 65536 it takes)."""
+    ptx = mc_kernel(f"    {line}\n")
+    with pytest.raises(SimulatorError, match=re.escape(message)) as err:
+        Module(ptx)
+    assert f"unsupported instruction `{line}`" in str(err.value)
+    if find_ptxas() is not None:
+        assert assemble(ptx, "sm_90")[0] != ptxas_refuses
+
+
+MC_ACCEPTED = [
+    "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r6], %r1;",
+    "mbarrier.arrive.release.cta.shared::cluster.b64 _, [%r6];",
+    "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [%r6], 64;",
+    "mbarrier.arrive.release.cluster.shared.b64 %rd2, [%r6];",
+    "mbarrier.arrive.release.cta.shared::cta.b64 _, [%r6], 2;",
+    "mbarrier.arrive.expect_tx.release.cluster.shared::cta.b64 %rd2, [%r6], 64;",
+    "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 %p1, [%r6], 0;",
+    "mbarrier.try_wait.parity.acquire.cta.shared.b64 %p1, [%r6], 1, 1000;",
+    "mbarrier.test_wait.parity.acquire.cluster.shared.b64 %p1, [%r6], 0;",
+    "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r6], 16;",
+    "mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [%r6], 16;",
+    "fence.mbarrier_init.release.cluster;",
+    "cp.async.bulk.shared::cluster.global.multicast::cluster.mbarrier::complete_tx::bytes "
+    "[%r5], [%rd1], 16, [%r6], 0xffff;",
+]
+
+
+@pytest.mark.parametrize("line", MC_ACCEPTED)
+def test_cluster_mbarrier_forms_accepted_at_load(line):
+    Module(mc_kernel(f"    {line}\n"))
+
+
+@pytest.mark.parametrize("line", ["fence.mbarrier_init.release.cluster;",
+                                  "mbarrier.arrive.shared.b64 %rd2, [%r6], 2;",
+                                  "mbarrier.arrive.shared::cluster.b64 _, [%r6];",
+                                  "mbarrier.arrive.release.cluster.shared.b64 %rd2, [%r6];"])
+def test_cluster_mbarrier_forms_need_sm_90(line):
+    ptx = mc_kernel(f"    {line}\n").replace(".target sm_90a", ".target sm_80")
+    with pytest.raises(SimulatorError, match=re.escape("needs .target sm_90 or later")):
+        Module(ptx)
+    # (with sm_80, what sm_80 takes: plain arrive and test_wait with .release/.acquire.cta)
+    Module(mc_kernel("    mbarrier.arrive.release.cta.shared.b64 %rd2, [%r6];\n"
+                     "    mbarrier.test_wait.parity.acquire.cta.shared.b64 %p1, [%r6], 0;\n",
+                     ).replace(".target sm_90a", ".target sm_80").replace(
+                         ".reqnctapercluster 2\n", ""))
+
+
 # ---- ptxas -------------------------------------------------------------------------------------
 
 ASSEMBLED = ([specials_kernel(c) for c in [(2, 2, 1), (1, 2, 2), (3,), (1, 2), None]]
@@ -913,13 +1443,18 @@ ASSEMBLED = ([specials_kernel(c) for c in [(2, 2, 1), (1, 2, 2), (3,), (1, 2), N
                 WARP_AFTER_CLUSTER_WAIT, REORDERED,
                 WAIT_WITHOUT_ARRIVE, ARRIVE_TWICE, DEADLOCK, STUCK_BLOCK, EXITED, EXITED_LATER, EXITED_STORE,
                 RANK_OUT_OF_RANGE, ADDRESS_OUT_OF_RANGE, OUT_OF_BOUNDS, MISALIGNED,
-                BAD_RANK_ADDRESS, SPIN])
+                BAD_RANK_ADDRESS, SPIN]
+             + [multicast_kernel(kind, mode) for kind in ("tensor", "bulk") for mode in MC_MODES]
+             + [handshake_kernel(v) for v in HANDSHAKES]
+             + [TX] + [ptx for ptx, _ in MC_ERRORS]
+             + [mc_kernel(f"    {line}\n") for line in MC_ACCEPTED])
 
 
 @pytest.mark.parametrize("index", range(len(ASSEMBLED)))
 def test_kernels_assemble_with_ptxas(index):
     if find_ptxas() is None:
         pytest.skip("ptxas is not available")
-    ok, log, _ = assemble(ASSEMBLED[index], "sm_90")
+    ok, log, _ = assemble(ASSEMBLED[index], "sm_90")   # (sm_90a where the PTX names it)
     assert ok, log
+    assert "warning" not in log, log
     Module(ASSEMBLED[index])

@@ -700,9 +700,8 @@ def test_ld_param_of_a_tensor_map_is_rejected():
      "the simulator supports cp.async.bulk.tensor"),
     ("cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes "
      "[%r4], [%rd4, {%r20, %r21}], [%r3], {%rs1};", "the simulator supports cp.async.bulk.tensor"),
-    ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes."
-     "multicast::cluster [%r4], [%rd4, {%r20, %r21}], [%r3], %rs1;",
-     "the simulator supports cp.async.bulk.tensor"),
+    ("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.multicast::cluster "
+     "[%rd4, {%r20, %r21}], [%r4], %r20;", "the simulator supports cp.async.bulk.tensor"),
     ("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint "
      "[%rd4, {%r20, %r21}], [%r4], %rd1;", "the simulator supports cp.async.bulk.tensor"),
     ("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd4, {%r20, %r21}];",

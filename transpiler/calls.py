@@ -35,7 +35,8 @@ AXIS_INTRINSICS = frozenset(["program_id", "num_programs", "global_id"])
 BIT_UNARY = frozenset(["popc", "clz", "brev", "ffs"])
 #: statements without a value: the memory fences and the warp barrier
 NO_VALUE = frozenset(["syncthreads", "syncwarp", "threadfence", "threadfence_block",
-                      "threadfence_system", "cluster_sync", "cluster_arrive", "cluster_wait"])
+                      "threadfence_system", "cluster_sync", "cluster_arrive", "cluster_wait",
+                      "fence_mbarrier_init"])
 #: asynchronous copies from global to shared memory (PTX cp.async)
 ASYNC_COPY = frozenset(["cp_async", "cp_async_commit", "cp_async_wait"])
 #: the bytes one cp.async copies
@@ -804,15 +805,20 @@ class CallChecker:
             if type(read) is not bool:
                 raise self.error(f"read= of {label} is True or False, got {read!r}", read_node)
             return typed.Intrinsic(loc, None, name, [], {"n": n, "read": read})
-        dst_node, src_node, bar_node = self.args(node, label, 2, 3, keywords=("dst", "src", "bar"))
+        dst_node, src_node, bar_node, mask_node = self.args(
+            node, label, 2, 4, keywords=("dst", "src", "bar", "multicast"))
+        if mask_node is not None and bar_node is None:
+            raise self.error(f"multicast= of {label} needs the barrier: only copies into shared "
+                             "memory are multicast", mask_node)
         dst, src, size = self.copy_operands(node, label, dst_node, src_node)
         if size % 16 or size > MBARRIER_LIMIT:
             raise self.error(f"{label} copies a multiple of 16 bytes (up to {MBARRIER_LIMIT}); "
                              f"{dst[-1]} {self.arrays[dst[0]].elem} element(s) are {size}", node)
         bar = None if bar_node is None else self.barrier_operand(bar_node, label)
         self.mark_written(dst[0])
-        return typed.Intrinsic(loc, None, name, [], {"dst": dst, "src": src, "bytes": size,
-                                                     "bar": bar})
+        mask = [] if mask_node is None else [self.multicast_mask(mask_node, label)]
+        return typed.Intrinsic(loc, None, name, mask, {"dst": dst, "src": src, "bytes": size,
+                                                       "bar": bar, "multicast": bool(mask)})
 
     def tensor_copy(self, name: str, node: cst.Call) -> typed.Expr:
         """`ptxpy.tma_load(tile, x[r:r + BM, c:c + BK], bar, swizzle=0)` and
@@ -822,9 +828,10 @@ class CallChecker:
         (`FuncDef.tensor_maps`; a device function's pass to the array its caller binds, which
         must be the kernel's parameter). The tile's shape is checked in the SSA builder."""
         label = f"ptxpy.{name}"
+        mask_node = None
         if name == "tma_load":
-            tile_node, tensor_node, bar_node, swizzle_node = self.args(
-                node, label, 3, 4, keywords=("dst", "src", "bar", "swizzle"))
+            tile_node, tensor_node, bar_node, swizzle_node, mask_node = self.args(
+                node, label, 3, 5, keywords=("dst", "src", "bar", "swizzle", "multicast"))
         else:
             tensor_node, tile_node, swizzle_node = self.args(
                 node, label, 2, 3, keywords=("dst", "src", "swizzle"))
@@ -847,8 +854,21 @@ class CallChecker:
         else:
             self.mark_written(array)
         extra = {"tensor": (array, coords, box), "tile": tile, "swizzle": swizzle, "bar": bar,
-                 "bytes": math.prod(box) * elem.nbytes}
-        return typed.Intrinsic(self.loc(node), None, name, [], extra)
+                 "bytes": math.prod(box) * elem.nbytes, "multicast": mask_node is not None}
+        mask = [] if mask_node is None else [self.multicast_mask(mask_node, label)]
+        return typed.Intrinsic(self.loc(node), None, name, mask, extra)
+
+    def multicast_mask(self, node: cst.BaseExpression, label: str) -> typed.Expr:
+        """`multicast=mask`: the ranks of the cluster's blocks a copy lands in, one bit each
+        (PTX's 16-bit ctaMask)."""
+        value = self.value(node)
+        if not isinstance(value.type, Scalar) or not value.type.is_int:
+            raise self.error(f"multicast= of {label} is an integer, one bit per block of the "
+                             f"cluster, got '{code_of(node)}' of type {value.type}", node)
+        if isinstance(value, typed.Constant) and not 1 <= value.value <= 0xFFFF:
+            raise self.error(f"multicast= of {label} names blocks 0 to 15 of the cluster, one "
+                             f"bit each: 1 to 0xffff, got {value.value}", node)
+        return convert(value, u16)
 
     def add_tensor_map(self, array: str, entry: tuple) -> None:
         """Array parameter `array` is passed with a tensor map of (box, swizzle) `entry`."""

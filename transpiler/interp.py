@@ -643,15 +643,29 @@ class _Thread:
     def op_mbarrier_test(self, instr: Instr):
         return self._barrier_state(instr)[0] % 2 != int(self.value(instr.args[1])) % 2
 
+    def _own_copy(self, instr: Instr) -> list:
+        """A copy's arguments without a multicast mask, which for a lone thread's block (a
+        cluster of one) can only name that block."""
+        if not instr.attrs.get("multicast"):
+            return instr.args
+        if int(self.value(instr.args[-1])) != 1:
+            raise InterpError(f"a copy multicast to blocks {self.value(instr.args[-1]):#x} of a "
+                              "cluster of one")
+        return instr.args[:-1]
+
+    def op_fence_mbarrier_init(self, instr: Instr):
+        pass
+
     def op_cp_async_bulk(self, instr: Instr):
         """A lone thread's bulk copy: done at once, its bytes completing on the barrier."""
-        dst, src = (int(self.value(a)) for a in instr.args[:2])
+        args = self._own_copy(instr)
+        dst, src = (int(self.value(a)) for a in args[:2])
         size = instr.attrs["bytes"]
         if dst % 16 or src % 16:
             raise InterpError("misaligned cp.async.bulk")
         for k in range(size):
             self.memory.store(dst + k, u8, self.memory.load(src + k, u8))
-        if len(instr.args) > 2:
+        if len(args) > 2:
             state = self._barrier_state(instr, 2)
             state[3] -= size
             self._complete_phase(state)
@@ -675,12 +689,13 @@ class _Thread:
     def op_tma_load(self, instr: Instr):
         """A lone thread's tensor load: done at once (zeros outside the array), its bytes
         completing on the barrier."""
-        (array, box, swizzle), coords = self.value(instr.args[1]), instr.args[2:-1]
+        args = self._own_copy(instr)
+        (array, box, swizzle), coords = self.value(args[1]), args[2:-1]
         outer, inner = self._tensor_tile(array, box, coords)
         padded = self.numpy.zeros(box, array.dtype)
         padded[inner] = array[outer]
-        self._tile_bytes(int(self.value(instr.args[0])), swizzle, padded, store=False)
-        state = self._barrier_state(instr, len(instr.args) - 1)
+        self._tile_bytes(int(self.value(args[0])), swizzle, padded, store=False)
+        state = self._barrier_state(instr, len(args) - 1)
         state[3] -= padded.nbytes
         self._complete_phase(state)
 

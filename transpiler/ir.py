@@ -292,6 +292,7 @@ def _ops() -> dict[str, OpSpec]:
     ops["wgmma_commit"] = OpSpec("free", 0, effects=True)    # wgmma.commit_group
     ops["wgmma_wait"] = OpSpec("free", 0, effects=True)      # attrs n: wgmma.wait_group n
     ops["fence_proxy_async"] = OpSpec("free", 0, effects=True)   # fence.proxy.async.shared::cta
+    ops["fence_mbarrier_init"] = OpSpec("free", 0, effects=True)  # fence.mbarrier_init.release.cluster
     # setmaxnreg.{attrs action: inc, dec}: the warpgroup's registers per thread set to attrs n
     ops["setmaxnreg"] = OpSpec("free", 0, effects=True)
     # Hopper's mbarrier (attrs space shared): `mbarrier_init` of the barrier's address to a u32

@@ -713,10 +713,16 @@ def _mbarrier(b, e):
     barrier's address; expect_tx is sm_90's."""
     if e.name == "mbarrier_arrive_expect_tx":
         _needs_sm90(b, e, "the transaction count of an mbarrier")
-    bar = _barrier_address(b, e, e.extra["bar"])
+    space = "shared"
+    if e.name != "mbarrier_init" and b.array(e.extra["bar"][0]).space == "shared::cluster":
+        space = "shared::cluster"       # another block's barrier (ptxpy.map_shared_rank)
+        array, lead, start, _ = _async_operand(b, e, e.extra["bar"], space, "barrier", BARRIERS)
+        bar = _async_address(b, array, lead, start, 1, None)
+    else:
+        bar = _barrier_address(b, e, e.extra["bar"])
     args = _args(b, e)
     op = "mbarrier_init" if e.name == "mbarrier_init" else "mbarrier_arrive"
-    b.emit(op, None, [bar, *args], {"space": "shared"})
+    b.emit(op, None, [bar, *args], {"space": space})
 
 
 def _mbarrier_wait(b, e):
@@ -755,7 +761,26 @@ def _cp_async_bulk(b, e):
     addresses = [_bulk_address(b, *dst), _bulk_address(b, *src)]
     if bar is not None:
         addresses.append(_barrier_address(b, e, bar))
-    b.emit("cp_async_bulk", None, addresses, {"bytes": e.extra["bytes"], "space": dst_space})
+    attrs = {"bytes": e.extra["bytes"], "space": dst_space}
+    b.emit("cp_async_bulk", None, addresses + _multicast(b, e, attrs), attrs)
+
+
+def _fence_mbarrier_init(b, e):
+    """`ptxpy.fence_mbarrier_init()`: the block's `mbarrier_init`s are seen by the cluster's
+    other blocks (after a `cluster_sync()`) before they arrive there (CUTLASS's
+    `fence_barrier_init`)."""
+    _needs_sm90(b, e, "thread-block clusters")
+    b.emit("fence_mbarrier_init", None)
+    return None
+
+
+def _multicast(b, e, attrs: dict) -> list:
+    """A copy's `multicast=mask` (the cluster's blocks it lands in, one bit each): [the u16
+    mask], the copy's last argument, and attrs multicast; [] for a copy into this block only."""
+    if not e.extra.get("multicast"):
+        return []
+    attrs["multicast"] = True
+    return [b.coerce_bits(b.ev(e.args[0]), u16)]
 
 
 def _bulk_address(b, array, lead: list, start, width: int):
@@ -791,8 +816,8 @@ def _tensor_copy(b, e):
             _check_store_start(b, name, coords)
     if load:
         bar = _barrier_address(b, e, e.extra["bar"])
-        b.emit("tma_load", None, [tile, tmap, *coords, bar],
-               {"bytes": e.extra["bytes"], "space": "shared"})
+        attrs = {"bytes": e.extra["bytes"], "space": "shared"}
+        b.emit("tma_load", None, [tile, tmap, *coords, bar, *_multicast(b, e, attrs)], attrs)
     else:
         b.emit("tma_store", None, [tmap, *coords, tile], {"space": "global"})
 
@@ -1147,6 +1172,7 @@ HANDLERS = {
     "wgmma_fence": _hopper(lambda b, e: b.emit("wgmma_fence", None)),
     "wgmma_commit": _hopper(lambda b, e: b.emit("wgmma_commit", None)),
     "fence_proxy_async": _hopper(lambda b, e: b.emit("fence_proxy_async", None)),
+    "fence_mbarrier_init": _fence_mbarrier_init,
     "setmaxnreg_inc": _hopper(_set_max_registers), "setmaxnreg_dec": _hopper(_set_max_registers),
     "shfl_xor_sync": _shfl("bfly"),
     "ballot_sync": _vote("ballot"),

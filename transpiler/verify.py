@@ -1,7 +1,7 @@
 """The IR verifier: the invariants every pass must keep. Run between passes in tests."""
 from __future__ import annotations
 
-from ptxpy.types import f32, i32, u32
+from ptxpy.types import f32, i32, u16, u32
 
 from .cfg import DomTree, reverse_postorder
 from .ir import (ADDR_TYPE, CMP_PREDICATES, OPS, Const, Function, Instr, Undef, bool_,
@@ -217,8 +217,9 @@ _MBARRIER_ARGS = {"mbarrier_init": ([u32], None), "mbarrier_arrive": ([], None),
 def _verify_mbarrier(instr, types) -> None:
     rest, result = _MBARRIER_ARGS[instr.op]
     allowed = (rest, [u32]) if instr.op == "mbarrier_arrive" else (rest,)
+    spaces = ("shared", "shared::cluster") if instr.op == "mbarrier_arrive" else ("shared",)
     if types[:1] != [ADDR_TYPE] or types[1:] not in allowed or instr.type != result or \
-            instr.attrs.get("space") != "shared":
+            instr.attrs.get("space") not in spaces:
         _fail(instr, f"{instr.op} takes the barrier's {ADDR_TYPE} address and {len(rest)} u32 "
                      f"({'a u32 byte count with expect_tx, ' if instr.op == 'mbarrier_arrive' else ''}"
                      f"attrs space shared) and gives {result}")
@@ -226,7 +227,17 @@ def _verify_mbarrier(instr, types) -> None:
         _fail(instr, "mbarrier_test needs attrs try, a bool")
 
 
+def _multicast_mask(instr, types) -> list:
+    """The types before a multicast copy's u16 ctaMask (its last argument), checked."""
+    if not instr.attrs.get("multicast"):
+        return types
+    if types[-1:] != [u16] or instr.attrs.get("space") != "shared":
+        _fail(instr, f"a multicast {instr.op} into shared memory ends with its u16 mask")
+    return types[:-1]
+
+
 def _verify_bulk_copy(instr, types) -> None:
+    types = _multicast_mask(instr, types)
     space, size = instr.attrs.get("space"), instr.attrs.get("bytes")
     wanted = 3 if space == "shared" else 2
     if types != [ADDR_TYPE] * wanted or space not in ("shared", "global") or \
@@ -237,6 +248,7 @@ def _verify_bulk_copy(instr, types) -> None:
 
 
 def _verify_tensor_copy(instr, types) -> None:
+    types = _multicast_mask(instr, types)
     load = instr.op == "tma_load"
     coords = types[2:-1] if load else types[1:-1]
     map_type = types[1] if load else types[0]

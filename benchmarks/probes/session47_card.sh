@@ -19,6 +19,13 @@ done
 timeout 150 python3 benchmarks/probes/cluster_probe.py --json "$OUT/cluster.json" \
     > "$OUT/cluster.txt" 2>&1
 echo "cluster rc $?" >> "$OUT/cluster.txt"
+for n in 4096 8192; do
+    timeout 100 python3 examples/matmul_tma_cluster.py --size $n >> "$OUT/matmul.txt" 2>&1
+    echo "matmul $n rc $?" >> "$OUT/matmul.txt"
+done
+timeout 100 compute-sanitizer --tool memcheck python3 examples/matmul_tma_cluster.py --size 512 \
+    > "$OUT/sanitizer-matmul.txt" 2>&1
+echo "memcheck rc $?" >> "$OUT/sanitizer-matmul.txt"
 timeout 150 python3 benchmarks/launch.py --only "graphs on" > "$OUT/chain.txt" 2>&1
 echo "chain rc $?" >> "$OUT/chain.txt"
-tail -3 "$OUT"/tests-*.txt; tail -4 "$OUT"/sanitizer-*.txt; cat "$OUT/cluster.txt" "$OUT/chain.txt"
+tail -3 "$OUT"/tests-*.txt; tail -4 "$OUT"/sanitizer-*.txt; cat "$OUT/cluster.txt" "$OUT/matmul.txt" "$OUT/chain.txt"

@@ -1398,6 +1398,10 @@ class ISel:
         self.emit(f"setmaxnreg.{instr.attrs['action']}.sync.aligned.u32", [],
                   [Imm(str(instr.attrs["n"]))])
 
+    def op_fence_mbarrier_init(self, instr: ir.Instr) -> None:
+        self.target.require((8, 0), 90, "fence.mbarrier_init")
+        self.emit("fence.mbarrier_init.release.cluster", [], [])
+
     def op_fence_proxy_async(self, instr: ir.Instr) -> None:
         self.target.require((8, 0), 90, "fence.proxy.async")
         self.emit("fence.proxy.async.shared::cta", [], [])
@@ -1497,7 +1501,17 @@ class ISel:
 
     def op_mbarrier_arrive(self, instr: ir.Instr) -> None:
         """`mbarrier.arrive[.expect_tx]`: its state result (for test_wait without .parity) is
-        never read, as PTX's sink `_` would say (PTX 7.8+; a register keeps sm_80's 7.0)."""
+        never read, as PTX's sink `_` would say (PTX 7.8+; a register keeps sm_80's 7.0). At
+        another block's barrier (space shared::cluster) PTX allows only the sink, and the
+        arrival releases this thread's memory accesses to the cluster."""
+        if instr.attrs.get("space") == "shared::cluster":
+            self.target.require((8, 0), 90, "mbarrier.arrive.shared::cluster")
+            bar = self.address(instr.args[0], "shared::cluster")
+            tx = [self.src(instr.args[1])] if len(instr.args) > 1 else []
+            kind = ".expect_tx" if tx else ""
+            self.emit(f"mbarrier.arrive{kind}.release.cluster.shared::cluster.b64", [],
+                      [Sym("_"), bar, *tx])
+            return
         state = self.new("rd")
         bar = self.address(instr.args[0], "shared")
         if len(instr.args) > 1:
@@ -1525,8 +1539,9 @@ class ISel:
         if instr.attrs["space"] == "shared":
             dst, src = self.address(instr.args[0], "shared"), self.address(instr.args[1], "global")
             bar = self.address(instr.args[2], "shared")
-            self.emit("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", [],
-                      [dst, src, size, bar])
+            multicast, mask = self._multicast(instr)
+            self.emit(f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                      f"{multicast}", [], [dst, src, size, bar, *mask])
         else:
             dst, src = self.address(instr.args[0], "global"), self.address(instr.args[1], "shared")
             self.emit("cp.async.bulk.global.shared::cta.bulk_group", [], [dst, src, size])
@@ -1544,12 +1559,20 @@ class ISel:
     def op_tma_load(self, instr: ir.Instr) -> None:
         """cp.async.bulk.tensor: a box of the map's tensor into shared memory, its bytes
         completing on the mbarrier."""
-        dst, tmap, *coords, bar = instr.args
+        multicast, mask = self._multicast(instr)
+        dst, tmap, *coords, bar = instr.args[:-1] if mask else instr.args
         self.target.require((8, 0), 90, "cp.async.bulk.tensor")
         self.emit(f"cp.async.bulk.tensor.{len(coords)}d.shared::cluster.global.tile"
-                  ".mbarrier::complete_tx::bytes", [],
+                  f".mbarrier::complete_tx::bytes{multicast}", [],
                   [self.address(dst, "shared"), self._tensor_box(tmap, coords),
-                   self.address(bar, "shared")])
+                   self.address(bar, "shared"), *mask])
+
+    def _multicast(self, instr: ir.Instr) -> tuple:
+        """A copy's `.multicast::cluster` qualifier and [its 16-bit ctaMask operand] (the
+        copy's last argument), or ('', [])."""
+        if not instr.attrs.get("multicast"):
+            return "", []
+        return ".multicast::cluster", [self.src(instr.args[-1], imm=False)]
 
     def op_tma_store(self, instr: ir.Instr) -> None:
         """cp.async.bulk.tensor: a tile of shared memory into the box of the map's tensor (what
