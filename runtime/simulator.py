@@ -1886,6 +1886,35 @@ def _c_vote(k, ins, m: _Mods) -> _Op:
     return _Op(WSYNC, run, members=rmask)
 
 
+def _c_elect(k, ins, m: _Mods) -> _Op:
+    """elect.sync d|p, membermask (sm_90): of the member lanes executing it, the lowest is the
+    leader; every one gets its lane number in d (`_` drops it) and p true in the leader only."""
+    if not m.take("sync"):
+        m.fail("elect needs .sync")
+    _needs_sm(k, m, 90)
+    ops = ins.operands
+    if len(ops) != 2 or not isinstance(ops[0], Pair):
+        k._bad(ins, "elect.sync takes d|p and a member mask")
+    d, p = ops[0].first, ops[0].second
+    wd = None if isinstance(d, SinkOperand) else k.writer(d, T_U32, ins)
+    wp = k.writer(p, T_PRED, ins)
+    rmask = k.reader(ops[1], T_U32, ins)
+
+    def run(ctx, mask):
+        members = np.asarray(rmask(ctx)).astype(np.uint32)
+        ctx.check_converged(mask, members, ins)
+        lane = ctx.special("%laneid").astype(np.uint32)
+        chosen = ctx.warp_bits(ctx.active_array(mask)) & members
+        lowest = chosen & (~chosen + np.uint32(1))        # the lowest set bit
+        leader = np.zeros(lowest.shape, np.uint32)
+        for bit in range(32):           # its lane number (lowest is 0 where no lane is chosen)
+            leader[lowest == np.uint32(1 << bit)] = bit
+        if wd is not None:
+            wd(ctx, np.broadcast_to(leader, lane.shape), mask)
+        wp(ctx, (lowest != 0) & (lane == leader), mask)
+    return _Op(WSYNC, run, members=rmask)
+
+
 def _c_match(k, ins, m: _Mods) -> _Op:
     """match.any.sync.b32/.b64 d, a, membermask: per lane, the member lanes executing it whose
     a equals its own; match.all.sync.b32/.b64 d, a, membermask: all those lanes if every a is
@@ -3849,7 +3878,7 @@ _COMPILERS = {
     "copysign": _c_copysign, "testp": _c_testp, "setp": _c_setp, "selp": _c_selp, "cvt": _c_cvt,
     "cvta": _c_cvta, "ld": _c_ld, "ldu": _c_ld, "st": _c_st, "atom": _c_atom, "red": _c_atom,
     "bra": _c_bra, "ret": _c_exit, "exit": _c_exit, "trap": _c_trap, "bar": _c_bar,
-    "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "mma": _c_mma,
+    "barrier": _c_bar, "membar": _c_fence, "fence": _c_fence, "shfl": _c_shfl, "vote": _c_vote, "elect": _c_elect, "mma": _c_mma,
     "activemask": _c_activemask, "call": _c_call, "griddepcontrol": _c_griddepcontrol,
     "cp": _c_cp, "ldmatrix": _c_ldmatrix, "wgmma": _c_wgmma, "mbarrier": _c_mbarrier,
     "prefetch": _c_prefetch, "setmaxnreg": _c_setmaxnreg, "redux": _c_redux,

@@ -4,6 +4,7 @@ distributed shared memory (`ptxpy.map_shared_rank`: `mapa`, `ld/st/atom.shared::
 Results against NumPy in the simulator (on the GPU with PTXPY_TEST_DEVICE=gpu); the errors of
 the compiler, the decorator, `ptxpy.transpile` and the command line."""
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -463,3 +464,30 @@ def old(out: Array[i32, 1]):
 """
     with pytest.raises(CompileError, match=r"ptxpy.fence_mbarrier_init needs sm_90 or newer"):
         compile_source(source, "old", arch="sm_80")
+
+
+# --- elect.sync ---------------------------------------------------------------------------------
+
+ELECT = HEADER + """
+@ptxpy.jit
+def elect(out: Array[i32, 1]):
+    t = ptxpy.thread_idx.x
+    if ptxpy.elect_one():
+        ptxpy.atomic_add(out, t // 32, t + 1)
+"""
+
+
+@pytest.mark.parametrize("block", [64, 50])
+def test_elect_one_picks_the_lowest_lane_present(block):
+    (out,) = run(ELECT, "elect", [Out(2, np.int32)], 1, block, archs=SM90)
+    np.testing.assert_array_equal(out, [1, 33])
+
+
+@needs_ptxas
+def test_the_ptx_of_elect_one():
+    ptx = compile_source(ELECT, "elect").ptx
+    assert re.search(r"elect\.sync %r\d+\|%p\d+, %r\d+;", ptx), ptx
+    with pytest.raises(CompileError, match="ptxpy.elect_one needs sm_90 or newer"):
+        compile_source(ELECT, "elect", arch="sm_80")
+    with pytest.raises(CompileError, match="ptxpy.elect_one takes no member mask"):
+        compile_source(ELECT.replace("elect_one()", "elect_one(0xffffffff)"), "elect")

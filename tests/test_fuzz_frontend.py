@@ -183,6 +183,9 @@ UNSUPPORTED = [
     "ptxpy.cp_async_bulk(p[0:4], x[0:4], b[0])",
     "y = ptxpy.cluster_sync()", "ptxpy.cluster_rank(n)", "y = ptxpy.cluster_dim",
     "y = ptxpy.cluster_idx.w", "ptxpy.cluster_wait(1)",
+    "y = ptxpy.elect_one(1)", "y = ptxpy.elect_one(0xffffffff, n)", "ptxpy.fence_mbarrier_init(n)",
+    "b = ptxpy.shared_array(2, u64)\ns = ptxpy.shared_array(8, f32)\n"
+    "ptxpy.cp_async_bulk(s[0:8], x[0:8], b[0], multicast=x[0])",
 ]
 
 TOKENS = [
@@ -196,7 +199,8 @@ TOKENS = [
     "TILE", "[0]", "math.fmod", "ptxpy.shared_array(", "ptxpy.block_dim.x", "len(x)",
     "ptxpy.tma_load(", "ptxpy.tma_store(", "swizzle=128", "u64", "ptxpy.setmaxnreg_dec(",
     "ptxpy.dp4a(", "ptxpy.match_any_sync(", "ptxpy.syncthreads_count(",
-    "ptxpy.map_shared_rank(", "ptxpy.cluster_sync()", "ptxpy.cluster_rank()",
+    "ptxpy.map_shared_rank(", "ptxpy.cluster_sync()", "ptxpy.cluster_rank()", "ptxpy.elect_one()",
+    "multicast=3",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"

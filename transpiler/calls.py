@@ -377,6 +377,10 @@ class CallChecker:
         if name == "activemask":
             self.args(node, label, 0)
             return typed.Intrinsic(loc, u32, name, [])
+        if name == "elect_one":
+            self.no_member_mask(name, node, 0)
+            self.args(node, label, 0)
+            return typed.Intrinsic(loc, bool_, name, [])
         if name in FAST_UNARY:
             values = self.float_args(self.args(node, label, 1))
             return typed.Intrinsic(loc, values[0].type, name, values)

@@ -818,6 +818,10 @@ class _Thread:
     def op_nanosleep(self, instr: Instr):
         pass
 
+    def op_elect(self, instr: Instr):
+        self.require_lone_thread("elect.sync")
+        return True
+
     def op_cluster_barrier(self, instr: Instr):
         self.require_lone_thread("barrier.cluster")
 

@@ -262,6 +262,9 @@ def _ops() -> dict[str, OpSpec]:
     # or all of them if all are equal, else 0 (mode all): value[, member mask]
     ops["match"] = OpSpec("free", None, effects=True)
     ops["nanosleep"] = OpSpec("free", 1, effects=True)    # u32 nanoseconds: nanosleep.u32
+    # bool <- true in one member lane of those running it, the lowest ([member mask]; PTX
+    # elect.sync, sm_90)
+    ops["elect"] = OpSpec("free", None, effects=True)
     # c + the dot product of the bytes of words a and b (each i32: signed bytes, u32: unsigned):
     # (a, b, c) -> the type of c, i32 or u32 (PTX dp4a)
     ops["dp4a"] = OpSpec("free", 3)

@@ -1049,6 +1049,14 @@ def _vote(mode: str):
     return lower
 
 
+def _elect_one(b, e):
+    """`ptxpy.elect_one()`: true in one lane of the warp, the lowest of the lanes present
+    (PTX elect.sync; CUTLASS's `elect_one_sync()`), which must all run it together."""
+    _needs_sm90(b, e, "elect.sync")
+    members = [] if b.func.options.get("whole_warps") else [_present_lanes(b)[1]]
+    return b.emit("elect", bool_, members)
+
+
 def _warp_reduce(op: str):
     """A warp reduces by a butterfly of five shuffles, which needs all 32 lanes: a shuffle from
     a lane that does not exist is undefined on the GPU. Where the block's size is not a
@@ -1145,6 +1153,7 @@ HANDLERS = {
     "program_id": lambda b, e: sreg(b, f"ctaid.{_axis(b, e)}"),
     "num_programs": lambda b, e: sreg(b, f"nctaid.{_axis(b, e)}"),
     "syncthreads": _syncthreads,
+    "elect_one": _elect_one,
     "cluster_rank": lambda b, e: _cluster_sreg(b, e, "cluster_ctarank"),
     "cluster_size": lambda b, e: _cluster_sreg(b, e, "cluster_nctarank"),
     "cluster_sync": lambda b, e: _cluster_barrier(b, e, "arrive", "wait"),

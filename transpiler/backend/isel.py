@@ -1655,6 +1655,13 @@ class ISel:
         members = self.src(instr.args[1]) if len(instr.args) > 1 else FULL_MASK
         self.emit(opcode, [self.reg(instr)], [self.src(instr.args[0], imm=False), members])
 
+    def op_elect(self, instr: ir.Instr) -> None:
+        """elect.sync d|p: p true in the lowest member lane running it; d, its lane number, is
+        never read (a register: ptxas takes the sink `_` there too)."""
+        self.target.require((8, 0), 90, "elect.sync")
+        members = self.src(instr.args[0]) if instr.args else FULL_MASK
+        self.emit("elect.sync", [self.new("r"), self.reg(instr)], [members], paired_dst=True)
+
     def op_redux(self, instr: ir.Instr) -> None:
         op, t = instr.attrs["op"], instr.type
         if op not in ("add", "min", "max", "and", "or", "xor") or t.name not in ("i32", "u32"):

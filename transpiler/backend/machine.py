@@ -134,6 +134,7 @@ class MInstr:
     phi_copy: bool = False           # a copy out-of-SSA made for a phi
     raw: bool = False                # `opcode` is a whole line of text (`{`, `.param ...;`, `call ...;`)
     reads_dsts: bool = False         # the dsts are read too (wgmma's accumulators: C in, D out)
+    paired_dst: bool = False         # print the two dsts as one `d|p` operand (elect.sync)
 
     @property
     def uses(self) -> list[VReg]:
@@ -159,6 +160,8 @@ class MInstr:
             return self.opcode
         dsts = [Vec(self.dsts)] if self.vec_dst else self.dsts
         ops = ", ".join(map(repr, [*dsts, *self.srcs]))
+        if self.paired_dst:
+            ops = "|".join(map(repr, self.dsts)) + "".join(f", {op!r}" for op in self.srcs)
         guard = ""
         if self.guard:
             guard = ("@!" if self.guard[1] else "@") + repr(self.guard[0]) + " "
