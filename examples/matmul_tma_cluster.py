@@ -16,6 +16,10 @@ and waits on its own before copying into that stage again. `ptxpy.fence_mbarrier
 `cluster_sync()` publish the barriers before either block uses the other's, and a split cluster
 barrier at the end keeps each block's barriers alive while the other may still arrive on them.
 
+On H100s it ran at 465-469 / 511-520 TFLOP/s at 4096^3 / 8192^3, 0.67x-0.69x the one-block
+kernel (676-685 / 758-760; BENCHMARKS.md, session 47): the calls work, the speed-up of sharing
+y has not come (Nsight Compute shows more L2 traffic, not less; the cause is open).
+
 `python examples/matmul_tma_cluster.py [--size N]` checks z against float64 NumPy (N a multiple
 of 256) and, on a GPU, times it beside the one-block kernel and XLA's `jnp.dot`.
 """
