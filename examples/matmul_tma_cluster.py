@@ -27,11 +27,10 @@ import argparse
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 import ptxpy
 from matmul_tma_wgmma import matmul_tma
-from matmul_wgmma import tflops
+from matmul_wgmma import check_and_time
 from ptxpy import Array, bf16, f32, u64
 
 BM, BN, BK = 128, 256, 64     # block tile rows and columns, K step
@@ -147,25 +146,8 @@ def main(size: int | None = None) -> None:
     if on_gpu and int(jax.devices()[0].compute_capability.split(".")[0]) != 9:
         print("matmul_tma_cluster: needs Hopper (sm_90a: wgmma, clusters); skipped")
         return
-    if size is None:
-        size = 4096 if on_gpu else 256
-    rng = np.random.default_rng(0)
-    xj = jnp.asarray(rng.standard_normal((size, size), dtype=np.float32), jnp.bfloat16)
-    yj = jnp.asarray(rng.standard_normal((size, size), dtype=np.float32), jnp.bfloat16)
-    f = jax.jit(matmul_tma_cluster)
-    z = np.asarray(f(xj, yj))
-    x, y = np.asarray(xj).astype(np.float64), np.asarray(yj).astype(np.float64)
-    error = float(np.max(np.abs(z - x @ y) / (np.abs(x) @ np.abs(y))))
-    assert error < 2.0 ** -14, f"error {error:.2e} of sum |x||y|, more than f32 sums give"
-    msg = (f"matmul_tma_cluster of two {size} x {size} bf16 matrices: matches float64 NumPy "
-           f"within f32 accumulation ({error:.1e} of sum |x||y|)")
-    if on_gpu:
-        xla = jax.jit(lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32))
-        for name, fn in (("ptxpy (clusters of 2, y multicast)", f),
-                         ("ptxpy (one block, matmul_tma_wgmma.py)", jax.jit(matmul_tma)),
-                         ("XLA's jnp.dot (f32 results)", xla)):
-            msg += f"; {name} {tflops(fn, xj, yj):.1f} TFLOP/s"
-    print(msg)
+    check_and_time("matmul_tma_cluster", matmul_tma_cluster, size,
+                   [("ptxpy (one block, matmul_tma_wgmma.py)", jax.jit(matmul_tma))])
 
 
 if __name__ == "__main__":

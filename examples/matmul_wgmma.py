@@ -123,27 +123,34 @@ def matmul_wgmma(x: Array[bf16, 2], y: Array[bf16, 2], z: Array[f32, 2]):
         z[row + 8, col:col + 2] = (acc[j, 2], acc[j, 3])
 
 
-def main(size: int | None = None) -> None:
+def check_and_time(name: str, kernel, size: int | None, others=()) -> None:
+    """An example's run: `kernel` (a bf16 matmul with f32 results) on two random size x size
+    matrices, checked against float64 NumPy and, on a GPU, timed beside `others` ((label,
+    jitted function) pairs) and XLA's `jnp.dot`. Without a size: 4096 on a GPU, else 256."""
     on_gpu = jax.default_backend() == "gpu"
     if size is None:
         size = 4096 if on_gpu else 256
     rng = np.random.default_rng(0)
     xj = jnp.asarray(rng.standard_normal((size, size), dtype=np.float32), jnp.bfloat16)
     yj = jnp.asarray(rng.standard_normal((size, size), dtype=np.float32), jnp.bfloat16)
-    f = jax.jit(matmul_wgmma)
+    f = jax.jit(kernel)
     z = np.asarray(f(xj, yj))
     x, y = np.asarray(xj).astype(np.float64), np.asarray(yj).astype(np.float64)
     error = float(np.max(np.abs(z - x @ y) / (np.abs(x) @ np.abs(y))))
     # (the tensor cores' order and internal precision of the f32 sums are unspecified: a
     # bound well above f32 rounding, far below what a misplaced element gives)
     assert error < 2.0 ** -14, f"error {error:.2e} of sum |x||y|, more than f32 sums give"
-    msg = (f"matmul_wgmma of two {size} x {size} bf16 matrices: matches float64 NumPy within "
+    msg = (f"{name} of two {size} x {size} bf16 matrices: matches float64 NumPy within "
            f"f32 accumulation ({error:.1e} of sum |x||y|)")
     if on_gpu:
         xla = jax.jit(lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32))
-        for name, fn in (("ptxpy", f), ("XLA's jnp.dot (f32 results)", xla)):
-            msg += f"; {name} {tflops(fn, xj, yj):.1f} TFLOP/s"
+        for label, fn in ((f"ptxpy ({name})", f), *others, ("XLA's jnp.dot (f32 results)", xla)):
+            msg += f"; {label} {tflops(fn, xj, yj):.1f} TFLOP/s"
     print(msg)
+
+
+def main(size: int | None = None) -> None:
+    check_and_time("matmul_wgmma", matmul_wgmma, size)
 
 
 def tflops(fn, x, y) -> float:
