@@ -3520,6 +3520,7 @@ class _Mbarriers:
         self.state: dict[int, list[int]] = {}
         self.copies: dict[int, list] = {}
         self.arrived: dict[int, np.ndarray] = {}
+        self.remote_arrived: set[int] = set()    # (race check) arrived on by other CTAs
         self.wgmma_arrived: dict[int, np.ndarray] = {}
 
     def offsets(self, addr, lanes, ins, space: str = "shared"):
@@ -3634,6 +3635,7 @@ class _Mbarriers:
             for copy in self.copies.pop(key, ()):
                 self._land(*copy)
             self._order_arrivals(key)
+            self._order_clusters(key)
             self._release_products(key)
 
     def _note_product_arrivals(self, key: int, lanes):
@@ -3660,13 +3662,17 @@ class _Mbarriers:
 
     def _note_arrivals(self, key: int, lanes):
         """Under the race check, which threads of the barrier's block arrived in its current
-        phase (arrivals from other CTAs of the cluster order nothing the check follows)."""
+        phase (arrivals from other CTAs of the cluster order nothing within the block; they
+        mark the barrier for _order_clusters)."""
         if getattr(self.batch, "races", None) is not None:
             T = self.batch.T
-            own = lanes[lanes // T == key // self.batch.launch.shared_pad]
+            mine = lanes // T == key // self.batch.launch.shared_pad
+            own = lanes[mine]
             if own.size:
                 arrived = self.arrived.setdefault(key, np.zeros(T, bool))
                 arrived[own % T] = True
+            if own.size < lanes.size:
+                self.remote_arrived.add(key)
 
     def _order_arrivals(self, key: int):
         """Under the race check, a completed phase that every live thread of the block arrived
@@ -3683,6 +3689,21 @@ class _Mbarriers:
             blocks = np.zeros(batch.B, bool)
             blocks[block] = True
             batch.races.release(blocks)
+
+    def _order_clusters(self, key: int):
+        """Under the race check, a completed phase that a thread of another CTA arrived on
+        (mbarrier.arrive.release.cluster.shared::cluster) orders that thread's accesses, and
+        those a block barrier of its CTA orders before it, before those of the barrier's waiters:
+        the check, which does not follow which threads wait, takes every access of the cluster's
+        CTAs before it to be ordered before every access after it (_SharedRaces.across)."""
+        if key in self.remote_arrived:
+            self.remote_arrived.discard(key)
+            batch = self.batch
+            csize = batch.launch.cluster_size
+            first = key // batch.launch.shared_pad // csize * csize
+            blocks = np.zeros(batch.B, bool)
+            blocks[first:first + csize] = True
+            batch.races.release_cluster(blocks)
 
     def _land(self, ins, lane: int, offsets, data):
         """Write a bulk copy's bytes: checked as its thread's store (the race check), then
@@ -4330,6 +4351,10 @@ class _Batch:
     SLICE = 1024
     POLL_WEIGHT = 64
     ALONE_SLICE = 1 << 16       # with no other runnable thread: for the hang check only
+    # rounds whose only progress is block barriers released at their end after which a thread
+    # that spun through all of them without changing a register is taken to wait forever
+    # (_HangCheck; a power of two)
+    BARRIER_ROUNDS = 1 << 12
 
     def run(self):
         code, end = self.kernel.code, len(self.kernel.code)
@@ -4339,7 +4364,8 @@ class _Batch:
         self.deferred = None       # runnable threads that yielded in this round (None: none)
         self.spins = 0             # backward-branch weight since the last hand-over
         self.releases = 0          # barrier releases so far (progress, for the hang check)
-        self.hang = _HangCheck()
+        self.round_released = None  # threads released at the end of the last round (or None)
+        self.hang = _HangCheck(self.BARRIER_ROUNDS)
         weights = _loop_weights(self.kernel, self.POLL_WEIGHT)
         slice_, alone_slice = self.SLICE, self.ALONE_SLICE
         live = self.live
@@ -4400,11 +4426,17 @@ class _Batch:
         """Every runnable thread has yielded once since the last round: start the next. Blocks
         all of whose threads wait at a block barrier are released first: threads of other
         blocks that spin (on an mbarrier or a flag that a CTA of their cluster sets after that
-        barrier) never stop being runnable, so the barrier would otherwise wait for them."""
+        barrier) never stop being runnable, so the barrier would otherwise wait for them. Those
+        releases are not progress for the hang check (`releases`), which would otherwise never
+        see a spin beside a block going round a loop through a barrier: its state comparison
+        covers them, and BARRIER_ROUNDS bounds such rounds where the state keeps changing."""
         self.deferred = None
-        if self.waiting.any() and self._release_whole_blocks():
-            self.releases += 1
-            self.spins = 0
+        self.round_released = None
+        if self.waiting.any():
+            before = self.waiting.copy()
+            if self._release_whole_blocks():
+                self.round_released = before & ~self.waiting
+                self.spins = 0
         self.hang.round(self)
 
     def _run_group(self, code, cur: int, group, stop: int, end: int, weights=None,
@@ -4514,12 +4546,28 @@ class _Batch:
             mem = [a.buf.copy() for a in self.launch.memory.allocs]
             mem += [self.shared.copy(), self.local.copy()]
         return (self.pc.copy(), self.live.copy(), self.waiting.copy(), self.warp_waiting.copy(),
-                self.spins, regs, self.mbarriers.snapshot(), mem)
+                self.spins, regs, self.mbarriers.snapshot(), self._pending(), mem)
+
+    def _pending(self):
+        """What else decides how the batch goes on (for the hang check): the copies and
+        products in flight, and where each thread stands at the cluster barrier (its arrivals
+        and the completed phases beyond its waits: the counts themselves only grow)."""
+        mbarriers, reads = self.mbarriers, self.wgmma_reads
+        counts = (len(self.async_copies.pending), len(self.bulk_stores.pending),
+                  sum(len(c) for c in mbarriers.copies.values()),
+                  0 if reads is None else reads.products)
+        if self.clusters is None:
+            return counts, None
+        return counts, np.concatenate([self.arrivals - self.waits,
+                                       self.phases[self.clusters] - self.waits,
+                                       self.cluster_waiting])
 
     def _same_state(self, old) -> bool:
-        pc, live, waiting, warp_waiting, spins, regs, mbarriers, mem = old
+        pc, live, waiting, warp_waiting, spins, regs, mbarriers, pending, mem = old
+        now = self._pending()
         if not (spins == self.spins and np.array_equal(pc, self.pc)
-                and mbarriers == self.mbarriers.snapshot()
+                and mbarriers == self.mbarriers.snapshot() and pending[0] == now[0]
+                and (pending[1] is None or np.array_equal(pending[1], now[1]))
                 and np.array_equal(live, self.live) and np.array_equal(waiting, self.waiting)
                 and np.array_equal(warp_waiting, self.warp_waiting)
                 and regs.keys() == self.regs.keys()):
@@ -4532,12 +4580,24 @@ class _Batch:
         now = [a.buf for a in self.launch.memory.allocs] + [self.shared, self.local]
         return len(now) == len(mem) and all(np.array_equal(a, b) for a, b in zip(mem, now))
 
-    def _hang_error(self):
+    def _hang_error(self, stuck=None, rounds: int = 0):
+        """The batch can never finish: its state repeats (or, with `stuck`, those threads have
+        spun for `rounds` rounds in which the others only went round block barriers)."""
         runnable = self.live & ~self.waiting & ~self.warp_waiting
+        looping = None       # threads going round a loop through a block barrier
+        if self.round_released is not None and (runnable & ~self.round_released).any():
+            looping = runnable & self.round_released
+            runnable &= ~self.round_released
+        others = []
+        if stuck is not None:
+            if (runnable & ~stuck).any():
+                others.append(f"{int((runnable & ~stuck).sum())} run on")
+            runnable = stuck
+        if looping is not None:
+            others.append(f"{int(looping.sum())} go round a loop through a block barrier")
         lane = int(np.argmax(runnable))
         where = self.kernel.code[int(self.pc[lane])].where
         count = int(runnable.sum())
-        others = []
         if self.waiting.any():
             others.append(f"{int(self.waiting.sum())} wait at a barrier")
         if self.warp_waiting.any():
@@ -4550,12 +4610,49 @@ class _Batch:
             after = int(self.launch.block_ids(self.first_block + self.B, 1)[0])
             later = (f"; blocks from {self.launch.block_text(after)} on run only after these "
                      f"{self.B} blocks finish")
+        several = count > 1
+        if stuck is None:
+            what = (f"loop{'' if several else 's'} without changing any register or memory, so "
+                    f"what {'they wait' if several else 'it waits'} for never happens")
+        else:
+            what = (f"{'have' if several else 'has'} looped for {rounds} rounds without changing "
+                    f"any register while the other threads only went round block barriers "
+                    f"(the simulator's bound, _Batch.BARRIER_ROUNDS), so what "
+                    f"{'they wait' if several else 'it waits'} for is taken never to happen")
         raise SimulatorError(
-            f"{where}: the kernel can never finish: {count} thread{'s' if count > 1 else ''} "
-            f"loop{'' if count > 1 else 's'} without changing any register or memory, so what "
-            f"{'they wait' if count > 1 else 'it waits'} for never happens"
-            f"{' (of the others, ' + ', '.join(others) + ')' if others else ''}{later}; "
+            f"{where}: the kernel can never finish: {count} thread{'s' if several else ''} "
+            f"{what}{' (of the others, ' + ', '.join(others) + ')' if others else ''}{later}; "
             f"{self.describe(lane)}")
+
+    def _spinning(self):
+        """The threads that spin at this round's end: runnable, not just released from a block
+        barrier."""
+        spinning = self.live & ~self.waiting & ~self.warp_waiting
+        if self.round_released is not None:
+            spinning &= ~self.round_released
+        return spinning
+
+    def _spinners(self):
+        """The threads that spin (_spinning), with every thread's pc and registers (for the
+        hang check's bound)."""
+        regs = {name: value.copy() if isinstance(value, np.ndarray) else value
+                for name, value in self.regs.items()}
+        return self._spinning(), self.pc.copy(), regs
+
+    def _still(self, old):
+        """The threads that spin now and spun at `old` (_spinners) with the same pc and the
+        same registers (a register written for the first time since counts as changed)."""
+        spinning, pc, regs = old
+        same = spinning & (pc == self.pc) & self._spinning()
+        for name, value in self.regs.items():
+            if not same.any():
+                break
+            before = regs.get(name)
+            if before is None:
+                return np.zeros_like(same)
+            if before is not value:
+                same &= np.broadcast_to(np.asarray(before) == np.asarray(value), same.shape)
+        return same
 
     def _trap_message(self, trap: _Op, before: _Op | None, lane: int) -> str:
         """What the thread printed just before trapping (a debug check's message, as
@@ -4637,9 +4734,9 @@ class _Batch:
         raise SimulatorError(f"{where}: barrier can never complete: {int(waiting[b].sum())} of "
                              f"{self.T} threads wait and {exited} have exited; {self.describe(lane)}")
 
-    def _barrier_released(self, blocks):
-        """A block barrier released these blocks (bool per block of the batch), or a cluster
-        barrier phase completed for them: a wgmma's operands waited for are free."""
+    def _barrier_released(self, blocks, cluster: bool = False):
+        """A block barrier released these blocks (bool per block of the batch), or (`cluster`)
+        a cluster barrier phase completed for them: a wgmma's operands waited for are free."""
         if self.wgmma_reads is not None:
             self.wgmma_reads.release(blocks)
 
@@ -4692,7 +4789,7 @@ class _Batch:
         if done.any():
             self.phases = np.maximum(self.phases, least)
             self.releases += 1
-            self._barrier_released(np.repeat(done, self.launch.cluster_size))
+            self._barrier_released(np.repeat(done, self.launch.cluster_size), cluster=True)
         cw = self.cluster_waiting
         if not cw.any():
             return False
@@ -4788,21 +4885,38 @@ def _loop_weights(kernel: _Kernel, poll_weight: int) -> list[int]:
 
 class _HangCheck:
     """Detects a batch that can never finish: at round ends (every runnable thread has yielded)
-    with no thread exited and no barrier released since the previous ones, from the 4th such round
-    on at powers of two, it compares the batch's state with the next round's (registers and pcs
-    first, then all of memory too). The scheduler is deterministic, so an identical state
-    repeats forever."""
+    with no thread exited and no barrier released since the previous ones (but block barriers
+    released at round ends: _Batch._new_round), from the 4th such round on at powers of two, it
+    compares the batch's state with the next round's (registers and pcs first, then all of memory
+    too). The scheduler is deterministic, so an identical state repeats forever.
+
+    A state can keep changing while nothing but those round-end releases happens: a thread
+    spins on what nobody sets while another block goes round a loop through a barrier with a
+    counter. So it also counts the rounds that ended in such a release, and at `bound` of them,
+    then at every power of two, takes the threads that spun with the same pc and the same
+    registers at that round and at the half of it (_Batch._still) to wait forever."""
 
     START = 4
 
-    def __init__(self):
+    def __init__(self, bound: int = 1 << 62):
         self.mark, self.rounds, self.snap, self.at = None, 0, None, 0
+        self.bound, self.barrier_rounds, self.spinners = bound, 0, None
 
     def round(self, batch: "_Batch"):
         mark = (int(batch.live.sum()), batch.releases)
         if mark != self.mark:
             self.mark, self.rounds, self.snap = mark, 0, None
+            self.barrier_rounds, self.spinners = 0, None
             return
+        if batch.round_released is not None:
+            self.barrier_rounds += 1
+            n = self.barrier_rounds
+            if 2 * n >= self.bound and n & (n - 1) == 0:
+                if self.spinners is not None:
+                    stuck = batch._still(self.spinners)
+                    if stuck.any():
+                        batch._hang_error(stuck, n)
+                self.spinners = batch._spinners()
         self.rounds += 1
         r = self.rounds
         if self.snap is not None and r == self.at + 1:
@@ -4837,8 +4951,16 @@ class _SharedRaces:
     reads, atomics and compare-and-swaps two slots (_record_accessors says what they keep).
 
     Two accesses by threads of one warp are ordered when the warp made a `bar.warp.sync` of all
-    its lanes between them (its epoch moved on); accesses by different warps only by a barrier."""
+    its lanes between them (its epoch moved on); accesses by different warps only by a barrier.
+
+    With clusters of several CTAs, `across` keeps per byte the same records over the accesses
+    of every CTA of the cluster since the cluster's last barrier phase, each thread as
+    rank * T + its index in its block: those of threads of other CTAs than the byte's
+    (through .shared::cluster) race with those of the byte's CTA and of other CTAs, until a
+    cluster barrier phase completes or a phase of an mbarrier of the cluster that a thread of
+    another CTA arrived on (_cluster_access)."""
     BYTES_PER_BYTE = 42     # seven (int16 thread, int32 epoch) records
+    CLUSTER_BYTES_PER_BYTE = 16     # and with clusters, seven int16 threads and a scratch
 
     def __init__(self, batch: _Batch):
         self.batch, self.T = batch, batch.T
@@ -4851,12 +4973,36 @@ class _SharedRaces:
             return np.full(size, -1, np.int16), np.zeros(size, np.int32)
         self.seen = {"store": (slot(),), "load": (slot(), slot()), "atomic": (slot(), slot()),
                      "cas": (slot(), slot())}
+        self.csize = getattr(batch.launch, "cluster_size", 1)
+        self.across = None
+        if self.csize > 1:
+            def ids():
+                return np.full(size, -1, np.int16)
+            self.across = {"store": (ids(),), "load": (ids(), ids()), "atomic": (ids(), ids()),
+                           "cas": (ids(), ids())}
+            # per block: whether threads of other CTAs accessed its bytes since then
+            self.touched = np.zeros(batch.B, bool)
+            self.recorded = set()      # the kinds of access ever recorded there
+            self.scratch = ids()
 
     def release(self, blocks):
         """A barrier released these blocks (bool per block of the batch): a new interval."""
+        self._clear(self.seen.values(), blocks)
+
+    def release_cluster(self, blocks):
+        """These blocks' clusters (bool per block of the batch, whole clusters) passed a cluster
+        barrier phase or an mbarrier phase a thread of another CTA arrived on: their accesses
+        of each other's shared memory are ordered."""
+        if self.across is not None:
+            self._clear(self.across.values(), blocks)
+            self.touched[blocks] = False
+
+    def _clear(self, kinds, blocks):
         end = self.batch.B * self.pad
-        for slots in self.seen.values() if end else ():
-            for ids, _ in slots:
+        for slots in kinds if end else ():
+            for ids in slots:
+                if isinstance(ids, tuple):
+                    ids = ids[0]
                 ids[:end].reshape(self.batch.B, self.pad)[blocks] = -1
 
     def landed(self, off, lanes, size: int, ins):
@@ -4896,6 +5042,100 @@ class _SharedRaces:
             ids[byte], epochs[byte] = tid, epoch
         else:
             self._record_accessors(self.seen[what], byte, tid, epoch)
+        if self.across is not None:
+            self._cluster_access(what, off, lanes, size, ins)
+
+    def remote(self, what: str, off, lanes, size: int, ins):
+        """Accesses of other CTAs' shared memory (.shared::cluster): checked against those of
+        threads of other CTAs than each lane's since the cluster's last barrier phase."""
+        self._cluster_access(what, off, np.asarray(lanes), size, ins, remote=True)
+
+    def _cluster_access(self, what: str, off, lanes, size: int, ins, remote: bool = False):
+        """Check, then record, one instruction's accesses in the cluster's records (`across`):
+        one races with an earlier access of a kind it conflicts with (_CONFLICTS) by a thread of
+        another CTA, and a store with a store of a lane of another CTA in the same instruction.
+        `remote`: of other CTAs' shared memory, else each lane's own CTA's: those need no check
+        in a block whose bytes no other CTA accessed since the cluster's last barrier phase."""
+        T, span = self.T, self.csize * self.T
+        byte = off[:, None] + np.arange(size)
+        who = (lanes % span).astype(np.int16)[:, None]     # rank * T + thread
+        slots = self.across[what]
+        first = slots[0]
+        if not remote and not self.touched[off // self.pad].any():
+            # only the owners' threads have accessed these bytes: one of them suffices
+            first[byte] = who
+            self.recorded.add(what)
+            return
+        rank = who // T
+        found = None
+        for earlier in _CONFLICTS[what]:
+            if earlier not in self.recorded:
+                continue
+            for ids in self.across[earlier]:
+                o = ids[byte]
+                other = np.where((o >= 0) & (o // T != rank), o, -1)
+                bad = (other >= 0).any(axis=1)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    if found is None or i < found[0]:
+                        found = (i, earlier, other)
+        if remote and what == "store" and found is None:
+            found = self._cross_cta_stores(byte, who, rank, self.scratch)
+        if found is not None:
+            self._cluster_race(what, found, off, lanes, size, ins)
+        if remote:
+            self.touched[off // self.pad] = True
+        self.recorded.add(what)
+        byte = byte.reshape(-1)
+        who = np.broadcast_to(who, (lanes.size, size)).reshape(-1)
+        if len(slots) == 1:          # the store: the newest writer
+            first[byte] = who
+            return
+        # reads, atomics: the first accessor, and one of another CTA (then every later
+        # access by any CTA races with one of them); of lanes of several CTAs on one byte, any
+        # one is first, and any one of another CTA than its the second
+        second = slots[1]
+        a = first[byte]
+        first[byte] = np.where(a >= 0, a, who)
+        a = first[byte]
+        second[byte] = np.where((second[byte] < 0) & (a // T != who // T), who, second[byte])
+
+    @staticmethod
+    def _cross_cta_stores(byte, who, rank, scratch):
+        """Lanes of one store of other CTAs' shared memory that write the same byte from
+        different CTAs: (the lane of the higher rank, "store", per lane the other thread)."""
+        lanes, size = byte.shape
+        flat = byte.reshape(-1)
+        ranks = np.broadcast_to(rank, byte.shape).reshape(-1)
+        scratch[flat] = ranks          # (a byte of lanes of two CTAs: one rank wins)
+        if (scratch[flat] == ranks).all():
+            return None
+        order = np.lexsort((ranks, flat))
+        clash = np.flatnonzero((flat[order][1:] == flat[order][:-1])
+                               & (ranks[order][1:] != ranks[order][:-1]))
+        if clash.size == 0:
+            return None
+        later, earlier = order[clash + 1] // size, order[clash] // size
+        i = int(later.min())
+        other = np.full(byte.shape, -1, np.int64)
+        other[i, 0] = int(who[int(earlier[np.argmax(later == i)]), 0])
+        return i, "store", other
+
+    def _cluster_race(self, what: str, found, off, lanes, size: int, ins):
+        i, earlier, other = found
+        batch, T = self.batch, self.T
+        lane = int(lanes[i])
+        who = int(other[i][np.argmax(other[i] >= 0)])
+        block = lane // T
+        owner = int(off[i]) // self.pad
+        offset = int(off[i]) - owner * self.pad
+        first = block - block % self.csize       # the cluster's first block in the batch
+        raise SimulatorError(
+            f"{batch.kernel.where(ins)}: shared memory race: thread "
+            f"{batch.thread_index(lane % T)} {_NOW[what]} {size} byte{'s' * (size != 1)} at "
+            f"shared offset {offset:#x} of block {batch.block_index(owner)} that thread "
+            f"{batch.thread_index(who % T)} of block {batch.block_index(first + who // T)} "
+            f"{_EARLIER[earlier]} since the last cluster barrier; block {batch.block_index(block)}")
 
     def _other(self, kind: str, byte, tid, epoch):
         """Per lane and byte: a thread other than the lane's, not ordered before it by a
@@ -5002,19 +5242,24 @@ class _RacecheckBatch(_Batch):
                 if buf is self.shared:
                     who = np.arange(self.n) if lanes is None else lanes
                     who = who if sel is None else who[sel]
+                    kind = "cas" if what == "atomic" and "cas" in ins.parts else what
                     if space == "shared::cluster" and self.launch.cluster_size > 1:
                         own = off // self.launch.shared_pad == who // self.T
-                        off, who = off[own], who[own]    # other CTAs' accesses: not checked
-                        if not who.size:
-                            continue
-                    kind = "cas" if what == "atomic" and "cas" in ins.parts else what
+                        if not own.all():    # other CTAs' shared memory
+                            self.races.remote(kind, off[~own], who[~own], size, ins)
+                            off, who = off[own], who[own]
+                            if not who.size:
+                                continue
                     self.races.access(kind, off, who, size, ins)
         return segs
 
-    def _barrier_released(self, blocks):
-        """A block barrier, or a completed cluster barrier phase, starts a new interval."""
-        super()._barrier_released(blocks)
+    def _barrier_released(self, blocks, cluster: bool = False):
+        """A block barrier, or a completed cluster barrier phase, starts a new interval (the
+        latter for the accesses of other CTAs' shared memory too)."""
+        super()._barrier_released(blocks, cluster)
         self.races.release(blocks)
+        if cluster:
+            self.races.release_cluster(blocks)
 
     def check_converged(self, mask, members, ins):
         """bar.warp.sync: a new epoch for each warp whose every lane makes it (a partial member
@@ -5037,7 +5282,9 @@ def _batching(launch: _Launch, racecheck: bool | None):
             "", "0", "false", "no", "off")
     per_batch = max(1, BATCH_THREADS // launch.T)
     if racecheck:
-        state = _SharedRaces.BYTES_PER_BYTE * max(1, launch.shared_pad)
+        per_byte = _SharedRaces.BYTES_PER_BYTE + (
+            _SharedRaces.CLUSTER_BYTES_PER_BYTE if launch.cluster_size > 1 else 0)
+        state = per_byte * max(1, launch.shared_pad)
         per_batch = max(1, min(per_batch, RACECHECK_BYTES // state))
     cluster = launch.cluster_size      # whole clusters (at least one) a batch
     per_batch = max(cluster, per_batch // cluster * cluster)

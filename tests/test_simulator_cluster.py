@@ -1433,6 +1433,115 @@ def test_cluster_mbarrier_forms_need_sm_90(line):
                          ".reqnctapercluster 2\n", ""))
 
 
+# ---- the race check across CTAs: .shared::cluster accesses of other CTAs' shared memory -------
+
+def remote_pair(first: str, between: str, second: str, cluster=(2,)) -> str:
+    """`first`, `between`, `second`, a cluster barrier, then out[linear block, t] = %r10 (0
+    unless a load set it). The pieces may use: %r7, the thread's s[t] (shared::cta), %r9, rank
+    0's s[t] (mapa); %p1: not rank 0, %p2: rank 1, %p3: rank 2."""
+    return one_kernel("""    shl.b32 %r6, %r1, 2;
+    add.u32 %r7, %r5, %r6;
+    mapa.shared::cluster.u32 %r9, %r7, 0;
+    setp.ne.u32 %p1, %r2, 0;
+    setp.eq.u32 %p2, %r2, 1;
+    setp.eq.u32 %p3, %r2, 2;
+    mov.u32 %r10, 0;
+""" + first + between + second + SYNC + """    mov.u32 %r11, %ctaid.x;
+    mov.u32 %r12, %ctaid.y;
+    mov.u32 %r13, %nctaid.x;
+    mad.lo.u32 %r14, %r12, %r13, %r11;
+    mad.lo.u32 %r15, %r14, 64, %r1;
+    mul.wide.u32 %rd2, %r15, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r10;
+""", cluster=cluster)
+
+
+WRITE_REMOTE = "    @%p1 st.shared::cluster.u32 [%r9], %r1;\n"      # ranks > 0 write rank 0's s[t]
+READ_OWN = "    @!%p1 ld.shared.u32 %r10, [%r7];\n"               # rank 0 reads its own s[t]
+WRITE_OWN = "    @!%p1 st.shared.u32 [%r7], %r1;\n"
+ADD_REMOTE = "    @%p1 red.shared::cluster.add.u32 [%r9], 1;\n"
+READ_REMOTE = "    @%p1 ld.shared::cluster.u32 %r10, [%r9];\n"
+
+
+def _race(what: str, owner: str, other: str, did: str, block: str) -> str:
+    return (f"shared memory race: thread (0,0,0) {what} 4 bytes at shared offset 0x0 of block "
+            f"{owner} that thread (0,0,0) of block {other} {did} since the last cluster "
+            f"barrier; block {block}")
+
+
+# (kernel, grid, the race reported: each kernel's first one is thread 0's)
+REMOTE_RACES = {
+    "remote-write-then-own-read": (remote_pair(WRITE_REMOTE, "", READ_OWN), 4,
+                                   _race("reads", "(0,0,0)", "(1,0,0)", "wrote", "(0,0,0)")),
+    "own-read-then-remote-write": (remote_pair(READ_OWN, "", WRITE_REMOTE), 4,
+                                   _race("writes", "(0,0,0)", "(0,0,0)", "read", "(1,0,0)")),
+    "a-block-barrier-between": (remote_pair(WRITE_REMOTE, "    bar.sync 0;\n", READ_OWN), 4,
+                                _race("reads", "(0,0,0)", "(1,0,0)", "wrote", "(0,0,0)")),
+    "own-write-then-remote-atomic": (remote_pair(WRITE_OWN, "", ADD_REMOTE), 4,
+                                     _race("atomically updates", "(0,0,0)", "(0,0,0)", "wrote",
+                                           "(1,0,0)")),
+    "two-ctas-write-in-one-instruction": (remote_pair(WRITE_REMOTE, "", "", cluster=(3,)), 6,
+                                          _race("writes", "(0,0,0)", "(1,0,0)", "wrote",
+                                                "(2,0,0)")),
+    "remote-read-then-remote-write": (
+        remote_pair("    @%p2 ld.shared::cluster.u32 %r10, [%r9];\n", "",
+                    "    @%p3 st.shared::cluster.u32 [%r9], %r1;\n", cluster=(3,)), 3,
+        _race("writes", "(0,0,0)", "(1,0,0)", "read", "(2,0,0)")),
+    "reordered-blocks": (remote_pair(WRITE_REMOTE, "", READ_OWN, cluster=(1, 2)), (2, 2),
+                         _race("reads", "(0,0,0)", "(0,1,0)", "wrote", "(0,0,0)")),
+}
+
+
+@pytest.mark.parametrize("case", list(REMOTE_RACES))
+def test_the_race_check_reports_races_on_other_ctas_shared_memory(case):
+    """An access of another CTA's shared memory (mapa + ld/st/red.shared::cluster) and an
+    access of the same bytes by a thread of another CTA (the owner's own, or a third's) with no
+    cluster barrier between race; a block barrier orders neither. The race check reports the
+    first, naming both threads' blocks and the block whose shared memory it is; without the
+    check the kernels run."""
+    ptx, grid, message = REMOTE_RACES[case]
+    out = np.zeros(6 * 64, np.uint32)
+    run(ptx, "k", grid, 64, [out], racecheck=False)
+    with pytest.raises(SimulatorError, match=re.escape(message)):
+        run(ptx, "k", grid, 64, [out], racecheck=True)
+
+
+T64 = np.arange(64, dtype=np.uint32)
+ZERO = np.zeros(64, np.uint32)
+REMOTE_ORDERED = {
+    # ranks > 0 write rank 0's s[t]; a cluster barrier; rank 0 reads it (out: per block)
+    "cluster-barrier-between": (remote_pair(WRITE_REMOTE, SYNC, READ_OWN), 4,
+                                [T64, ZERO, T64, ZERO]),
+    "split-arrive-and-wait": (remote_pair(WRITE_REMOTE, "    barrier.cluster.arrive;\n"
+                                          "    barrier.cluster.wait;\n", READ_OWN), 4,
+                              [T64, ZERO, T64, ZERO]),
+    # rank 0 writes its s[t]; a cluster barrier; ranks 1 and 2 read it
+    "own-write-then-remote-reads": (remote_pair(WRITE_OWN, SYNC, READ_REMOTE, cluster=(3,)), 3,
+                                    [ZERO, T64, T64]),
+    # rank 0 reads its s[t] (zeroed before a first barrier) as ranks 1 and 2 do: reads of
+    # reads do not race
+    "own-and-remote-reads": (remote_pair("    st.shared.u32 [%r7], 5;\n" + SYNC, READ_REMOTE,
+                                         READ_OWN, cluster=(3,)), 3, [ZERO + 5] * 3),
+    # every rank adds 1 to rank 0's s[t] (zeroed before a first barrier) atomically, then,
+    # after a cluster barrier, rank 0 reads it: atomics of atomics do not race
+    "own-and-remote-atomics": (remote_pair(
+        "    st.shared.u32 [%r7], 0;\n" + SYNC + ADD_REMOTE
+        + "    @!%p1 atom.shared.add.u32 %r16, [%r7], 1;\n", SYNC, READ_OWN, cluster=(3,)), 3,
+        [ZERO + 3, ZERO, ZERO]),
+}
+
+
+@pytest.mark.parametrize("case", list(REMOTE_ORDERED))
+def test_the_race_check_takes_the_cluster_barrier_to_order_other_ctas_accesses(case):
+    """The same accesses with a cluster barrier (arrive and wait) between them, and accesses
+    that never race (reads and reads, atomics and atomics), pass the race check."""
+    ptx, grid, expected = REMOTE_ORDERED[case]
+    out = np.full((len(expected), 64), 7, np.uint32)
+    run(ptx, "k", grid, 64, [out], racecheck=True)
+    np.testing.assert_array_equal(out, np.stack(expected))
+
+
 # ---- ptxas -------------------------------------------------------------------------------------
 
 ASSEMBLED = ([specials_kernel(c) for c in [(2, 2, 1), (1, 2, 2), (3,), (1, 2), None]]
@@ -1447,6 +1556,8 @@ ASSEMBLED = ([specials_kernel(c) for c in [(2, 2, 1), (1, 2, 2), (3,), (1, 2), N
              + [multicast_kernel(kind, mode) for kind in ("tensor", "bulk") for mode in MC_MODES]
              + [handshake_kernel(v) for v in HANDSHAKES]
              + [TX] + [ptx for ptx, _ in MC_ERRORS]
+             + [ptx for ptx, _, _ in REMOTE_RACES.values()]
+             + [ptx for ptx, _, _ in REMOTE_ORDERED.values()]
              + [mc_kernel(f"    {line}\n") for line in MC_ACCEPTED])
 
 

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from kernel_harness import Out, run
+from ptxpy.runtime import simulator
 from ptxpy.runtime.simulator import SimulatorError
 
 HEADER = """
 import ptxpy
-from ptxpy import Array, f32, i32, u32
+from ptxpy import Array, f32, i32, u32, u64
 """
 DEADLINE_S = 60
 
@@ -251,3 +252,133 @@ def count(flag: Array[i32], out: Array[i32], iters: i32):
     (flag, out) = run_within(source, "count", [Out(1, np.int32), Out(32, np.int32), 20000],
                              grid=1, block=32)
     np.testing.assert_array_equal(out, np.full(32, 20000, np.int32))
+
+
+# ---- spins beside blocks going round a loop through a block barrier -----------------------------
+# The simulator releases a block all of whose threads wait at a block barrier at the end of every
+# round, so that threads of other blocks spinning meanwhile do not hold it back. Those releases
+# do not count as progress for the hang check: a spin that nothing ends beside such a loop still
+# raises (at once where the loop changes nothing, after _Batch.BARRIER_ROUNDS rounds where it
+# keeps changing a counter), while a spin that the looping block ends finishes.
+
+SPIN_BESIDE_BARRIER_LOOP = HEADER + """
+@ptxpy.jit
+def beside(flag: Array[i32], out: Array[i32]):
+    t = ptxpy.thread_idx.x
+    if ptxpy.block_idx.x == 1:
+        if t == 3:
+            while ptxpy.atomic_add(flag, 0, 0) == 0:
+                pass
+    else:
+        while ptxpy.atomic_add(flag, 1, 0) == 0:
+            ptxpy.syncthreads()
+    out[t] = 1
+"""
+
+
+@SIMULATOR_ONLY
+def test_a_spin_beside_a_block_looping_through_a_barrier_raises():
+    """Block 1's thread 3 spins on a flag nobody sets while block 0 goes round a loop through
+    syncthreads() on another one: the barrier is released every round, but the batch's state
+    repeats, which the hang check sees; it names the spinning thread, not the looping block."""
+    with pytest.raises(SimulatorError, match=r"^kernels\.py:10: the kernel can never finish: 1 "
+                       r"thread loops without changing any register or memory, so what it waits "
+                       r"for never happens \(of the others, 64 go round a loop through a block "
+                       r"barrier, 63 have exited\); thread \(3,0,0\) block \(1,0,0\)$"):
+        run_within(SPIN_BESIDE_BARRIER_LOOP, "beside", [Out(2, np.int32), Out(64, np.int32)],
+                   grid=2, block=64)
+
+
+SPIN_BESIDE_COUNTING_LOOP = HEADER + """
+@ptxpy.jit
+def counting(flag: Array[i32], out: Array[i32]):
+    t = ptxpy.thread_idx.x
+    if ptxpy.block_idx.x == 1:
+        if t == 5:
+            while ptxpy.atomic_add(flag, 0, 0) == 0:
+                pass
+    else:
+        i = 0
+        while ptxpy.atomic_add(flag, 1, 0) == 0:
+            ptxpy.syncthreads()
+            i += 1
+        out[t] = i
+"""
+
+
+@SIMULATOR_ONLY
+def test_a_spin_beside_a_counting_barrier_loop_raises_at_the_bound(monkeypatch):
+    """The looping block (block 0 here) counts its trips, so the state never repeats: once
+    BARRIER_ROUNDS rounds have ended in nothing but its barrier's release, a thread that spun
+    with the same registers at the half of them and at the end is taken to wait forever."""
+    monkeypatch.setattr(simulator._Batch, "BARRIER_ROUNDS", 64)
+    with pytest.raises(SimulatorError, match=r"^kernels\.py:10: the kernel can never finish: 1 "
+                       r"thread has looped for 64 rounds without changing any register while the "
+                       r"other threads only went round block barriers \(the simulator's bound, "
+                       r"_Batch\.BARRIER_ROUNDS\), so what it waits for is taken never to happen "
+                       r"\(of the others, 64 go round a loop through a block barrier, 63 have "
+                       r"exited\); thread \(5,0,0\) block \(1,0,0\)$"):
+        run_within(SPIN_BESIDE_COUNTING_LOOP, "counting", [Out(2, np.int32), Out(64, np.int32)],
+                   grid=2, block=64)
+
+
+MBARRIER_BESIDE_BARRIER_LOOP = HEADER + """
+@ptxpy.jit
+def never_arrived(flag: Array[i32], out: Array[i32]):
+    t = ptxpy.thread_idx.x
+    bar = ptxpy.shared_array(1, u64)
+    if ptxpy.block_idx.x == 1:
+        if t == 0:
+            ptxpy.mbarrier_init(bar[0], 1)
+            ptxpy.mbarrier_wait(bar[0], 0)
+    else:
+        i = 0
+        while ptxpy.atomic_add(flag, 0, 0) == 0:
+            ptxpy.syncthreads()
+            i += 1
+        out[t] = i
+"""
+
+
+@SIMULATOR_ONLY
+@pytest.mark.parametrize("bound", [64, 4096], ids=["small-bound", "default-bound"])
+def test_an_mbarrier_wait_nobody_completes_beside_a_barrier_loop_raises(monkeypatch, bound):
+    """mbarrier try_wait on a phase no thread arrives on, beside a counting barrier loop in
+    another block: within a few seconds at the default bound."""
+    monkeypatch.setattr(simulator._Batch, "BARRIER_ROUNDS", bound)
+    with pytest.raises(SimulatorError, match=rf"^kernels\.py:\d+: the kernel can never finish: 1 "
+                       rf"thread has looped for {bound} rounds without changing any register .*"
+                       rf"; thread \(0,0,0\) block \(1,0,0\)$"):
+        with deadline(30):
+            run(MBARRIER_BESIDE_BARRIER_LOOP, "never_arrived",
+                [Out(1, np.int32), Out(64, np.int32)], grid=2, block=64)
+
+
+HANDED_OVER_AFTER_BARRIERS = HEADER + """
+@ptxpy.jit
+def after_barriers(flag: Array[i32], out: Array[i32], rounds: i32):
+    t = ptxpy.thread_idx.x
+    if ptxpy.block_idx.x == 0:
+        if t == 0:
+            while ptxpy.atomic_add(flag, 0, 0) == 0:
+                pass
+            ptxpy.atomic_add(flag, 1, 1)
+    else:
+        acc = 0
+        for r in range(rounds):
+            acc += t
+            ptxpy.syncthreads()
+        out[t] = acc
+        if t == 0:
+            ptxpy.atomic_exch(flag, 0, 1)
+"""
+
+
+def test_a_spin_ended_by_a_block_after_many_barriers_finishes():
+    """Block 0's thread 0 spins until block 1 has gone through 300 barriers (300 rounds of
+    nothing but its barrier's release, far past the hang check's first comparisons): it
+    finishes, with block 1's results."""
+    flag, out = run_within(HANDED_OVER_AFTER_BARRIERS, "after_barriers",
+                           [Out(2, np.int32), Out(64, np.int32), 300], grid=2, block=64)
+    np.testing.assert_array_equal(flag, [1, 1])
+    np.testing.assert_array_equal(out, 300 * np.arange(64, dtype=np.int32))
