@@ -186,6 +186,16 @@ UNSUPPORTED = [
     "y = ptxpy.elect_one(1)", "y = ptxpy.elect_one(0xffffffff, n)", "ptxpy.fence_mbarrier_init(n)",
     "b = ptxpy.shared_array(2, u64)\ns = ptxpy.shared_array(8, f32)\n"
     "ptxpy.cp_async_bulk(s[0:8], x[0:8], b[0], multicast=x[0])",
+    "y = ptxpy.load_acquire(x, 0, scope=\"device\")", "y = ptxpy.load_acquire(x, n, \"gpu\")",
+    "y = ptxpy.load_acquire(x, n, sem=\"relaxed\")", "y = ptxpy.load_relaxed(x[0])",
+    "y = ptxpy.load_relaxed(x, (0, 1))", "y = ptxpy.load_acquire(n, 0)", "ptxpy.store_release(x, 0)",
+    "ptxpy.store_release(x[n], 1.0)", "y = ptxpy.store_relaxed(out, n, 1.0, scope=\"cta\")",
+    "a = ptxpy.local_array(4, i32)\nptxpy.store_relaxed(a, n, 1)",
+    "ptxpy.store_relaxed(out, n, x, scope=\"sys\")", "ptxpy.store_release(out, n, 1.0, scope=N)",
+    "ptxpy.atomic_add(out, 0, 1.0, sem=\"seq_cst\")", "ptxpy.atomic_add(out, 0, 1.0, scope=f'gpu')",
+    "ptxpy.atomic_cas(out, n, 1.0, 2.0, sem=\"acquire\", scope=\"cluster\")",
+    "y = ptxpy.atomic_max(out, n, x[0], \"acq_rel\")", "ptxpy.atomic_or(out, n, 1, order=\"release\")",
+    "while ptxpy.load_acquire(x, 0) == 0.0:\n    pass", "ptxpy.load_relaxed(out, n, scope=b'cta')",
 ]
 
 TOKENS = [
@@ -200,7 +210,8 @@ TOKENS = [
     "ptxpy.tma_load(", "ptxpy.tma_store(", "swizzle=128", "u64", "ptxpy.setmaxnreg_dec(",
     "ptxpy.dp4a(", "ptxpy.match_any_sync(", "ptxpy.syncthreads_count(",
     "ptxpy.map_shared_rank(", "ptxpy.cluster_sync()", "ptxpy.cluster_rank()", "ptxpy.elect_one()",
-    "multicast=3",
+    "multicast=3", "ptxpy.load_acquire(", "ptxpy.store_release(", "scope=\"cta\"",
+    "sem=\"acq_rel\"",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"
@@ -346,6 +357,7 @@ CALLS = ["abs({})", "min({}, {})", "max({}, {}, {})", "int({})", "float({})", "b
          "f16({})", "u8({})", "i64({})", "math.sqrt({})", "math.isnan({})", "math.copysign({}, {})",
          "ptxpy.fma({}, {}, {})", "ptxpy.cdiv({}, {})", "ptxpy.shfl_xor_sync({}, {})",
          "ptxpy.warp_max({})", "ptxpy.ballot_sync({})", "ptxpy.atomic_add(x, {}, {})",
+         "ptxpy.load_relaxed(x, {})", "ptxpy.atomic_max(x, {}, {}, sem=\"acquire\", scope=\"cta\")",
          "ptxpy.rsqrt({})", "-{}", "~{}", "not {}", "({} if {} else {})", "({} < {} <= {})"]
 
 

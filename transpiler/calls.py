@@ -9,6 +9,7 @@ from ptxpy.types import (ArrayType, ConstType, Scalar, TupleType, bf16, bool_, c
                          f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
 
 from . import typed
+from .ir import ATOMIC_SEMS, MEMORY_SCOPES
 from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, literal_value,
                     method_problem, table_load, truthy, unknown_attribute, weak_constant)
 from .scope import CONST_FUNCS, NotConstant, code_of, qualname_constant, scalar_named
@@ -21,6 +22,12 @@ MATH_EXPONENT = frozenset(["ldexp", "frexp"])
 FAST_UNARY = frozenset("rsqrt fast_exp fast_log fast_sin fast_cos".split())
 ATOMICS = frozenset("atomic_add atomic_sub atomic_min atomic_max atomic_and atomic_or atomic_xor "
                     "atomic_exch atomic_cas".split())
+#: memory-ordered loads and stores (PTX ld.acquire, ld.relaxed, st.release, st.relaxed): their
+#: order (PTX .sem)
+ORDERED_ACCESSES = {"load_acquire": "acquire", "load_relaxed": "relaxed",
+                    "store_release": "release", "store_relaxed": "relaxed"}
+#: the keywords that give an atomic or an ordered access its order, and their choices
+ORDER_CHOICES = {"sem": ATOMIC_SEMS, "scope": MEMORY_SCOPES}
 SHUFFLES = frozenset("shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync".split())
 VOTES = {"ballot_sync": u32, "any_sync": bool_, "all_sync": bool_}
 #: the block's barrier that also counts or votes on a predicate (PTX bar.red): its result type
@@ -148,21 +155,7 @@ class CallChecker:
              keywords: tuple = ()) -> list:
         """The argument nodes in parameter order (None for an omitted one); `keywords` names them."""
         high = low if high is None else high
-        positional, named = [], {}
-        for arg in node.args:
-            if arg.star:
-                raise self.error(f"'{arg.star}' arguments are not supported", arg)
-            if arg.keyword is None:
-                if named:
-                    raise self.error("positional argument after a keyword argument", arg)
-                positional.append(arg.value)
-                continue
-            key = arg.keyword.value
-            if key in named:
-                raise self.error(f"keyword argument repeated: '{key}'", arg)
-            if key not in keywords[:high]:
-                raise self.error(f"{label}() got an unexpected keyword argument '{key}'", arg)
-            named[key] = arg.value
+        positional, named = self.split_args(node, label, keywords[:high])
         if len(positional) > high:
             raise self.error(f"{label}() takes {_count(low, high)} ({len(positional)} given)", node)
         values = positional + [None] * (high - len(positional))
@@ -175,6 +168,26 @@ class CallChecker:
             given = sum(v is not None for v in values)
             raise self.error(f"{label}() takes {_count(low, high)} ({given} given)", node)
         return values
+
+    def split_args(self, node: cst.Call, label: str, keywords, hint: str = "") -> tuple:
+        """The positional argument nodes and {keyword: node} of a call, each keyword one of
+        `keywords` (else an error, `hint` after it), none repeated or before a positional one."""
+        positional, named = [], {}
+        for arg in node.args:
+            if arg.star:
+                raise self.error(f"'{arg.star}' arguments are not supported", arg)
+            if arg.keyword is None:
+                if named:
+                    raise self.error("positional argument after a keyword argument", arg)
+                positional.append(arg.value)
+                continue
+            key = arg.keyword.value
+            if key in named:
+                raise self.error(f"keyword argument repeated: '{key}'", arg)
+            if key not in keywords:
+                raise self.error(f"{label}() got an unexpected keyword argument '{key}'{hint}", arg)
+            named[key] = arg.value
+        return positional, named
 
     # casts and builtins
     def cast(self, t: Scalar, qual: str, node: cst.Call) -> typed.Expr:
@@ -391,6 +404,8 @@ class CallChecker:
             return self.cdiv(node)
         if name in ATOMICS:
             return self.atomic(name, node)
+        if name in ORDERED_ACCESSES:
+            return self.ordered_access(name, node)
         if name in SHUFFLES or name in WARP_REDUCTIONS:
             return self.warp_value(name, node)
         if name in MATCHES:
@@ -574,7 +589,7 @@ class CallChecker:
     def atomic(self, name: str, node: cst.Call) -> typed.Expr:
         count = 4 if name == "atomic_cas" else 3
         self.element_as_target(name, node, count)
-        args = self.args(node, f"ptxpy.{name}", count)
+        args, order = self.ordered_args(node, f"ptxpy.{name}", count, ("sem", "scope"))
         array = self.array_arg(args[0], f"ptxpy.{name}")
         kind = self.arrays[array]
         elem = kind.elem
@@ -587,7 +602,52 @@ class CallChecker:
         values = [convert(self.value(v), elem) for v in args[2:]]
         self.mark_written(array)
         return typed.Intrinsic(self.loc(node), elem, name, values,
-                               {"array": array, "indices": indices})
+                               {"array": array, "indices": indices, **order})
+
+    def ordered_access(self, name: str, node: cst.Call) -> typed.Expr:
+        """`ptxpy.load_acquire(a, idx, scope="gpu")`, `load_relaxed`, and `store_release(a, idx,
+        v, scope="gpu")`, `store_relaxed`: one access of an element of a global or shared
+        array that no pass caches, merges, moves or removes (PTX ld.acquire, ld.relaxed,
+        st.release, st.relaxed at the scope). The target as an atomic's; the value converted
+        to the element type as a store does; `scope=` by keyword only."""
+        label = f"ptxpy.{name}"
+        store = name.startswith("store")
+        count = 3 if store else 2
+        self.element_as_target(name, node, count)
+        args, order = self.ordered_args(node, label, count, ("scope",))
+        array = self.array_arg(args[0], label)
+        elem = self.arrays[array].elem
+        if elem.is_bool:
+            raise self.error(f"{label} needs an array of numbers, '{array}' holds bool (use an "
+                             "array of u8 or i32 for flags)", args[0])
+        indices = self.atomic_indices(array, args[1], "the access")
+        extra = {"array": array, "indices": indices, "sem": ORDERED_ACCESSES[name],
+                 "scope": order.get("scope", "gpu")}
+        if store:
+            value = convert(self.value(args[2]), elem)
+            self.mark_written(array)
+            return typed.Intrinsic(self.loc(node), None, name, [value], extra)
+        self.mark_ordered(array)
+        return typed.Intrinsic(self.loc(node), elem, name, [], extra)
+
+    def ordered_args(self, node: cst.Call, label: str, count: int, keywords: tuple) -> tuple:
+        """The `count` positional argument nodes of an atomic or an ordered access, and the
+        order its keywords name ({"sem": "acquire", "scope": "cta"}; only those given): each
+        keyword-only, a string literal among its choices (ORDER_CHOICES)."""
+        accepted = " and ".join(f"{k}=" for k in keywords)
+        positional, named = self.split_args(node, label, keywords, f" (it takes {accepted})")
+        if len(positional) != count:
+            raise self.error(f"{label}() takes {_count(count, count)} ({len(positional)} given), "
+                             f"and {accepted} by keyword", node)
+        order = {}
+        for key, value in named.items():
+            choices = ORDER_CHOICES[key]
+            if value.__class__ is not cst.SimpleString or value.evaluated_value not in choices:
+                listed = ", ".join(f'"{c}"' for c in choices[:-1]) + f' or "{choices[-1]}"'
+                raise self.error(f"the {key} of {label} is {listed} (a string literal), got "
+                                 f"'{code_of(value)}'", value)
+            order[key] = value.evaluated_value
+        return positional, order
 
     def element_as_target(self, name: str, node: cst.Call, count: int) -> None:
         """CUDA's `atomicAdd(&out[i], v)` written as `ptxpy.atomic_add(out[i], v)`: say how
@@ -599,11 +659,13 @@ class CallChecker:
                 and all(isinstance(e.slice, cst.Index) for e in first.slice)):
             index = ", ".join(code_of(e.slice.value) for e in first.slice)
             index = f"({index})" if len(first.slice) > 1 else index
-            rest = ", ".join(code_of(a.value) for a in given[1:])
+            rest = [code_of(a.value) for a in given[1:]]
+            rest += [f"{a.keyword.value}={code_of(a.value)}" for a in node.args if a.keyword]
+            written = ", ".join([first.value.value, index, *rest])
             raise self.error(f"ptxpy.{name} takes the array and the index apart: write "
-                             f"ptxpy.{name}({first.value.value}, {index}, {rest})", first)
+                             f"ptxpy.{name}({written})", first)
 
-    def atomic_indices(self, array: str, node: cst.BaseExpression) -> list:
+    def atomic_indices(self, array: str, node: cst.BaseExpression, what: str = "the atomic") -> list:
         items = [node]
         if isinstance(node, cst.Tuple):
             if not all(isinstance(e, cst.Element) for e in node.elements):
@@ -612,7 +674,7 @@ class CallChecker:
         rank = self.arrays[array].rank
         if len(items) != rank:
             given = f"{len(items)} index" if len(items) == 1 else f"{len(items)} indices"
-            raise self.error(f"array '{array}' has rank {rank} but the atomic gives {given}", node)
+            raise self.error(f"array '{array}' has rank {rank} but {what} gives {given}", node)
         return [self.index(item) for item in items]
 
     def warp_value(self, name: str, node: cst.Call) -> typed.Expr:
@@ -1205,6 +1267,8 @@ class CallChecker:
                 args.append(convert(self.value(arg), param.type))
         for pname in fdef.written_arrays:
             self.mark_written(bound[pname])
+        for pname in fdef.ordered_arrays:
+            self.mark_ordered(bound[pname])
         for pname, maps in fdef.tensor_maps.items():
             if bound[pname] not in self.array_params:
                 raise self.error(f"{name}() copies boxes of its parameter '{pname}' through a "

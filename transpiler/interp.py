@@ -590,6 +590,12 @@ class _Thread:
     def op_load(self, instr: Instr):
         return self.memory.load(int(self.value(instr.args[0])), instr.type)
 
+    def op_ordered_load(self, instr: Instr):
+        return self.op_load(instr)      # one thread at a time: every order holds
+
+    def op_ordered_store(self, instr: Instr):
+        self.op_store(instr)
+
     def op_vload(self, instr: Instr):
         base, size = int(self.value(instr.args[0])), instr.type.nbytes
         if base % (size * instr.attrs["n"]):

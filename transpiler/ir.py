@@ -253,6 +253,10 @@ def _ops() -> dict[str, OpSpec]:
     ops["store"] = OpSpec("free", 2, effects=True)
     ops["vstore"] = OpSpec("free", None, effects=True)
     ops["atom"] = OpSpec("free", None, effects=True)
+    # memory-ordered accesses (attrs sem, scope, space; PTX ld.{relaxed,acquire}.<scope>,
+    # st.{relaxed,release}.<scope>): never cached, merged, moved or removed, as an atomic
+    ops["ordered_load"] = OpSpec("free", 1, effects=True)     # address -> T
+    ops["ordered_store"] = OpSpec("free", 2, effects=True)    # address, T -> none
     ops["shfl"] = OpSpec("free", None, effects=True)   # value, lane[, member mask[, clamp]]
     ops["vote"] = OpSpec("free", None, effects=True)   # predicate[, member mask]
     # a warp's reduction of a 32-bit integer (attrs op: add, min, max; PTX redux.sync), the
@@ -327,7 +331,9 @@ def _ops() -> dict[str, OpSpec]:
     # the address in the cluster's shared window (space shared::cluster) of a shared address
     # of this block, in the block of the cluster of u32 rank (PTX mapa.shared::cluster)
     ops["mapa"] = OpSpec("free", 2)
-    ops["fence"] = OpSpec("free", 0, effects=True)      # scope=cta|gpu|sys: membar.<scope>
+    # scope=cta|gpu|sys: membar.<scope>; with sem=acq_rel (scope also cluster):
+    # fence.acq_rel.<scope>
+    ops["fence"] = OpSpec("free", 0, effects=True)
     ops["warpsync"] = OpSpec("free", None, effects=True)   # [member mask]: bar.warp.sync
     ops["activemask"] = OpSpec("free", 0, effects=True)   # the lanes running it together
     ops["printf"] = OpSpec("free", None, effects=True)
@@ -342,6 +348,11 @@ OPS: dict[str, OpSpec] = _ops()
 EFFECT_OPS = frozenset(name for name, spec in OPS.items() if spec.effects)
 TERMINATORS = frozenset({"br", "cbr", "ret", "trap"})
 CMP_PREDICATES = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+#: the scopes of a memory-ordered access, an ordered atomic or an acq_rel fence
+MEMORY_SCOPES = ("cta", "cluster", "gpu", "sys")
+#: the orders (PTX .sem) of `ordered_load`, `ordered_store` and `atom`
+LOAD_SEMS, STORE_SEMS = ("relaxed", "acquire"), ("relaxed", "release")
+ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
 #: the thread-block cluster's special registers (sm_90)
 CLUSTER_REGISTERS = frozenset(
     f"{reg}.{axis}" for reg in ("clusterid", "cluster_ctaid", "cluster_nctaid") for axis in "xyz"
@@ -490,7 +501,8 @@ def scalar(name: str) -> Scalar:
 
 __all__ = [
     "Value", "Const", "Undef", "Instr", "Block", "Function", "SharedDecl", "OpSpec", "OPS",
-    "EFFECT_OPS", "TERMINATORS", "CMP_PREDICATES", "SPECIAL_REGISTERS", "CLUSTER_REGISTERS", "ADDR_TYPE", "format_function",
+    "EFFECT_OPS", "TERMINATORS", "CMP_PREDICATES", "MEMORY_SCOPES", "LOAD_SEMS", "STORE_SEMS",
+    "ATOMIC_SEMS", "SPECIAL_REGISTERS", "CLUSTER_REGISTERS", "ADDR_TYPE", "format_function",
     "format_instr", "replace_uses", "remove_instr", "users", "pass_users", "set_targets", "add_pred",
     "bool_", "i32", "u32", "i64",
 ]

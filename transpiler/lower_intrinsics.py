@@ -34,6 +34,8 @@ LIBRARY_MATH = ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tan
 #: the `fast_*` functions: the accurate function they approximate (used for f64 arguments)
 FAST_FUNCTIONS = {"fast_exp": "exp", "fast_log": "log", "fast_sin": "sin", "fast_cos": "cos"}
 ATOMIC_OPS = ("add", "sub", "min", "max", "and", "or", "xor", "exch", "cas", "inc", "dec")
+#: the attrs that order an atomic where it is PTX's default, relaxed at gpu scope: none
+NO_ORDER = types.MappingProxyType({})
 
 
 def lower_intrinsic(b, e):
@@ -337,8 +339,15 @@ MATH = {
 
 # --- atomics ---------------------------------------------------------------------------------
 def atomic(b, e, op: str):
+    """`ptxpy.atomic_OP(a, idx, v[, sem=, scope=])`: one `atom` where PTX has the instruction
+    (its attrs `sem` and `scope` only where they are not PTX's default, relaxed at gpu scope, so
+    the default atomics are what they always were); the others, several instructions (a
+    compare-and-swap loop, `_float_min_max`), are relaxed atomics at the scope between fences
+    (`_fenced`)."""
     if op not in ATOMIC_OPS:
         raise CompileError(f"unsupported atomic 'atomic_{op}'", e.loc)
+    sem, scope = e.extra.get("sem", "relaxed"), e.extra.get("scope", "gpu")
+    _check_scope(b, e, scope)
     array = b.array(e.extra.get("array"))
     indices = [b.ev(i) for i in e.extra.get("indices", [])]
     values = [b.coerce(b.ev(a), array.elem) for a in e.args]
@@ -351,10 +360,59 @@ def atomic(b, e, op: str):
         op, values = "add", [b.op("neg", values[0])]
     addr = b.element_address(array, indices)
     if _float_min_max_on_bits(op, array):
-        return _float_min_max(b, addr, op, values[0], array.space)
+        return _fenced(b, sem, scope, lambda order: _float_min_max(b, addr, op, values[0],
+                                                                   array.space, **order))
     if not _native_atomic(op, array.elem, b.func.arch) or _spun_by_ptxas(op, array):
-        return _cas_loop_atomic(b, array, addr, op, values)
-    return b.emit("atom", array.elem, [addr, *values], {"op": op, "space": array.space})
+        return _fenced(b, sem, scope, lambda order: _cas_loop_atomic(b, array, addr, op, values,
+                                                                     **order))
+    order = {} if (sem, scope) == ("relaxed", "gpu") else {"sem": sem, "scope": scope}
+    return b.emit("atom", array.elem, [addr, *values], {"op": op, "space": array.space, **order})
+
+
+def _check_scope(b, e, scope: str) -> None:
+    """The cluster's scope is sm_90's (thread-block clusters)."""
+    if scope == "cluster" and sm_number(b.func.arch) < 90:
+        raise CompileError(f"ptxpy.{e.name} with scope=\"cluster\" needs sm_90 or newer "
+                           f"(thread-block clusters); the target is {b.func.arch}", e.loc)
+
+
+def _fenced(b, sem: str, scope: str, sequence):
+    """An atomic of several instructions with order `sem` at `scope`: `sequence(keywords)`
+    emits it, `keywords` giving its atomics their attrs as `order=` (relaxed at `scope`; none
+    at gpu scope, where relaxed is PTX's default, so the default atomics' sequences are called
+    as they always were: tests and probes replace parts of them). `fence.acq_rel.<scope>`
+    precedes it for a release (release, acq_rel) and follows it for an acquire (acquire,
+    acq_rel): the PTX memory model's release pattern (a fence, then a strong write: the swap
+    that succeeds) and acquire pattern (a strong read: the atomic whose old value is returned,
+    then a fence). The sequence's other accesses (the loop's first plain load, swaps that fail)
+    only find the value to swap. Returns the atomic's result."""
+    if sem in ("release", "acq_rel"):
+        b.emit("fence", None, [], {"sem": "acq_rel", "scope": scope})
+    result = sequence({} if scope == "gpu" else {"order": {"sem": "relaxed", "scope": scope}})
+    if sem in ("acquire", "acq_rel"):
+        b.emit("fence", None, [], {"sem": "acq_rel", "scope": scope})
+    return result
+
+
+def _ordered_access(b, e):
+    """`ptxpy.load_acquire`, `load_relaxed`, `store_release`, `store_relaxed`: one
+    `ordered_load` / `ordered_store` (attrs sem, scope, space) of the element: effect ops, which
+    no pass caches, merges, moves or removes. In global or shared memory (a view of another
+    block's too); a local array is an error, as no other thread sees it. Evaluated in Python's
+    order: the indices, then the value."""
+    scope = e.extra["scope"]
+    _check_scope(b, e, scope)
+    array = b.array(e.extra["array"])
+    if array.space in ("reg", "local"):
+        raise CompileError(f"ptxpy.{e.name} needs a global or shared array (memory that other "
+                           f"threads see); '{array.name}' is a local array", e.loc)
+    indices = [b.ev(i) for i in e.extra["indices"]]
+    attrs = {"sem": e.extra["sem"], "scope": scope, "space": array.space}
+    if e.args:
+        value = b.coerce(b.ev(e.args[0]), array.elem)
+        b.emit("ordered_store", None, [b.element_address(array, indices), value], attrs)
+        return None
+    return b.emit("ordered_load", array.elem, [b.element_address(array, indices)], attrs)
 
 
 def _native_atomic(op: str, ty: Scalar, arch: str) -> bool:
@@ -393,7 +451,7 @@ _FLOAT_BITS = {32: (i32, u32, 0x7F800000, 0xFF800000),
                64: (i64, u64, 0x7FF0000000000000, 0xFFF0000000000000)}
 
 
-def _float_min_max(b, addr, op: str, value, space: str):
+def _float_min_max(b, addr, op: str, value, space: str, order=NO_ORDER):
     """`atomic_max(a, i, v)` of a float as one integer atomic on the element's bits, as Triton
     does: a v >= +0.0 orders as a signed integer (`atom.max.s32`, a negative element stays
     below it), a negative v as an unsigned one the other way round (`atom.min.u32`, a
@@ -406,20 +464,20 @@ def _float_min_max(b, addr, op: str, value, space: str):
     One element the integer order gets wrong: a NaN with the sign that sorts it beyond every
     number (+NaN for max, -NaN for min) stays. When the old value is such a NaN and v is not,
     one `atom.cas` swaps v in; if the element changed meanwhile, the integer atomic runs once
-    more on what is there."""
+    more on what is there. `order`: the attrs (sem, scope) of each atomic."""
     signed, unsigned = _FLOAT_BITS[value.type.bits][:2]
     bits = b.emit("bitcast", signed, [value])
     nan = b.emit("isnan", bool_, [value])
-    old = _min_max_on_bits(b, addr, op, bits, nan, space)
+    old = _min_max_on_bits(b, addr, op, bits, nan, space, order)
     stuck = b.op("and", _stuck_nan(b, op, old), b.op("not", nan))
 
     def replace_the_nan():
         seen = b.emit("bitcast", signed, [b.emit("atom", unsigned, [
             addr, b.emit("bitcast", unsigned, [old]), b.emit("bitcast", unsigned, [bits])],
-            {"op": "cas", "space": space})])
+            {"op": "cas", "space": space, **order})])
         swapped = b.emit("cmp", bool_, [seen, old], {"pred": "eq"})
         def again():
-            return _min_max_on_bits(b, addr, op, bits, nan, space)
+            return _min_max_on_bits(b, addr, op, bits, nan, space, order)
         return _diamond(b, swapped, lambda: old, again, signed, "nanswap")
     result = _diamond(b, stuck, replace_the_nan, lambda: old, signed, "nanfix")
     return b.emit("bitcast", value.type, [result])
@@ -435,7 +493,7 @@ def _stuck_nan(b, op: str, bits):
                                  ir.Const(unsigned, minus_inf)], {"pred": "gt"})
 
 
-def _min_max_on_bits(b, addr, op: str, bits, nan, space: str):
+def _min_max_on_bits(b, addr, op: str, bits, nan, space: str, order=NO_ORDER):
     """The integer atomic of `_float_min_max` for the float whose bits (signed) are `bits`;
     returns the element's old bits, signed."""
     signed = bits.type
@@ -447,13 +505,13 @@ def _min_max_on_bits(b, addr, op: str, bits, nan, space: str):
 
     def as_signed():
         operand = b.emit("select", signed, [nan, ir.Const(signed, signed_identity), bits])
-        return b.emit("atom", signed, [addr, operand], {"op": op, "space": space})
+        return b.emit("atom", signed, [addr, operand], {"op": op, "space": space, **order})
 
     def as_unsigned():
         operand = b.emit("select", unsigned, [nan, ir.Const(unsigned, unsigned_identity),
                                               b.emit("bitcast", unsigned, [bits])])
         return b.emit("bitcast", signed, [b.emit("atom", unsigned, [addr, operand],
-                                                 {"op": other, "space": space})])
+                                                 {"op": other, "space": space, **order})])
     return _diamond(b, negative, as_unsigned, as_signed, signed, "fatom")
 
 
@@ -472,18 +530,19 @@ def _diamond(b, cond, then, orelse, ty: Scalar, hint: str):
     return b.read(result)
 
 
-def _cas_loop_atomic(b, array, addr, op: str, values: list):
-    """old = a[i]; repeat: new = op(old, v); swap in new if a[i] still holds old (by bits)."""
+def _cas_loop_atomic(b, array, addr, op: str, values: list, order=NO_ORDER):
+    """old = a[i]; repeat: new = op(old, v); swap in new if a[i] still holds old (by bits).
+    `order`: the attrs (sem, scope) of the compare-and-swap."""
     ty, space = array.elem, array.space
     if ty.bits == 16 and _halves_spun_by_ptxas(space):
-        return _cas_loop_in_word(b, array, addr, op, values)
+        return _cas_loop_in_word(b, array, addr, op, values, order)
     bits_type = {16: u16, 32: u32, 64: u64}[ty.bits]
 
     def attempt(old):
         new = _combine(b, op, old, values)
         old_bits = b.emit("bitcast", bits_type, [old])
         seen = b.emit("atom", bits_type, [addr, old_bits, b.emit("bitcast", bits_type, [new])],
-                      {"op": "cas", "space": space})
+                      {"op": "cas", "space": space, **order})
         return seen, old_bits, old
     return _swap_loop(b, b.emit("load", ty, [addr], {"space": space}), attempt,
                       lambda seen: b.emit("bitcast", ty, [seen]))
@@ -498,7 +557,7 @@ def _halves_spun_by_ptxas(space: str) -> bool:
     return space == "shared"
 
 
-def _cas_loop_in_word(b, array, addr, op: str, values: list):
+def _cas_loop_in_word(b, array, addr, op: str, values: list, order=NO_ORDER):
     """The compare-and-swap loop on the aligned 32-bit word holding the 16-bit element: swap
     in the word with the element's half replaced, if the word is unchanged."""
     ty, space = array.elem, array.space
@@ -510,7 +569,8 @@ def _cas_loop_in_word(b, array, addr, op: str, values: list):
         old = b.emit("bitcast", ty, [b.coerce(b.op("shr", old_word, shift), u16)])
         new_half = b.coerce(b.emit("bitcast", u16, [_combine(b, op, old, values)]), u32)
         new_word = b.op("or", b.op("and", old_word, others), b.op("shl", new_half, shift))
-        seen = b.emit("atom", u32, [word, old_word, new_word], {"op": "cas", "space": space})
+        seen = b.emit("atom", u32, [word, old_word, new_word], {"op": "cas", "space": space,
+                                                                **order})
         return seen, old_word, old
     return _swap_loop(b, b.emit("load", u32, [word], {"space": space}), attempt, lambda seen: seen)
 
@@ -1200,6 +1260,8 @@ HANDLERS = {
     "clz": _bits("clz"),
     "brev": _bits("brev"),
     "ffs": _ffs,
+    "load_acquire": _ordered_access, "load_relaxed": _ordered_access,
+    "store_release": _ordered_access, "store_relaxed": _ordered_access,
     "threadfence": _fence("gpu"),
     "threadfence_block": _fence("cta"),
     "threadfence_system": _fence("sys"),

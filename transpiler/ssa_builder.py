@@ -245,7 +245,10 @@ class _Builder:
                     self.tensor_map_params[p.name, entry] = name
                 if p.name in batched:
                     base = self.batch_item_base(base, shape, p.type.elem, *batched[p.name])
-                nc = not spec.written and p.name not in aliased   # an aliased input's memory is written
+                # an aliased input's memory is written; an array read by an ordered load
+                # (load_acquire) may be written meanwhile by another thread
+                nc = (not spec.written and p.name not in aliased
+                      and p.name not in kernel.ordered_arrays)
                 self.scope.arrays[p.name] = _Array(p.name, p.type.elem, shape, "global", base, nc=nc,
                                                    large=p.name in large)
                 continue

@@ -67,6 +67,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.scalar_params: set = set()
         self.decls: list = []
         self.written: set = set()
+        self.ordered: set = set()     # array params read by load_acquire/load_relaxed
         self.tensor_maps: dict = {}   # array param -> [(box, swizzle)]: tensor maps it is passed with
         self.loop_depth = 0
         self.local_names, self.annotations = set(), {}
@@ -90,7 +91,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
                                f"(it returns {self.decl.return_type})", self.decl.loc)
         return typed.FuncDef(self.decl.loc, self.decl.name, params, self.decl.return_type, body,
                              self.is_kernel, dict(self.locals), list(self.decls), set(self.written),
-                             {k: tuple(v) for k, v in self.tensor_maps.items()})
+                             {k: tuple(v) for k, v in self.tensor_maps.items()}, set(self.ordered))
 
     def bind_params(self) -> list:
         params = []
@@ -520,6 +521,11 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
     def mark_written(self, array: str) -> None:
         if array in self.array_params:
             self.written.add(array)
+
+    def mark_ordered(self, array: str) -> None:
+        """`array` is read by a memory-ordered load: not through the read-only path (`nc`)."""
+        if array in self.array_params:
+            self.ordered.add(array)
 
     def vector_slice(self, array: str, sub: cst.Subscript) -> tuple:
         """(leading index Exprs, start Expr, width) of `array[..., start:start + W]`."""

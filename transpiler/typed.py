@@ -133,7 +133,10 @@ class Intrinsic(Expr):
     'fast_exp' 'fast_log' 'fast_sin' 'fast_cos' 'ldexp' (args: [x, i32 n]) 'frexp_mantissa' 'frexp_exponent'
     'thread_idx.x' ... 'grid_dim.z' (i32), 'lane_id', 'warp_id', 'global_id' (args: [axis const])
     'program_id' 'num_programs' (args: [axis const]), 'syncthreads' (type None)
-    atomics 'atomic_add' ... (args: Load-like target given as `array` + `indices` in extra)
+    atomics 'atomic_add' ... (args: Load-like target given as `array` + `indices` in extra;
+    `sem`, `scope` there where the call names them)
+    'load_acquire' 'load_relaxed' (no args), 'store_release' 'store_relaxed' (args: [value]):
+    the target as for atomics, `sem` and `scope` in extra
     'shfl_sync' 'shfl_up_sync' 'shfl_down_sync' 'shfl_xor_sync' 'ballot_sync' 'any_sync'
     'all_sync' 'warp_sum' 'warp_max' 'warp_min'
     Arguments are already cast to the types the intrinsic computes in.
@@ -329,6 +332,9 @@ class FuncDef(Node):
     written_arrays: set = field(default_factory=set)  # array params stored to (incl. via funcs)
     #: array param -> ((box, swizzle), ...): the tensor maps (TMA) the launch passes with it
     tensor_maps: dict = field(default_factory=dict)
+    #: array params read by `load_acquire`/`load_relaxed` (incl. via funcs): never through the
+    #: read-only path, as another thread may write them while the kernel runs
+    ordered_arrays: set = field(default_factory=set)
 
 
 @dataclass(eq=False)

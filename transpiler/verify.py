@@ -4,8 +4,8 @@ from __future__ import annotations
 from ptxpy.types import f32, i32, u16, u32
 
 from .cfg import DomTree, reverse_postorder
-from .ir import (ADDR_TYPE, CMP_PREDICATES, OPS, Const, Function, Instr, Undef, bool_,
-                 format_instr)
+from .ir import (ADDR_TYPE, ATOMIC_SEMS, CMP_PREDICATES, LOAD_SEMS, MEMORY_SCOPES, OPS,
+                 STORE_SEMS, Const, Function, Instr, Undef, bool_, format_instr)
 
 
 class IRError(Exception):
@@ -135,8 +135,18 @@ def _check_types(instr: Instr) -> None:
         _verify_tensor_copy(instr, types)
     elif instr.op == "tensor_map" and (instr.type != ADDR_TYPE or not instr.attrs.get("name")):
         _fail(instr, f"tensor_map gives the {ADDR_TYPE} address of the parameter attrs name")
-    elif instr.op in ("load", "vload", "store", "vstore", "atom") and types[0] != ADDR_TYPE:
+    elif instr.op in ("load", "vload", "store", "vstore", "atom", "ordered_load",
+                      "ordered_store") and types[0] != ADDR_TYPE:
         _fail(instr, f"{instr.op} address must be {ADDR_TYPE}")
+    elif instr.op in ("ordered_load", "ordered_store", "atom", "fence") and not _ordered(instr):
+        sems = {"ordered_load": LOAD_SEMS, "ordered_store": STORE_SEMS, "atom": ATOMIC_SEMS,
+                "fence": ("acq_rel",)}[instr.op]
+        _fail(instr, f"{instr.op} needs attrs sem in {' '.join(sems)} and scope in "
+                     f"{' '.join(MEMORY_SCOPES)}" + (
+                         " (both or neither)" if instr.op == "atom" else
+                         "; without sem, scope in cta gpu sys" if instr.op == "fence" else
+                         ", space in global shared shared::cluster, and a type other than "
+                         "bool"))
     elif instr.op in ("store",) and instr.attrs.get("space") not in ("global", "shared", "local",
                                                                         "shared::cluster"):
         _fail(instr, "store needs attrs space in global shared local shared::cluster")
@@ -147,6 +157,23 @@ def _check_types(instr: Instr) -> None:
         _fail(instr, f"mapa takes a shared {ADDR_TYPE} address and a u32 rank, gives {ADDR_TYPE}")
     elif instr.op == "cluster_barrier" and instr.attrs.get("phase") not in ("arrive", "wait"):
         _fail(instr, "cluster_barrier needs attrs phase arrive or wait")
+
+
+def _ordered(instr: Instr) -> bool:
+    """The order of a memory-ordered access, an atomic (none: relaxed at gpu scope) or a fence
+    (none: `membar`) is one PTX has."""
+    attrs, op = instr.attrs, instr.op
+    sem, scope = attrs.get("sem"), attrs.get("scope")
+    if op == "atom":
+        return (sem is None and scope is None) or (sem in ATOMIC_SEMS and scope in MEMORY_SCOPES)
+    if op == "fence":
+        return scope in (MEMORY_SCOPES if sem == "acq_rel" else ("cta", "gpu", "sys") if sem is None
+                         else ())
+    value = instr.type if op == "ordered_load" else instr.args[1].type
+    return (sem in (LOAD_SEMS if op == "ordered_load" else STORE_SEMS) and scope in MEMORY_SCOPES
+            and attrs.get("space") in ("global", "shared", "shared::cluster")
+            and value is not None and not value.is_bool
+            and (op == "ordered_load" or instr.type is None))
 
 
 _MMA_OPERANDS = {("m16n8k8", "tf32"): ("u32", 4, 2), ("m16n8k16", "f16"): ("f16", 8, 4),

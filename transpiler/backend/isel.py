@@ -31,7 +31,8 @@ MOV_TYPE = {"p": "pred", "rs": "u16", "h": "b16", "hb": "b16", "r": "u32", "rd":
             "f": "f32", "fd": "f64"}
 FULL_MASK = Imm("0xffffffff")
 _MEMORY_OPS = ("load", "vload", "store", "vstore", "atom", "cp_async", "ldmatrix", "mbarrier_init",
-               "mbarrier_arrive", "mbarrier_test", "cp_async_bulk", "tma_load")
+               "mbarrier_arrive", "mbarrier_test", "cp_async_bulk", "tma_load", "ordered_load",
+               "ordered_store")
 #: state spaces whose addresses fit in 32 bits: their address arithmetic is done in 32 bits
 NARROW_SPACES = ("shared", "local", "shared::cluster")
 _U32_MASK = 0xFFFFFFFF
@@ -1211,6 +1212,28 @@ class ISel:
         else:
             self.emit(f"st.{space}.{mem(value.type)}", [], [addr, self.src(value)])
 
+    def _order(self, instr: ir.Instr) -> str:
+        """`.sem.scope` of a memory-ordered access or an atomic given an order (`""` for an
+        atomic without one: PTX's default, relaxed at gpu scope)."""
+        sem, scope = instr.attrs.get("sem"), instr.attrs.get("scope")
+        if sem is None and scope is None:
+            return ""
+        if scope == "cluster":
+            self.target.require((7, 8), 90, "the cluster scope")
+        return f".{sem}.{scope}"
+
+    def op_ordered_load(self, instr: ir.Instr) -> None:
+        """`ld.{relaxed,acquire}.<scope>.<space>.<type>`: a strong load, never merged or cached."""
+        space = self._space(instr)
+        self.emit(f"ld{self._order(instr)}.{space}.{mem(instr.type)}", [self.reg(instr)],
+                  [self.address(instr.args[0], space)])
+
+    def op_ordered_store(self, instr: ir.Instr) -> None:
+        """`st.{relaxed,release}.<scope>.<space>.<type>`."""
+        space = self._space(instr)
+        addr, value = self.address(instr.args[0], space), instr.args[1]
+        self.emit(f"st{self._order(instr)}.{space}.{mem(value.type)}", [], [addr, self.src(value)])
+
     def op_vload(self, instr: ir.Instr) -> None:
         n, t = instr.attrs.get("n"), instr.type
         elems = [self.new(t) for _ in range(n)] if n in (2, 4, 8) else None
@@ -1602,10 +1625,13 @@ class ISel:
         type_ = self._atom_type(op, t)
         addr = self.address(instr.args[0], space)
         values = [self.src(v, imm=t.bits > 16) for v in instr.args[1:]]
-        if not self.users.get(instr) and op not in ("cas", "exch"):
-            self.emit(f"red.{space}.{op}.{type_}", [], [addr, *values])
+        order = self._order(instr)
+        # red has no acquire (.sem relaxed or release only): an acquire's old value goes unread
+        if (not self.users.get(instr) and op not in ("cas", "exch")
+                and instr.attrs.get("sem") not in ("acquire", "acq_rel")):
+            self.emit(f"red{order}.{space}.{op}.{type_}", [], [addr, *values])
         else:
-            self.emit(f"atom.{space}.{op}.{type_}", [self.reg(instr)], [addr, *values])
+            self.emit(f"atom{order}.{space}.{op}.{type_}", [self.reg(instr)], [addr, *values])
 
     def _atom_type(self, op: str, t: Scalar) -> str:
         if op == "cas" and t.bits == 16 and not t.is_float:
@@ -1709,6 +1735,9 @@ class ISel:
         self.emit("activemask.b32", [self.reg(instr)], [])
 
     def op_fence(self, instr: ir.Instr) -> None:
+        if instr.attrs.get("sem") == "acq_rel":   # the fences of an ordered atomic's loop
+            self.emit(f"fence{self._order(instr)}", [], [])
+            return
         # CUDA's __threadfence_block, __threadfence, __threadfence_system (fence.sc.<scope>)
         scope = {"cta": "cta", "gpu": "gl", "sys": "sys"}.get(instr.attrs.get("scope"))
         if scope is None:

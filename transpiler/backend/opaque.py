@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import ir
 
 OPAQUE_OPS = frozenset({"param", "sreg", "load", "vload", "extract", "atom", "shfl", "vote", "redux", "match",
-                        "activemask", "mma", "ldmatrix", "wgmma"})
+                        "activemask", "mma", "ldmatrix", "wgmma", "ordered_load"})
 
 
 class Opaque:

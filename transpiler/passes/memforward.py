@@ -12,10 +12,11 @@ instruction between could let another thread's write be seen or see this one's:
   dropped.
 
 A store to a state space forgets what is known about that space (another address may alias);
-an atomic, barrier, fence, `syncwarp`, `printf`, `cp_async` or anything else with effects forgets
-everything (shuffles, votes and `mma` touch no memory; `ldmatrix` only reads, as a load does). Without synchronisation another thread's
-access to the same address would be a data race, which CUDA leaves undefined, so these hold for
-every thread.
+an atomic, an ordered load or store (`load_acquire`, `store_release` ...), barrier, fence,
+`syncwarp`, `printf`, `cp_async` or anything else with effects forgets everything (shuffles,
+votes and `mma` touch no memory; `ldmatrix` only reads, as a load does). Without
+synchronisation another thread's access to the same address would be a data race, which CUDA
+leaves undefined, so these hold for every thread.
 """
 from __future__ import annotations
 

@@ -177,7 +177,7 @@ def _link(instr: Instr, value: Instr, loop: Loop) -> str | None:
     return None
 
 
-MEMORY_OPS = frozenset({"load", "vload", "store", "vstore", "atom"})
+MEMORY_OPS = frozenset({"load", "vload", "store", "vstore", "atom", "ordered_load", "ordered_store"})
 
 
 def _is_reducible_address(chain: list, uses: dict) -> bool:
