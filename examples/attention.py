@@ -1,10 +1,10 @@
 """Flash attention (forward), bf16: out = softmax(q k^T / sqrt(d)) v, one pass, on the tensor cores.
 
 What `jax.nn.dot_product_attention(q, k, v, is_causal=...)` computes for bf16 q, k, v of shape
-(batch, seq, heads, d), here on (batch * heads, seq, d) arrays, with FlashAttention-2's
-algorithm: the seq x seq scores never leave the chip. Built from `ptxpy.cp_async`,
-`ptxpy.ldmatrix` and `ptxpy.mma_sync` (m16n8k16, bf16 products, f32 sums), docs/language.md
-"Tensor cores":
+(batch, seq, heads, d), read and written in that layout (a block per 128 query rows of one
+head, a grid of (seq / 128, heads, batch)), with FlashAttention-2's algorithm: the seq x seq
+scores never leave the chip. Built from `ptxpy.cp_async`, `ptxpy.ldmatrix` and
+`ptxpy.mma_sync` (m16n8k16, bf16 products, f32 sums), docs/language.md "Tensor cores":
 
 - each block of 8 warps owns 128 query rows of one head, a warp 16 of them; the warp loads its
   rows' q fragments once (`ldmatrix` from shared memory) and keeps them in registers;
@@ -48,14 +48,15 @@ LOG2E = 1.4426950408889634
 
 
 def _launch(q, k, v, HEAD=64, CAUSAL=False):
-    return (q.shape[1] // BM, q.shape[0])
+    return (q.shape[1] // BM, q.shape[2], q.shape[0])
 
 
 @ptxpy.jit(out_shape=lambda q, k, v, HEAD=64, CAUSAL=False: q, grid=_launch, block=THREADS,
            fast_math=True)
-def attention_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 3],
-                     out: Array[bf16, 3], HEAD: Const[int] = 64, CAUSAL: Const[bool] = False):
-    bh = ptxpy.block_idx.y
+def attention_kernel(q: Array[bf16, 4], k: Array[bf16, 4], v: Array[bf16, 4],
+                     out: Array[bf16, 4], HEAD: Const[int] = 64, CAUSAL: Const[bool] = False):
+    h = ptxpy.block_idx.y             # the head
+    item = ptxpy.block_idx.z          # the batch entry
     m0 = ptxpy.block_idx.x * BM
     seq = k.shape[1]
     t = ptxpy.thread_idx.x
@@ -73,15 +74,15 @@ def attention_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 3],
     c = (t % chunks) * 8
     for p in ptxpy.static_range(BM * HEAD // (8 * THREADS)):
         r = t // chunks + rows_per_pass * p
-        ptxpy.cp_async(qs[r, c:c + 8], q[bh, m0 + r, c:c + 8])
+        ptxpy.cp_async(qs[r, c:c + 8], q[item, m0 + r, h, c:c + 8])
     ptxpy.cp_async_commit()
     tiles = seq // BN
     if CAUSAL:
         tiles = ptxpy.cdiv(m0 + BM, BN)
     for p in ptxpy.static_range(BN * HEAD // (8 * THREADS)):     # tile 0
         r = t // chunks + rows_per_pass * p
-        ptxpy.cp_async(ks[0, r, c:c + 8], k[bh, r, c:c + 8])
-        ptxpy.cp_async(vs[0, r, c:c + 8], v[bh, r, c:c + 8])
+        ptxpy.cp_async(ks[0, r, c:c + 8], k[item, r, h, c:c + 8])
+        ptxpy.cp_async(vs[0, r, c:c + 8], v[item, r, h, c:c + 8])
     ptxpy.cp_async_commit()
     ptxpy.cp_async_wait(1)      # q has landed
     ptxpy.syncthreads()
@@ -114,8 +115,8 @@ def attention_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 3],
             n1 = (kt + 1) * BN
             for p in ptxpy.static_range(BN * HEAD // (8 * THREADS)):
                 r = t // chunks + rows_per_pass * p
-                ptxpy.cp_async(ks[1 - st, r, c:c + 8], k[bh, n1 + r, c:c + 8])
-                ptxpy.cp_async(vs[1 - st, r, c:c + 8], v[bh, n1 + r, c:c + 8])
+                ptxpy.cp_async(ks[1 - st, r, c:c + 8], k[item, n1 + r, h, c:c + 8])
+                ptxpy.cp_async(vs[1 - st, r, c:c + 8], v[item, n1 + r, h, c:c + 8])
         ptxpy.cp_async_commit()
         for j in ptxpy.static_range(BN // 8):
             for e in ptxpy.static_range(4):
@@ -205,24 +206,19 @@ def attention_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 3],
     inv_b = 1.0 / l_b
     for j in ptxpy.static_range(HEAD // 8):
         col = j * 8 + (lane % 4) * 2
-        out[bh, row0, col:col + 2] = (bf16(acc[j, 0] * inv_a), bf16(acc[j, 1] * inv_a))
-        out[bh, row0 + 8, col:col + 2] = (bf16(acc[j, 2] * inv_b), bf16(acc[j, 3] * inv_b))
+        out[item, row0, h, col:col + 2] = (bf16(acc[j, 0] * inv_a), bf16(acc[j, 1] * inv_a))
+        out[item, row0 + 8, h, col:col + 2] = (bf16(acc[j, 2] * inv_b), bf16(acc[j, 3] * inv_b))
 
 
 def attention(q, k, v, causal: bool = False):
     """softmax(q k^T / sqrt(d)) v for q, k, v of shape (batch, seq, heads, d), bf16, as
     `jax.nn.dot_product_attention`; seq a multiple of 128, d one of 64 and 128."""
-    batch, seq, heads, d = q.shape
+    _, seq, _, d = q.shape
     if (seq % max(BM, BN) or d not in (64, 128) or q.dtype != jnp.bfloat16
             or not q.shape == k.shape == v.shape):
         raise ValueError(f"attention takes bf16 q, k, v of one shape (batch, seq, heads, d) with "
                          f"seq a multiple of {max(BM, BN)} and d 64 or 128, not {q.shape} {q.dtype}")
-
-    def heads_first(x):
-        return jnp.transpose(x, (0, 2, 1, 3)).reshape(batch * heads, seq, d)
-
-    o = attention_kernel(heads_first(q), heads_first(k), heads_first(v), HEAD=d, CAUSAL=causal)
-    return jnp.transpose(o.reshape(batch, heads, seq, d), (0, 2, 1, 3))
+    return attention_kernel(q, k, v, HEAD=d, CAUSAL=causal)
 
 
 def reference(q, k, v, causal: bool) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 examples/attention.py's algorithm (FlashAttention-2: one pass over the keys, a running
 maximum and sum per row, the output rescaled as the maximum grows) with both products on
-`wgmma.mma_async` instead of `mma.sync`; docs/language.md "Warpgroup matrix multiply":
+`wgmma.mma_async` instead of `mma.sync`, on the same (batch, seq, heads, d) layout; docs/language.md
+"Warpgroup matrix multiply":
 
 - each block, one warpgroup (128 threads), owns 64 query rows of one head (two warpgroups
   of 64 rows each, BM = 128, ran 0.91-0.98x as fast on the H100: BENCHMARKS.md, session 41);
@@ -51,28 +52,29 @@ ATOM = 8 * SWIZZLE  # the swizzle's pattern: 8 rows of 128 bytes
 
 
 @ptxpy.func
-def load_tile(a: Array[bf16, 3], s: Array[bf16, 4], ROWS: Const[int], HEAD: Const[int],
-              stage: i32, bh: i32, r0: i32, t: i32):
-    """Start the copies of a[bh, r0:r0 + ROWS, :] into s[stage], in blocks of 64 columns, each
+def load_tile(a: Array[bf16, 4], s: Array[bf16, 4], ROWS: Const[int], HEAD: Const[int],
+              stage: i32, item: i32, h: i32, r0: i32, t: i32):
+    """Start the copies of a[item, r0:r0 + ROWS, h, :] into s[stage], in blocks of 64 columns, each
     row's 16-byte chunk c at chunk c ^ (row % 8)."""
     for i in ptxpy.static_range(0, ROWS * HEAD // 8, THREADS):
         chunk = i + t
         row = chunk // (HEAD // 8)
         c = chunk % (HEAD // 8)
         col = ((c % 8) ^ (row % 8)) * 8
-        ptxpy.cp_async(s[stage, c // 8, row, col:col + 8], a[bh, r0 + row, c * 8:c * 8 + 8])
+        ptxpy.cp_async(s[stage, c // 8, row, col:col + 8], a[item, r0 + row, h, c * 8:c * 8 + 8])
 
 
 def _launch(q, k, v, HEAD=64, CAUSAL=False):
-    return (q.shape[1] // BM, q.shape[0])
+    return (q.shape[1] // BM, q.shape[2], q.shape[0])
 
 
 @ptxpy.jit(out_shape=lambda q, k, v, HEAD=64, CAUSAL=False: q, grid=_launch, block=THREADS,
            fast_math=True)
-def attention_wgmma_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 3],
-                           out: Array[bf16, 3], HEAD: Const[int] = 64,
+def attention_wgmma_kernel(q: Array[bf16, 4], k: Array[bf16, 4], v: Array[bf16, 4],
+                           out: Array[bf16, 4], HEAD: Const[int] = 64,
                            CAUSAL: Const[bool] = False):
-    bh = ptxpy.block_idx.y
+    h = ptxpy.block_idx.y             # the head
+    item = ptxpy.block_idx.z          # the batch entry
     m0 = ptxpy.block_idx.x * BM
     seq = k.shape[1]
     t = ptxpy.thread_idx.x
@@ -85,12 +87,12 @@ def attention_wgmma_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 
     s = ptxpy.local_array((BN // 8, 4), f32)       # the 64 x BN scores' fragment
     p = ptxpy.local_array((BN // 8, 4), bf16)      # P's, the A fragments of P v
     acc = ptxpy.local_array((HEAD // 8, 4), f32)   # the 64 x HEAD output's fragment
-    load_tile(q, qs, BM, HEAD, 0, bh, m0, t)
+    load_tile(q, qs, BM, HEAD, 0, item, h, m0, t)
     tiles = seq // BN
     if CAUSAL:
         tiles = ptxpy.cdiv(m0 + BM, BN)
-    load_tile(k, ks, BN, HEAD, 0, bh, 0, t)
-    load_tile(v, vs, BN, HEAD, 0, bh, 0, t)
+    load_tile(k, ks, BN, HEAD, 0, item, h, 0, t)
+    load_tile(v, vs, BN, HEAD, 0, item, h, 0, t)
     ptxpy.cp_async_commit()
     for j in ptxpy.static_range(HEAD // 8):
         for e in ptxpy.static_range(4):
@@ -108,7 +110,7 @@ def attention_wgmma_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 
         ptxpy.fence_proxy_async()       # is visible to the tensor cores,
         ptxpy.syncthreads()             # and everyone's is; v's buffer of tile kt - 1 is free
         if kt + 1 < tiles:
-            load_tile(v, vs, BN, HEAD, 1 - st, bh, (kt + 1) * BN, t)
+            load_tile(v, vs, BN, HEAD, 1 - st, item, h, (kt + 1) * BN, t)
         ptxpy.cp_async_commit()
         ptxpy.wgmma_fence()
         for kk in ptxpy.static_range(HEAD // 16):   # S = q k^T: both K-major, K = HEAD
@@ -119,7 +121,7 @@ def attention_wgmma_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 
         ptxpy.wgmma_wait(0)
         ptxpy.syncthreads()             # every warp's S is done: k's buffer is free
         if kt + 1 < tiles:
-            load_tile(k, ks, BN, HEAD, 0, bh, (kt + 1) * BN, t)
+            load_tile(k, ks, BN, HEAD, 0, item, h, (kt + 1) * BN, t)
         ptxpy.cp_async_commit()
         if CAUSAL:
             if (kt + 1) * BN > m0:       # the diagonal crosses this tile: mask keys past the row
@@ -177,25 +179,19 @@ def attention_wgmma_kernel(q: Array[bf16, 3], k: Array[bf16, 3], v: Array[bf16, 
     inv_b = 1.0 / l_b
     for j in ptxpy.static_range(HEAD // 8):
         col = j * 8 + (lane % 4) * 2
-        out[bh, row0, col:col + 2] = (bf16(acc[j, 0] * inv_a), bf16(acc[j, 1] * inv_a))
-        out[bh, row0 + 8, col:col + 2] = (bf16(acc[j, 2] * inv_b), bf16(acc[j, 3] * inv_b))
+        out[item, row0, h, col:col + 2] = (bf16(acc[j, 0] * inv_a), bf16(acc[j, 1] * inv_a))
+        out[item, row0 + 8, h, col:col + 2] = (bf16(acc[j, 2] * inv_b), bf16(acc[j, 3] * inv_b))
 
 
 def attention_wgmma(q, k, v, causal: bool = False):
     """softmax(q k^T / sqrt(d)) v for q, k, v of shape (batch, seq, heads, d), bf16, as
     `jax.nn.dot_product_attention`; seq a multiple of 64, d one of 64 and 128."""
-    batch, seq, heads, d = q.shape
+    _, seq, _, d = q.shape
     if (seq % max(BM, BN) or d not in (64, 128) or q.dtype != jnp.bfloat16
             or not q.shape == k.shape == v.shape):
         raise ValueError(f"attention_wgmma takes bf16 q, k, v of one shape (batch, seq, heads, "
                          f"d) with seq a multiple of {max(BM, BN)} and d 64 or 128, not {q.shape} {q.dtype}")
-
-    def heads_first(x):
-        return jnp.transpose(x, (0, 2, 1, 3)).reshape(batch * heads, seq, d)
-
-    o = attention_wgmma_kernel(heads_first(q), heads_first(k), heads_first(v), HEAD=d,
-                               CAUSAL=causal)
-    return jnp.transpose(o.reshape(batch, heads, seq, d), (0, 2, 1, 3))
+    return attention_wgmma_kernel(q, k, v, HEAD=d, CAUSAL=causal)
 
 
 def main(seq: int | None = None, heads: int | None = None, head_dim: int = 64,

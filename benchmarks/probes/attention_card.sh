@@ -12,7 +12,7 @@ python3 -c \"
 import sys; sys.path.insert(0, 'examples')
 import attention, attention_wgmma, jax.numpy as jnp
 for d in (64, 128):
-    q = jnp.zeros((1, 256, d), jnp.bfloat16)
+    q = jnp.zeros((1, 256, 1, d), jnp.bfloat16)
     open(f'$OUT/attention_{d}.ptx', 'w').write(attention.attention_kernel.ptx(q, q, q, HEAD=d))
     open(f'$OUT/attention_wgmma_{d}.ptx', 'w').write(attention_wgmma.attention_wgmma_kernel.ptx(q, q, q, HEAD=d))
 \" && for f in attention_64 attention_128 attention_wgmma_64 attention_wgmma_128; do
