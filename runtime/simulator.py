@@ -1829,7 +1829,11 @@ def _c_fence(k, ins, m: _Mods) -> _Op:
     if m.base == "fence" and "mbarrier_init" in m.rest:
         _needs_sm(k, m, 90)
     m.used = [True] * len(m.rest)
-    return _Op(PLAIN, lambda ctx, mask: None)
+    order = _fence_order(ins)
+    if order is None:
+        return _Op(PLAIN, lambda ctx, mask: None)
+    # (the race check follows the fences of a kernel with strong shared accesses: fenced)
+    return _Op(PLAIN, lambda ctx, mask: ctx.fenced(mask, *order))
 
 
 def _c_griddepcontrol(k, ins, m: _Mods) -> _Op:
@@ -4305,6 +4309,9 @@ class _Batch:
                  + self.special("%tid_linear") // 128)
         return np.bincount(group, flags, minlength=int(group[-1]) + 1).astype(np.int64)[group]
 
+    def fenced(self, mask, acquire: bool, release: bool, wide: bool):
+        """membar/fence: memory is always ordered here (_RacecheckBatch follows them)."""
+
     def check_converged(self, mask, members, ins):
         if mask is None and self.live.all():
             return
@@ -4933,9 +4940,10 @@ class _HangCheck:
 # ---- shared-memory race check (racecheck=True) -------------------------------------------------
 
 _NOW = {"load": "reads", "store": "writes", "atomic": "atomically updates",
-        "cas": "atomically updates", "mbarrier": "signals an mbarrier in"}
+        "cas": "atomically updates", "mbarrier": "signals an mbarrier in",
+        "sload": "reads", "sstore": "writes"}
 _EARLIER = {"load": "read", "store": "wrote", "atomic": "atomically updated",
-            "cas": "atomically updated"}
+            "cas": "atomically updated", "sload": "read", "sstore": "wrote"}
 # The earlier kinds of access, by other threads in the same barrier interval, that each kind
 # races with. A plain load and an atom.cas do not: a compare-and-swap loop (ptxpy's for the
 # atomics PTX lacks, CUDA's atomicCAS idiom) seeds its first try with a plain load, and a
@@ -5018,9 +5026,9 @@ class _SharedRaces:
         """These warps (bool per warp of the batch) made a bar.warp.sync of all their lanes."""
         self.epoch[warps] += 1
 
-    def access(self, what: str, off, lanes, size: int, ins):
+    def access(self, what: str, off, lanes, size: int, ins, order=None):
         """Check, then record, one instruction's shared accesses: `size` bytes from byte `off`
-        of the batch's shared buffer for each lane."""
+        of the batch's shared buffer for each lane (`order` is _OrderedRaces's)."""
         byte = off[:, None] + np.arange(size)
         lanes = np.asarray(lanes)
         tid = (lanes % self.T).astype(np.int16)[:, None]
@@ -5045,7 +5053,7 @@ class _SharedRaces:
         if self.across is not None:
             self._cluster_access(what, off, lanes, size, ins)
 
-    def remote(self, what: str, off, lanes, size: int, ins):
+    def remote(self, what: str, off, lanes, size: int, ins, order=None):
         """Accesses of other CTAs' shared memory (.shared::cluster): checked against those of
         threads of other CTAs than each lane's since the cluster's last barrier phase."""
         self._cluster_access(what, off, np.asarray(lanes), size, ins, remote=True)
@@ -5228,12 +5236,689 @@ def _first_per_group(group, where, values, ngroups: int):
     return out
 
 
+# ---- the race check with memory-ordered accesses -----------------------------------------------
+
+# What each kind of access races with where strong accesses are told apart (_OrderedRaces):
+# `sload` is a strong load (ld.relaxed, ld.acquire, ld.volatile), `sstore` a strong store
+# (st.relaxed, st.release, st.volatile); the atomics (`atomic`, `cas`) are strong too. Two
+# strong accesses never race (the PTX memory model's morally strong pairs); a strong and a
+# plain one race as a plain pair would (a plain load and a compare-and-swap still do not).
+_ORDERED_CONFLICTS = {
+    "load": ("store", "atomic", "sstore"),
+    "store": ("store", "load", "atomic", "cas", "sload", "sstore"),
+    "atomic": ("store", "load"),
+    "cas": ("store",),
+    "sload": ("store",),
+    "sstore": ("store", "load"),
+}
+_STRONG_LDST = frozenset({"relaxed", "acquire", "release", "volatile"})
+_ATOM_ORDER = frozenset({"relaxed", "acquire", "release", "acq_rel", "cta", "cluster", "gpu",
+                         "sys"})
+_NOT_SHARED = frozenset({"global", "local", "param", "const", "param::entry", "param::func"})
+# a strong access of scope .cta is not morally strong with a thread of another CTA: in the
+# cluster's records (_OrderedRaces.across) it counts as this plain access
+_CTA_ONLY = {"sload": "load", "sstore": "store", "atomic": "store", "cas": "store"}
+
+
+class _Order:
+    """How a strong shared access orders: `acquire` (it joins what the release whose value it
+    reads published), `release` (it publishes what its thread did before it), `wide` (its scope
+    holds the whole cluster: .cluster, .gpu, .sys; not .cta)."""
+    __slots__ = ("acquire", "release", "wide")
+
+    def __init__(self, acquire: bool, release: bool, wide: bool):
+        self.acquire, self.release, self.wide = acquire, release, wide
+
+
+def _fence_order(ins: Instr):
+    """(acquire, release, wide) of a membar/fence that orders memory accesses (membar.level and
+    fence.sc / fence.acq_rel, the default, are both; fence.acquire and fence.release one), or
+    None (fence.proxy.*, fence.mbarrier_init, fence.op_restrict)."""
+    parts = ins.parts
+    rest = set(parts[1:])
+    if parts[0] not in ("membar", "fence") or {"proxy", "mbarrier_init", "op_restrict"} & rest:
+        return None
+    if parts[0] == "fence" and "acquire" in rest and "release" not in rest:
+        return True, False, "cta" not in rest
+    if parts[0] == "fence" and "release" in rest and "acquire" not in rest:
+        return False, True, "cta" not in rest
+    return True, True, "cta" not in rest
+
+
+def _memory_order(kernel: "_Kernel") -> tuple[bool, bool]:
+    """(ordered, fences) of a kernel, for the race check: `ordered` where it has a strong `ld`
+    or `st` (.relaxed, .acquire, .release, .volatile) or an `atom`/`red` with an order or a
+    scope on shared memory (or a generic address), or a fence and an atomic there: its batches
+    check with _OrderedRaces, the others with _SharedRaces as before. `fences`: ordered, with
+    fences (which the check then follows). Cached per kernel."""
+    cached = getattr(kernel, "_memory_order", None)
+    if cached is None:
+        strong = atomics = fences = False
+        for op in kernel.code:
+            ins = op.ins
+            if ins is None:
+                continue
+            parts = ins.parts
+            rest = set(parts[1:])
+            if parts[0] in ("ld", "st"):
+                strong |= bool(rest & _STRONG_LDST) and not rest & _NOT_SHARED
+            elif parts[0] in ("atom", "red") and "global" not in rest:
+                atomics = True
+                strong |= bool(rest & _ATOM_ORDER)
+            elif parts[0] in ("membar", "fence"):
+                fences |= _fence_order(ins) is not None
+        ordered = strong or (fences and atomics)
+        cached = kernel._memory_order = (ordered, ordered and fences)
+    return cached
+
+
+class _Records:
+    """One kind of access, per byte: up to three accessors (ta, ca), (tb, cb), (tc, cc) as
+    (thread, its clock at the access; thread -1 for none) of which none is ordered before a
+    later access of the same kind, or, once more have made it, two of them and in c a summary
+    of the others: tc = -2 - one of them, cc their warp's `syncwarp` epoch at the latest (in
+    `seen`; -1 where they are of several warps) or their CTA's rank (in `across`; where they are
+    of several CTAs, -2 - one of another CTA than tc's)."""
+    __slots__ = ("ta", "ca", "tb", "cb", "tc", "cc")
+
+    def __init__(self, size: int):
+        self.ta, self.tb, self.tc = (np.full(size, -1, np.int16) for _ in range(3))
+        self.ca, self.cb, self.cc = (np.zeros(size, np.int32) for _ in range(3))
+
+    def clear(self, end: int, B: int, pad: int, blocks):
+        for ids in (self.ta, self.tb, self.tc) if end else ():
+            ids[:end].reshape(B, pad)[blocks] = -1
+
+    def forget(self, byte):
+        self.ta[byte] = self.tb[byte] = self.tc[byte] = -1
+
+
+class _OrderedRaces(_SharedRaces):
+    """The race check of a kernel with strong accesses of shared memory (_memory_order): it
+    tells them apart (_ORDERED_CONFLICTS) and follows the synchronisation of the PTX memory
+    model through shared memory, as happens-before between the accesses of the threads of a
+    cluster (one block without clusters):
+
+    - every thread has a clock (`clk`) that its releases, `syncwarp`s and barriers move on, and
+      each record keeps the accessing thread's clock;
+    - `vc[lane, column]`, a vector clock per thread over the cluster's threads (column rank *
+      T + thread), holds for each other thread the clock up to which that thread's accesses
+      happen before the lane's next one: it grows when the lane's acquire reads what a
+      release wrote (or a relaxed read then an acquire fence: `ac_own`, `ac_far`), and at a
+      `syncwarp` (its warp) or barrier (its block) by the knowledge the others had gained;
+    - a release (st.release, an atom with .release / .acq_rel, or a fence before a strong
+      write: `rc_id`) publishes its thread's knowledge, its own clock and those its last
+      barrier and `syncwarp` ordered (`bar_floor`, `warp_floor`), in a table row that the
+      written bytes name (`rel_id`; a plain store names none, an atomic carries the row of the
+      write it read on, joined with its own, as the release sequences do);
+    - an access is ordered after a recorded one by another thread when the lane knows that
+      thread's clock at it (`vc`), or they are lanes of one warp and a `syncwarp` came between
+      (`warp_floor`), or (in the cluster's records) threads of one block with a barrier
+      between (`bar_floor`).
+
+    A record ordered before a newer access of its kind is dropped (what races with a later
+    access races with the newer one too), so three records per kind and byte mostly suffice;
+    beyond them the summary in c keeps the check sound, not exact (it orders only through a
+    `syncwarp` of their one warp, or in the cluster's records not at all).
+
+    Conservative (may report what is no race; misses none): the mixed-size observation of a
+    release (a read of bytes that different writes left is no acquire of any), several lanes
+    of one atomic instruction on one address (each reads what was there before the
+    instruction; a compare-and-swap of several lanes ends a release sequence), what a
+    fence.sc orders beyond fence.acq_rel (its order among fence.sc's), synchronisation through
+    global memory, and the summaries above."""
+    BYTES_PER_BYTE = 6 * 18 + 4         # six kinds of three records, the release row
+    CLUSTER_BYTES_PER_BYTE = 6 * 18 + 2    # and six more across CTAs, a scratch
+    KINDS = ("store", "load", "atomic", "cas", "sload", "sstore")
+    TABLE_ROWS = 64       # release rows at first (the table grows, and drops unnamed rows)
+
+    def __init__(self, batch: _Batch, fences: bool):
+        self.batch, self.T = batch, batch.T
+        T = self.T
+        self.pad = batch.launch.shared_pad
+        self.warps_per_block = -(-T // 32)
+        self.csize = getattr(batch.launch, "cluster_size", 1)
+        n, size = batch.B * T, batch.shared.size
+        self.C = C = self.csize * T
+        self.epoch = np.zeros(batch.B * self.warps_per_block, np.int32)
+        lane = np.arange(n)
+        self.lane_block, self.lane_tid = lane // T, lane % T
+        self.lane_col = (self.lane_block % self.csize) * T + self.lane_tid
+        self.lane_warp = self.lane_block * self.warps_per_block + self.lane_tid // 32
+        self.clk = np.ones(n, np.int32)
+        self.vc = np.zeros((n, C), np.int32)
+        self.warp_floor = np.zeros(n, np.int32)
+        self.bar_floor = np.zeros(n, np.int32)
+        self.dirty_w = np.zeros(n, bool)     # vc grew since the warp's last syncwarp
+        self.dirty_b = np.zeros(n, bool)     # since the block's last barrier
+        self.ac_own = np.zeros((n, C), np.int32) if fences else None
+        self.ac_far = np.zeros((n, C), np.int32) if fences and self.csize > 1 else None
+        self.rc_id = np.zeros(n, np.int32)
+        self.rel_id = np.zeros(size, np.int32)
+        rows = self.TABLE_ROWS
+        self.tvec = np.zeros((rows, C), np.int32)    # row 0: nothing published
+        self.tblk = np.full(rows, -2, np.int64)      # the releases' block (-1: several)
+        self.twide = np.zeros(rows, bool)            # all of them of a scope beyond .cta
+        self.tnext = 1
+        self.pending = None       # a compare-and-swap's release row, until its result shows
+        self.orders = {}
+        self.seen = {kind: _Records(size) for kind in self.KINDS}
+        self.recorded = set()
+        self.across = None
+        if self.csize > 1:
+            self.across = {kind: _Records(size) for kind in self.KINDS}
+            self.across_recorded = set()
+            self.touched = np.zeros(batch.B, bool)
+            self.scratch = np.full(size, -1, np.int16)
+
+    @classmethod
+    def block_bytes(cls, launch, fences: bool) -> int:
+        """The state per block: the records, the vector clocks (and those of the relaxed reads
+        an acquire fence would join) and room for the release rows."""
+        csize = launch.cluster_size
+        per_byte = cls.BYTES_PER_BYTE + (cls.CLUSTER_BYTES_PER_BYTE if csize > 1 else 0)
+        clocks = 4 * launch.T * csize * launch.T * (3 + (2 if fences else 0))
+        return per_byte * max(1, launch.shared_pad) + clocks
+
+    def classify(self, what: str, ins):
+        """(kind, _Order or None) of a shared access by `ins` (`what`: load, store, atomic)."""
+        found = self.orders.get(id(ins))
+        if found is None:
+            rest = set(ins.parts[1:])
+            wide = "cta" not in rest
+            if what == "atomic":
+                found = ("cas" if "cas" in rest else "atomic",
+                         _Order(bool(rest & {"acquire", "acq_rel"}),
+                                bool(rest & {"release", "acq_rel"}), wide))
+            elif rest & _STRONG_LDST:
+                found = ("sload" if what == "load" else "sstore",
+                         _Order("acquire" in rest, "release" in rest, wide))
+            else:
+                found = (what, None)
+            self.orders[id(ins)] = found
+        return found
+
+    # barriers
+    def release(self, blocks):
+        """A barrier (or an mbarrier phase every thread of the block arrived on) released these
+        blocks: a new interval; each thread's clock moves on past its `bar_floor`, and every
+        thread of the block gets what any of them had learnt."""
+        self._clear_blocks(self.seen, blocks)
+        lanes = np.flatnonzero(np.repeat(blocks, self.T))
+        self.bar_floor[lanes] = self.warp_floor[lanes] = self.clk[lanes]
+        self.clk[lanes] += 1
+        dirty = lanes[self.dirty_b[lanes]]
+        for b in np.unique(self.lane_block[dirty]).tolist():
+            rows = slice(b * self.T, (b + 1) * self.T)
+            learnt = self.vc[dirty[self.lane_block[dirty] == b]].max(axis=0)
+            np.maximum(self.vc[rows], learnt, out=self.vc[rows])
+        self.dirty_b[lanes] = self.dirty_w[lanes] = False
+
+    def release_cluster(self, blocks):
+        if self.across is not None:
+            self._clear_blocks(self.across, blocks)
+            self.touched[blocks] = False
+
+    def _clear_blocks(self, records, blocks):
+        end = self.batch.B * self.pad
+        for rec in records.values():
+            rec.clear(end, self.batch.B, self.pad, blocks)
+
+    def warp_synced(self, warps):
+        """These warps made a bar.warp.sync of all their lanes: their lanes' clocks move on
+        past their `warp_floor`, and every lane gets what any of them had learnt."""
+        self.epoch[warps] += 1
+        lanes = np.flatnonzero(warps[self.lane_warp])
+        self.warp_floor[lanes] = self.clk[lanes]
+        self.clk[lanes] += 1
+        dirty = lanes[self.dirty_w[lanes]]
+        for w in np.unique(self.lane_warp[dirty]).tolist():
+            block, first = divmod(w, self.warps_per_block)
+            start = block * self.T + first * 32
+            rows = slice(start, min(start + 32, (block + 1) * self.T))
+            learnt = self.vc[dirty[self.lane_warp[dirty] == w]].max(axis=0)
+            np.maximum(self.vc[rows], learnt, out=self.vc[rows])
+        self.dirty_w[lanes] = False
+
+    def landed(self, off, lanes, size: int, ins):
+        self.access("store", off, lanes, size, ins)
+        self.seen["store"].forget((off[:, None] + np.arange(size)).reshape(-1))
+
+    # accesses
+    def access(self, what: str, off, lanes, size: int, ins, order=None):
+        """Check, then record, one instruction's accesses of each lane's own CTA's shared
+        memory, then what they publish or learn (_effects)."""
+        self._settle()
+        lanes, off = np.asarray(lanes), np.asarray(off)
+        byte = off[:, None] + np.arange(size)
+        found = None
+        for earlier in _ORDERED_CONFLICTS[what]:
+            if earlier in self.recorded:
+                other = self._unordered(self.seen[earlier], byte, lanes)
+                found = self._first(found, other, earlier)
+        if found is not None:
+            self._race(what, found, off, lanes, size, ins)
+        if what == "store":
+            self._same_instruction_stores(byte, off, lanes, size, ins)
+        who = np.repeat(lanes, size)
+        self._record(self.seen[what], byte.reshape(-1), self.lane_tid[who], who,
+                     self._before_seen, self._summary_seen)
+        self.recorded.add(what)
+        if self.across is not None:
+            self._across(what, order, off, lanes, size, ins, remote=False)
+        self._effects(what, order, byte, off, lanes)
+
+    def remote(self, what: str, off, lanes, size: int, ins, order=None):
+        self._settle()
+        lanes, off = np.asarray(lanes), np.asarray(off)
+        self._across(what, order, off, lanes, size, ins, remote=True)
+        self._effects(what, order, off[:, None] + np.arange(size), off, lanes)
+
+    @staticmethod
+    def _first(found, other, earlier):
+        """The race of the lowest lane so far: (lane index, earlier kind, other threads)."""
+        if other is not None:
+            bad = (other >= 0).any(axis=1)
+            if bad.any():
+                i = int(np.argmax(bad))
+                if found is None or i < found[0]:
+                    return i, earlier, other
+        return found
+
+    def _before_seen(self, o, c, tid, lane, byte=None):
+        """Whether thread o's access at clock c (of lane's block) is ordered before lane's next:
+        its own, known to the lane, or of its warp before a `syncwarp`."""
+        o = o.astype(np.int64)
+        same_warp = o // 32 == tid // 32
+        return ((o == tid) | (self.vc[lane, self.lane_col[lane] - tid + o] >= c)
+                | (same_warp & (c <= self.warp_floor[lane - tid + o])))
+
+    def _before_across(self, o, c, col, lane, byte):
+        """The same for column o's access, in the cluster's records (through a barrier of their
+        block too), where it may be dropped for the lane's: where the lane's thread is of the
+        bytes' CTA or of o's (else a later access by a thread of the lane's CTA, which the check
+        does not hold against the lane's, would go unchecked against o's)."""
+        o, T = o.astype(np.int64), self.T
+        other = lane - col + o
+        same_block = o // T == col // T
+        same_warp = same_block & ((o % T) // 32 == (col % T) // 32)
+        owner = (byte // self.pad) % self.csize
+        return (((o == col) | (self.vc[lane, o] >= c)
+                 | (same_block & (c <= self.bar_floor[other]))
+                 | (same_warp & (c <= self.warp_floor[other])))
+                & (same_block | (col // T == owner)))
+
+    def _summary_seen(self, t, lanes):
+        """(key, value) of threads t entering a summary: their warp, its `syncwarp` epoch."""
+        t = t.astype(np.int64)
+        return t // 32, self.epoch[self.lane_block[lanes] * self.warps_per_block + t // 32]
+
+    def _summary_across(self, t, lanes):
+        t = t.astype(np.int64) // self.T
+        return t, t
+
+    def _unordered(self, rec: _Records, byte, lanes):
+        """Per lane and byte: a thread of the lane's block whose recorded access is not ordered
+        before the lane's, or -1 (None where nothing is recorded)."""
+        tid = self.lane_tid[lanes][:, None]
+        lane = lanes[:, None]
+        out = None
+        for t_arr, c_arr, slot in ((rec.ta, rec.ca, 0), (rec.tb, rec.cb, 1), (rec.tc, rec.cc, 2)):
+            o = t_arr[byte]
+            if slot < 2:
+                live = (o >= 0) & (o != tid)
+                if not live.any():
+                    continue
+                c = c_arr[byte]
+                bad = live & ~self._before_seen(np.maximum(o, 0), c, tid, lane)
+                found = np.where(bad, o, -1)
+            else:
+                single = (o >= 0) & (o != tid)
+                several = o <= -2
+                if not (single.any() or several.any()):
+                    continue
+                c = c_arr[byte]
+                rep = np.where(several, -2 - o, o).astype(np.int64)
+                bad = single & ~self._before_seen(np.maximum(o, 0), c, tid, lane)
+                warp_ok = ((c >= 0) & (rep // 32 == tid // 32)
+                           & (self.epoch[self.lane_warp[lanes]][:, None] > c))
+                bad |= several & ~warp_ok
+                # name another thread than the lane's own where the summary's one is
+                ta, tb = rec.ta[byte], rec.tb[byte]
+                alt = np.where((ta >= 0) & (ta != tid), ta,
+                               np.where((tb >= 0) & (tb != tid), tb, rep))
+                found = np.where(bad, np.where(rep != tid, rep, alt), -1)
+            out = found if out is None else np.where(out >= 0, out, found)
+        return out
+
+    def _unordered_across(self, rec: _Records, byte, lanes):
+        """Per lane and byte: a thread of another CTA (rank * T + thread) whose recorded access
+        is not ordered before the lane's, or -1 (None where nothing is recorded)."""
+        T = self.T
+        rank = (self.lane_col[lanes] // T)[:, None]
+        lane = lanes[:, None]
+        out = None
+        for t_arr, c_arr in ((rec.ta, rec.ca), (rec.tb, rec.cb), (rec.tc, rec.cc)):
+            o = t_arr[byte]
+            live = (o >= 0) & (o // T != rank)
+            if not live.any():
+                continue
+            bad = live & ~(self.vc[lane, np.maximum(o, 0)] >= c_arr[byte])
+            found = np.where(bad, o, -1)
+            out = found if out is None else np.where(out >= 0, out, found)
+        o = rec.tc[byte]
+        several = o <= -2
+        if several.any():
+            c = rec.cc[byte]
+            rep = -2 - o.astype(np.int64)
+            # of several CTAs: name the one of another CTA than the lane's
+            found = np.where(several & ~((c >= 0) & (c == rank)),
+                             np.where(rep // T != rank, rep, -2 - c.astype(np.int64)), -1)
+            out = found if out is None else np.where(out >= 0, out, found)
+        return out
+
+    def _record(self, rec: _Records, byte, who, lanes, before, summary):
+        """Record accesses (flat: bytes, the record's thread, lanes). A record ordered before a
+        new access of its byte (`before`) is dropped; the ones left and the new ones fill a, b
+        and c in that order, and where more than three are left c becomes a summary of the
+        third on (`summary`: their key, value); a summary stays one, dropped only where a new
+        access is ordered after it (a `syncwarp` of its one warp, in `seen`)."""
+        clk = self.clk[lanes]
+        order = np.argsort(byte, kind="stable")
+        byte, who, lanes, clk = byte[order], who[order], lanes[order], clk[order]
+        ub, start, count = np.unique(byte, return_index=True, return_counts=True)
+        ng, m = ub.size, byte.size
+        g = np.repeat(np.arange(ng), count)
+        rank_in = np.arange(m) - start[g]
+        ta, ca, tb, cb, tc, cc = (rec.ta[ub], rec.ca[ub], rec.tb[ub], rec.cb[ub], rec.tc[ub],
+                                  rec.cc[ub])
+
+        def ordered(live, t, c, fn):
+            """Per group: whether the old record (t, c), where live, is before a new access."""
+            if not live.any():
+                return live
+            e = live[g]
+            hit = np.zeros(m, bool)
+            hit[e] = fn(t[g][e].astype(np.int64), c[g][e], who[e], lanes[e], byte[e])
+            return np.bincount(g[hit], minlength=ng) > 0
+
+        keep_a = (ta >= 0) & ~ordered(ta >= 0, ta, ca, before)
+        keep_b = (tb >= 0) & ~ordered(tb >= 0, tb, cb, before)
+        keep_c = (tc >= 0) & ~ordered(tc >= 0, tc, cc, before)
+        several = tc <= -2
+        if summary == self._summary_seen:
+            def warp_after(rep, c, tid, lane, _byte):
+                return ((c >= 0) & (rep // 32 == tid // 32)
+                        & (self.epoch[self.lane_warp[lane]] > c))
+            keep_s = several & ~ordered(several, -2 - tc.astype(np.int64), cc, warp_after)
+        else:
+            keep_s = several
+        # the records left, in order, then the new accesses
+        olds_t = np.stack([ta, tb, tc], axis=1).astype(np.int64)
+        olds_c = np.stack([ca, cb, cc], axis=1)
+        kept = np.stack([keep_a, keep_b, keep_c], axis=1)
+        pick = np.argsort(~kept, axis=1, kind="stable")
+        olds_t = np.take_along_axis(olds_t, pick, axis=1)
+        olds_c = np.take_along_axis(olds_c, pick, axis=1)
+        n_old = kept.sum(axis=1)
+        slots_t = np.where(np.arange(3) < n_old[:, None], olds_t, -1)
+        slots_c = np.where(np.arange(3) < n_old[:, None], olds_c, 0)
+        pos = n_old[g] + rank_in
+        new = pos < 3
+        slots_t[g[new], pos[new]] = who[new]
+        slots_c[g[new], pos[new]] = clk[new]
+        total = n_old + count
+        over = keep_s | (total > 3)
+        new_tc = slots_t[:, 2].copy()
+        new_cc = slots_c[:, 2].copy()
+        if over.any():
+            # the summary: the old one, the third record and the new accesses past it
+            block = self.lane_block[lanes[start]]
+            rep = np.where(keep_s, -2 - tc.astype(np.int64), slots_t[:, 2])
+            third = over & (slots_t[:, 2] >= 0)
+            beyond = pos >= 3
+            members_t = np.concatenate([slots_t[third, 2], who[beyond].astype(np.int64)])
+            members_g = np.concatenate([np.flatnonzero(third), g[beyond]])
+            key, value = summary(members_t, self._lane_of_block(block[members_g]))
+            rep_key, _ = summary(np.maximum(rep, 0), self._lane_of_block(block))
+            lo = np.full(ng, np.iinfo(np.int64).max)
+            hi = np.full(ng, np.iinfo(np.int64).min)
+            top = np.where(keep_s, cc, -1).astype(np.int64)
+            np.minimum.at(lo, members_g, key)
+            np.maximum.at(hi, members_g, key)
+            np.maximum.at(top, members_g, value)
+            mixed = ((lo != np.iinfo(np.int64).max) & ((lo != rep_key) | (hi != rep_key)))
+            mixed |= keep_s & (cc < 0)
+            several_of = np.full(ng, -1, np.int64)
+            if summary == self._summary_across:
+                # across: of several CTAs, c keeps -2 - a thread of another CTA than tc's
+                apart = np.flatnonzero(key != rep_key[members_g])
+                groups, first = np.unique(members_g[apart], return_index=True)
+                several_of[groups] = -2 - members_t[apart[first]]
+                several_of = np.where(keep_s & (cc <= -2), cc, several_of)
+            new_tc = np.where(over, -2 - rep, new_tc)
+            new_cc = np.where(over, np.where(mixed, several_of, top), new_cc)
+        rec.ta[ub], rec.ca[ub] = slots_t[:, 0], slots_c[:, 0]
+        rec.tb[ub], rec.cb[ub] = slots_t[:, 1], slots_c[:, 1]
+        rec.tc[ub], rec.cc[ub] = new_tc, new_cc
+
+    def _lane_of_block(self, block):
+        """A lane of each of these blocks (what _summary_* read of a lane: its block)."""
+        return np.asarray(block, np.int64) * self.T
+
+    def _across(self, what: str, order, off, lanes, size: int, ins, remote: bool):
+        """Check, then record, accesses in the cluster's records: each against those of
+        threads of other CTAs, where they may be any (`remote`, or a block whose bytes another
+        CTA accessed since the cluster's last barrier phase)."""
+        kind = _CTA_ONLY.get(what, what) if order is not None and not order.wide else what
+        byte = off[:, None] + np.arange(size)
+        col = self.lane_col[lanes]
+        if remote or self.touched[off // self.pad].any():
+            found = None
+            for earlier in _ORDERED_CONFLICTS[kind]:
+                if earlier in self.across_recorded:
+                    other = self._unordered_across(self.across[earlier], byte, lanes)
+                    found = self._first(found, other, earlier)
+            if remote and kind == "store" and found is None:
+                found = self._cross_cta_stores(byte, col.astype(np.int16)[:, None],
+                                               (col // self.T)[:, None], self.scratch)
+            if found is not None:
+                self._cluster_race(kind, found, off, lanes, size, ins)
+        if remote:
+            self.touched[off // self.pad] = True
+        who = np.repeat(lanes, size)
+        self._record(self.across[kind], byte.reshape(-1), self.lane_col[who], who,
+                     self._before_across, self._summary_across)
+        self.across_recorded.add(kind)
+
+    # what the accesses publish and learn
+    def _effects(self, what: str, order, byte, off, lanes):
+        if order is None:
+            if what == "store":
+                self.rel_id[byte] = 0      # a plain write ends any release sequence there
+            return
+        if what == "sload":
+            self._observe(byte, lanes, order)
+        elif what == "sstore":
+            if order.release:
+                ids = self._alloc(self._export(lanes), self.lane_block[lanes], order.wide)
+            else:
+                ids = self._fence_rows(lanes, order.wide)
+            self.rel_id[byte] = ids[:, None]
+        else:
+            self._observe(byte, lanes, order)
+            self._rmw(off, lanes, byte.shape[1], order, what == "cas")
+        if order.release:
+            self.clk[lanes] += 1
+
+    def _observe(self, byte, lanes, order: _Order):
+        """A strong read of these bytes: where one release row names them all and its scope
+        and the read's make them morally strong, an acquire joins it to the lane's vector
+        clock, a relaxed read to what the lane's next acquire fence joins."""
+        ids = self.rel_id[byte]
+        first = ids[:, 0]
+        use = (first != 0) & (ids == first[:, None]).all(axis=1)
+        if not use.any():
+            return
+        lanes, first = lanes[use], first[use]
+        own = self.tblk[first] == self.lane_block[lanes]
+        far = ~own & self.twide[first] & order.wide
+        if order.acquire:
+            ok = own | far
+            if ok.any():
+                lanes = lanes[ok]
+                self.vc[lanes] = np.maximum(self.vc[lanes], self.tvec[first[ok]])
+                self.dirty_w[lanes] = self.dirty_b[lanes] = True
+        elif self.ac_own is not None:
+            if own.any():
+                mine = lanes[own]
+                self.ac_own[mine] = np.maximum(self.ac_own[mine], self.tvec[first[own]])
+            if self.ac_far is not None and far.any():
+                theirs = lanes[far]
+                self.ac_far[theirs] = np.maximum(self.ac_far[theirs], self.tvec[first[far]])
+
+    def _export(self, lanes):
+        """What these lanes publish (rows over the cluster's columns): what they know, the
+        clocks their last barrier and `syncwarp` ordered, their own clock."""
+        T = self.T
+        out = self.vc[lanes]
+        rows = np.arange(lanes.size)[:, None]
+        tid = self.lane_tid[lanes]
+        first = (lanes - tid)[:, None]
+        base = (self.lane_col[lanes] - tid)[:, None]
+        t = np.arange(T)
+        out[rows, base + t] = np.maximum(out[rows, base + t], self.bar_floor[first + t])
+        w = np.minimum((tid // 32 * 32)[:, None] + np.arange(32), T - 1)
+        out[rows, base + w] = np.maximum(out[rows, base + w], self.warp_floor[first + w])
+        out[rows[:, 0], self.lane_col[lanes]] = self.clk[lanes]
+        return out
+
+    def _fence_rows(self, lanes, wide: bool):
+        """The release rows of the lanes' last release fences (0: none), for a strong write
+        (one of scope .cta narrows a wider fence's to its CTA)."""
+        ids = self.rc_id[lanes]
+        narrow = (ids != 0) & self.twide[ids] & (not wide)
+        if narrow.any():
+            rows = ids[narrow]
+            new = self._alloc(self.tvec[rows], self.tblk[rows], False)
+            ids = self.rc_id[lanes]       # (_alloc may have renumbered them)
+            ids[narrow] = new
+        return ids
+
+    def _rmw(self, off, lanes, size: int, order: _Order, cas: bool):
+        """The write of an atomic: per address, the release row of the write it read on
+        (where the chain of morally strong writes holds), joined with the lanes' own (a
+        release's, or their last release fence's for a relaxed one); of a compare-and-swap,
+        only once its result shows that it wrote (_settle)."""
+        k = lanes.size
+        if order.release:
+            mine, has = self._export(lanes), np.ones(k, bool)
+            mine_wide = np.full(k, order.wide)
+        else:
+            rows = self._fence_rows(lanes, order.wide)
+            has = rows != 0
+            mine = self.tvec[rows] if has.any() else None
+            mine_wide = self.twide[rows] | ~has
+        uoff, inv, count = np.unique(off, return_inverse=True, return_counts=True)
+        ng = uoff.size
+        words = uoff[:, None] + np.arange(size)
+        ids = self.rel_id[words]
+        old = np.where((ids == ids[:, :1]).all(axis=1), ids[:, 0], 0)
+        block = self.lane_block[lanes]
+        lo = np.full(ng, np.iinfo(np.int64).max)
+        hi = np.full(ng, -1, np.int64)
+        np.minimum.at(lo, inv, block)
+        np.maximum.at(hi, inv, block)
+        one_block = lo == hi
+        linked = one_block | order.wide            # the lanes' writes, one after another
+        old_ok = ((old != 0) & linked
+                  & ((one_block & (self.tblk[old] == lo)) | (self.twide[old] & order.wide)))
+        ours = np.bincount(inv, has, minlength=ng) > 0
+        # the chain's block (-1: several) and whether all of it is wide, these writes included
+        wide = np.full(ng, order.wide)
+        np.logical_and.at(wide, inv, mine_wide)
+        wide &= np.where(old_ok, self.twide[old], True)
+        blk = np.where(one_block & np.where(old_ok, self.tblk[old] == lo, True), lo, -1)
+        # the chain goes on through these writes, carrying only what it did
+        through = (old_ok & ~ours & (blk == self.tblk[old]) & (wide == self.twide[old]))
+        new_ids = np.zeros(ng, np.int32)
+        need = (ours | old_ok) & linked & ~through
+        if need.any():
+            rows = np.zeros((ng, self.C), np.int32)
+            if mine is not None:
+                np.maximum.at(rows, inv, mine)
+            rows[old_ok] = np.maximum(rows[old_ok], self.tvec[old[old_ok]])
+            sel = np.flatnonzero(need)
+            new_ids[sel] = self._alloc(rows[sel], blk[sel], wide[sel])
+        if cas:
+            self.pending = (words, new_ids, through, count, self.batch.shared[words].copy())
+        else:
+            write = ~through
+            self.rel_id[words[write]] = new_ids[write][:, None]
+
+    def _settle(self):
+        """A compare-and-swap's write, now that it happened or not: where its bytes changed
+        its row (one lane) or none (several: which one wrote is not followed)."""
+        if self.pending is None:
+            return
+        words, new_ids, through, count, before = self.pending
+        self.pending = None
+        changed = (self.batch.shared[words] != before).any(axis=1)
+        write = changed & ~(through & (count == 1))
+        self.rel_id[words[write]] = np.where(count == 1, new_ids, 0)[write][:, None]
+
+    def _alloc(self, rows, blk, wide):
+        """Table rows for these releases; their ids."""
+        k = len(rows)
+        if self.tnext + k > len(self.tvec):
+            self._compact(k)
+        ids = np.arange(self.tnext, self.tnext + k)
+        self.tvec[ids], self.tblk[ids], self.twide[ids] = rows, blk, wide
+        self.tnext += k
+        return ids.astype(np.int32)
+
+    def _compact(self, k: int):
+        """Keep the rows some byte or fence still names (renumbered), with room for k more."""
+        live = np.unique(np.concatenate([self.rel_id[self.rel_id > 0],
+                                         self.rc_id[self.rc_id > 0]]))
+        cap = len(self.tvec)
+        if 2 * (live.size + 1 + k) > cap:
+            cap = max(2 * cap, 2 * (live.size + 1 + k))
+        vec = np.zeros((cap, self.C), np.int32)
+        blk = np.full(cap, -2, np.int64)
+        wide = np.zeros(cap, bool)
+        m = live.size
+        vec[1:m + 1], blk[1:m + 1] = self.tvec[live], self.tblk[live]
+        wide[1:m + 1] = self.twide[live]
+        remap = np.zeros(self.tnext, np.int32)
+        remap[live] = np.arange(1, m + 1)
+        self.rel_id[:] = remap[self.rel_id]
+        self.rc_id[:] = remap[self.rc_id]
+        self.tvec, self.tblk, self.twide, self.tnext = vec, blk, wide, m + 1
+
+    def fence(self, lanes, acquire: bool, release: bool, wide: bool):
+        """membar/fence by these lanes: an acquire fence joins what their relaxed reads saw
+        published (by their own CTA, or at any scope beyond .cta by others where it is wide); a
+        release fence makes their next strong writes publish what they did before it."""
+        self._settle()
+        if acquire and self.ac_own is not None:
+            learnt = self.ac_own[lanes]
+            if wide and self.ac_far is not None:
+                learnt = np.maximum(learnt, self.ac_far[lanes])
+            self.vc[lanes] = np.maximum(self.vc[lanes], learnt)
+            self.dirty_w[lanes] = self.dirty_b[lanes] = True
+        if release:
+            self.rc_id[lanes] = self._alloc(self._export(lanes), self.lane_block[lanes], wide)
+            self.clk[lanes] += 1
+
+
 class _RacecheckBatch(_Batch):
     """A batch that checks its shared-memory accesses for races between barriers."""
 
     def __init__(self, launch: _Launch, first_block: int, nblocks: int):
         super().__init__(launch, first_block, nblocks)
-        self.races = _SharedRaces(self)
+        self.ordered, fences = _memory_order(launch.kernel)
+        self.races = _OrderedRaces(self, fences) if self.ordered else _SharedRaces(self)
 
     def locate(self, space: str, addr, lanes, size: int, what: str, ins):
         segs = super().locate(space, addr, lanes, size, what, ins)
@@ -5242,16 +5927,27 @@ class _RacecheckBatch(_Batch):
                 if buf is self.shared:
                     who = np.arange(self.n) if lanes is None else lanes
                     who = who if sel is None else who[sel]
-                    kind = "cas" if what == "atomic" and "cas" in ins.parts else what
+                    if self.ordered:
+                        kind, order = self.races.classify(what, ins)
+                    else:
+                        kind = "cas" if what == "atomic" and "cas" in ins.parts else what
+                        order = None
                     if space == "shared::cluster" and self.launch.cluster_size > 1:
                         own = off // self.launch.shared_pad == who // self.T
                         if not own.all():    # other CTAs' shared memory
-                            self.races.remote(kind, off[~own], who[~own], size, ins)
+                            self.races.remote(kind, off[~own], who[~own], size, ins, order)
                             off, who = off[own], who[own]
                             if not who.size:
                                 continue
-                    self.races.access(kind, off, who, size, ins)
+                    self.races.access(kind, off, who, size, ins, order)
         return segs
+
+    def fenced(self, mask, acquire: bool, release: bool, wide: bool):
+        """membar/fence: followed by the race check of a kernel with strong shared accesses."""
+        if self.ordered:
+            lanes = np.flatnonzero(self.active_array(mask))
+            if lanes.size:
+                self.races.fence(lanes, acquire, release, wide)
 
     def _barrier_released(self, blocks, cluster: bool = False):
         """A block barrier, or a completed cluster barrier phase, starts a new interval (the
@@ -5282,9 +5978,13 @@ def _batching(launch: _Launch, racecheck: bool | None):
             "", "0", "false", "no", "off")
     per_batch = max(1, BATCH_THREADS // launch.T)
     if racecheck:
-        per_byte = _SharedRaces.BYTES_PER_BYTE + (
-            _SharedRaces.CLUSTER_BYTES_PER_BYTE if launch.cluster_size > 1 else 0)
-        state = per_byte * max(1, launch.shared_pad)
+        ordered, fences = _memory_order(launch.kernel)
+        if ordered:
+            state = _OrderedRaces.block_bytes(launch, fences)
+        else:
+            per_byte = _SharedRaces.BYTES_PER_BYTE + (
+                _SharedRaces.CLUSTER_BYTES_PER_BYTE if launch.cluster_size > 1 else 0)
+            state = per_byte * max(1, launch.shared_pad)
         per_batch = max(1, min(per_batch, RACECHECK_BYTES // state))
     cluster = launch.cluster_size      # whole clusters (at least one) a batch
     per_batch = max(cluster, per_batch // cluster * cluster)

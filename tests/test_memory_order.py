@@ -566,11 +566,11 @@ def warps(x: Array[f32], out: Array[f32]):
 
 
 def test_a_warp_waits_for_another_through_shared_memory(device):
-    """(racecheck off: the simulator's race check takes only barriers as ordering shared
-    memory, so it reports the flag's ordered accesses, and the data read after them, as a
-    race.)"""
+    """Under the simulator's race check, which follows release and acquire through shared
+    memory: warp 0's stores, its syncwarp and thread 0's release come before each thread of
+    warp 1's acquire and its read (tests/test_simulator_order.py has the racy forms)."""
     x = rng.integers(-50, 50, 32).astype(np.float32)
-    (out,) = run(src(WARPS), "warps", [x, Out(32, np.float32)], 1, 64, racecheck=False)
+    (out,) = run(src(WARPS), "warps", [x, Out(32, np.float32)], 1, 64, racecheck=True)
     np.testing.assert_array_equal(out, 2 * x + 1)
     ptx = compile_source(src(WARPS), "warps").ptx
     assert "st.release.cta.shared.s32" in ptx and "ld.acquire.cta.shared.s32" in ptx
@@ -603,9 +603,11 @@ def neighbours(x: Array[f32], out: Array[f32]):
 
 
 def test_a_block_of_the_cluster_waits_for_another(device):
+    """Under the race check: block 0's stores, its barrier and thread 0's release at cluster
+    scope come before block 1's thread 0's acquire, its barrier and its threads' reads."""
     x = rng.integers(-50, 50, 32).astype(np.float32)
     (out,) = run(src(CLUSTER), "neighbours", [x, Out(32, np.float32)], 2, 32, archs=SM90,
-                 cluster=(2, 1, 1), racecheck=False)
+                 cluster=(2, 1, 1), racecheck=True)
     np.testing.assert_array_equal(out, 2 * x + 1)
     ptx = compile_source(src(CLUSTER), "neighbours", cluster=(2, 1, 1)).ptx
     assert "st.release.cluster.shared.s32" in ptx
