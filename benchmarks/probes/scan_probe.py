@@ -1,11 +1,17 @@
 """examples/scan_single_pass.py (a decoupled look-back prefix sum of i32) in a few block shapes,
+and without its look-back (wrong sums: the data path's own time),
 beside examples/prefix_scan.py's three-kernel scan, XLA's `jnp.cumsum` and XLA's copy of the
 vector (`x + 1`, the bandwidth ceiling of a pass that reads and writes every element once).
 Each result is first compared with `jnp.cumsum`'s. On a GPU only:
 
-    python benchmarks/probes/scan_probe.py [--sizes 20 24 26 28] [--only NAME ...]
+    python benchmarks/probes/scan_probe.py [--sizes 20 24 26 28] [--only NAME ...] [--source FILE]
+
+`--source benchmarks/probes/scan_striped.py` times the same scan with each thread's elements
+in four coalesced runs (not yet measured).
 """
 import argparse
+import importlib.util
+import re
 import sys
 import tempfile
 import time
@@ -15,18 +21,37 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from matmul_async_probe import variant  # noqa: E402
-
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 import prefix_scan  # noqa: E402
 
-# (name, {module constant: value}) of examples/scan_single_pass.py
-VARIANTS = [("example", {}), ("ITEMS 8", {"ITEMS": 8}), ("ITEMS 32", {"ITEMS": 32}),
-            ("BLOCK 128", {"BLOCK": 128}), ("BLOCK 512, ITEMS 8", {"BLOCK": 512, "ITEMS": 8}),
-            ("block index", {"IN_START_ORDER": 0}),
-            ("block index, BLOCK 128", {"IN_START_ORDER": 0, "BLOCK": 128})]
+EXAMPLE = EXAMPLES / "scan_single_pass.py"
+# Skips the look-back (each tile's earlier sum is 0: wrong results, not checked): what the
+# example's loads, scan and stores alone take
+NO_LOOKBACK = {"    if warp == 0:\n        earlier = 0": "    if warp < 0:\n        earlier = 0",
+               "    before += shared[WARPS + 1]\n": ""}
+# (name, {module constant: value}, {source text: replacement}) of examples/scan_single_pass.py
+VARIANTS = [("example", {}, {}), ("ITEMS 8", {"ITEMS": 8}, {}), ("ITEMS 32", {"ITEMS": 32}, {}),
+            ("BLOCK 128", {"BLOCK": 128}, {}), ("BLOCK 512", {"BLOCK": 512}, {}),
+            ("block index", {"IN_START_ORDER": 0}, {}),
+            ("no look-back (wrong sums)", {}, NO_LOOKBACK)]
+
+
+def variant(name: str, constants: dict, replacements: dict, folder: Path, source: Path = EXAMPLE):
+    """jax.jit of the `cumsum` of a copy of `source` with other constants and text."""
+    text = source.read_text()
+    for key, value in constants.items():
+        text, count = re.subn(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
+        assert count == 1, key
+    for old, new in replacements.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = folder / f"scan_variant_{abs(hash(name))}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return jax.jit(module.cumsum)
 
 
 def seconds(f, x, rounds: int = 5, reps: int = 20) -> float:
@@ -46,11 +71,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 24, 26, 28],
                         help="log2 of the vector lengths")
     parser.add_argument("--only", nargs="+", default=None, help="variant names")
+    parser.add_argument("--source", default=None, help="another version of the example, timed too")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp())
-    systems = [(name, variant(name, constants, folder, EXAMPLES / "scan_single_pass.py",
-                              "cumsum"))
-               for name, constants in VARIANTS if args.only is None or name in args.only]
+    systems = [(name, variant(name, constants, replacements, folder))
+               for name, constants, replacements in VARIANTS
+               if args.only is None or name in args.only]
+    if args.source:
+        systems += [(f"{args.source}", variant("other", {}, {}, folder, Path(args.source)))]
     systems += [("prefix_scan.py", jax.jit(prefix_scan.cumsum)),
                 ("XLA cumsum", jax.jit(jnp.cumsum)), ("XLA copy (x + 1)", jax.jit(lambda x: x + 1))]
     for log2 in args.sizes:
@@ -59,7 +87,7 @@ def main() -> None:
         want = np.asarray(jnp.cumsum(x))
         rates = []
         for name, f in systems:
-            if not name.startswith("XLA copy"):
+            if not name.startswith(("XLA copy", "no look-back")):
                 np.testing.assert_array_equal(np.asarray(f(x)), want, err_msg=name)
             s = seconds(f, x)
             rates.append(f"{name} {s * 1e6:.1f} us {8 * n / s / 1e12:.2f} TB/s")
