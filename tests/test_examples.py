@@ -125,6 +125,27 @@ def test_attention_refuses_shapes_it_does_not_cover(name, function):
         getattr(module, function)(good, good, jnp.zeros((1, 256, 1, 64), jnp.bfloat16))
 
 
+def test_scan_single_pass_with_tiles_by_block_index(tmp_path, monkeypatch):
+    """scan_single_pass.py with IN_START_ORDER = 0 (tiles numbered by block index, no counter),
+    the path its own run does not take, against jnp.cumsum around tile boundaries."""
+    import importlib.util
+    import jax.numpy as jnp
+    import numpy as np
+    monkeypatch.setenv("PTXPY_INTERPRET", "1")
+    source = (EXAMPLES_DIR / "scan_single_pass.py").read_text()
+    assert "\nIN_START_ORDER = 1 " in source
+    path = tmp_path / "scan_by_block_index.py"
+    path.write_text(source.replace("\nIN_START_ORDER = 1 ", "\nIN_START_ORDER = 0 "))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for n in (1, module.TILE, 3 * module.TILE + 5, 40 * module.TILE - 1):
+        x = jax.random.randint(jax.random.key(n), (n,), -1000, 1000, jnp.int32)
+        np.testing.assert_array_equal(np.asarray(module.cumsum(x)), np.asarray(jnp.cumsum(x)))
+    ptx = module.scan_kernel.ptx(x, jnp.zeros((4, module._tiles(x)), jnp.int32))
+    assert "atom.global.add" not in ptx and "ld.acquire.gpu.global.s32" in ptx
+
+
 def test_example_runs_as_a_script():
     # JAX_PLATFORMS=cpu: in the simulator anyway, and on a GPU machine this process already
     # holds most of the GPU's memory (JAX preallocates).
