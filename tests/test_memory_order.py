@@ -776,14 +776,14 @@ ERRORS = [
      "kernels.py:8:5: error: ptxpy.store_release needs a global or shared array (memory that "
      "other threads see); 'r' is a local array"),
     ('y = ptxpy.load_acquire(flag, 0, scope="cluster")', "sm_80",
-     "kernels.py:7:9: error: ptxpy.load_acquire with scope=\"cluster\" needs sm_90 or newer "
-     "(thread-block clusters); the target is sm_80"),
+     "kernels.py:7:9: error: ptxpy.load_acquire needs sm_90 or newer (scope=\"cluster\": "
+     "thread-block clusters); the target is sm_80"),
     ('ptxpy.store_relaxed(flag, 0, 1, scope="cluster")', "sm_80",
-     "kernels.py:7:5: error: ptxpy.store_relaxed with scope=\"cluster\" needs sm_90 or newer "
-     "(thread-block clusters); the target is sm_80"),
+     "kernels.py:7:5: error: ptxpy.store_relaxed needs sm_90 or newer (scope=\"cluster\": "
+     "thread-block clusters); the target is sm_80"),
     ('ptxpy.atomic_max(flag, 0, 1, sem="release", scope="cluster")', "sm_80",
-     "kernels.py:7:5: error: ptxpy.atomic_max with scope=\"cluster\" needs sm_90 or newer "
-     "(thread-block clusters); the target is sm_80"),
+     "kernels.py:7:5: error: ptxpy.atomic_max needs sm_90 or newer (scope=\"cluster\": "
+     "thread-block clusters); the target is sm_80"),
 ]
 
 

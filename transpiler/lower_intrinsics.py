@@ -371,9 +371,8 @@ def atomic(b, e, op: str):
 
 def _check_scope(b, e, scope: str) -> None:
     """The cluster's scope is sm_90's (thread-block clusters)."""
-    if scope == "cluster" and sm_number(b.func.arch) < 90:
-        raise CompileError(f"ptxpy.{e.name} with scope=\"cluster\" needs sm_90 or newer "
-                           f"(thread-block clusters); the target is {b.func.arch}", e.loc)
+    if scope == "cluster":
+        _needs_sm90(b, e, 'scope="cluster": thread-block clusters')
 
 
 def _fenced(b, sem: str, scope: str, sequence):
