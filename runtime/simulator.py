@@ -2958,6 +2958,9 @@ def _c_mbarrier(k, ins, m: _Mods) -> _Op:
             keys = ctx.mbarriers.offsets(bar(ctx), lanes, ins)
             wanted = _per_lane(parity(ctx), lanes, np.int64)
             flags = ctx.mbarriers.completed(ins, lanes, keys, wanted)
+            races = getattr(ctx, "races", None)
+            if isinstance(races, _OrderedRaces) and flags.any():
+                races.mbarrier_waited(keys[flags], lanes[flags])
             done(ctx, _spread(flags, None if mask is None else lanes, ctx.n), mask)
     return _Op(PLAIN, run)
 
@@ -3513,9 +3516,8 @@ class _Mbarriers:
     bulk copies global -> shared that signal it, [(instruction, thread, destination offset,
     bytes)], which land (their bytes are written) when its current phase completes: when no
     arrival is pending and the transaction count is 0 (docs/simulator.md, "mbarrier and bulk
-    copies"). Under the race check, `arrived` holds per barrier which threads of its block
-    arrived in the current phase: a phase that all of them (but those exited) arrived on
-    orders their accesses before the waiters' as a barrier does. A copy's destination is
+    copies"). Under the race check, arrivals are releases and waits acquires
+    (_OrderedRaces.mbarrier_arrived). A copy's destination is
     `offsets` (k,) of runs of w bytes, its bytes (k, w): one run for cp.async.bulk, the 16-byte
     chunks of the (swizzled) box for cp.async.bulk.tensor."""
 
@@ -3523,7 +3525,6 @@ class _Mbarriers:
         self.batch = batch
         self.state: dict[int, list[int]] = {}
         self.copies: dict[int, list] = {}
-        self.arrived: dict[int, np.ndarray] = {}
         self.remote_arrived: set[int] = set()    # (race check) arrived on by other CTAs
         self.wgmma_arrived: dict[int, np.ndarray] = {}
 
@@ -3638,7 +3639,7 @@ class _Mbarriers:
             state[2] = state[1]
             for copy in self.copies.pop(key, ()):
                 self._land(*copy)
-            self._order_arrivals(key)
+            self._order_phase(key)
             self._order_clusters(key)
             self._release_products(key)
 
@@ -3665,34 +3666,22 @@ class _Mbarriers:
             self.batch.wgmma_reads.release_warpgroups(np.array(whole, np.int64))
 
     def _note_arrivals(self, key: int, lanes):
-        """Under the race check, which threads of the barrier's block arrived in its current
-        phase (arrivals from other CTAs of the cluster order nothing within the block; they
-        mark the barrier for _order_clusters)."""
-        if getattr(self.batch, "races", None) is not None:
-            T = self.batch.T
-            mine = lanes // T == key // self.batch.launch.shared_pad
-            own = lanes[mine]
-            if own.size:
-                arrived = self.arrived.setdefault(key, np.zeros(T, bool))
-                arrived[own % T] = True
-            if own.size < lanes.size:
+        """Under the race check (which follows the memory order in every kernel with an
+        mbarrier.arrive: _memory_order), each arrival is a release into the barrier's current
+        phase (_OrderedRaces.mbarrier_arrived); arrivals from other CTAs of the cluster also
+        mark the barrier for _order_clusters."""
+        races = getattr(self.batch, "races", None)
+        if races is not None:
+            races.mbarrier_arrived(key, lanes)
+            if (lanes // self.batch.T != key // self.batch.launch.shared_pad).any():
                 self.remote_arrived.add(key)
 
-    def _order_arrivals(self, key: int):
-        """Under the race check, a completed phase that every live thread of the block arrived
-        on: each thread's accesses before its arrive come before any waiter's after its wait,
-        as with a barrier, so the block's recorded accesses are forgotten (what a thread does
-        between its arrive and the completion is not checked; a phase of fewer threads orders
-        nothing)."""
-        arrived = self.arrived.pop(key, None)
-        if arrived is None:
-            return
-        batch = self.batch
-        block = key // batch.launch.shared_pad
-        if (arrived | ~batch.live[block * batch.T:(block + 1) * batch.T]).all():
-            blocks = np.zeros(batch.B, bool)
-            blocks[block] = True
-            batch.races.release(blocks)
+    def _order_phase(self, key: int):
+        """Under the race check, the barrier's phase completed: a wait that sees it acquires
+        what its arrivals published (_OrderedRaces.mbarrier_completed)."""
+        races = getattr(self.batch, "races", None)
+        if races is not None:
+            races.mbarrier_completed(key)
 
     def _order_clusters(self, key: int):
         """Under the race check, a completed phase that a thread of another CTA arrived on
@@ -5288,7 +5277,8 @@ def _fence_order(ins: Instr):
 def _memory_order(kernel: "_Kernel") -> tuple[bool, bool]:
     """(ordered, fences) of a kernel, for the race check: `ordered` where it has a strong `ld`
     or `st` (.relaxed, .acquire, .release, .volatile) or an `atom`/`red` with an order or a
-    scope on shared memory (or a generic address), or a fence and an atomic there: its batches
+    scope on shared memory (or a generic address), an `mbarrier.arrive` (a release; its
+    waits acquire), or a fence and an atomic there: its batches
     check with _OrderedRaces, the others with _SharedRaces as before. `fences`: ordered, with
     fences (which the check then follows). Cached per kernel."""
     cached = getattr(kernel, "_memory_order", None)
@@ -5307,6 +5297,8 @@ def _memory_order(kernel: "_Kernel") -> tuple[bool, bool]:
                 strong |= bool(rest & _ATOM_ORDER)
             elif parts[0] in ("membar", "fence"):
                 fences |= _fence_order(ins) is not None
+            elif parts[0] == "mbarrier" and parts[1] == "arrive":
+                strong = True      # arrivals release, waits acquire (_OrderedRaces)
         ordered = strong or (fences and atomics)
         cached = kernel._memory_order = (ordered, ordered and fences)
     return cached
@@ -5401,6 +5393,8 @@ class _OrderedRaces(_SharedRaces):
         self.twide = np.zeros(rows, bool)            # all of them of a scope beyond .cta
         self.tnext = 1
         self.pending = None       # a compare-and-swap's release row, until its result shows
+        self.arriving = {}        # per mbarrier: what its current phase's arrivals published
+        self.phase_done = {}      # and what those of its last completed phase did
         self.orders = {}
         self.seen = {kind: _Records(size) for kind in self.KINDS}
         self.recorded = set()
@@ -5440,8 +5434,7 @@ class _OrderedRaces(_SharedRaces):
 
     # barriers
     def release(self, blocks):
-        """A barrier (or an mbarrier phase every thread of the block arrived on) released these
-        blocks: a new interval; each thread's clock moves on past its `bar_floor`, and every
+        """A barrier released these blocks: a new interval; each thread's clock moves on past its `bar_floor`, and every
         thread of the block gets what any of them had learnt."""
         self._clear_blocks(self.seen, blocks)
         lanes = np.flatnonzero(np.repeat(blocks, self.T))
@@ -5453,6 +5446,30 @@ class _OrderedRaces(_SharedRaces):
             learnt = self.vc[dirty[self.lane_block[dirty] == b]].max(axis=0)
             np.maximum(self.vc[rows], learnt, out=self.vc[rows])
         self.dirty_b[lanes] = self.dirty_w[lanes] = False
+
+    # mbarriers: an arrive is a release into its phase, a wait that sees the phase complete
+    # an acquire of what every arrival of the phase published
+    def mbarrier_arrived(self, key: int, lanes):
+        """Arrivals of these lanes on the barrier at `key`, in its current phase."""
+        self._settle()
+        row = self._export(lanes).max(axis=0)
+        phase = self.arriving.get(key)
+        self.arriving[key] = row if phase is None else np.maximum(phase, row)
+        self.clk[lanes] += 1
+
+    def mbarrier_completed(self, key: int):
+        """The barrier's current phase completed: what its arrivals published is what a wait
+        for it acquires (until the next phase completes: a wait by parity sees only the last)."""
+        self.phase_done[key] = self.arriving.pop(key, None)
+
+    def mbarrier_waited(self, keys, lanes):
+        """These lanes' waits saw the last completed phase of their barriers (`keys`)."""
+        for key in np.unique(keys).tolist():
+            row = self.phase_done.get(key)
+            if row is not None:
+                mine = lanes[keys == key]
+                self.vc[mine] = np.maximum(self.vc[mine], row)
+                self.dirty_w[mine] = self.dirty_b[mine] = True
 
     def release_cluster(self, blocks):
         if self.across is not None:

@@ -835,3 +835,113 @@ def test_random_accesses_of_a_cluster_find_what_the_model_finds(seed):
             stats["passed"] += 1
     assert stats["checked"] > 60 and stats["passed"] > 2, stats
     assert stats["summarised"] <= stats["checked"] // 20, stats
+
+
+# --- mbarriers: an arrive releases, a wait that sees its phase complete acquires ---------------
+
+# Warp 0 produces 32 values a step into a ring of two stages, warp 1 adds them up; the stages go
+# back and forth through mbarriers only ("full": the producer's arrivals, "empty": the
+# consumer's), no bar.sync between the steps. {CONSUME} and {REFILL} are a step's two sides.
+RING = """
+import ptxpy
+from ptxpy import Array, f32, u64
+
+@ptxpy.jit
+def ring(x: Array[f32], out: Array[f32]):
+    buf = ptxpy.shared_array((2, 32), f32)
+    full = ptxpy.shared_array((2,), u64)
+    empty = ptxpy.shared_array((2,), u64)
+    t = ptxpy.thread_idx.x
+    lane = t % 32
+    if t == 0:
+        for s in ptxpy.static_range(2):
+            ptxpy.mbarrier_init(full[s], 32)
+            ptxpy.mbarrier_init(empty[s], EMPTY_ARRIVALS)
+    ptxpy.syncthreads()
+    steps = x.shape[0] // 32
+    acc = 0.0
+    for step in range(steps):
+        s = step % 2
+        if t < 32:
+            if step >= 2:
+                {REFILL}
+            buf[s, lane] = x[step * 32 + lane]
+            ptxpy.mbarrier_arrive(full[s])
+        else:
+            ptxpy.mbarrier_wait(full[s], (step // 2) % 2)
+            {CONSUME}
+    if t >= 32:
+        out[lane] = acc
+"""
+WAIT_EMPTY = "ptxpy.mbarrier_wait(empty[s], (step // 2 - 1) % 2)"
+READ_THEN_ARRIVE = """acc += buf[s, lane]
+            ptxpy.mbarrier_arrive(empty[s])"""
+
+
+def ring_source(consume=READ_THEN_ARRIVE, refill=WAIT_EMPTY, empty_arrivals=32):
+    return (RING.replace("{CONSUME}", consume).replace("{REFILL}", refill)
+            .replace("EMPTY_ARRIVALS", str(empty_arrivals)))
+
+
+def run_ring(source):
+    x = np.arange(32 * 6, dtype=np.float32)
+    (out,) = run(source, "ring", [x, Out(32, np.float32)], grid=1, block=64, racecheck=True,
+                 archs=("sm_90",))
+    np.testing.assert_array_equal(out, x.reshape(6, 32).sum(axis=0))
+
+
+def test_a_ring_handed_back_and_forth_through_mbarriers_does_not_race():
+    run_ring(ring_source())
+
+
+def test_a_stage_handed_back_before_it_is_read_races_with_its_refill():
+    early = """ptxpy.mbarrier_arrive(empty[s])
+            acc += buf[s, lane]"""
+    with pytest.raises(SimulatorError, match=r"shared memory race: thread \(\d+,0,0\) (writes|reads) "
+                                             r"4 bytes .* since the last barrier"):
+        run_ring(ring_source(consume=early))
+
+
+def test_one_lane_arrives_for_its_warp_after_a_syncwarp():
+    """The consumer's lanes read, make a syncwarp, and lane 0 alone arrives (a count of 1): the
+    other lanes' reads come before its arrive, so before the refill."""
+    one = """acc += buf[s, lane]
+            ptxpy.syncwarp()
+            if lane == 0:
+                ptxpy.mbarrier_arrive(empty[s])"""
+    run_ring(ring_source(consume=one, empty_arrivals=1))
+
+
+def test_one_lane_arriving_for_its_warp_without_a_syncwarp_races():
+    one = """acc += buf[s, lane]
+            if lane == 0:
+                ptxpy.mbarrier_arrive(empty[s])"""
+    with pytest.raises(SimulatorError, match=r"writes 4 bytes at shared offset 0x\w+ that thread "
+                                             r"\((3[3-9]|[4-5]\d|6[0-3]),0,0\) read"):
+        run_ring(ring_source(consume=one, empty_arrivals=1))
+
+
+def test_one_lane_waits_for_its_warp_and_a_syncwarp_passes_the_phase_on():
+    """Only the producer's lane 0 waits for the empty phase; a syncwarp hands what it acquired
+    to the other lanes before they refill."""
+    waits = """if lane == 0:
+                    ptxpy.mbarrier_wait(empty[s], (step // 2 - 1) % 2)
+                ptxpy.syncwarp()"""
+    run_ring(ring_source(refill=waits))
+
+
+def test_lanes_that_did_not_wait_race_with_the_reads_they_overwrite():
+    waits = """if lane == 0:
+                    ptxpy.mbarrier_wait(empty[s], (step // 2 - 1) % 2)"""
+    with pytest.raises(SimulatorError, match=r"thread \(([1-9]|[12]\d|3[01]),0,0\) writes 4 bytes "
+                                             r"at shared offset 0x\w+ that thread \(\d+,0,0\) "
+                                             r"read"):
+        run_ring(ring_source(refill=waits))
+
+
+def test_mbarrier_arrivals_put_a_kernel_on_the_memory_ordered_check():
+    from kernel_harness import compile_source
+
+    kernel = compile_source(ring_source(), "ring", None, arch="sm_90")
+    module = Module(kernel.ptx)
+    assert _memory_order(module.kernels["ring"]) == (True, False)
