@@ -73,6 +73,18 @@ def shared(x: Array[f32], out: Array[f32], h: f16):
     w = ptxpy.shfl_down_sync(x[t], 1) + ptxpy.warp_sum(x[t])
     out[t] = f32(i64(w) >> 1) / 3 + float(int(w)) + EPS
 """,
+    """
+@ptxpy.jit
+def views(x: Array[u8, 2], s: Array[i32, 2], out: Array[u32]):
+    w = x.view(u32)
+    p = s.view(u64)
+    t = ptxpy.thread_idx.x
+    sh = ptxpy.shared_array(16, u16)
+    sw = sh.view(u64)
+    if t < w.shape[1]:
+        out[t] = w[0, t] + u32(p[t, 0] >> 32) + u32(sw[t % 4])
+        ptxpy.store_release(p, (t, 0), u64(t))
+""",
 ]
 
 UNSUPPORTED = [
@@ -196,6 +208,10 @@ UNSUPPORTED = [
     "ptxpy.atomic_cas(out, n, 1.0, 2.0, sem=\"acquire\", scope=\"cluster\")",
     "y = ptxpy.atomic_max(out, n, x[0], \"acq_rel\")", "ptxpy.atomic_or(out, n, 1, order=\"release\")",
     "while ptxpy.load_acquire(x, 0) == 0.0:\n    pass", "ptxpy.load_relaxed(out, n, scope=b'cta')",
+    "w = x.view(u8)", "w = x.view(u64)\nv = w.view(u64)", "out[0] = x.view(i32)[0]",
+    "w = x.view(n)", "w = x.view(u64, u32)", "w = n.view(u64)", "x.view(u64)",
+    "a = ptxpy.local_array(4, i32)\nw = a.view(i64)", "w = x.view(dtype=bool)",
+    "w = out.view(f64)\nw = out.view(i64)", "w = x.view(u64)\nw[0] = 1.5",
 ]
 
 TOKENS = [

@@ -117,6 +117,9 @@ class CallChecker:
             if isinstance(func, (cst.Name, cst.Attribute)) and not self.is_local(_base_name(func)):
                 raise self.name_error(func, None)
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                if func.value.value in self.arrays and func.attr.value == "view":
+                    raise self.error(f"'{code_of(node)}' must be assigned to a variable: "
+                                     f"w = {code_of(node)}", node)
                 if func.value.value in self.arrays:
                     raise self.error(f"'{code_of(func)}': arrays have no methods in kernels (their "
                                      "attributes are shape, size and ndim)", node)

@@ -113,6 +113,28 @@ class _ClusterView(_Array):
         pass        # (_Array.__init__ sets None: the base is the variable's)
 
 
+class _ElemView(_Array):
+    """`view = array.view(T)`: `array`'s memory (global or shared) as elements of `T`, `ratio`
+    times as wide. Its last extent is computed where it is used, from the array's (which every
+    use sees), so a view made inside a branch or a loop needs no variable."""
+
+    def __init__(self, builder, name: str, elem, source: _Array, ratio: int):
+        super().__init__(name, elem, source.shape, source.space, source.base, nc=source.nc,
+                         decl=source.decl, large=source.large)
+        self.builder, self.source, self.shift = builder, source, ratio.bit_length() - 1
+
+    @property
+    def shape(self):
+        extents = list(self.source.shape)
+        if self.shift:
+            extents[-1] = self.builder.op("shr", extents[-1], ir.Const(i32, self.shift))
+        return extents
+
+    @shape.setter
+    def shape(self, value) -> None:
+        pass        # (_Array.__init__ sets the array's: the view's are computed)
+
+
 class _Expansion:
     def __init__(self, builder, site):
         self.builder, self.site = builder, site
@@ -670,6 +692,24 @@ class _Builder:
         self.write(key, self.emit("mapa", ir.ADDR_TYPE, [source.base, rank]))
         if s.view not in self.scope.arrays:
             self.scope.arrays[s.view] = _ClusterView(self, key, s.view, source)
+
+    def s_ViewArray(self, s) -> None:
+        source = self.array(s.array)
+        if source.space not in ("global", "shared"):
+            where = {"shared::cluster": "a view of another block's shared memory"}.get(
+                source.space, "a local array")
+            raise CompileError(f"{s.array}.view({s.elem}): views are of array parameters and "
+                               f"shared arrays; '{s.array}' is {where}", s.loc)
+        ratio = s.elem.nbytes // source.elem.nbytes
+        if self.debug and ratio > 1:
+            last = source.shape[-1]
+            ok = self.emit("cmp", bool_, [self.op("and", last, ir.Const(i32, ratio - 1)),
+                                          ir.Const(i32, 0)], {"pred": "eq"})
+            self.check(ok, f"{self.where()}: {s.array}.view({s.elem}): the last extent of "
+                           f"'{s.array}' (%d elements of {source.elem.nbytes} bytes) is not a "
+                           f"whole number of {s.elem.nbytes}-byte elements\n", [(last, i32)])
+        if s.view not in self.scope.arrays:
+            self.scope.arrays[s.view] = _ElemView(self, s.view, s.elem, source, ratio)
 
     def s_Store(self, s) -> None:
         value = self.ev(s.value)

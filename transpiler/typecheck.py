@@ -75,7 +75,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.statements_unrolled = 0    # statements typed again for unrolled iterations
         self.unroll_site = None         # the outermost static_range being typed
         self.array_nodes: dict = {}     # array name -> the shared_array/local_array call declaring it
-        self.views: dict = {}           # array name -> the shared array it maps (map_shared_rank)
+        self.views: dict = {}           # array name -> the array it maps (map_shared_rank, .view)
         self.temporaries = 0            # hidden locals made so far ($t0, $t1, ...)
         self.assign_counts: dict = {}   # local name -> how many places assign it
         self.launch_values: dict = {}   # local assigned once, unannotated -> its value's node
@@ -228,6 +228,10 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
                 return self.declare_array(target.value, value)
             if value.__class__ is cst.Call and self.qualname(value.func) == "ptxpy.map_shared_rank":
                 return self.map_shared(target.value, value)
+            if (value.__class__ is cst.Call and value.func.__class__ is cst.Attribute
+                    and value.func.attr.value == "view" and value.func.value.__class__ is cst.Name
+                    and value.func.value.value in self.arrays):
+                return self.view_array(target.value, value)
             assigned = self.assign_name(target, self.expr(value), value)
             if self.assign_counts.get(target.value) == 1 and target.value not in self.annotations:
                 self.launch_values[target.value] = value   # may size a shared array (shape_formula)
@@ -519,11 +523,13 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         return typed.Store(self.loc(node), array, indices, convert(value, self.arrays[array].elem))
 
     def mark_written(self, array: str) -> None:
+        array = self.views.get(array, array)
         if array in self.array_params:
             self.written.add(array)
 
     def mark_ordered(self, array: str) -> None:
         """`array` is read by a memory-ordered load: not through the read-only path (`nc`)."""
+        array = self.views.get(array, array)
         if array in self.array_params:
             self.ordered.add(array)
 
@@ -667,13 +673,50 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             if self.views[name] != source:
                 raise self.error(f"'{name}' maps '{self.views[name]}'; it cannot map another "
                                  f"array ('{source}')", call)
-        elif name in self.arrays:
-            raise self.error(f"array '{name}' is already declared", call)
-        elif name in self.vars or name in self.annotations or name in self.consts:
-            raise self.error(f"'{name}' is a scalar variable; it cannot also name an array", call)
+        else:
+            self.check_new_array_name(name, call)
         self.arrays[name] = self.arrays[source]
         self.views[name] = source
         return [typed.MapShared(self.loc(call), name, source, rank)]
+
+    def view_array(self, name: str, call: cst.Call) -> list:
+        """`w = a.view(T)`: `w` names the memory of array `a` (a parameter or a shared array) as
+        elements of scalar type `T`, as wide as `a`'s or wider (NumPy's `ndarray.view`, CUDA's
+        `reinterpret_cast`); the SSA builder checks where `a` lives."""
+        source = call.func.value.value
+        label = f"{source}.view"
+        (dtype_node,) = self.args(call, label, 1, keywords=("dtype",))
+        elem = scalar_named(self.qualname(dtype_node))
+        kind = self.arrays[source]
+        if elem is None or elem.name == "bool":
+            raise self.error(f"{label} takes a ptxpy scalar type other than bool, such as u64, got "
+                             f"'{code_of(dtype_node)}'", dtype_node)
+        if source in self.views:
+            raise self.error(f"'{source}' is itself a view of '{self.views[source]}'; take the "
+                             f"view of '{self.views[source]}'", call)
+        if kind.elem.name == "bool":
+            raise self.error(f"'{source}' holds bool; views of bool arrays are not supported", call)
+        if elem.nbytes < kind.elem.nbytes:
+            raise self.error(f"{label}({elem}): a view's elements must be at least as wide as the "
+                             f"array's ({kind.elem}, {kind.elem.nbytes} bytes); pass the array "
+                             f"in narrower elements instead "
+                             f"(jax.lax.bitcast_convert_type on the caller's side)", dtype_node)
+        if name in self.views:
+            if (self.views[name], self.arrays[name].elem) != (source, elem):
+                raise self.error(f"'{name}' already names a view of '{self.views[name]}' as "
+                                 f"{self.arrays[name].elem}; use another name", call)
+        else:
+            self.check_new_array_name(name, call)
+        self.arrays[name] = ArrayType(elem, kind.rank)
+        self.views[name] = source
+        return [typed.ViewArray(self.loc(call), name, source, elem)]
+
+    def check_new_array_name(self, name: str, node) -> None:
+        """`name` may name a new view: no array or scalar has it."""
+        if name in self.arrays:
+            raise self.error(f"array '{name}' is already declared", node)
+        if name in self.vars or name in self.annotations or name in self.consts:
+            raise self.error(f"'{name}' is a scalar variable; it cannot also name an array", node)
 
     def redeclared_same(self, name: str, elem, shape: tuple, space: str) -> bool:
         decl = next(d for d in self.decls if d.name == name)

@@ -222,6 +222,16 @@ class MapShared(Stmt):
 
 
 @dataclass(eq=False)
+class ViewArray(Stmt):
+    """`view = array.view(T)`: from here on `view` names the memory of `array` (global or shared)
+    as elements of scalar type `elem`, at least as wide as the array's; its last extent is the
+    array's divided by the ratio of the two widths (the other extents are the array's)."""
+    view: str
+    array: str
+    elem: Scalar
+
+
+@dataclass(eq=False)
 class ExprStmt(Stmt):
     value: Expr              # evaluated for its effects (intrinsics, calls)
 
@@ -444,6 +454,8 @@ def _format_stmt(s: Stmt, ind: str) -> list:
         return [f"{head}{format_expr(s.value)}"]
     if isinstance(s, MapShared):
         return [f"{head}{s.view} = map_shared_rank({s.array}, {format_expr(s.rank)})"]
+    if isinstance(s, ViewArray):
+        return [f"{head}{s.view} = {s.array}.view({s.elem})"]
     if isinstance(s, If):
         out = [f"{head}if {format_expr(s.cond)}:"] + format_body(s.body, ind + "    ")
         if s.orelse:
