@@ -56,7 +56,7 @@ KERNEL_ONLY = (
     "rsqrt fma fast_exp fast_log fast_sin fast_cos bitcast "
     "atomic_add atomic_sub atomic_min atomic_max atomic_and atomic_or atomic_xor atomic_exch "
     "atomic_cas shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync ballot_sync any_sync "
-    "all_sync warp_sum warp_max warp_min warp_and warp_or warp_xor syncwarp threadfence threadfence_block threadfence_system "
+    "all_sync warp_sum warp_cumsum warp_max warp_min warp_and warp_or warp_xor syncwarp threadfence threadfence_block threadfence_system "
     "popc clz brev ffs mulhi maximum minimum activemask mma_sync cp_async cp_async_commit cp_async_wait ldmatrix "
     "wgmma wgmma_desc wgmma_fence wgmma_commit wgmma_wait fence_proxy_async to_fp8 from_fp8 "
     "mbarrier_init mbarrier_arrive mbarrier_arrive_expect_tx mbarrier_wait cp_async_bulk "

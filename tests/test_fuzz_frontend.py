@@ -82,7 +82,7 @@ def views(x: Array[u8, 2], s: Array[i32, 2], out: Array[u32]):
     sh = ptxpy.shared_array(16, u16)
     sw = sh.view(u64)
     if t < w.shape[1]:
-        out[t] = w[0, t] + u32(p[t, 0] >> 32) + u32(sw[t % 4])
+        out[t] = w[0, t] + u32(p[t, 0] >> 32) + u32(sw[t % 4]) + ptxpy.warp_cumsum(w[1, t])
         ptxpy.store_release(p, (t, 0), u64(t))
 """,
 ]
@@ -212,6 +212,8 @@ UNSUPPORTED = [
     "w = x.view(n)", "w = x.view(u64, u32)", "w = n.view(u64)", "x.view(u64)",
     "a = ptxpy.local_array(4, i32)\nw = a.view(i64)", "w = x.view(dtype=bool)",
     "w = out.view(f64)\nw = out.view(i64)", "w = x.view(u64)\nw[0] = 1.5",
+    "y = ptxpy.warp_cumsum(x[0] > 1.0)", "y = ptxpy.warp_cumsum(0xffffffff, n)",
+    "y = ptxpy.warp_cumsum()", "y = ptxpy.warp_cumsum(n, width=8)",
 ]
 
 TOKENS = [

@@ -268,6 +268,54 @@ def test_a_known_block_compiles_only_the_warp_reduction_it_needs():
         np.testing.assert_array_equal(out[0], expected)
 
 
+WARP_CUMSUM = """
+@ptxpy.jit
+def cumsums(x: Array[i32, 2], f: Array[f32, 2], w: Array[i64, 2], h: Array[f16, 2],
+            xs: Array[i32, 2], fs: Array[f32, 2], ws: Array[i64, 2], hs: Array[f16, 2]):
+    tx = ptxpy.thread_idx.x
+    ty = ptxpy.thread_idx.y
+    xs[ty, tx] = ptxpy.warp_cumsum(x[ty, tx])
+    fs[ty, tx] = ptxpy.warp_cumsum(f[ty, tx])
+    ws[ty, tx] = ptxpy.warp_cumsum(w[ty, tx])
+    hs[ty, tx] = ptxpy.warp_cumsum(h[ty, tx])
+"""
+
+
+def _warp_cumsum_reference(a, warps):
+    """Each warp's inclusive prefix sums, over the block's threads in linear order."""
+    flat = a.reshape(-1)
+    return np.concatenate([np.cumsum(flat[k:k + 32], dtype=a.dtype)
+                           for k in range(0, flat.size, 32)]).reshape(a.shape)
+
+
+@pytest.mark.parametrize("block", [(64, 1), (48, 1), (10, 7)])
+def test_warp_cumsum_is_each_warp_s_inclusive_prefix_sum(block):
+    """`ptxpy.warp_cumsum` in whole warps, in a last warp of 16 lanes, and over a 2-D block
+    whose warps cross its rows; i32 wraps, f32 sums of eighths are exact in any order."""
+    shape = block[::-1]
+    x = rng.integers(-2**31, 2**31, shape).astype(np.int32)
+    f = (rng.integers(-1000, 1000, shape) / 8.0).astype(np.float32)
+    w = rng.integers(-2**40, 2**40, shape).astype(np.int64)
+    h = rng.integers(-8, 8, shape).astype(np.float16)
+    outs = run(src(WARP_CUMSUM), "cumsums", [x, f, w, h, Out(shape, np.int32),
+                                             Out(shape, np.float32), Out(shape, np.int64),
+                                             Out(shape, np.float16)], grid=1, block=block)
+    for got, a in zip(outs, (x, f, w, h)):
+        np.testing.assert_array_equal(got, _warp_cumsum_reference(a, 32), err_msg=str(a.dtype))
+
+
+def test_warp_cumsum_names_the_lanes_present_unless_the_blocks_are_whole_warps():
+    from ptxpy.transpiler import driver
+
+    program = driver.parse(src(WARP_CUMSUM), "kernels.py")
+    for whole, mask in ((True, r"0x0, 0xffffffff;"), (False, r"0x0, %r\d+;"), (None, r"0x0, %r\d+;")):
+        options = driver.Options("sm_90", whole_warps=whole)
+        ptx = driver.compile_kernel(program, "cumsums", None, frozenset(), options).kernel.ptx
+        ups = re.findall(r"shfl\.sync\.up\.b32 [^;]*;", ptx)
+        assert len(ups) == 5 * (1 + 1 + 2 + 1), whole     # i32, f32, two halves of i64, f16
+        assert all(re.search(mask, up) for up in ups), (whole, ups[:2])
+
+
 BLOCK_VOTES = """
 @ptxpy.jit
 def block_votes(x: Array[i32, 2], c: Array[i32, 2], a: Array[i32, 2], o: Array[i32, 2],
@@ -552,7 +600,10 @@ def test_shuffle_width_in_the_ptx_and_its_errors():
                           ("ptxpy.shfl_sync(v, 1, width=i)", "the width of ptxpy.shfl_sync must be a compile-time constant"),
                           ("ptxpy.shfl_down_sync(0xffffffff, v, 1, 16)",
                            "takes no member mask (the whole warp takes part): write ptxpy.shfl_down_sync(v, 1, width=16)"),
-                          ("ptxpy.warp_sum(v, width=16)", "got an unexpected keyword argument 'width'")):
+                          ("ptxpy.warp_sum(v, width=16)", "got an unexpected keyword argument 'width'"),
+                          ("ptxpy.warp_cumsum(v > 0.0)", "ptxpy.warp_cumsum needs a number, got bool"),
+                          ("ptxpy.warp_cumsum(0xffffffff, v)",
+                           "takes no member mask (the whole warp takes part): write ptxpy.warp_cumsum(v)")):
         bad = src(f"@ptxpy.jit\ndef k(x: Array[f32]):\n    i = ptxpy.thread_idx.x\n    v = x[i]\n    x[i] = {call}\n")
         with pytest.raises(CompileError, match=re.escape(message)):
             compile_source(bad, "k")

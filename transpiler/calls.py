@@ -34,7 +34,9 @@ VOTES = {"ballot_sync": u32, "any_sync": bool_, "all_sync": bool_}
 BLOCK_VOTES = {"syncthreads_count": i32, "syncthreads_and": bool_, "syncthreads_or": bool_}
 #: the lanes of the warp holding the same value (PTX match.sync): a u32 mask
 MATCHES = frozenset(["match_any_sync", "match_all_sync"])
-WARP_REDUCTIONS = frozenset(["warp_sum", "warp_max", "warp_min", "warp_and", "warp_or", "warp_xor"])
+#: a value of each lane of the warp, combined: the reductions, and the inclusive prefix sum
+WARP_REDUCTIONS = frozenset(["warp_sum", "warp_max", "warp_min", "warp_and", "warp_or", "warp_xor",
+                             "warp_cumsum"])
 #: the warp reductions of an integer's bits
 WARP_BITWISE = frozenset(["warp_and", "warp_or", "warp_xor"])
 AXIS_INTRINSICS = frozenset(["program_id", "num_programs", "global_id"])

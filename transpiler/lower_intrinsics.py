@@ -1151,6 +1151,22 @@ def _warp_reduce(op: str):
     return lower
 
 
+def _warp_cumsum(b, e):
+    """`ptxpy.warp_cumsum(v)`: lane k gets v summed over lanes 0 to k of its warp (inclusive;
+    CUB's WarpScan::InclusiveSum), by five `shfl.sync.up` of 1, 2, 4, 8 and 16 lanes, each added
+    where the source lane is in the warp. An up shuffle reads a lower lane, which exists
+    whenever the reading one does, so a warp of fewer lanes needs only their member mask."""
+    (value,) = _args(b, e)
+    value = b.coerce(value, e.type)
+    members = None if b.func.options.get("whole_warps") else _present_lanes(b)[1]
+    lane = sreg(b, "laneid")
+    for distance in (1, 2, 4, 8, 16):
+        below = shuffle(b, "up", value, ir.Const(i32, distance), members)
+        inside = b.emit("cmp", bool_, [lane, ir.Const(i32, distance)], {"pred": "ge"})
+        value = b.emit("select", value.type, [inside, b.op("add", value, below), value])
+    return value
+
+
 def _redux(b, op: str, value, whole_warps):
     """A 32-bit integer's warp reduction in one `redux.sync` (sm_80), over the lanes present:
     integer sums (wrapping), minima, maxima and bitwise reductions come out the same in any
@@ -1247,6 +1263,7 @@ HANDLERS = {
     "any_sync": _vote("any"),
     "all_sync": _vote("all"),
     "warp_sum": _warp_reduce("add"),
+    "warp_cumsum": _warp_cumsum,
     "warp_max": _warp_reduce("max"),
     "warp_min": _warp_reduce("min"),
     "warp_and": _warp_reduce("and"),
