@@ -2,7 +2,7 @@
 
 1. `scan_tiles`: each block scans one tile of 1024 elements (256 threads x 4). A thread loads
    its 4 elements with one 128-bit load and scans them serially; the warp scans the threads'
-   totals with `shfl_up_sync` (Kogge-Stone, 5 steps); the warps' totals go through shared
+   totals with `ptxpy.warp_cumsum` (Kogge-Stone, 5 `shfl.sync.up`); the warps' totals go through shared
    memory, and each thread adds the totals of the warps before it. The block also writes its
    tile's total.
 2. The tile totals are scanned by the same procedure (recursively: 1024 times fewer elements
@@ -52,12 +52,7 @@ def scan_tiles(x: Array[i32], y: Array[i32], tile_sums: Array[i32]):
     b += a
     c += b
     d += c                                  # d: this thread's total
-    # Inclusive scan of the totals across the warp.
-    s = d
-    for k in ptxpy.static_range(5):
-        up = ptxpy.shfl_up_sync(s, 1 << k)
-        if lane >= 1 << k:
-            s += up
+    s = ptxpy.warp_cumsum(d)                # inclusive scan of the totals across the warp
     warp_totals = ptxpy.shared_array(WARPS, i32)
     if lane == 31:
         warp_totals[warp] = s
