@@ -3541,8 +3541,11 @@ class _Mbarriers:
             i = int(np.argmax(bad))
             self._fail(ins, int(lanes[i]), f"an mbarrier's arrival count must be 1 to "
                                            f"{_MBARRIER_MAX} (2^20 - 1), got {int(counts[i])}")
+        races = getattr(self.batch, "races", None)
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.state[key] = [0, count, count, 0]
+            if isinstance(races, _OrderedRaces):      # a barrier used again starts afresh
+                races.mbarrier_init(key)
 
     def arrive(self, ins, lanes, keys, tx, counts=None):
         """Arrivals of `lanes` (`counts` each, one if None), one by one in lane order, each
@@ -5434,8 +5437,8 @@ class _OrderedRaces(_SharedRaces):
 
     # barriers
     def release(self, blocks):
-        """A barrier released these blocks: a new interval; each thread's clock moves on past its `bar_floor`, and every
-        thread of the block gets what any of them had learnt."""
+        """A barrier released these blocks: a new interval; each thread's clock moves on past
+        its `bar_floor`, and every thread of the block gets what any of them had learnt."""
         self._clear_blocks(self.seen, blocks)
         lanes = np.flatnonzero(np.repeat(blocks, self.T))
         self.bar_floor[lanes] = self.warp_floor[lanes] = self.clk[lanes]
@@ -5456,6 +5459,10 @@ class _OrderedRaces(_SharedRaces):
         phase = self.arriving.get(key)
         self.arriving[key] = row if phase is None else np.maximum(phase, row)
         self.clk[lanes] += 1
+
+    def mbarrier_init(self, key: int):
+        self.arriving.pop(key, None)
+        self.phase_done.pop(key, None)
 
     def mbarrier_completed(self, key: int):
         """The barrier's current phase completed: what its arrivals published is what a wait
