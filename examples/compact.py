@@ -56,6 +56,42 @@ def _word(flag: i32, value: i32) -> u64:
     return (u64(flag) << 32) | u64(u32(value))
 
 
+@ptxpy.func
+def _look_back(words: Array[u64, 2], tile: i32, aggregate: i32) -> i32:
+    """Run by warp 0 of the block of `tile`: publish the tile's `aggregate`, find the sum of
+    every earlier tile's from their status words (`words[j, 0]` for tile j), publish the
+    tile's inclusive prefix, and return the earlier tiles' sum."""
+    lane = ptxpy.lane_id()
+    if tile == 0:
+        if lane == 0:
+            ptxpy.store_relaxed(words, (0, 0), _word(PREFIX, aggregate))
+        return 0
+    if lane == 0:
+        ptxpy.store_relaxed(words, (tile, 0), _word(AGGREGATE, aggregate))
+    earlier = 0
+    j = tile - 1 - lane                     # lane 0 looks at the nearest earlier tile
+    looking = True
+    while looking:
+        word = u64(PREFIX) << 32            # before tile 0: a prefix of 0
+        if j >= 0:
+            word = ptxpy.load_relaxed(words, (j, 0))
+        while ptxpy.any_sync(word >> 32 == 0):
+            if word >> 32 == 0:
+                word = ptxpy.load_relaxed(words, (j, 0))
+        value = i32(u32(word & 0xFFFFFFFF))
+        prefixes = ptxpy.ballot_sync(word >> 32 == PREFIX)
+        if prefixes != 0:                   # the nearest tile with a prefix ends the look-back
+            nearest = ptxpy.ffs(prefixes) - 1
+            earlier += ptxpy.warp_sum(value if lane <= nearest else 0)
+            looking = False
+        else:
+            earlier += ptxpy.warp_sum(value)
+            j -= 32
+    if lane == 0:
+        ptxpy.store_relaxed(words, (tile, 0), _word(PREFIX, earlier + aggregate))
+    return earlier
+
+
 @ptxpy.jit(out_shape=lambda x, t, zeros, state: [x, jax.ShapeDtypeStruct((1,), jnp.int32), state],
            grid=lambda x, t, zeros, state: (_tiles(x),), block=BLOCK,
            input_output_aliases={2: 0, 3: 2})
@@ -100,33 +136,7 @@ def compact_kernel(x: Array[f32], t: f32, zeros: Array[f32], state: Array[i32, 2
             before += shared[w]
         aggregate += shared[w]
     if warp == 0:
-        earlier = 0                         # kept in every tile before this one
-        if tile == 0:
-            if lane == 0:
-                ptxpy.store_relaxed(words, (0, 0), _word(PREFIX, aggregate))
-        else:
-            if lane == 0:
-                ptxpy.store_relaxed(words, (tile, 0), _word(AGGREGATE, aggregate))
-            j = tile - 1 - lane             # lane 0 looks at the nearest earlier tile
-            looking = True
-            while looking:
-                word = u64(PREFIX) << 32    # before tile 0: a prefix of 0
-                if j >= 0:
-                    word = ptxpy.load_relaxed(words, (j, 0))
-                while ptxpy.any_sync(word >> 32 == 0):
-                    if word >> 32 == 0:
-                        word = ptxpy.load_relaxed(words, (j, 0))
-                value = i32(u32(word & 0xFFFFFFFF))
-                prefixes = ptxpy.ballot_sync(word >> 32 == PREFIX)
-                if prefixes != 0:           # the nearest tile with a prefix ends the look-back
-                    nearest = ptxpy.ffs(prefixes) - 1
-                    earlier += ptxpy.warp_sum(value if lane <= nearest else 0)
-                    looking = False
-                else:
-                    earlier += ptxpy.warp_sum(value)
-                    j -= 32
-            if lane == 0:
-                ptxpy.store_relaxed(words, (tile, 0), _word(PREFIX, earlier + aggregate))
+        earlier = _look_back(words, tile, aggregate)
         if lane == 0:
             shared[WARPS + 1] = earlier
             if tile == ptxpy.cdiv(n, TILE) - 1:
