@@ -206,3 +206,26 @@ def compile_error(body: str) -> str:
 ])
 def test_view_errors(body, message):
     assert compile_error(body) == message
+
+
+FUNC_WRITES = HEADER + """
+@ptxpy.func
+def bump(w: Array[u64], i: i32):
+    w[i] = w[i] + u64(1)
+
+@ptxpy.jit
+def through_func(x: Array[u32], out: Array[u32]):
+    t = ptxpy.thread_idx.x
+    out[t] = x[2 * t]
+    v = x.view(u64)
+    bump(v, t)
+"""
+
+
+def test_an_array_written_through_a_view_in_a_device_function_counts_as_written():
+    kernel = compile_source(FUNC_WRITES, "through_func")
+    assert "ld.global.nc" not in kernel.ptx
+    assert [p.written for p in kernel.params] == [True, True]
+    x = np.arange(16, dtype=np.uint32)
+    (out,) = run(FUNC_WRITES, "through_func", [x.copy(), Out(8, np.uint32)], grid=1, block=8)
+    np.testing.assert_array_equal(out, x[0::2])      # read before the bump
