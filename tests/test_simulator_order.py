@@ -485,6 +485,21 @@ class _Model:
             if release:
                 self.fenced[t] = (set(self.known[t]), wide)
 
+    def mbarrier_arrive(self, key: int, lanes):
+        """An arrive (a release into the barrier's current phase) by each of these threads."""
+        phases = self.__dict__.setdefault("arriving", {})
+        for t in lanes:
+            phases[key] = phases.get(key, set()) | self.known[t]
+
+    def mbarrier_complete(self, key: int):
+        self.__dict__.setdefault("completed", {})[key] = self.__dict__.get(
+            "arriving", {}).pop(key, set())
+
+    def mbarrier_wait(self, key: int, lanes):
+        """Waits that see the barrier's last completed phase: each acquires its arrivals."""
+        for t in lanes:
+            self.known[t] |= self.__dict__.get("completed", {}).get(key, set())
+
     def races(self, kind: str, wide: bool, lanes, words, per_block: int) -> set:
         found = set()
         for t, w in zip(lanes, words):
@@ -589,6 +604,19 @@ class _Trial:
         self.races.fence(np.asarray(lanes), acquire, release, wide)
         self.model.fence([int(t) for t in lanes], acquire, release, wide)
 
+    def mbarrier(self, what: str, key: int, lanes=()):
+        """An arrive, a phase's completion or a wait that sees it, on barrier `key`, in both."""
+        lanes = np.asarray(lanes, np.int64)
+        if what == "arrive":
+            self.races.mbarrier_arrived(key, lanes)
+            self.model.mbarrier_arrive(key, [int(t) for t in lanes])
+        elif what == "complete":
+            self.races.mbarrier_completed(key)
+            self.model.mbarrier_complete(key)
+        else:
+            self.races.mbarrier_waited(np.full(lanes.size, key), lanes)
+            self.model.mbarrier_wait(key, [int(t) for t in lanes])
+
     def syncwarp(self, warp: int, block: int = 0):
         warps = np.zeros(self.races.epoch.size, bool)
         warps[block * self.races.warps_per_block + warp] = True
@@ -651,6 +679,49 @@ def test_random_accesses_find_what_the_model_finds(seed):
         else:
             stats["passed"] += 1
     assert stats["checked"] > 60 and stats["passed"] > 15 and stats["summarised"] == 0, stats
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_accesses_around_mbarriers_find_what_the_model_finds(seed):
+    """Plain and strong accesses of 4 words by a few threads, with arrivals on two mbarriers,
+    their phases completing and waits that see them (`syncwarp`s and barriers now and then):
+    an arrive releases what its thread knows into the phase, a wait acquires the phase's."""
+    rng = np.random.default_rng(100 + seed)
+    stats = _stats()
+    for _ in range(150):
+        trial = _Trial(4, stats)
+        actors = rng.choice(80, 4, replace=False)
+        for _step in range(12):
+            roll = rng.random()
+            count = int(rng.integers(1, 4))
+            lanes = rng.choice(actors, count, replace=False)
+            key = 8 * int(rng.integers(2))
+            if roll < 0.02:
+                trial.barrier()
+            elif roll < 0.05:
+                trial.syncwarp(int(rng.integers(3)))
+            elif roll < 0.25:
+                trial.mbarrier("arrive", key, lanes)
+            elif roll < 0.32:
+                trial.mbarrier("complete", key)
+            elif roll < 0.42:         # a whole handoff: arrivals, the phase, others' waits
+                trial.mbarrier("arrive", key, lanes)
+                trial.mbarrier("complete", key)
+                trial.mbarrier("wait", key, rng.choice(actors, count, replace=False))
+            elif roll < 0.55:
+                trial.mbarrier("wait", key, lanes)
+            else:
+                kind = str(rng.choice(["load", "store", "sload", "sstore"], p=[0.55, 0.15, 0.15, 0.15]))
+                order = (None if kind in ("load", "store") else
+                         _Order(kind == "sload", kind == "sstore", True))
+                words = (rng.choice(4, count, replace=False) if "store" in kind
+                         else rng.integers(0, 4, count))
+                if not trial.access(kind, order, lanes, words):
+                    break
+        else:
+            stats["passed"] += 1
+    assert stats["checked"] > 30 and stats["passed"] > 15 and stats["ordered"] > 20, stats
+    assert stats["summarised"] == 0, stats
 
 
 @pytest.mark.parametrize("seed", range(4))
