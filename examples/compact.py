@@ -18,11 +18,14 @@ examples/scan_single_pass.py does for its sums, here with each tile's status in 
   word holds the count of every element kept up to and with that tile), else adds all 32 and
   looks at the 32 before those; it then publishes its own `PREFIX` word;
 - the block gathers its kept elements in shared memory, in order, and writes them out in one
-  coalesced run; the last tile writes the count.
+  coalesced run; the last tile writes the count;
+- the zeros after the kept elements need no separate pass: there are as many as the tiles
+  dropped, and each tile writes as many as it dropped, counted from the end of the output
+  (tile 0 the last ones, tile 1 those before), where the elements the earlier tiles dropped
+  (`tile * TILE` minus the earlier tiles' count) say where its run ends.
 
-The output and the status words start as zeros made by XLA, passed in through
-`input_output_aliases` (as examples/histogram.py does for its counts): elements past the count
-stay zero.
+The status words start as zeros made by XLA, passed in through `input_output_aliases` (as
+examples/histogram.py does for its counts). Every element is read once and written once.
 
 `python examples/compact.py [--size N]` checks the result against NumPy and, on a GPU, times it
 beside XLA's `jnp.nonzero(..., size=n)` with a gather, the way a jitted JAX program compacts.
@@ -92,13 +95,12 @@ def _look_back(words: Array[u64, 2], tile: i32, aggregate: i32) -> i32:
     return earlier
 
 
-@ptxpy.jit(out_shape=lambda x, t, zeros, state: [x, jax.ShapeDtypeStruct((1,), jnp.int32), state],
-           grid=lambda x, t, zeros, state: (_tiles(x),), block=BLOCK,
-           input_output_aliases={2: 0, 3: 2})
-def compact_kernel(x: Array[f32], t: f32, zeros: Array[f32], state: Array[i32, 2],
+@ptxpy.jit(out_shape=lambda x, t, state: [x, jax.ShapeDtypeStruct((1,), jnp.int32), state],
+           grid=lambda x, t, state: (_tiles(x),), block=BLOCK, input_output_aliases={2: 2})
+def compact_kernel(x: Array[f32], t: f32, state: Array[i32, 2],
                    out: Array[f32], count: Array[i32], status: Array[i32, 2]):
-    """out[:k] = x[x > t] (k = count[0]); status (tiles + 1, 2), zeros on entry: row j the
-    status word of tile j, status[tiles, 0] the next tile number."""
+    """out = x[x > t] then zeros (count[0] = how many kept); status (tiles + 1, 2), zeros on
+    entry: row j the status word of tile j, status[tiles, 0] the next tile number."""
     n = x.shape[0]
     tid = ptxpy.thread_idx.x
     lane = tid % 32
@@ -149,12 +151,18 @@ def compact_kernel(x: Array[f32], t: f32, zeros: Array[f32], state: Array[i32, 2
     start = shared[WARPS + 1]
     for k in range(tid, aggregate, BLOCK):
         out[start + k] = kept[k]
+    # The zeros after the kept elements: as many as all tiles dropped, each tile writing as many
+    # as it dropped, tile 0 the last ones, tile 1 those before, ...: the tiles before this one
+    # dropped `tile * TILE - start`.
+    dropped = min(TILE, n - tile * TILE) - aggregate
+    end = n - (tile * TILE - start)
+    for k in range(tid, dropped, BLOCK):
+        out[end - dropped + k] = 0.0
 
 
 def compact(x, t):
     """(x[x > t] then zeros, to x's length; the count), for an f32 vector `x`."""
-    zeros = jnp.zeros_like(x)
-    out, count, _ = compact_kernel(x, t, zeros, jnp.zeros((_tiles(x) + 1, 2), jnp.int32))
+    out, count, _ = compact_kernel(x, t, jnp.zeros((_tiles(x) + 1, 2), jnp.int32))
     return out, count[0]
 
 
