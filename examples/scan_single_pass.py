@@ -9,7 +9,7 @@ is read once and written once:
 - a block takes the next tile number from a counter (`ptxpy.atomic_add`), so the tiles
   before its own belong to blocks that have already started: waiting on them cannot deadlock;
 - it scans its tile in registers (16 elements a thread, four 16-byte loads), the warp totals
-  through `shfl_up_sync`, the block's through shared memory, and publishes the tile's total
+  with `ptxpy.warp_cumsum`, the block's through shared memory, and publishes the tile's total
   at once: `state[AGGREGATE, tile]`, then the tile's flag `AGGREGATE` with
   `ptxpy.store_release` (the flag's store is ordered after the total's, for every reader that
   sees the flag with `ptxpy.load_acquire`);
@@ -87,11 +87,7 @@ def scan_kernel(x: Array[i32], zeros: Array[i32, 2], y: Array[i32], state: Array
     for q in ptxpy.static_range(1, ITEMS):
         v[q] += v[q - 1]
     total = v[ITEMS - 1]                    # this thread's
-    s = total
-    for k in ptxpy.static_range(5):         # inclusive scan of the warp's totals
-        up = ptxpy.shfl_up_sync(s, 1 << k)
-        if lane >= 1 << k:
-            s += up
+    s = ptxpy.warp_cumsum(total)            # inclusive scan of the warp's totals
     if lane == 31:
         shared[warp] = s
     ptxpy.syncthreads()
