@@ -4,10 +4,11 @@ beside examples/prefix_scan.py's three-kernel scan, XLA's `jnp.cumsum` and XLA's
 vector (`x + 1`, the bandwidth ceiling of a pass that reads and writes every element once).
 Each result is first compared with `jnp.cumsum`'s. On a GPU only:
 
-    python benchmarks/probes/scan_probe.py [--sizes 20 24 26 28] [--only NAME ...] [--source FILE]
+    python benchmarks/probes/scan_probe.py [--sizes 20 24 26 28] [--only NAME ...] [--source FILE ...]
 
 `--source benchmarks/probes/scan_striped.py` times the same scan with each thread's elements
-in four coalesced runs (not yet measured).
+in four coalesced runs, `--source benchmarks/probes/scan_packed.py` with each tile's status in
+one 64-bit word (neither measured yet); `--source` takes several files.
 """
 import argparse
 import importlib.util
@@ -71,14 +72,14 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 24, 26, 28],
                         help="log2 of the vector lengths")
     parser.add_argument("--only", nargs="+", default=None, help="variant names")
-    parser.add_argument("--source", default=None, help="another version of the example, timed too")
+    parser.add_argument("--source", nargs="+", default=[],
+                        help="other versions of the example, timed too")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp())
     systems = [(name, variant(name, constants, replacements, folder))
                for name, constants, replacements in VARIANTS
                if args.only is None or name in args.only]
-    if args.source:
-        systems += [(f"{args.source}", variant("other", {}, {}, folder, Path(args.source)))]
+    systems += [(source, variant(source, {}, {}, folder, Path(source))) for source in args.source]
     systems += [("prefix_scan.py", jax.jit(prefix_scan.cumsum)),
                 ("XLA cumsum", jax.jit(jnp.cumsum)), ("XLA copy (x + 1)", jax.jit(lambda x: x + 1))]
     for log2 in args.sizes:
