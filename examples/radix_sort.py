@@ -1,5 +1,6 @@
 """Radix sort of 32-bit keys (u32, i32 or f32) in one sweep per digit: CUB's "Onesweep"
-(`DeviceRadixSort::SortKeys`; Adinets and Merrill, 2022), `jnp.sort` of a 1-D vector.
+(`DeviceRadixSort::SortKeys` / `SortPairs`; Adinets and Merrill, 2022): `jnp.sort`,
+`jnp.argsort` and `jax.lax.sort_key_val` of 1-D vectors.
 
 The keys are sorted by 8-bit digits, lowest first, in four stable passes. A signed or float
 key is first mapped to an unsigned one that orders the same way (the sign bit flipped; a
@@ -23,12 +24,15 @@ pass's stores.
     written with `ptxpy.load_relaxed` / `ptxpy.store_relaxed` on `state.view(u64)`.
   - The tile's keys are gathered by digit in shared memory, then written out in order of their
     place in the tile, so neighbouring threads write neighbouring places of each digit's run.
+  - Values (32 bits each) move with their keys the same way. For `radix_argsort` the first
+    pass makes them, each key's index, instead of reading them.
 
 Every key is read once by the counts and read and written once per pass. The status words of all
 four passes start as zeros made by XLA, passed through `input_output_aliases`.
 
-`python examples/radix_sort.py [--size N]` checks the result against NumPy's sort and, on a GPU,
-times it beside XLA's `jnp.sort`. Not yet measured on a GPU.
+`python examples/radix_sort.py [--size N]` checks the results against NumPy's `sort` and
+stable `argsort` and, on a GPU, times them beside XLA's `jnp.sort` and `jnp.argsort`. Not yet
+measured on a GPU.
 """
 import argparse
 import time
@@ -50,6 +54,7 @@ TILE = BLOCK * ITEMS
 AGGREGATE = 1               # a status word's flag: the tile's count of the digit is published ...
 PREFIX = 2                  # ... or the count of it in that tile and every tile before it
 UNSIGNED, SIGNED, FLOAT = 0, 1, 2     # the kinds of key
+NONE, GIVEN, INDEX = 0, 1, 2          # the values moved with the keys: none, given, the indices
 COUNT_BLOCKS = 1024         # most blocks of digit_counts (a grid-stride loop covers the rest)
 SIGN = 0x80000000           # a float's sign bit
 MAGNITUDE = 0x7FFFFFFF      # the other bits
@@ -178,14 +183,21 @@ def _tiles(keys):
     return ptxpy.cdiv(keys.shape[0], TILE)
 
 
-@ptxpy.jit(out_shape=lambda keys, counts, state, p, KIND=UNSIGNED: [keys, state],
-           grid=lambda keys, counts, state, p, KIND=UNSIGNED: (_tiles(keys),), block=BLOCK,
-           input_output_aliases={2: 1})
-def sort_pass(keys: Array[u32], counts: Array[i32, 2], state: Array[i32, 2], p: i32,
-              out: Array[u32], status: Array[i32, 2], KIND: Const[int] = UNSIGNED):
+def _pass_outputs(keys, values, counts, state, p, KIND=UNSIGNED, VALUES=NONE):
+    moved_values = jax.ShapeDtypeStruct((keys.shape[0] if VALUES != NONE else 1,), jnp.uint32)
+    return [keys, moved_values, state]
+
+
+@ptxpy.jit(out_shape=_pass_outputs, block=BLOCK, input_output_aliases={3: 2},
+           grid=lambda keys, values, counts, state, p, KIND=UNSIGNED, VALUES=NONE: (_tiles(keys),))
+def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state: Array[i32, 2],
+              p: i32, out: Array[u32], out_values: Array[u32], status: Array[i32, 2],
+              KIND: Const[int] = UNSIGNED, VALUES: Const[int] = NONE):
     """out = keys stably sorted by digit p (the keys of pass 0 mapped by `_to_radix`, those
-    written by pass PASSES - 1 mapped back). status: zeros on entry (aliased to `state`), the
-    rows of pass p from p * (tiles + 1): a row of status words for each tile, then the counter."""
+    written by pass PASSES - 1 mapped back), out_values = the values moved with them (VALUES:
+    NONE, then both are one-element placeholders; GIVEN; INDEX, each key's index in `keys`).
+    status: zeros on entry (aliased to `state`), the rows of pass p from p * (tiles + 1): a row
+    of status words for each tile, then the counter."""
     n = keys.shape[0]
     tiles = ptxpy.cdiv(n, TILE)
     tid = ptxpy.thread_idx.x
@@ -197,6 +209,7 @@ def sort_pass(keys: Array[u32], counts: Array[i32, 2], state: Array[i32, 2], p: 
     # per warp and digit: the keys the warp has ranked, later where its run starts in the tile
     runs = ptxpy.shared_array((WARPS, RADIX), i32)
     staged = ptxpy.shared_array(TILE, u32)          # the tile's keys in their sorted order
+    staged_values = ptxpy.shared_array(TILE if VALUES != NONE else 1, u32)      # and values
     moved = ptxpy.shared_array(RADIX, i32)          # per digit: output place minus tile place
     sums = ptxpy.shared_array(WARPS + 1, i32)
     if tid == 0:
@@ -207,11 +220,16 @@ def sort_pass(keys: Array[u32], counts: Array[i32, 2], state: Array[i32, 2], p: 
     tile = sums[WARPS]
     first = tile * TILE + warp * (32 * ITEMS) + lane    # the warp's keys: 32 at a time
     key = ptxpy.local_array(ITEMS, u32)
+    value = ptxpy.local_array(ITEMS, u32)
     for q in ptxpy.static_range(ITEMS):
         i = first + 32 * q
         key[q] = u32(0xFFFFFFFF)            # past the end: the largest key, after all others
         if i < n:
             key[q] = keys[i] if p != 0 else _to_radix(keys[i], KIND)
+            if VALUES == GIVEN:
+                value[q] = values[i]
+            elif VALUES == INDEX:
+                value[q] = u32(i)
 
     rank = ptxpy.local_array(ITEMS, i32)    # among the warp's keys of its digit
     lower = (u32(1) << lane) - 1            # the lanes below this one
@@ -240,7 +258,10 @@ def sort_pass(keys: Array[u32], counts: Array[i32, 2], state: Array[i32, 2], p: 
     moved[tid] = start + earlier - place
     ptxpy.syncthreads()
     for q in ptxpy.static_range(ITEMS):
-        staged[runs[warp, _digit(key[q], shift)] + rank[q]] = key[q]
+        j = runs[warp, _digit(key[q], shift)] + rank[q]
+        staged[j] = key[q]
+        if VALUES != NONE:
+            staged_values[j] = value[q]
     ptxpy.syncthreads()
     # The padding keys sort last in the tile: its first `valid` places hold its real keys.
     valid = min(TILE, n - tile * TILE)
@@ -250,20 +271,45 @@ def sort_pass(keys: Array[u32], counts: Array[i32, 2], state: Array[i32, 2], p: 
             k = staged[j]
             place = moved[_digit(k, shift)] + j
             out[place] = k if p != PASSES - 1 else _from_radix(k, KIND)
+            if VALUES != NONE:
+                out_values[place] = staged_values[j]
+
+
+def _sort(x, values, first_values: int):
+    """(x sorted, `values` moved with it); first_values: what the first pass moves."""
+    kind = DTYPES[jnp.dtype(x.dtype)]
+    keys = jax.lax.bitcast_convert_type(x, jnp.uint32)
+    counts = digit_counts(keys, jnp.zeros((PASSES, RADIX), jnp.int32), KIND=kind)
+    state = jnp.zeros((PASSES * (_tiles(keys) + 1), 2 * RADIX), jnp.int32)
+    moving = first_values
+    for p in range(PASSES):
+        keys, values, state = sort_pass(keys, values, counts, state, p, KIND=kind, VALUES=moving)
+        moving = GIVEN if moving != NONE else NONE
+    return jax.lax.bitcast_convert_type(keys, x.dtype), values
 
 
 def radix_sort(x):
     """`jnp.sort(x)` of a 1-D vector of u32, i32 or f32 (NaNs last, each with its sign bit
     cleared)."""
-    kind = DTYPES[jnp.dtype(x.dtype)]
     if x.shape[0] == 0:
         return x
-    keys = jax.lax.bitcast_convert_type(x, jnp.uint32)
-    counts = digit_counts(keys, jnp.zeros((PASSES, RADIX), jnp.int32), KIND=kind)
-    state = jnp.zeros((PASSES * (_tiles(keys) + 1), 2 * RADIX), jnp.int32)
-    for p in range(PASSES):
-        keys, state = sort_pass(keys, counts, state, p, KIND=kind)
-    return jax.lax.bitcast_convert_type(keys, x.dtype)
+    return _sort(x, jnp.zeros((1,), jnp.uint32), NONE)[0]
+
+
+def radix_argsort(x):
+    """`jnp.argsort(x)` (stable) of a 1-D vector of u32, i32 or f32, as i32 indices."""
+    if x.shape[0] == 0:
+        return jnp.zeros((0,), jnp.int32)
+    return _sort(x, jnp.zeros((1,), jnp.uint32), INDEX)[1].view(jnp.int32)
+
+
+def sort_pairs(keys, values):
+    """(keys sorted, values moved with them: `jax.lax.sort_key_val`, stable) of 1-D vectors of
+    u32, i32 or f32 keys and 32-bit values."""
+    if keys.shape[0] == 0:
+        return keys, values
+    moved = _sort(keys, jax.lax.bitcast_convert_type(values, jnp.uint32), GIVEN)
+    return moved[0], jax.lax.bitcast_convert_type(moved[1], values.dtype)
 
 
 def _seconds(f, x) -> float:
@@ -300,10 +346,20 @@ def main(size: int | None = None) -> None:
     np.testing.assert_array_equal(np.asarray(f(odd)), np.sort(odd))  # NaNs last, as NumPy's
     few = np.random.default_rng(1).integers(0, 3, 3 * TILE + 100).astype(np.uint32) << 9
     np.testing.assert_array_equal(np.asarray(f(few)), np.sort(few))   # a few digits, many ties
-    line = f"radix sort of {size} keys (f32, u32, i32): matches NumPy's sort"
+    for keys in (few, _keys(size, np.float32, 2), odd):     # stable: ties keep their order
+        np.testing.assert_array_equal(np.asarray(jax.jit(radix_argsort)(keys)),
+                                      np.argsort(keys, kind="stable"))
+    values = np.arange(few.size, dtype=np.float32) * 0.5
+    got_keys, got_values = jax.jit(sort_pairs)(few, values)
+    order = np.argsort(few, kind="stable")
+    np.testing.assert_array_equal(np.asarray(got_keys), few[order])
+    np.testing.assert_array_equal(np.asarray(got_values), values[order])
+    line = f"radix sort of {size} keys (f32, u32, i32): matches NumPy's sort and stable argsort"
     if on_gpu:
         x = jax.random.normal(jax.random.key(0), (size,), jnp.float32)
-        for name, g in (("ptxpy onesweep", f), ("XLA jnp.sort", jax.jit(jnp.sort))):
+        for name, g in (("ptxpy sort", f), ("XLA jnp.sort", jax.jit(jnp.sort)),
+                        ("ptxpy argsort", jax.jit(radix_argsort)),
+                        ("XLA jnp.argsort", jax.jit(jnp.argsort))):
             seconds = _seconds(g, x)
             line += f"; {name} {seconds * 1e3:.3f} ms ({size / seconds / 1e9:.2f} G keys/s)"
     print(line)
