@@ -972,7 +972,10 @@ def _mentions(node, name: str) -> bool:
         if isinstance(item, (list, tuple)):
             stack.extend(item)
         elif isinstance(item, cst.CSTNode):
-            for field_name in _NODE_FIELDS.setdefault(type(item), _child_fields(type(item))):
+            names = _NODE_FIELDS.get(item.__class__)
+            if names is None:
+                names = _NODE_FIELDS[item.__class__] = _child_fields(item.__class__)
+            for field_name in names:
                 stack.append(getattr(item, field_name))
     return False
 
