@@ -180,6 +180,12 @@ class _Builder:
         self.in_memory = in_memory
         self.loc = kernel.loc
         self.defs: dict = {}            # variable key -> {block: value}
+        # Each open if/else (statement or expression, with its condition): the variables
+        # assigned in it so far. bypass: a block where such a construct's paths merge (its arms,
+        # its join) -> (the block it starts in, the variables assigned in it): a variable not
+        # among them has there the value it had at the start, without a phi to find that out.
+        self.assigned: list = []
+        self.bypass: dict = {}
         self.var_types: dict = {}
         self.sealed: set = set()
         self.incomplete: dict = {}      # block -> {variable key: incomplete phi}
@@ -536,14 +542,24 @@ class _Builder:
 
     def write(self, key, value, block=None) -> None:
         self.defs.setdefault(key, {})[block or self.block] = value
+        if self.assigned:
+            self.assigned[-1].add(key)
 
     def read(self, key, block=None):
         block = block or self.block
         defs = self.defs.setdefault(key, {})
+        bypass = self.bypass
         path = []
-        while block not in defs and block in self.sealed and len(block.preds) == 1:
+        while block not in defs and block in self.sealed:
+            if len(block.preds) == 1:
+                path.append(block)
+                block = block.preds[0]
+                continue
+            skip = bypass.get(block)
+            if skip is None or key in skip[1] or not block.preds:
+                break
             path.append(block)
-            block = block.preds[0]
+            block = skip[0]
         value = self.resolve(defs[block]) if block in defs else self.read_at_merge(key, block)
         for b in path:
             defs[b] = value
@@ -551,6 +567,7 @@ class _Builder:
 
     def read_at_merge(self, key, block: ir.Block):
         ty = self.var_types[key]
+        defs = self.defs[key]           # (what a read finds, not an assignment: no `write`)
         if block not in self.sealed:
             value = self.new_phi(block, ty)
             self.incomplete.setdefault(block, {})[key] = value
@@ -558,10 +575,27 @@ class _Builder:
             value = ir.Undef(ty)
         else:
             phi = self.new_phi(block, ty)
-            self.write(key, phi, block)
+            defs[block] = phi
             value = self.add_phi_operands(key, phi)
-        self.write(key, value, block)
+        defs[block] = value
         return value
+
+    def open_merge(self) -> tuple:
+        """Start an if/else (statement or expression) in the current block: (that block, the
+        set that will hold the variables assigned in it, its condition included)."""
+        assigned = set()
+        self.assigned.append(assigned)
+        return self.block, assigned
+
+    def close_merge(self, start: tuple, *merges: ir.Block) -> None:
+        """End the if/else `start`: at its blocks `merges` (the arms, the join), a variable it
+        does not assign is read from where it started."""
+        head, assigned = start
+        self.assigned.pop()
+        if self.assigned:
+            self.assigned[-1] |= assigned
+        for block in merges:
+            self.bypass[block] = (head, assigned)
 
     def new_phi(self, block: ir.Block, ty: Scalar) -> ir.Instr:
         phi = ir.Instr("phi", ty, loc=self.loc)
@@ -726,6 +760,7 @@ class _Builder:
                 return
         then, join = self.new_block("then"), self.new_block("endif")
         orelse = self.new_block("else") if s.orelse else join
+        merge = self.open_merge()
         if cond is not None:
             self.cbr(cond, then, orelse)
         else:
@@ -739,6 +774,7 @@ class _Builder:
             self.start(orelse)
             self.stmts(s.orelse)
             self.br(join)
+        self.close_merge(merge, then, orelse, join)
         self.seal(join)
         self.start(join)
 
@@ -1343,12 +1379,14 @@ class _Builder:
         """A short-circuit boolean as a value: branches to a join block, merged by a phi."""
         result = self.hidden(bool_)
         yes, no, join = self.new_block("true"), self.new_block("false"), self.new_block("bool")
+        merge = self.open_merge()
         self.branch(e, yes, no)
         for block, value in ((yes, True), (no, False)):
             self.seal(block)
             self.start(block)
             self.write(result, ir.Const(bool_, value))
             self.br(join)
+        self.close_merge(merge, yes, no, join)
         self.seal(join)
         self.start(join)
         return self.read(result)
@@ -1363,6 +1401,7 @@ class _Builder:
             return self.emit("select", e.type, [cond, then, orelse])
         result = self.hidden(e.type)
         yes, no, join = self.new_block("ifexp_then"), self.new_block("ifexp_else"), self.new_block("ifexp")
+        merge = self.open_merge()
         self.branch(e.cond, yes, no)
         for block, arm in ((yes, e.then), (no, e.orelse)):
             self.seal(block)
@@ -1370,6 +1409,7 @@ class _Builder:
             if self.live:
                 self.write(result, self.coerce(self.ev(arm), e.type))
             self.br(join)
+        self.close_merge(merge, yes, no, join)
         self.seal(join)
         self.start(join)
         return self.read(result)
