@@ -5,7 +5,9 @@
 The keys are sorted by 8-bit digits, lowest first, in four stable passes. A signed or float
 key is first mapped to an unsigned one that orders the same way (the sign bit flipped; a
 negative float's bits all flipped), in the first pass's loads, and mapped back in the last
-pass's stores.
+pass's stores. Floats order as JAX orders them: -0.0 equal to 0.0, every NaN after +inf and
+equal to the others. So the sort returns each -0.0 as 0.0 and each NaN as the canonical NaN;
+the argsort's indices are `jnp.argsort`'s.
 
 - `digit_counts` counts every digit of every key once, for all four passes (shared-memory
   histograms, merged with global atomics into zeros made by XLA, as examples/histogram.py does).
@@ -58,17 +60,22 @@ NONE, GIVEN, INDEX = 0, 1, 2          # the values moved with the keys: none, gi
 COUNT_BLOCKS = 1024         # most blocks of digit_counts (a grid-stride loop covers the rest)
 SIGN = 0x80000000           # a float's sign bit
 MAGNITUDE = 0x7FFFFFFF      # the other bits
+INF = 0x7F800000            # +inf's bits: a float with more in its other bits is a NaN
+NAN = 0x7FC00000            # the canonical NaN
 DTYPES = {jnp.dtype(jnp.uint32): UNSIGNED, jnp.dtype(jnp.int32): SIGNED,
           jnp.dtype(jnp.float32): FLOAT}
 
 
 @ptxpy.func
 def _to_radix(key: u32, KIND: Const[int]) -> u32:
-    """The unsigned key that orders as `key` does in its kind (a float NaN of either sign
-    after +inf, as `jnp.sort` puts it)."""
+    """The unsigned key that orders as `key` does in its kind. Floats order as `jnp.sort`
+    orders them: -0.0 as 0.0, and every NaN as one value after +inf (so they become 0.0 and
+    the canonical NaN)."""
     if KIND == FLOAT:
-        if key & u32(MAGNITUDE) > u32(0x7F800000):
-            key = key & u32(MAGNITUDE)
+        if key & u32(MAGNITUDE) > u32(INF):
+            key = u32(NAN)
+        elif key == u32(SIGN):
+            key = u32(0)
         return key ^ (u32(i32(key) >> 31) | u32(SIGN))     # negative: every bit flipped
     elif KIND == SIGNED:
         return key ^ u32(SIGN)
@@ -289,15 +296,16 @@ def _sort(x, values, first_values: int):
 
 
 def radix_sort(x):
-    """`jnp.sort(x)` of a 1-D vector of u32, i32 or f32 (NaNs last, each with its sign bit
-    cleared)."""
+    """`jnp.sort(x)` of a 1-D vector of u32, i32 or f32 (each -0.0 comes back as 0.0, each NaN
+    as the canonical NaN: `_to_radix`)."""
     if x.shape[0] == 0:
         return x
     return _sort(x, jnp.zeros((1,), jnp.uint32), NONE)[0]
 
 
 def radix_argsort(x):
-    """`jnp.argsort(x)` (stable) of a 1-D vector of u32, i32 or f32, as i32 indices."""
+    """`jnp.argsort(x)` (stable) of a 1-D vector of u32, i32 or f32, as i32 indices: ties,
+    -0.0 and 0.0, and NaNs (last) keep their order, as JAX's."""
     if x.shape[0] == 0:
         return jnp.zeros((0,), jnp.int32)
     return _sort(x, jnp.zeros((1,), jnp.uint32), INDEX)[1].view(jnp.int32)

@@ -146,6 +146,32 @@ def test_scan_single_pass_with_tiles_by_block_index(tmp_path, monkeypatch):
     assert "atom.global.add" not in ptx and "ld.acquire.gpu.global.s32" in ptx
 
 
+@pytest.mark.parametrize("dtype", ["uint32", "int32", "float32"])
+def test_radix_sort_extremes_and_ties(dtype, monkeypatch):
+    """radix_sort.py on each kind's extreme keys (and for f32 infinities, signed zeros, NaNs of
+    both signs, subnormals) mixed into few distinct keys over several tiles: the sort against
+    NumPy's, the argsort against NumPy's stable one, pairs carrying f32 values."""
+    import numpy as np
+    monkeypatch.setenv("PTXPY_INTERPRET", "1")
+    module = _example("radix_sort")
+    rng = np.random.default_rng(7)
+    if dtype == "float32":
+        special = np.array([np.inf, -np.inf, 0.0, -0.0, np.nan, -np.nan, 1e-45, -1e-45,
+                            3.4028235e38, -3.4028235e38, 1.0, -1.0], np.float32)
+    else:
+        info = np.iinfo(dtype)
+        special = np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1], dtype)
+    x = rng.choice(special, 2 * module.TILE + 333)
+    np.testing.assert_array_equal(np.asarray(module.radix_sort(x)), np.sort(x))
+    order = np.argsort(x, kind="stable")
+    np.testing.assert_array_equal(np.asarray(module.radix_argsort(x)), order)
+    values = rng.standard_normal(x.size).astype(np.float32)
+    keys, moved = module.sort_pairs(x, values)
+    np.testing.assert_array_equal(np.asarray(keys), x[order])
+    np.testing.assert_array_equal(np.asarray(moved), values[order])
+    assert module.radix_sort(x[:0]).shape == (0,)
+
+
 def test_example_runs_as_a_script():
     # JAX_PLATFORMS=cpu: in the simulator anyway, and on a GPU machine this process already
     # holds most of the GPU's memory (JAX preallocates).
