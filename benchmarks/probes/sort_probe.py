@@ -1,0 +1,96 @@
+"""examples/radix_sort.py with other tile sizes, and without its look-back (wrong places: the
+data path's own time), beside XLA's `jnp.sort` / `jnp.argsort` and a copy of the keys (the
+bandwidth ceiling of one pass that reads and writes every key once). Each sort is first
+compared with NumPy's. On a GPU only:
+
+    python benchmarks/probes/sort_probe.py [--sizes 24 26 28] [--only NAME ...]
+
+Rates are keys per second; "passes" is the time over the copy's (a sort moves every key once
+per digit, four times, after one read to count the digits).
+"""
+import argparse
+import importlib.util
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "radix_sort.py"
+# Skips the look-back (each tile's earlier keys of a digit: 0; wrong places, not checked, kept
+# inside the output: the next pass's keys are then not the counted ones)
+NO_LOOKBACK = {"    earlier = _look_back(words, row0, tile, tid, total)\n": "    earlier = 0\n",
+               "            place = moved[_digit(k, shift)] + j\n":
+               "            place = min(moved[_digit(k, shift)] + j, n - 1)\n"}
+# (name, {module constant: value}, {source text: replacement})
+VARIANTS = [("example", {}, {}), ("ITEMS 8", {"ITEMS": 8}, {}), ("ITEMS 12", {"ITEMS": 12}, {}),
+            ("ITEMS 20", {"ITEMS": 20}, {}), ("ITEMS 24", {"ITEMS": 24}, {}),
+            ("no look-back (wrong places)", {}, NO_LOOKBACK)]
+
+
+def variant(name: str, constants: dict, replacements: dict, folder: Path):
+    """The module of a copy of the example with other constants and text."""
+    text = EXAMPLE.read_text()
+    for key, value in constants.items():
+        text, count = re.subn(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
+        assert count == 1, key
+    for old, new in replacements.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = folder / f"sort_variant_{abs(hash(name))}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def seconds(f, x, rounds: int = 5, reps: int = 10) -> float:
+    jax.block_until_ready(f(x))
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(reps):
+            out = f(x)
+        jax.block_until_ready(out)
+        best = min(best, (time.perf_counter() - start) / reps)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[24, 26, 28],
+                        help="log2 of the vector lengths")
+    parser.add_argument("--only", nargs="+", default=None, help="variant names")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp())
+    systems = []
+    for name, constants, replacements in VARIANTS:
+        if args.only is None or name in args.only:
+            module = variant(name, constants, replacements, folder)
+            systems.append((f"{name} sort", jax.jit(module.radix_sort), "sort"))
+            if name == "example":
+                systems.append((f"{name} argsort", jax.jit(module.radix_argsort), "argsort"))
+    systems += [("XLA sort", jax.jit(jnp.sort), "sort"),
+                ("XLA argsort", jax.jit(jnp.argsort), "argsort"),
+                ("XLA copy (x + 1)", jax.jit(lambda x: x + 1), None)]
+    for log2 in args.sizes:
+        n = 1 << log2
+        x = jax.random.normal(jax.random.key(log2), (n,), jnp.float32)
+        host = np.asarray(x)
+        want = {"sort": np.sort(host), "argsort": np.argsort(host, kind="stable")}
+        copy = seconds(jax.jit(lambda x: x + 1), x)
+        rates = []
+        for name, f, kind in systems:
+            if kind is not None and "wrong" not in name:
+                np.testing.assert_array_equal(np.asarray(f(x)), want[kind], err_msg=name)
+            s = seconds(f, x)
+            rates.append(f"{name} {s * 1e3:.3f} ms {n / s / 1e9:.2f} Gkeys/s ({s / copy:.1f} passes)")
+        print(f"2^{log2} f32: " + "; ".join(rates), flush=True)
+
+
+if __name__ == "__main__":
+    main()
