@@ -29,7 +29,8 @@ examples/histogram.py does for its counts). Every element is read once and writt
 
 `python examples/compact.py [--size N]` checks the result against NumPy and, on a GPU, times it
 beside XLA's `jnp.nonzero(..., size=n)` with a gather, the way a jitted JAX program compacts.
-Not yet measured on a GPU.
+On an H100 it ran at 1.96 / 2.09 TB/s (one read and one write) at 2^26 / 2^28 elements, 0.69-0.70
+of a copy's rate and 6.8x / 6.0x the XLA version (BENCHMARKS.md, session 50).
 """
 import argparse
 import time

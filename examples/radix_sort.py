@@ -33,8 +33,13 @@ Every key is read once by the counts and read and written once per pass. The sta
 four passes start as zeros made by XLA, passed through `input_output_aliases`.
 
 `python examples/radix_sort.py [--size N]` checks the results against NumPy's `sort` and
-stable `argsort` and, on a GPU, times them beside XLA's `jnp.sort` and `jnp.argsort`. Not yet
-measured on a GPU.
+stable `argsort` and, on a GPU, times them beside XLA's `jnp.sort` and `jnp.argsort`. On an
+H100 (BENCHMARKS.md, session 50) the sort of 2^26 / 2^28 f32 keys took 3.07 / 11.95 ms, 0.80x
+XLA's `jnp.sort` (CUB's radix sort), and the argsort 3.74 / 14.24 ms, level with `jnp.argsort`
+at 2^26 and 15x faster at 2^28 (where XLA's leaves its fast path). That is 16 times a copy of
+the keys, where four passes move them 4.5 times: the ranking and the look-back bound it (14-21%
+less time without the look-back), not memory. Tiles of 8, 12, 20 or 24 keys a thread were
+slower.
 """
 import argparse
 import time

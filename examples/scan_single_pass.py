@@ -10,24 +10,29 @@ is read once and written once:
   before its own belong to blocks that have already started: waiting on them cannot deadlock;
 - it scans its tile in registers (16 elements a thread, four 16-byte loads), the warp totals
   with `ptxpy.warp_cumsum`, the block's through shared memory, and publishes the tile's total
-  at once: `state[AGGREGATE, tile]`, then the tile's flag `AGGREGATE` with
-  `ptxpy.store_release` (the flag's store is ordered after the total's, for every reader that
-  sees the flag with `ptxpy.load_acquire`);
-- warp 0 then looks back over the 32 tiles before its own, a lane each: it waits until every
-  lane's flag is set, and adds the totals of the tiles from its own back to the nearest one
-  whose flag says `PREFIX` (that tile's inclusive prefix is known, so the look-back stops
-  there), else adds all 32 totals and looks at the 32 tiles before those;
-- it publishes its own inclusive prefix (`state[PREFIX, tile]`, flag `PREFIX`) and every
-  thread adds the earlier tiles' sum to its scanned elements.
+  at once, as the status word `AGGREGATE << 32 | total`: each tile's status is one 64-bit
+  word, written with `ptxpy.store_relaxed` and read with `ptxpy.load_relaxed` on
+  `state.view(u64)`, so the flag and the sum travel in one store and one load and need no
+  fence, acquire or release between them (CUB's layout for 4-byte values);
+- warp 0 then looks back over the 32 tiles before its own, a lane each (`_look_back`): it
+  waits until every lane's word is set, and adds the sums of the tiles from its own back to
+  the nearest one whose flag says `PREFIX` (that tile's inclusive prefix is known, so the
+  look-back stops there), else adds all 32 and looks at the 32 tiles before those;
+- it publishes its own inclusive prefix (flag `PREFIX`) and every thread adds the earlier
+  tiles' sum to its scanned elements.
 
-The flags (and the tile counter) start as zeros made by XLA, `input_output_aliases` passing
-them in as the state output's buffer (as examples/histogram.py does for its counts).
-`IN_START_ORDER = 0` numbers the tiles by block index instead, as CUB does (the GPU starts
-blocks in that order), which saves the counter's atomic but relies on that order.
+The status words (and the tile counter, in the last row) start as zeros made by XLA,
+`input_output_aliases` passing them in as the state output's buffer (as examples/histogram.py
+does for its counts). `IN_START_ORDER = 0` numbers the tiles by block index instead, as CUB
+does (the GPU starts blocks in that order), which saves the counter's atomic but relies on
+that order.
 
-On an H100 it ran at 1.41-1.50 TB/s (one read and one write) at 2^26-2^28 elements, 1.25x-1.32x
-`jnp.cumsum`, but no faster than prefix_scan.py's three kernels, which move twice the bytes: the
-look-back's chain of memory latencies bounds it, not memory (BENCHMARKS.md, session 48).
+On an H100 it ran at 1.60-1.70 TB/s (one read and one write) at 2^26-2^28 elements, 1.42x-1.46x
+`jnp.cumsum` and 1.10x-1.14x prefix_scan.py's three kernels, which move twice the bytes
+(BENCHMARKS.md, session 50). With the flag and the sum in two words, published with
+`store_release` and read with `load_acquire`, it ran at 1.40-1.50: the look-back's chain of
+memory latencies bounds it, not memory, and one load per look-back step instead of two
+shortens it.
 
 `python examples/scan_single_pass.py [--size N]` checks the result against `jnp.cumsum` and, on
 a GPU, times it beside prefix_scan.py's three-kernel scan and XLA's `jnp.cumsum`.
@@ -40,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import ptxpy
-from ptxpy import Array, i32
+from ptxpy import Array, i32, u32, u64
 
 BLOCK = 256
 ITEMS = 16                  # elements per thread, consecutive
@@ -48,7 +53,6 @@ TILE = BLOCK * ITEMS
 WARPS = BLOCK // 32
 AGGREGATE = 1               # a tile's flag: its total is published ...
 PREFIX = 2                  # ... or the sum of it and every tile before it
-COUNTER = 3                 # the row of `state` whose first element hands out tile numbers
 IN_START_ORDER = 1          # tiles handed out by the counter (1) or by block index (0)
 
 
@@ -56,20 +60,64 @@ def _tiles(x):
     return ptxpy.cdiv(x.shape[0], TILE)
 
 
+@ptxpy.func
+def _word(flag: i32, value: i32) -> u64:
+    """A tile's status word: `flag` in the high half, `value` in the low."""
+    return (u64(flag) << 32) | u64(u32(value))
+
+
+@ptxpy.func
+def _look_back(words: Array[u64, 2], tile: i32, aggregate: i32) -> i32:
+    """Run by warp 0 of the block of `tile`: publish the tile's `aggregate`, find the sum of
+    every earlier tile's from their status words (`words[j, 0]` for tile j), publish the
+    tile's inclusive prefix, and return the earlier tiles' sum."""
+    lane = ptxpy.lane_id()
+    if tile == 0:
+        if lane == 0:
+            ptxpy.store_relaxed(words, (0, 0), _word(PREFIX, aggregate))
+        return 0
+    if lane == 0:
+        ptxpy.store_relaxed(words, (tile, 0), _word(AGGREGATE, aggregate))
+    earlier = 0
+    j = tile - 1 - lane                     # lane 0 looks at the nearest earlier tile
+    looking = True
+    while looking:
+        word = u64(PREFIX) << 32            # before tile 0: a prefix of 0
+        if j >= 0:
+            word = ptxpy.load_relaxed(words, (j, 0))
+        while ptxpy.any_sync(word >> 32 == 0):
+            if word >> 32 == 0:
+                word = ptxpy.load_relaxed(words, (j, 0))
+        value = i32(u32(word & 0xFFFFFFFF))
+        prefixes = ptxpy.ballot_sync(word >> 32 == PREFIX)
+        if prefixes != 0:                   # the nearest tile with a prefix ends the look-back
+            nearest = ptxpy.ffs(prefixes) - 1
+            earlier += ptxpy.warp_sum(value if lane <= nearest else 0)
+            looking = False
+        else:
+            earlier += ptxpy.warp_sum(value)
+            j -= 32
+    if lane == 0:
+        ptxpy.store_relaxed(words, (tile, 0), _word(PREFIX, earlier + aggregate))
+    return earlier
+
+
 @ptxpy.jit(out_shape=lambda x, state: [x, state], grid=lambda x, state: (_tiles(x),),
            block=BLOCK, input_output_aliases={1: 1})
 def scan_kernel(x: Array[i32], zeros: Array[i32, 2], y: Array[i32], state: Array[i32, 2]):
-    """y = cumsum(x); state (4, tiles), zeros on entry: row 0 the tiles' flags, rows
-    AGGREGATE and PREFIX their published sums, state[COUNTER, 0] the next tile number."""
+    """y = cumsum(x); state (tiles + 1, 2), zeros on entry: row k the status word of tile k (a
+    u64: the flag in the high half, the published sum in the low), state[tiles, 0] the next
+    tile number."""
     n = x.shape[0]
     t = ptxpy.thread_idx.x
     lane = t % 32
     warp = t // 32
+    words = state.view(u64)
     shared = ptxpy.shared_array(WARPS + 2, i32)     # warp totals, the tile, the earlier tiles' sum
     tile = ptxpy.block_idx.x
     if IN_START_ORDER:
         if t == 0:
-            shared[WARPS] = ptxpy.atomic_add(state, (COUNTER, 0), 1)
+            shared[WARPS] = ptxpy.atomic_add(state, (state.shape[0] - 1, 0), 1)
         ptxpy.syncthreads()
         tile = shared[WARPS]
     i = tile * TILE + t * ITEMS
@@ -98,38 +146,7 @@ def scan_kernel(x: Array[i32], zeros: Array[i32, 2], y: Array[i32], state: Array
             before += shared[w]
         aggregate += shared[w]
     if warp == 0:
-        earlier = 0                         # the sum of every tile before this one
-        if tile == 0:
-            if lane == 0:
-                state[PREFIX, 0] = aggregate
-                ptxpy.store_release(state, (0, 0), PREFIX)
-        else:
-            if lane == 0:
-                state[AGGREGATE, tile] = aggregate
-                ptxpy.store_release(state, (0, tile), AGGREGATE)
-            j = tile - 1 - lane             # lane 0 looks at the nearest earlier tile
-            looking = True
-            while looking:
-                flag = PREFIX               # before tile 0: a prefix of 0
-                if j >= 0:
-                    flag = ptxpy.load_acquire(state, (0, j))
-                while ptxpy.any_sync(flag == 0):
-                    if flag == 0:
-                        flag = ptxpy.load_acquire(state, (0, j))
-                value = 0
-                if j >= 0:
-                    value = state[flag, j]  # row AGGREGATE or PREFIX, as the flag says
-                prefixes = ptxpy.ballot_sync(flag == PREFIX)
-                if prefixes != 0:           # the nearest tile with a prefix ends the look-back
-                    nearest = ptxpy.ffs(prefixes) - 1
-                    earlier += ptxpy.warp_sum(value if lane <= nearest else 0)
-                    looking = False
-                else:
-                    earlier += ptxpy.warp_sum(value)
-                    j -= 32
-            if lane == 0:
-                state[PREFIX, tile] = earlier + aggregate
-                ptxpy.store_release(state, (0, tile), PREFIX)
+        earlier = _look_back(words, tile, aggregate)
         if lane == 0:
             shared[WARPS + 1] = earlier
     ptxpy.syncthreads()
@@ -146,7 +163,7 @@ def scan_kernel(x: Array[i32], zeros: Array[i32, 2], y: Array[i32], state: Array
 
 def cumsum(x):
     """The inclusive prefix sum of an i32 vector (wrapping as jnp.cumsum's does)."""
-    y, _ = scan_kernel(x, jnp.zeros((4, _tiles(x)), jnp.int32))
+    y, _ = scan_kernel(x, jnp.zeros((_tiles(x) + 1, 2), jnp.int32))
     return y
 
 

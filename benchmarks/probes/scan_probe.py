@@ -6,9 +6,9 @@ Each result is first compared with `jnp.cumsum`'s. On a GPU only:
 
     python benchmarks/probes/scan_probe.py [--sizes 20 24 26 28] [--only NAME ...] [--source FILE ...]
 
-`--source benchmarks/probes/scan_striped.py` times the same scan with each thread's elements
-in four coalesced runs, `--source benchmarks/probes/scan_packed.py` with each tile's status in
-one 64-bit word (neither measured yet); `--source` takes several files.
+`--source benchmarks/probes/scan_striped.py` times the scan of session 48 (flag and sum in two
+words, `store_release` / `load_acquire`) with each thread's elements in four coalesced runs;
+`--source` takes several files.
 """
 import argparse
 import importlib.util
@@ -29,7 +29,8 @@ import prefix_scan  # noqa: E402
 EXAMPLE = EXAMPLES / "scan_single_pass.py"
 # Skips the look-back (each tile's earlier sum is 0: wrong results, not checked): what the
 # example's loads, scan and stores alone take
-NO_LOOKBACK = {"    if warp == 0:\n        earlier = 0": "    if warp < 0:\n        earlier = 0",
+NO_LOOKBACK = {"    if warp == 0:\n        earlier = _look_back(words, tile, aggregate)":
+               "    if warp < 0:\n        earlier = 0",
                "    before += shared[WARPS + 1]\n": ""}
 # (name, {module constant: value}, {source text: replacement}) of examples/scan_single_pass.py
 VARIANTS = [("example", {}, {}), ("ITEMS 8", {"ITEMS": 8}, {}), ("ITEMS 32", {"ITEMS": 32}, {}),

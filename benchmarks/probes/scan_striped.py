@@ -4,8 +4,11 @@ access covers 512 neighbouring bytes, where the example's thread reads 16 neighb
 elements and a warp's access spans 2 KB at a 64-byte stride. Each run is scanned as the
 example scans its thread's elements, the warp scans take the four runs' totals together, and
 one barrier gives every thread the block's totals for each run. The look-back is the
-example's (a copy: a kernel cannot import another file's). Not measured on a GPU yet: time it
-with `python benchmarks/probes/scan_probe.py --source benchmarks/probes/scan_striped.py`.
+example's of session 48 (flag and sum in two words, `store_release` / `load_acquire`; a copy:
+a kernel cannot import another file's). On an H100 (BENCHMARKS.md, session 50) it ran at 1.56 /
+1.65 TB/s at 2^26 / 2^28, against 1.40 / 1.50 for that example and 1.60 / 1.70 for the
+one-word status words the example has now: the coalescing gained a little, the status word
+more. `python benchmarks/probes/scan_probe.py --source benchmarks/probes/scan_striped.py`.
 """
 import argparse
 
