@@ -57,6 +57,7 @@ PASSES = 32 // BITS
 BLOCK = RADIX               # a thread for each digit in the tile's bookkeeping
 WARPS = BLOCK // 32
 ITEMS = 16                  # keys per thread
+EARLY = 0                   # 1: publish the tile's digit counts before ranking its keys
 TILE = BLOCK * ITEMS
 AGGREGATE = 1               # a status word's flag: the tile's count of the digit is published ...
 PREFIX = 2                  # ... or the count of it in that tile and every tile before it
@@ -168,13 +169,21 @@ def _word(flag: i32, value: i32) -> u64:
 
 
 @ptxpy.func
-def _look_back(words: Array[u64, 2], row0: i32, tile: i32, digit: i32, count: i32) -> i32:
-    """Publish `count`, the tile's keys of `digit`, and return how many keys of `digit` the
-    earlier tiles have (tile j's word for the digit is `words[row0 + j, digit]`)."""
+def _publish(words: Array[u64, 2], row0: i32, tile: i32, digit: i32, count: i32):
+    """Publish `count`, the tile's keys of `digit` (tile j's word for the digit is
+    `words[row0 + j, digit]`): as the prefix itself in tile 0."""
     if tile == 0:
         ptxpy.store_relaxed(words, (row0, digit), _word(PREFIX, count))
+    else:
+        ptxpy.store_relaxed(words, (row0 + tile, digit), _word(AGGREGATE, count))
+
+
+@ptxpy.func
+def _look_back(words: Array[u64, 2], row0: i32, tile: i32, digit: i32, count: i32) -> i32:
+    """How many keys of `digit` the tiles before `tile` have, from their words; then publish
+    the prefix of this one (its `count` published already)."""
+    if tile == 0:
         return 0
-    ptxpy.store_relaxed(words, (row0 + tile, digit), _word(AGGREGATE, count))
     earlier = 0
     j = tile - 1
     looking = True
@@ -224,6 +233,9 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
     staged_values = ptxpy.shared_array(TILE if VALUES != NONE else 1, u32)      # and values
     moved = ptxpy.shared_array(RADIX, i32)          # per digit: output place minus tile place
     sums = ptxpy.shared_array(WARPS + 1, i32)
+    early = ptxpy.shared_array(RADIX if EARLY else 1, i32)     # the tile's count of each digit
+    if EARLY:
+        early[tid] = 0
     if tid == 0:
         sums[WARPS] = ptxpy.atomic_add(status, (row0 + tiles, 0), 1)
     for w in ptxpy.static_range(WARPS):
@@ -242,6 +254,12 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
                 value[q] = values[i]
             elif VALUES == INDEX:
                 value[q] = u32(i)
+
+    if EARLY:       # count the tile's digits and publish the counts before ranking
+        for q in ptxpy.static_range(ITEMS):
+            ptxpy.atomic_add(early, _digit(key[q], shift), 1)
+        ptxpy.syncthreads()
+        _publish(words, row0, tile, tid, early[tid])
 
     rank = ptxpy.local_array(ITEMS, i32)    # among the warp's keys of its digit
     lower = (u32(1) << lane) - 1            # the lanes below this one
@@ -266,6 +284,8 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
     for w in ptxpy.static_range(WARPS):
         runs[w, tid] += place
     start = _exclusive_sum(counts[p, tid], sums)    # where digit tid's keys start in the output
+    if not EARLY:
+        _publish(words, row0, tile, tid, total)
     earlier = _look_back(words, row0, tile, tid, total)
     moved[tid] = start + earlier - place
     ptxpy.syncthreads()

@@ -1,4 +1,5 @@
-"""examples/radix_sort.py with other tile sizes, and without its look-back (wrong places: the
+"""examples/radix_sort.py with other tile sizes, with its tiles' digit counts published before
+the ranking (EARLY = 1: counted by shared atomics first), and without its look-back (wrong places: the
 data path's own time), beside XLA's `jnp.sort` / `jnp.argsort` and a copy of the keys (the
 bandwidth ceiling of one pass that reads and writes every key once). Each sort is first
 compared with NumPy's. On a GPU only:
@@ -28,7 +29,7 @@ NO_LOOKBACK = {"    earlier = _look_back(words, row0, tile, tid, total)\n": "   
 # (name, {module constant: value}, {source text: replacement})
 VARIANTS = [("example", {}, {}), ("ITEMS 8", {"ITEMS": 8}, {}), ("ITEMS 12", {"ITEMS": 12}, {}),
             ("ITEMS 20", {"ITEMS": 20}, {}), ("ITEMS 24", {"ITEMS": 24}, {}),
-            ("no look-back (wrong places)", {}, NO_LOOKBACK)]
+            ("early counts", {"EARLY": 1}, {}), ("no look-back (wrong places)", {}, NO_LOOKBACK)]
 
 
 def variant(name: str, constants: dict, replacements: dict, folder: Path):
