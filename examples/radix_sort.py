@@ -262,7 +262,7 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
         _publish(words, row0, tile, tid, early[tid])
 
     rank = ptxpy.local_array(ITEMS, i32)    # among the warp's keys of its digit
-    lower = (u32(1) << lane) - 1            # the lanes below this one
+    lower = ptxpy.lanemask_lt()             # the lanes below this one
     for q in ptxpy.static_range(ITEMS):
         d = _digit(key[q], shift)
         peers = ptxpy.match_any_sync(d)

@@ -63,6 +63,7 @@ KERNEL_ONLY = (
     "cp_async_bulk_commit cp_async_bulk_wait tma_load tma_store setmaxnreg_inc setmaxnreg_dec "
     "match_any_sync match_all_sync nanosleep dp4a "
     "cluster_rank cluster_size cluster_sync cluster_arrive cluster_wait map_shared_rank "
+    "lanemask_lt lanemask_le lanemask_eq lanemask_ge lanemask_gt "
     "fence_mbarrier_init elect_one load_acquire load_relaxed store_release store_relaxed"
 ).split()
 

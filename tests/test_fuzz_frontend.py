@@ -214,6 +214,8 @@ UNSUPPORTED = [
     "w = out.view(f64)\nw = out.view(i64)", "w = x.view(u64)\nw[0] = 1.5",
     "y = ptxpy.warp_cumsum(x[0] > 1.0)", "y = ptxpy.warp_cumsum(0xffffffff, n)",
     "y = ptxpy.warp_cumsum()", "y = ptxpy.warp_cumsum(n, width=8)",
+    "y = ptxpy.lanemask_lt(n)", "y = ptxpy.lanemask_gt(width=8)", "ptxpy.lanemask_eq = 1",
+    "y: i32 = ptxpy.lanemask_le()", "y = ptxpy.lanemask_ge() + 1.5",
 ]
 
 TOKENS = [
@@ -229,7 +231,7 @@ TOKENS = [
     "ptxpy.dp4a(", "ptxpy.match_any_sync(", "ptxpy.syncthreads_count(",
     "ptxpy.map_shared_rank(", "ptxpy.cluster_sync()", "ptxpy.cluster_rank()", "ptxpy.elect_one()",
     "multicast=3", "ptxpy.load_acquire(", "ptxpy.store_release(", "scope=\"cta\"",
-    "sem=\"acq_rel\"",
+    "sem=\"acq_rel\"", "ptxpy.lanemask_lt()",
 ]
 
 KERNEL_HEAD = "\n@ptxpy.jit\ndef k(x: Array[f32], n: i32, out: Array[f32]):\n"

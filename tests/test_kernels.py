@@ -1522,6 +1522,36 @@ def lanes(out: Array[u32], inner: Array[u32]):
     assert "activemask.b32" in compile_source(source, "lanes").ptx
 
 
+def test_lane_masks_are_the_lanes_below_at_and_above():
+    source = src("""
+@ptxpy.jit
+def masks(lt: Array[u32], le: Array[u32], eq: Array[u32], ge: Array[u32], gt: Array[u32],
+          rank: Array[i32]):
+    i = ptxpy.global_id(0)
+    lt[i] = ptxpy.lanemask_lt()
+    le[i] = ptxpy.lanemask_le()
+    eq[i] = ptxpy.lanemask_eq()
+    ge[i] = ptxpy.lanemask_ge()
+    gt[i] = ptxpy.lanemask_gt()
+    peers = ptxpy.match_any_sync(i % 3)     # this lane's place among the lanes of its value
+    rank[i] = ptxpy.popc(peers & ptxpy.lanemask_lt())
+""")
+    outs = run(source, "masks", [Out(52, np.uint32) for _ in range(5)] + [Out(52, np.int32)],
+               grid=1, block=52)
+    lane = (np.arange(52) % 32).astype(np.uint64)
+    below = (np.uint64(1) << lane) - np.uint64(1)
+    at = np.uint64(1) << lane
+    full = np.uint64(0xFFFFFFFF)
+    for out, want in zip(outs, [below, below | at, at, full & ~below, full & ~(below | at)]):
+        np.testing.assert_array_equal(out, want.astype(np.uint32))
+    i = np.arange(52)
+    warp_start = i - i % 32
+    want_rank = [np.sum((np.arange(warp_start[k], k) % 3) == k % 3) for k in i]
+    np.testing.assert_array_equal(outs[5], want_rank)
+    ptx = compile_source(source, "masks").ptx
+    assert all(f"%lanemask_{m};" in ptx for m in ("lt", "le", "eq", "ge", "gt"))
+
+
 def test_divmod_is_floor_division_and_remainder():
     source = src("""
 @ptxpy.jit

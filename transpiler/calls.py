@@ -9,7 +9,7 @@ from ptxpy.types import (ArrayType, ConstType, Scalar, TupleType, bf16, bool_, c
                          f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
 
 from . import typed
-from .ir import ATOMIC_SEMS, MEMORY_SCOPES
+from .ir import ATOMIC_SEMS, LANE_MASKS, MEMORY_SCOPES
 from .exprs import (MATH_NAMES, THREAD_NAMES, convert, fits, is_weak, join, literal_value,
                     method_problem, table_load, truthy, unknown_attribute, weak_constant)
 from .scope import CONST_FUNCS, NotConstant, code_of, qualname_constant, scalar_named
@@ -392,7 +392,7 @@ class CallChecker:
             return self.dp4a(node)
         if name in ("maximum", "minimum"):
             return self.nan_min_max(name, node)
-        if name == "activemask":
+        if name == "activemask" or name in LANE_MASKS:
             self.args(node, label, 0)
             return typed.Intrinsic(loc, u32, name, [])
         if name == "elect_one":

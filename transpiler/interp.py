@@ -17,6 +17,11 @@ from .floatbits import (DEFAULT_NAN, MAX_FINITE, bits_of, fp8_byte, fp8_value, f
                         int_to_float, next_toward, round_to)
 from .ir import Const, Function, Instr, Undef, Value
 
+#: `%lanemask_lt` ... of lane k, as u32 values
+LANE_MASK_BITS = {"lanemask_lt": lambda k: (1 << k) - 1, "lanemask_le": lambda k: (2 << k) - 1,
+                  "lanemask_eq": lambda k: 1 << k, "lanemask_ge": lambda k: 0xFFFFFFFF & -(1 << k),
+                  "lanemask_gt": lambda k: 0xFFFFFFFF & -(2 << k)}
+
 
 def _byte(word: int, k: int, signed: bool) -> int:
     """Byte k (0: the lowest) of a 32-bit word, signed or not."""
@@ -580,6 +585,8 @@ class _Thread:
             return wrap_int(int(self.sregs[name]), i32)
         if name == "laneid":
             return self.sregs.get("tid.x", 0) % 32
+        if name in LANE_MASK_BITS:
+            return LANE_MASK_BITS[name](self.sreg("laneid"))     # a u32
         if name.startswith("clusterid"):     # a lone thread's block is a cluster of its own
             return self.sreg("ctaid" + name[len("clusterid"):])
         return 1 if name.startswith(("ntid", "nctaid", "cluster_ncta")) else 0

@@ -353,13 +353,15 @@ MEMORY_SCOPES = ("cta", "cluster", "gpu", "sys")
 #: the orders (PTX .sem) of `ordered_load`, `ordered_store` and `atom`
 LOAD_SEMS, STORE_SEMS = ("relaxed", "acquire"), ("relaxed", "release")
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
+#: the lanes of the warp below, at or below, at, at or above, above this thread's (`%lanemask_lt` ...)
+LANE_MASKS = frozenset({"lanemask_lt", "lanemask_le", "lanemask_eq", "lanemask_ge", "lanemask_gt"})
 #: the thread-block cluster's special registers (sm_90)
 CLUSTER_REGISTERS = frozenset(
     f"{reg}.{axis}" for reg in ("clusterid", "cluster_ctaid", "cluster_nctaid") for axis in "xyz"
 ) | {"cluster_ctarank", "cluster_nctarank"}
 SPECIAL_REGISTERS = frozenset(
     f"{reg}.{axis}" for reg in ("tid", "ntid", "ctaid", "nctaid") for axis in "xyz"
-) | {"laneid"} | CLUSTER_REGISTERS
+) | {"laneid"} | CLUSTER_REGISTERS | LANE_MASKS
 ADDR_TYPE = i64   # addresses are 64-bit integers in every state space
 
 

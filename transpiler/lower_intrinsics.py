@@ -1222,6 +1222,8 @@ def _reduce_present_lanes(b, op: str, value):
 HANDLERS = {
     "lane_id": lambda b, e: sreg(b, "laneid"),
     "activemask": lambda b, e: b.emit("activemask", u32, []),
+    **{name: (lambda b, e, name=name: b.emit("sreg", u32, attrs={"name": name}))
+       for name in ir.LANE_MASKS},
     "warp_id": _warp_id,
     "global_id": _global_id,
     "cdiv": _cdiv,
