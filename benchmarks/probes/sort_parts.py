@@ -1,7 +1,8 @@
 """Where examples/radix_sort.py's time goes: its digit counts and each of its four passes timed
 alone, for normal f32 keys (few distinct values in the high digits) and uniform u32 keys, and
 the counts with warp-aggregated atomics (`match_any_sync` of the digit, one `atomic_add` of the
-lanes' count by the lowest of them) instead of one shared atomic per key and digit. On a GPU:
+lanes' count by the lowest of them) instead of one shared atomic per key and digit. Correct in
+the simulator, not yet run on a GPU (session 50's device time ran out). On a GPU:
 
     python benchmarks/probes/sort_parts.py [--log2 26]
 """

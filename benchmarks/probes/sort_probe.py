@@ -1,5 +1,5 @@
 """examples/radix_sort.py with other tile sizes, with its tiles' digit counts published before
-the ranking (EARLY = 1: counted by shared atomics first), and without its look-back (wrong places: the
+the ranking (EARLY = 1: counted by shared atomics first; not yet timed), and without its look-back (wrong places: the
 data path's own time), beside XLA's `jnp.sort` / `jnp.argsort` and a copy of the keys (the
 bandwidth ceiling of one pass that reads and writes every key once). Each sort is first
 compared with NumPy's. On a GPU only:
