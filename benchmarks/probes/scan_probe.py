@@ -11,8 +11,6 @@ words, `store_release` / `load_acquire`) with each thread's elements in four coa
 `--source` takes several files.
 """
 import argparse
-import importlib.util
-import re
 import sys
 import tempfile
 import time
@@ -25,6 +23,9 @@ import numpy as np
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 import prefix_scan  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from example_variant import load_variant  # noqa: E402
 
 EXAMPLE = EXAMPLES / "scan_single_pass.py"
 # Skips the look-back (each tile's earlier sum is 0: wrong results, not checked): what the
@@ -41,19 +42,7 @@ VARIANTS = [("example", {}, {}), ("ITEMS 8", {"ITEMS": 8}, {}), ("ITEMS 32", {"I
 
 def variant(name: str, constants: dict, replacements: dict, folder: Path, source: Path = EXAMPLE):
     """jax.jit of the `cumsum` of a copy of `source` with other constants and text."""
-    text = source.read_text()
-    for key, value in constants.items():
-        text, count = re.subn(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
-        assert count == 1, key
-    for old, new in replacements.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    path = folder / f"scan_variant_{abs(hash(name))}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return jax.jit(module.cumsum)
+    return jax.jit(load_variant(source, name, constants, replacements, folder).cumsum)
 
 
 def seconds(f, x, rounds: int = 5, reps: int = 20) -> float:

@@ -10,8 +10,7 @@ Rates are keys per second; "passes" is the time over the copy's (a sort moves ev
 per digit, four times, after one read to count the digits).
 """
 import argparse
-import importlib.util
-import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +18,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from example_variant import load_variant  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "radix_sort.py"
 # Skips the look-back (each tile's earlier keys of a digit: 0; wrong places, not checked, kept
@@ -30,23 +32,6 @@ NO_LOOKBACK = {"    earlier = _look_back(words, row0, tile, tid, total)\n": "   
 VARIANTS = [("example", {}, {}), ("ITEMS 8", {"ITEMS": 8}, {}), ("ITEMS 12", {"ITEMS": 12}, {}),
             ("ITEMS 20", {"ITEMS": 20}, {}), ("ITEMS 24", {"ITEMS": 24}, {}),
             ("early counts", {"EARLY": 1}, {}), ("no look-back (wrong places)", {}, NO_LOOKBACK)]
-
-
-def variant(name: str, constants: dict, replacements: dict, folder: Path):
-    """The module of a copy of the example with other constants and text."""
-    text = EXAMPLE.read_text()
-    for key, value in constants.items():
-        text, count = re.subn(rf"^{key} = \d+", f"{key} = {value}", text, flags=re.M)
-        assert count == 1, key
-    for old, new in replacements.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    path = folder / f"sort_variant_{abs(hash(name))}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def seconds(f, x, rounds: int = 5, reps: int = 10) -> float:
@@ -71,7 +56,7 @@ def main() -> None:
     systems = []
     for name, constants, replacements in VARIANTS:
         if args.only is None or name in args.only:
-            module = variant(name, constants, replacements, folder)
+            module = load_variant(EXAMPLE, name, constants, replacements, folder)
             systems.append((f"{name} sort", jax.jit(module.radix_sort), "sort"))
             if name == "example":
                 systems.append((f"{name} argsort", jax.jit(module.radix_argsort), "argsort"))
