@@ -2,6 +2,8 @@
 
 One kernel per construct of SPEC 2.1-2.3; each result is computed independently with NumPy.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -631,6 +633,34 @@ def k(a: Array[u32], b: Array[u32], s: Array[i32], hi: Array[u32], lo: Array[u32
     np.testing.assert_array_equal(lo, p.astype(np.uint32))
     np.testing.assert_array_equal(shi, ((s.astype(np.int64) * s[::-1].astype(np.int64)) >> 32).astype(np.int32))
     np.testing.assert_array_equal(acc, a.astype(np.uint64) * b.astype(np.uint64) + b.astype(np.uint64))
+
+
+def test_truncated_i64_shifts_and_logic_compile_to_32_bit_instructions():
+    """`i32((key >> shift) & 255)` with `key: u32` and `shift: i32` promotes to i64 as NumPy
+    does, but only its low half is kept: one 32-bit shift and `and` in the PTX (the narrow
+    pass), NumPy's values for counts past 31 and negative ones too (read as unsigned: 0)."""
+    source = src("""
+@ptxpy.jit
+def k(keys: Array[u32], shifts: Array[i32], digits: Array[i32], mixed: Array[u32]):
+    i = ptxpy.global_id()
+    if i < len(keys):
+        key = keys[i]
+        s = shifts[i]
+        digits[i] = i32((key >> s) & 255)
+        mixed[i] = u32(((key << s) ^ (key * 2654435761)) + 12345)
+""")
+    ptx = compile_source(source, "k").ptx
+    assert not re.search(r"\b(shr|shl|and|xor)\.[bsu]64", ptx), ptx
+    n = 256
+    keys = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    shifts = np.arange(n, dtype=np.int32) % 72 - 4
+    digits, mixed = run(source, "k", [keys, shifts, Out(n, np.int32), Out(n, np.uint32)],
+                        grid=1, block=256)
+    wide = [int(x) for x in keys]
+    counts = [int(c) % 2 ** 32 for c in shifts]     # a negative count read as unsigned
+    np.testing.assert_array_equal(digits, [(x >> c if c < 64 else 0) & 255 for x, c in zip(wide, counts)])
+    np.testing.assert_array_equal(mixed, [(((x << c if c < 64 else 0) ^ (x * 2654435761)) + 12345) % 2 ** 32
+                                          for x, c in zip(wide, counts)])
 
 
 def test_round_and_trunc_keep_the_float_type():

@@ -17,8 +17,8 @@ from ptxpy.transpiler.abi import ParamSpec
 from ptxpy.transpiler.cfg import natural_loops
 from ptxpy.transpiler.ir import Block, Const, Function, Instr, SharedDecl, Undef, add_pred
 from ptxpy.transpiler.passes import (PIPELINE, contract, copyprop, cse, dce, hoist, licm,
-                                     lower_floor, memforward, optimize, ranges, reassoc, sccp,
-                                     simplifycfg, speculate, strength, widen)
+                                     lower_floor, memforward, narrow, optimize, ranges, reassoc,
+                                     sccp, simplifycfg, speculate, strength, widen)
 from ptxpy.transpiler.verify import verify
 from ptxpy.types import bf16, bool_, f16, f32, f64, i32, i64, u32, u64
 
@@ -661,6 +661,57 @@ def test_widen_products_of_extended_ints_and_their_high_half(t, wide, pairs):
         assert "mul" not in found and (found.count("mul_wide") - 1, found.count("mul_hi")) == (wides, highs)
         for a, c in pairs:     # (one mul_wide addresses the store)
             assert run_scalar(func, t, a, c) == run_scalar(scalar_kernel(t, body), t, a, c)
+
+
+def _digit_and_hash(b, key, shift):
+    """i32((i64(key) >> shift) & 255) + i32((i64(key) << shift) ^ ~(key * 40503 - 7)), as
+    NumPy's promotion of u32 and i32 writes `(key >> shift) & 255` and the rest."""
+    wide = b("cvt", i64, key)
+    digit = b("cvt", i32, b("and", i64, b("shr", i64, wide, shift), Const(i64, 255)))
+    hashed = b("xor", i64, b("shl", i64, wide, shift),
+               b("not", i64, b("sub", i64, b("mul", i64, wide, Const(i64, 40503)), Const(i64, 7))))
+    return b("add", i32, digit, b("cvt", i32, b("neg", i64, hashed)))
+
+
+def test_narrow_computes_truncated_i64_arithmetic_in_32_bits():
+    """What is only ever truncated to 32 bits is computed in 32: a shift of a zero-extended
+    u32 (counts of 32 and more, and negative ones read as unsigned, shift everything out in
+    both widths), and adds, products, logic and left shifts of anything; the interpreter gives
+    the same values before and after."""
+    b = Builder()
+    key, shift, out = b.param("key", u32), b.param("shift", i32), b.param("out", ptr=True)
+    b.store(out, Const(i32, 0), _digit_and_hash(b, key, shift))
+    b.ret()
+    before = copy.deepcopy(b.func)
+    func = run_pass(dce.run, run_pass(copyprop.run, run_pass(narrow.run, b.func)))
+    assert not [i for i in func.instrs() if i.type in (i64, u64) and i.op != "mul_wide"
+                and i.op != "add" and i.op != "param"]      # (the store's address stays 64-bit)
+    shifts = [i for i in func.instrs() if i.op == "shr"]
+    assert [s.type for s in shifts] == [u32]
+    for k in (0, 1, 0x80000000, 0xFFFFFFFF, 0x12345678):
+        for s in (0, 1, 7, 24, 31, 32, 33, 63, 64, 100, -1, -32):
+            got, want = np.zeros(1, np.int32), np.zeros(1, np.int32)
+            interp.run_function(func, {"key": k, "shift": s, "out": got}, {})
+            interp.run_function(before, {"key": k, "shift": s, "out": want}, {})
+            assert got[0] == want[0], (k, s, got[0], want[0])
+
+
+def test_narrow_keeps_what_needs_the_high_half():
+    """A 64-bit value with a use that needs its high half (a store of it) stays 64-bit, and
+    so does a right shift of a sign extension; a sum truncated to be a shift's count is
+    narrowed."""
+    b = Builder()
+    key, k, out = b.param("key", i32), b.param("k", u32), b.param("out", ptr=True)
+    wide = b("add", i64, b("cvt", i64, key), Const(i64, 1))
+    b.store(out, Const(i32, 0), b("cvt", i32, wide))
+    b.store(out, Const(i32, 1), wide)
+    b.store(out, Const(i32, 2), b("cvt", i32, b("shr", i64, b("cvt", i64, key), Const(i32, 3))))
+    count = b("cvt", i32, b("add", i64, b("cvt", i64, k), Const(i64, 2)))
+    b.store(out, Const(i32, 3), b("shl", u32, k, count))
+    b.ret()
+    func = run_pass(narrow.run, b.func)
+    assert [i.type for i in func.instrs() if i.op == "shr"] == [i64]
+    assert [i.args[1] for i in func.instrs() if i.op == "add" and i.type is i32] == [Const(i32, 2)]
 
 
 def _memory_kernel(between):

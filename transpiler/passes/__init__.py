@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from ..ir import Function, format_function, users
 from ..verify import IRError, verify
-from . import (contract, copyprop, cse, dce, hoist, licm, lower_floor, memforward, ranges, reassoc,
-               sccp, simplifycfg, speculate, strength, widen)
+from . import (contract, copyprop, cse, dce, hoist, licm, lower_floor, memforward, narrow, ranges,
+               reassoc, sccp, simplifycfg, speculate, strength, widen)
 
 PIPELINE: list = [
     ("simplifycfg", simplifycfg.run),
     ("sccp", sccp.run),
     ("copyprop", copyprop.run),
     ("cse", cse.run),
+    ("narrow", narrow.run),       # i64 arithmetic only ever truncated -> i32
     ("widen", widen.run),         # u64(a) * u64(b) -> mul_wide, its high half -> mul_hi
     ("dce", dce.run),
     ("ranges", ranges.run),       # before lower_floor: what it proves needs no fix-up
