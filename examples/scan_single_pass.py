@@ -2,7 +2,7 @@
 Garland, 2016, as CUB's `DeviceScan` does it).
 
 examples/prefix_scan.py reads every element twice and writes it twice (a scan of each tile,
-then the tiles' offsets added). Here each block scans one tile of 4096 elements and finds
+then the tiles' offsets added). Here each block scans one tile of 8192 elements and finds
 the sum of all earlier tiles from what the earlier blocks have published, so every element
 is read once and written once:
 
@@ -27,12 +27,12 @@ does for its counts). `IN_START_ORDER = 0` numbers the tiles by block index inst
 does (the GPU starts blocks in that order), which saves the counter's atomic but relies on
 that order.
 
-On an H100 it ran at 1.60-1.70 TB/s (one read and one write) at 2^26-2^28 elements, 1.42x-1.46x
-`jnp.cumsum` and 1.10x-1.14x prefix_scan.py's three kernels, which move twice the bytes
-(BENCHMARKS.md, session 50). With the flag and the sum in two words, published with
-`store_release` and read with `load_acquire`, it ran at 1.40-1.50: the look-back's chain of
-memory latencies bounds it, not memory, and one load per look-back step instead of two
-shortens it.
+On an H100 it ran at 1.65-1.74 TB/s (one read and one write) at 2^26-2^28 elements, 1.46x-1.49x
+`jnp.cumsum` and 1.14x-1.16x prefix_scan.py's three kernels, which move twice the bytes
+(BENCHMARKS.md, session 51; 2-4% faster with 512 threads a block than with 256). With the flag
+and the sum in two words, published with `store_release` and read with `load_acquire`, it ran
+at 1.40-1.50: the look-back's chain of memory latencies bounds it, not memory, and one load per
+look-back step instead of two shortens it.
 
 `python examples/scan_single_pass.py [--size N]` checks the result against `jnp.cumsum` and, on
 a GPU, times it beside prefix_scan.py's three-kernel scan and XLA's `jnp.cumsum`.
@@ -47,7 +47,7 @@ import numpy as np
 import ptxpy
 from ptxpy import Array, i32, u32, u64
 
-BLOCK = 256
+BLOCK = 512
 ITEMS = 16                  # elements per thread, consecutive
 TILE = BLOCK * ITEMS
 WARPS = BLOCK // 32

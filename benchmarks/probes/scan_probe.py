@@ -35,7 +35,7 @@ NO_LOOKBACK = {"    if warp == 0:\n        earlier = _look_back(words, tile, agg
                "    before += shared[WARPS + 1]\n": ""}
 # (name, {module constant: value}, {source text: replacement}) of examples/scan_single_pass.py
 VARIANTS = [("example", {}, {}), ("ITEMS 8", {"ITEMS": 8}, {}), ("ITEMS 32", {"ITEMS": 32}, {}),
-            ("BLOCK 128", {"BLOCK": 128}, {}), ("BLOCK 512", {"BLOCK": 512}, {}),
+            ("BLOCK 128", {"BLOCK": 128}, {}), ("BLOCK 256", {"BLOCK": 256}, {}),
             ("block index", {"IN_START_ORDER": 0}, {}),
             ("no look-back (wrong sums)", {}, NO_LOOKBACK)]
 
