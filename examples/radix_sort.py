@@ -18,9 +18,9 @@ the argsort's indices are `jnp.argsort`'s.
     lanes holding the same digit, and a key's rank among them is the bits of those lanes below
     its own (`ptxpy.popc`), plus what the warp counted of that digit before (kept per warp and
     digit in shared memory). So equal digits keep their order: the sort is stable.
-  - Thread `d` of the block then handles digit `d` (256 threads, 256 digits): it adds the warps'
-    counts, publishes the tile's count of `d` at once and looks back over the earlier tiles'
-    status words for `d`, one at a time, until one holds the sum of its tile and all before it
+  - Thread `d` of the block then handles digit `d` (of BLOCK threads, 256 or more): it adds
+    the warps' counts, publishes the tile's count of `d` at once and looks back over the
+    earlier tiles' status words for `d`, one at a time, until one holds the sum of its tile and all before it
     (the decoupled look-back of examples/compact.py, by each thread for its own digit). Each
     status word is 64 bits, the flag in the high half and the count in the low, read and
     written with `ptxpy.load_relaxed` / `ptxpy.store_relaxed` on `state.view(u64)`.
@@ -54,7 +54,7 @@ from ptxpy import Array, Const, i32, u32, u64
 BITS = 8                    # bits of a digit
 RADIX = 1 << BITS           # values of a digit
 PASSES = 32 // BITS
-BLOCK = RADIX               # a thread for each digit in the tile's bookkeeping
+BLOCK = 256                 # threads of sort_pass: a multiple of 32, RADIX or more (one a digit)
 WARPS = BLOCK // 32
 ITEMS = 16                  # keys per thread
 EARLY = 0                   # 1: publish the tile's digit counts before ranking its keys (untimed)
@@ -110,10 +110,10 @@ def _count_key(hist: Array[i32, 2], key: u32):
 
 
 def _count_grid(keys, zeros, KIND=UNSIGNED):
-    return (max(1, min(COUNT_BLOCKS, ptxpy.cdiv(keys.shape[0], BLOCK * 4 * 8))),)
+    return (max(1, min(COUNT_BLOCKS, ptxpy.cdiv(keys.shape[0], RADIX * 4 * 8))),)
 
 
-@ptxpy.jit(out_shape=lambda keys, zeros, KIND=UNSIGNED: zeros, grid=_count_grid, block=BLOCK,
+@ptxpy.jit(out_shape=lambda keys, zeros, KIND=UNSIGNED: zeros, grid=_count_grid, block=RADIX,
            input_output_aliases={1: 0})
 def digit_counts(keys: Array[u32], zeros: Array[i32, 2], counts: Array[i32, 2],
                  KIND: Const[int] = UNSIGNED):
@@ -124,7 +124,7 @@ def digit_counts(keys: Array[u32], zeros: Array[i32, 2], counts: Array[i32, 2],
     for p in ptxpy.static_range(PASSES):
         hist[p, tid] = 0
     ptxpy.syncthreads()
-    i = (ptxpy.block_idx.x * BLOCK + tid) * 4
+    i = (ptxpy.block_idx.x * RADIX + tid) * 4
     while i < n:
         if i + 4 <= n:
             a, b, c, d = keys[i:i + 4]
@@ -136,7 +136,7 @@ def digit_counts(keys: Array[u32], zeros: Array[i32, 2], counts: Array[i32, 2],
             for q in ptxpy.static_range(3):
                 if i + q < n:
                     _count_key(hist, _to_radix(keys[i + q], KIND))
-        i += ptxpy.grid_dim.x * BLOCK * 4
+        i += ptxpy.grid_dim.x * RADIX * 4
     ptxpy.syncthreads()
     for p in ptxpy.static_range(PASSES):
         seen = hist[p, tid]
@@ -234,12 +234,14 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
     moved = ptxpy.shared_array(RADIX, i32)          # per digit: output place minus tile place
     sums = ptxpy.shared_array(WARPS + 1, i32)
     early = ptxpy.shared_array(RADIX if EARLY else 1, i32)     # the tile's count of each digit
-    if EARLY:
-        early[tid] = 0
+    digit_thread = BLOCK == RADIX or tid < RADIX     # thread d keeps the books of digit d
     if tid == 0:
         sums[WARPS] = ptxpy.atomic_add(status, (row0 + tiles, 0), 1)
-    for w in ptxpy.static_range(WARPS):
-        runs[w, tid] = 0
+    if digit_thread:
+        if EARLY:
+            early[tid] = 0
+        for w in ptxpy.static_range(WARPS):
+            runs[w, tid] = 0
     ptxpy.syncthreads()
     tile = sums[WARPS]
     first = tile * TILE + warp * (32 * ITEMS) + lane    # the warp's keys: 32 at a time
@@ -249,7 +251,8 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
         i = first + 32 * q
         key[q] = u32(0xFFFFFFFF)            # past the end: the largest key, after all others
         if i < n:
-            key[q] = keys[i] if p != 0 else _to_radix(keys[i], KIND)
+            k = keys[i]
+            key[q] = k if p != 0 else _to_radix(k, KIND)
             if VALUES == GIVEN:
                 value[q] = values[i]
             elif VALUES == INDEX:
@@ -259,7 +262,8 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
         for q in ptxpy.static_range(ITEMS):
             ptxpy.atomic_add(early, _digit(key[q], shift), 1)
         ptxpy.syncthreads()
-        _publish(words, row0, tile, tid, early[tid])
+        if digit_thread:
+            _publish(words, row0, tile, tid, early[tid])
 
     rank = ptxpy.local_array(ITEMS, i32)    # among the warp's keys of its digit
     lower = ptxpy.lanemask_lt()             # the lanes below this one
@@ -276,18 +280,22 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
     ptxpy.syncthreads()
 
     total = 0                               # the tile's keys of digit tid
-    for w in ptxpy.static_range(WARPS):
-        c = runs[w, tid]
-        runs[w, tid] = total
-        total += c
+    in_output = 0                           # the keys of digit tid in the output
+    if digit_thread:
+        for w in ptxpy.static_range(WARPS):
+            c = runs[w, tid]
+            runs[w, tid] = total
+            total += c
+        in_output = counts[p, tid]
+        if not EARLY:
+            _publish(words, row0, tile, tid, total)     # as soon as it is known
     place = _exclusive_sum(total, sums)     # where digit tid's run starts in the tile
-    for w in ptxpy.static_range(WARPS):
-        runs[w, tid] += place
-    start = _exclusive_sum(counts[p, tid], sums)    # where digit tid's keys start in the output
-    if not EARLY:
-        _publish(words, row0, tile, tid, total)
-    earlier = _look_back(words, row0, tile, tid, total)
-    moved[tid] = start + earlier - place
+    start = _exclusive_sum(in_output, sums)     # where digit tid's keys start in the output
+    if digit_thread:
+        for w in ptxpy.static_range(WARPS):
+            runs[w, tid] += place
+        earlier = _look_back(words, row0, tile, tid, total)
+        moved[tid] = start + earlier - place
     ptxpy.syncthreads()
     for q in ptxpy.static_range(ITEMS):
         j = runs[warp, _digit(key[q], shift)] + rank[q]

@@ -1,5 +1,6 @@
-"""examples/radix_sort.py with other tile sizes, with its tiles' digit counts published before
-the ranking (EARLY = 1: counted by shared atomics first; not yet timed), and without its look-back (wrong places: the
+"""examples/radix_sort.py with other tile and block sizes, with its tiles' digit counts published
+before the ranking (EARLY = 1: counted by shared atomics first) or after the block's scans, with
+at most 64 registers a thread (4 blocks an SM), and without its look-back (wrong places: the
 data path's own time), beside XLA's `jnp.sort` / `jnp.argsort` and a copy of the keys (the
 bandwidth ceiling of one pass that reads and writes every key once). Each sort is first
 compared with NumPy's. On a GPU only:
@@ -25,13 +26,25 @@ from example_variant import load_variant  # noqa: E402
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "radix_sort.py"
 # Skips the look-back (each tile's earlier keys of a digit: 0; wrong places, not checked, kept
 # inside the output: the next pass's keys are then not the counted ones)
-NO_LOOKBACK = {"    earlier = _look_back(words, row0, tile, tid, total)\n": "    earlier = 0\n",
+NO_LOOKBACK = {"        earlier = _look_back(words, row0, tile, tid, total)\n": "        earlier = 0\n",
                "            place = moved[_digit(k, shift)] + j\n":
                "            place = min(moved[_digit(k, shift)] + j, n - 1)\n"}
+# The tile's counts published after the block's two scans, as in session 50
+PUBLISH_LATE = {"        if not EARLY:\n            _publish(words, row0, tile, tid, total)     # as soon as it is known\n": "",
+                "        earlier = _look_back(": "        if not EARLY:\n            _publish(words, row0, tile, tid, total)\n"
+                                                "        earlier = _look_back("}
+# At most 64 registers a thread, so that 4 blocks fit an SM (72 without)
+FOUR_BLOCKS = {"@ptxpy.jit(out_shape=_pass_outputs, block=BLOCK,":
+               "@ptxpy.jit(out_shape=_pass_outputs, block=BLOCK, launch_bounds=(BLOCK, 4),"}
 # (name, {module constant: value}, {source text: replacement})
 VARIANTS = [("example", {}, {}), ("ITEMS 8", {"ITEMS": 8}, {}), ("ITEMS 12", {"ITEMS": 12}, {}),
             ("ITEMS 20", {"ITEMS": 20}, {}), ("ITEMS 24", {"ITEMS": 24}, {}),
-            ("early counts", {"EARLY": 1}, {}), ("no look-back (wrong places)", {}, NO_LOOKBACK)]
+            ("BLOCK 384", {"BLOCK": 384}, {}), ("BLOCK 384 ITEMS 12", {"BLOCK": 384, "ITEMS": 12}, {}),
+            ("BLOCK 384 ITEMS 23", {"BLOCK": 384, "ITEMS": 23}, {}),
+            ("BLOCK 512 ITEMS 12", {"BLOCK": 512, "ITEMS": 12}, {}),
+            ("early counts", {"EARLY": 1}, {}), ("publish after scans", {}, PUBLISH_LATE),
+            ("4 blocks an SM", {}, FOUR_BLOCKS), ("4 blocks an SM, ITEMS 12", {"ITEMS": 12}, FOUR_BLOCKS),
+            ("no look-back (wrong places)", {}, NO_LOOKBACK)]
 
 
 def seconds(f, x, rounds: int = 5, reps: int = 10) -> float:
