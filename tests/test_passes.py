@@ -1032,6 +1032,35 @@ def test_speculate_diamond_and_the_sign_of_zero(t):
             assert same_arrays(execute(reference, args)["out"], execute(func, args)["out"])
 
 
+def test_speculate_takes_a_nested_branch_inside_out():
+    """`if k & M > INF: k = NAN elif k == SIGN: k = 0` (a float key's canonical form): the inner
+    branch becomes a select, its join merges into the outer arm, and that arm is then short
+    enough to become a select too, so no branch on the loaded value is left."""
+    b = Builder()
+    out, key = b.param("out", ptr=True), b.param("key", u32)
+    is_nan = b("cmp", bool_, b("and", u32, key, Const(u32, 0x7FFFFFFF)), Const(u32, 0x7F800000),
+               pred="gt")
+    nan_arm, other, inner_zero, inner_join, join = (b.block(n) for n in
+                                                     ("nan", "other", "zero", "ijoin", "join"))
+    b.cbr(is_nan, nan_arm, other)
+    b.at(nan_arm).br(join)
+    b.at(other).cbr(b("cmp", bool_, key, Const(u32, 0x80000000), pred="eq"), inner_zero, inner_join)
+    b.at(inner_zero).br(inner_join)
+    inner = b.at(inner_join).phi(u32)
+    Builder.fill(inner, {inner_zero: Const(u32, 0), other: key})
+    b.br(join)
+    outer = b.at(join).phi(u32)
+    Builder.fill(outer, {nan_arm: Const(u32, 0x7FC00000), inner_join: inner})
+    b.store(out, Const(i32, 0), outer)
+    b.ret()
+    reference = copy.deepcopy(b.func)
+    func = run_pass(speculate.run, b.func)
+    assert "cbr" not in ops(func) and ops(func).count("select") == 2
+    for k in (0, 1, 0x80000000, 0x7F800000, 0x7FC00001, 0xFFC00000, 0x3F800000, 0xBF800000):
+        args = {"out": np.zeros(1, np.uint32), "key": k}
+        assert execute(reference, args)["out"][0] == execute(func, args)["out"][0]
+
+
 def test_speculate_rewrites_a_sum_only_where_the_phi_is_its_one_use():
     """The arm's `s + v` also feeds a second phi: it must stay `s + v` (plain selects)."""
     b = Builder()

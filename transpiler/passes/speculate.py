@@ -21,6 +21,7 @@ Runs after `reassoc`/`hoist`/`cse` (so an access is `array + C`) and before `lic
 from __future__ import annotations
 
 from ..ir import Const, Function, Instr, set_targets, users
+from .copyprop import replace_all_uses
 
 MAX_ARM = 3     # instructions per arm, the terminator not counted
 
@@ -33,7 +34,7 @@ LOCAL_SPACES = ("shared", "local")
 def run(func: Function) -> Function:
     sizes = {decl.name: decl.nbytes for decl in func.arrays}
     uses = None
-    for head in list(func.blocks):
+    for head in reversed(func.blocks[:]):    # inner branches first: see _absorb_join
         term = head.terminator
         if term is None or term.op != "cbr" or term.targets[0] is term.targets[1]:
             continue
@@ -41,8 +42,29 @@ def run(func: Function) -> Function:
         if shape is not None:
             uses = uses if uses is not None else users(func)   # arms' values keep their uses
             _convert(func, head, *shape, uses)
+            _absorb_join(func, head, shape[0], uses)
     func.edits += uses is not None
     return func
+
+
+def _absorb_join(func: Function, head, join, uses: dict) -> None:
+    """Merge `join` into `head` where `head` is now its only predecessor, so that a converted
+    branch nested in an arm of another (`if nan: k = NAN elif k == SIGN: k = 0`) leaves that
+    arm one short block, which the outer branch's conversion then takes in turn: no branch on
+    a loaded value is left between one load and the next."""
+    if join.preds != [head] or join is func.entry or join is head:
+        return
+    for phi in join.phis:
+        replace_all_uses(uses, phi, phi.args[0])
+        phi.block = None
+    head.instrs.pop()
+    for instr in join.instrs:
+        instr.block = head
+        head.instrs.append(instr)
+    for after in join.succs:
+        after.preds = [head if p is join else p for p in after.preds]
+    join.phis, join.instrs, join.preds = [], [], []
+    func.blocks.remove(join)
 
 
 def _shape(head, sizes):
@@ -112,10 +134,10 @@ def _convert(func, head, join, then_arm, else_arm, uses) -> None:
         else:
             ours = {v for v, arm in moved.items() if arm is then_arm and uses.get(v) == [phi]}
             theirs = {v for v, arm in moved.items() if arm is else_arm and uses.get(v) == [phi]}
-            merged[phi] = (_select_operand(head, cond, a, b, ours)
-                           or _select_operand(head, cond, b, a, theirs, negated=True)
-                           or head.insert_before_terminator(
-                               Instr("select", phi.type, [cond, a, b], loc=phi.loc)))
+            merged[phi] = (_select_operand(head, cond, a, b, ours, uses)
+                           or _select_operand(head, cond, b, a, theirs, uses, negated=True)
+                           or _add_uses(uses, head.insert_before_terminator(
+                               Instr("select", phi.type, [cond, a, b], loc=phi.loc))))
     set_targets(term, [join])             # head -> join (a diamond's join gains head as a pred)
     term.op, term.args = "br", []
     for arm in (then_arm, else_arm):
@@ -126,9 +148,20 @@ def _convert(func, head, join, then_arm, else_arm, uses) -> None:
     k = join.preds.index(head)
     for phi in join.phis:
         phi.args[k] = merged[phi]
+        if merged[phi].__class__ is Instr:
+            uses.setdefault(merged[phi], []).append(phi)
 
 
-def _select_operand(head, cond, taken, kept, rewritable, negated=False):
+def _add_uses(uses: dict, instr: Instr) -> Instr:
+    """Record `instr` (new) as a user of its operands, so that `uses` stays a superset of the
+    uses (a later `_absorb_join` replaces a phi through it)."""
+    for arg in instr.args:
+        if arg.__class__ is Instr:
+            uses.setdefault(arg, []).append(instr)
+    return instr
+
+
+def _select_operand(head, cond, taken, kept, rewritable, uses, negated=False):
     """`c ? s + v : s` as `s + (c ? v : 0)`, as nvcc writes it: the sum stays one chain and the
     loads it adds stay independent (ptxas then merges neighbouring ones). `taken` is the value
     on the arm's path, `kept` the one on the other path; `rewritable`, what the arm computed for
@@ -142,10 +175,11 @@ def _select_operand(head, cond, taken, kept, rewritable, negated=False):
     addend = taken.args[1 - k]
     zero = Const(taken.type, _IDENTITY[taken.op](taken.type))
     pair = [zero, addend] if negated else [addend, zero]
-    chosen = Instr("select", taken.type, [cond, *pair], loc=taken.loc)
+    chosen = _add_uses(uses, Instr("select", taken.type, [cond, *pair], loc=taken.loc))
     head.instrs.insert(head.instrs.index(taken), chosen)
     chosen.block = head
     taken.args[1 - k] = chosen
+    uses[chosen] = [taken]
     return taken
 
 
