@@ -251,12 +251,15 @@ def sort_pass(keys: Array[u32], values: Array[u32], counts: Array[i32, 2], state
         i = first + 32 * q
         key[q] = u32(0xFFFFFFFF)            # past the end: the largest key, after all others
         if i < n:
-            k = keys[i]
-            key[q] = k if p != 0 else _to_radix(k, KIND)
+            key[q] = keys[i]
             if VALUES == GIVEN:
                 value[q] = values[i]
             elif VALUES == INDEX:
                 value[q] = u32(i)
+    if p == 0:      # after all the loads: computing on a key would wait for it before the next load
+        for q in ptxpy.static_range(ITEMS):
+            if first + 32 * q < n:
+                key[q] = _to_radix(key[q], KIND)
 
     if EARLY:       # count the tile's digits and publish the counts before ranking
         for q in ptxpy.static_range(ITEMS):
