@@ -160,7 +160,7 @@ def merge_straight_line(func: Function) -> bool:
             succ = term.targets[0]
             if succ is block or succ is func.entry or succ.preds != [block]:
                 break
-            _merge_into(block, succ, uses)
+            merge_into(block, succ, uses.get)
             merged.add(succ)
     if merged:
         func.blocks = [b for b in func.blocks if b not in merged]
@@ -179,9 +179,11 @@ class _LazyUsers:
         return self.map
 
 
-def _merge_into(block: Block, succ: Block, uses: _LazyUsers) -> None:
+def merge_into(block: Block, succ: Block, use_map) -> None:
+    """Append `succ` (whose one predecessor is `block`, ending in `br succ`) to `block`; its
+    phis, each of one argument, become that argument (`use_map()`: the `ir.users` map, kept)."""
     for phi in succ.phis:
-        replace_all_uses(uses.get(), phi, phi.args[0])
+        replace_all_uses(use_map(), phi, phi.args[0])
         phi.block = None
     block.instrs.pop()
     for instr in succ.instrs:

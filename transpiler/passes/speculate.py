@@ -21,7 +21,7 @@ Runs after `reassoc`/`hoist`/`cse` (so an access is `array + C`) and before `lic
 from __future__ import annotations
 
 from ..ir import Const, Function, Instr, set_targets, users
-from .copyprop import replace_all_uses
+from .simplifycfg import merge_into
 
 MAX_ARM = 3     # instructions per arm, the terminator not counted
 
@@ -54,16 +54,7 @@ def _absorb_join(func: Function, head, join, uses: dict) -> None:
     a loaded value is left between one load and the next."""
     if join.preds != [head] or join is func.entry or join is head:
         return
-    for phi in join.phis:
-        replace_all_uses(uses, phi, phi.args[0])
-        phi.block = None
-    head.instrs.pop()
-    for instr in join.instrs:
-        instr.block = head
-        head.instrs.append(instr)
-    for after in join.succs:
-        after.preds = [head if p is join else p for p in after.preds]
-    join.phis, join.instrs, join.preds = [], [], []
+    merge_into(head, join, lambda: uses)
     func.blocks.remove(join)
 
 
