@@ -110,13 +110,14 @@ def _operand_ok(value, found: set) -> bool:
 
 def _is_extension(value) -> bool:
     """A `cvt` to a 64-bit integer type from an integer of 32 bits or fewer."""
-    return (isinstance(value, Instr) and value.op == "cvt" and value.type.name in _HALF
+    return (isinstance(value, Instr) and value.op == "cvt" and not value.attrs
+            and value.type.name in _HALF
             and value.args[0].type.is_int and value.args[0].type.bits <= 32)
 
 
 def _is_truncation(instr: Instr) -> bool:
-    """A `cvt` to a 32-bit integer type from a 64-bit integer."""
-    return (instr.op == "cvt" and instr.type.is_int and instr.type.bits == 32
+    """A plain `cvt` (no rounding or other mode) to a 32-bit integer type from a 64-bit one."""
+    return (instr.op == "cvt" and not instr.attrs and instr.type.is_int and instr.type.bits == 32
             and instr.args[0].type is not None and instr.args[0].type.name in _HALF)
 
 
