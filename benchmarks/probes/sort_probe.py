@@ -5,7 +5,7 @@ data path's own time), beside XLA's `jnp.sort` / `jnp.argsort` and a copy of the
 bandwidth ceiling of one pass that reads and writes every key once). Each sort is first
 compared with NumPy's. On a GPU only:
 
-    python benchmarks/probes/sort_probe.py [--sizes 24 26 28] [--only NAME ...]
+    python benchmarks/probes/sort_probe.py [--sizes 24 26 28] [--only NAME ...] [--argsort]
 
 Rates are keys per second; "passes" is the time over the copy's (a sort moves every key once
 per digit, four times, after one read to count the digits).
@@ -64,6 +64,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[24, 26, 28],
                         help="log2 of the vector lengths")
     parser.add_argument("--only", nargs="+", default=None, help="variant names")
+    parser.add_argument("--argsort", action="store_true",
+                        help="time every variant's argsort too (else only the example's)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp())
     systems = []
@@ -71,7 +73,7 @@ def main() -> None:
         if args.only is None or name in args.only:
             module = load_variant(EXAMPLE, name, constants, replacements, folder)
             systems.append((f"{name} sort", jax.jit(module.radix_sort), "sort"))
-            if name == "example":
+            if name == "example" or args.argsort:
                 systems.append((f"{name} argsort", jax.jit(module.radix_argsort), "argsort"))
     systems += [("XLA sort", jax.jit(jnp.sort), "sort"),
                 ("XLA argsort", jax.jit(jnp.argsort), "argsort"),
