@@ -663,6 +663,23 @@ def k(keys: Array[u32], shifts: Array[i32], digits: Array[i32], mixed: Array[u32
                                           for x, c in zip(wide, counts)])
 
 
+def test_a_load_both_arms_make_is_made_once():
+    """`x[i] * 2 if p != 0 else x[i] + 1`: both arms load x[i], so it is loaded once, before the
+    branch (the hoist pass); NumPy's values for both p."""
+    source = src("""
+@ptxpy.jit
+def k(x: Array[f32], p: i32, out: Array[f32]):
+    i = ptxpy.global_id()
+    if i < len(x):
+        out[i] = x[i] * 2.0 if p != 0 else x[i] + 1.0
+""")
+    assert compile_source(source, "k").ptx.count("ld.global") == 1
+    x = rng.standard_normal(300).astype(np.float32)
+    for p, want in ((1, x * np.float32(2)), (0, x + np.float32(1))):
+        (got,) = run(source, "k", [x, p, Out(300, np.float32)], grid=2, block=256)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_round_and_trunc_keep_the_float_type():
     """`round(x)` ties to even as Python's (and NumPy's rint); `math.trunc` toward zero; both
     keep the float type, as `math.floor` does. An integer is returned unchanged."""

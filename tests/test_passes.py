@@ -468,6 +468,48 @@ def test_hoist_leaves_what_only_one_arm_computes():
     assert arm.instrs == before
 
 
+def _both_arms_load(store_first: bool = False, one_arm: bool = False):
+    """out[0] = x[i] * 2 if c else x[i] + 1, each arm loading x[i] through its own address
+    (with `store_first`, the else arm stores to out[1] before its load; with `one_arm`, only the
+    then arm loads, the else arm gives 0)."""
+    b = Builder()
+    x, out, i, c = b.param("x", ptr=True), b.param("out", ptr=True), b.param("i"), b.param("c")
+    then, other, join = b.block("then"), b.block("else"), b.block("join")
+    b.cbr(b("cmp", bool_, c, Const(i32, 0), pred="ne"), then, other)
+    doubled = b.at(then)("mul", f32, b.load(x, i, f32), Const(f32, 2.0))
+    b.br(join)
+    b.at(other)
+    if store_first:
+        b.store(out, Const(i32, 1), Const(f32, 5.0))
+    plus = Const(f32, 0.0) if one_arm else b("add", f32, b.load(x, i, f32), Const(f32, 1.0))
+    b.br(join)
+    value = b.at(join).phi(f32)
+    Builder.fill(value, {then: doubled, other: plus})
+    b.store(out, Const(i32, 0), value)
+    b.ret()
+    return b.func
+
+
+def test_hoist_merges_a_load_both_arms_make():
+    """`x[i] * 2 if c else x[i] + 1`: the load runs on every path, so it moves before the
+    branch, once; the results are the interpreter's."""
+    func = run_pass(hoist.run, _both_arms_load())
+    loads = [i for i in func.instrs() if i.op == "load"]
+    assert len(loads) == 1 and loads[0].block is func.entry
+    for c in (0, 1):
+        got = execute(func, {"x": np.arange(8, dtype=np.float32), "out": np.zeros(2, np.float32),
+                             "i": 3, "c": c})["out"]
+        assert got[0] == (6.0 if c else 4.0)
+
+
+@pytest.mark.parametrize("case", ["store_first", "one_arm"])
+def test_hoist_leaves_a_load_after_a_store_or_in_one_arm(case):
+    """A load after a store in its arm may read what the store wrote; a load only one arm makes
+    may be out of bounds where the other arm runs: both stay in their arms."""
+    func = run_pass(hoist.run, _both_arms_load(**{case: True}))
+    assert all(i.block is not func.entry for i in func.instrs() if i.op == "load")
+
+
 def test_hoist_numbers_a_long_chain_without_recursing():
     """A 5,000-long unrolled integer chain used in two arms: numbering it must not recurse
     per link (it once ended in 'nested too deeply')."""

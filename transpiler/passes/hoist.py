@@ -10,13 +10,19 @@ each access keeps only its constant offset (`[%rd4+4096]`).
 Only what at least two arms compute alike is moved (elsewhere, moving it would only lengthen
 live ranges), and only non-trapping integer arithmetic whose operands are available in the
 branching block: executing it where the arm would not have run changes no result.
+
+A load is moved only where both arms of one branch make it (`k = x[i] if c else f(x[i])`): it
+runs on every path then, so running it before the branch loads nothing new, and one load serves
+both. Only a plain load that comes before anything with an effect in its arm (a store, an
+atomic, a barrier, a shuffle), of the same type, state space and address in both arms.
 """
 from __future__ import annotations
 
 from collections import Counter
 
 from ..cfg import DomTree, block_order, branch_head, dom_tree
-from ..ir import Const, Function, Instr
+from ..ir import EFFECT_OPS, Const, Function, Instr, users
+from .copyprop import replace_all_uses
 from .cse import COMMUTATIVE
 
 HOISTED_OPS = frozenset({"add", "sub", "mul", "mul_wide", "shl", "and", "or", "xor", "min",
@@ -39,7 +45,49 @@ def run(func: Function) -> Function:
         moved = [_hoist_from(arm, head, dom, lambda i: keys.get(id(i)) in repeated)
                  for arm, head in arms.items()]
         func.edits += any(moved)
+        func.edits += _merge_loads_of_both_arms(func, arms, dom, keys, numbers)
     return func
+
+
+def _merge_loads_of_both_arms(func: Function, arms: dict, dom: DomTree, keys: dict,
+                              numbers: dict) -> bool:
+    """Move a load that both arms of one branch make into the branching block, once."""
+    pairs: dict = {}
+    for arm, head in arms.items():
+        pairs.setdefault(head, []).append(arm)
+    uses = None
+    for head, both in pairs.items():
+        if len(both) != 2:
+            continue
+        first, second = (_leading_loads(arm, keys, numbers) for arm in both)
+        for key, load in first.items():
+            other = second.get(key)
+            address = load.args[0]
+            if other is None or not (not isinstance(address, Instr) or address.block is head
+                                     or dom.dominates(address.block, head)):
+                continue
+            uses = uses if uses is not None else users(func)
+            load.block.instrs.remove(load)
+            head.insert_before_terminator(load)
+            other.block.instrs.remove(other)
+            other.block = None
+            replace_all_uses(uses, other, load)
+    return uses is not None
+
+
+def _leading_loads(arm, keys: dict, numbers: dict) -> dict:
+    """{(type, attributes, address's value number): load} of `arm`'s plain loads before its
+    first instruction with an effect."""
+    found: dict = {}
+    for instr in arm.instrs:
+        if instr.op in EFFECT_OPS:
+            break
+        if instr.op == "load":
+            address = instr.args[0]
+            number = (_key(address, keys, numbers) if isinstance(address, Instr)
+                      and _candidate(address) else ("value", id(address)))
+            found.setdefault((instr.type.name, tuple(sorted(instr.attrs.items())), number), instr)
+    return found
 
 
 def _arms(func: Function) -> dict:
