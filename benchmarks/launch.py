@@ -10,7 +10,8 @@ Measures, each in a fresh process so that XLA flags and caches are what each row
   * eager: one call plus block_until_ready, against an eager XLA op (x + 1);
   * cold / warm start: first call in a new process with an empty cache, and with the cache warm;
   * first call of `@ptxpy.jit` saxpy in a new process: with empty caches, and with ptxpy's disk
-    cache and JAX's persistent compilation cache warm.
+    cache and JAX's persistent compilation cache warm; each also without ptxpy's background
+    preloads (PTXPY_PRELOAD=0). Nothing of ptxpy's runtime is imported before the call.
 """
 from __future__ import annotations
 
@@ -473,16 +474,18 @@ def worker_first_call(result: dict, workdir: str) -> None:
     from saxpy import saxpy  # noqa: E402
 
     from ptxpy import api
-    from ptxpy.runtime.launch import gpu_ordinals
 
     x = jnp.ones(N, jnp.float32).block_until_ready()
     y = jnp.ones(N, jnp.float32).block_until_ready()
-    preload_running = api._preloading is not None and api._preloading.is_alive()
+    preload_running = {part: api._preloading(part) for part in ("compiler", "runtime")}
+    runtime_imported = "ptxpy.runtime.launch" in sys.modules
     t0 = time.perf_counter()
     # ptxpy's share, as the call does it: the kernel (disk cache or compiler), then its module
+    # (importing the runtime, unless its preload has)
     kernel = saxpy.compiled(x, y, 2.0)
     t1 = time.perf_counter()
     from ptxpy.runtime import driver
+    from ptxpy.runtime.launch import gpu_ordinals
 
     driver.kernel_image(kernel.name, kernel.ptx, kernel.arch).load(gpu_ordinals()[0])
     t2 = time.perf_counter()
@@ -496,7 +499,9 @@ def worker_first_call(result: dict, workdir: str) -> None:
                    "  ptxpy: cubin + module load (ms)": (t2 - t1) * 1e3,
                    "  the call: JAX trace + compile/load + run (ms)": (t3 - t2) * 1e3,
                    "second call (ms)": (t4 - t3) * 1e3,
-                   "compiler preload still running at the call": preload_running,
+                   "compiler preload still running at the call": preload_running["compiler"],
+                   "runtime preload still running at the call": preload_running["runtime"],
+                   "runtime imported before the call": runtime_imported,
                    "compiler imported": "ptxpy.transpiler.frontend" in sys.modules})
 
 
@@ -549,6 +554,7 @@ def main() -> None:
          {"PTXPY_CACHE_DIR": tempfile.mkdtemp(), "BENCH_JAX_CACHE": tempfile.mkdtemp(), "PTXPY_PRELOAD": "0"}),
         ("first call, caches empty", "first_call", first),
         ("first call, caches warm", "first_call", first),
+        ("first call, caches warm, no preload", "first_call", dict(first, PTXPY_PRELOAD="0")),
     ]
     runs = {name: run_worker(worker, env) for name, worker, env in plan
             if not a.only or a.only in name}

@@ -34,15 +34,16 @@ four passes start as zeros made by XLA, passed through `input_output_aliases`.
 
 `python examples/radix_sort.py [--size N]` checks the results against NumPy's `sort` and
 stable `argsort` and, on a GPU, times them beside XLA's `jnp.sort` and `jnp.argsort`. On an
-H100 (BENCHMARKS.md, sessions 50 and 51) the sort of 2^26 f32 keys took 2.96 ms (before the
-first pass's loads were reordered), 0.83x XLA's `jnp.sort` (CUB's radix sort), and the argsort
-was level with `jnp.argsort` at 2^26 and 15x faster at 2^28 (where XLA's leaves its fast
-path); on an H200, 2.68 / 10.44 ms at 2^26 / 2^28, 0.85x XLA's. That is about 16 times a
-copy of the keys, where four passes move them 4.5 times: the ranking and the look-back bound
-it (14-21% less time without the look-back), not memory. Tiles of 8, 12, 20 or 24 keys a
-thread, blocks of 384 or 512 threads and digit counts made before the ranking were not faster;
-at most 64 registers a thread (4 blocks an SM) was 3-4% faster for the sort on the H200, not
-measured for the argsort.
+H100 (BENCHMARKS.md, session 52) the sort of 2^26 f32 keys took 2.70 ms, 0.92x XLA's
+`jnp.sort` (CUB's radix sort); the argsort 3.31 ms, 1.13x faster than `jnp.argsort`, and
+`sort_pairs` 3.46 ms, 1.10x faster than `jax.lax.sort_key_val` (the argsort was 15x faster
+at 2^28 in session 50, where XLA's leaves its fast path); on an H200, 2.68 / 10.44 ms at
+2^26 / 2^28, 0.85x XLA's (session 51). That is about 14 times a copy of the keys, where four
+passes move them 4.5 times: the ranking and the look-back bound it (14-21% less time without
+the look-back), not memory. Tiles of 8, 12, 20 or 24 keys a thread, blocks of 384 or 512
+threads and digit counts made before the ranking were not faster; at most 64 registers a
+thread (4 blocks an SM) made the sort 3% faster but the argsort 10% and `sort_pairs` 13%
+slower (H100), so the kernels have no register cap.
 """
 import argparse
 import time

@@ -130,7 +130,9 @@ class Kernel:
         self._params = None
         self._compiled: dict = {}
         if not self._compiled_before():
-            _preload_compiler()
+            _preload("compiler", self)
+        if interpret is not True and not _interpret_forced():
+            _preload("runtime")
 
     # --- source and signature ------------------------------------------------------------
     @property
@@ -160,12 +162,13 @@ class Kernel:
         if self._program is None:
             filename, source = self.source
             try:
-                self._program = driver.parse(source, filename)
+                program = driver.parse(source, filename)
             except CompileError as err:
                 raise _shown(err) from None
             # a function in a function or class is never the top-level kernel of its name
-            if "." in self.__qualname__ or self.__name__ not in self._program.kernels:
+            if "." in self.__qualname__ or self.__name__ not in program.kernels:
                 raise self._not_found_error(filename, source)
+            self._program = program
         return self._program
 
     def _not_found_error(self, filename: str, source: str) -> CompileError:
@@ -271,7 +274,7 @@ class Kernel:
         return self._prepare(args, kwargs, shapes_only=True).kernel
 
     def _interpreting(self) -> bool:
-        if os.environ.get("PTXPY_INTERPRET", "").strip().lower() not in _OFF:
+        if _interpret_forced():
             return True
         if self.interpret is not None:
             return bool(self.interpret)
@@ -571,20 +574,43 @@ class Param(NamedTuple):
     type: object    # Scalar | ArrayType | ConstType
 
 
-_preloading: threading.Thread | None = None
+#: the background loads started in this process ('compiler', 'runtime')
+_preloads: dict[str, threading.Thread] = {}
+#: kernels decorated, not in the disk cache, whose files the compiler's preload has yet to read
+_unread: list = []
+_preload_lock = threading.Lock()
 
 
-def _preload_compiler() -> None:
-    """Starts loading the compiler (libcst above all, about 0.1 s) on a background thread when
-    the first kernel not yet in the disk cache is decorated, so that the first call, usually made
-    after JAX has set up its GPU, does not wait for it. It compiles a small kernel, which imports
-    every module a compile needs. A warm start loads kernels from the disk cache and never needs
-    the compiler. `PTXPY_PRELOAD=0` turns this off."""
-    global _preloading
-    if _preloading is not None or os.environ.get("PTXPY_PRELOAD", "1") in ("0", "false", "no", "off"):
+def _preload(part: str, kernel: "Kernel | None" = None) -> None:
+    """Starts loading the compiler or the runtime on a background thread, so that the first
+    call, usually made after JAX has set up its GPU, does not wait for it.
+
+    - The compiler (libcst above all, about 0.1 s) when a kernel not yet in the disk cache is
+      decorated: a small kernel is compiled, which imports every module a compile needs, then
+      the kernel's file is parsed (`Kernel.program`), as its first call would. A warm start loads kernels from the disk cache and never needs the compiler. A
+      kernel decorated while the thread runs is read by it; one decorated later starts another.
+    - The runtime (ptxpy.runtime.launch and cuda-python's driver bindings, about 35 ms, and the
+      C FFI handler) when a kernel that may run on a GPU is decorated on a machine with an NVIDIA
+      driver (`_import_runtime`), once a process.
+
+    `PTXPY_PRELOAD=0` turns both off."""
+    if os.environ.get("PTXPY_PRELOAD", "1").strip().lower() in _OFF:
         return
-    _preloading = threading.Thread(target=_import_compiler, name="ptxpy-preload", daemon=True)
-    _preloading.start()
+    with _preload_lock:
+        if kernel is not None:
+            _unread.append(kernel)
+        running = _preloads.get(part)
+        if running is not None and (part == "runtime" or running.is_alive()):
+            return
+        load = _load_compiler if part == "compiler" else _import_runtime
+        _preloads[part] = threading.Thread(target=load, name=f"ptxpy-preload-{part}", daemon=True)
+        _preloads[part].start()
+
+
+def _preloading(part: str) -> bool:
+    """Whether the background load of `part` is still running."""
+    thread = _preloads.get(part)
+    return thread is not None and thread.is_alive()
 
 
 _WARM_UP_SOURCE = """
@@ -602,11 +628,40 @@ def warm_up(x: Array[f32], n: i32, out: Array[f32]):
 """
 
 
-def _import_compiler() -> None:
+def _load_compiler() -> None:
     try:
         driver.transpile(_WARM_UP_SOURCE, "<ptxpy preload>")
     except Exception:   # whatever fails here fails again, with its error, where it is used
         pass
+    while True:
+        with _preload_lock:
+            if not _unread:
+                return
+            kernel = _unread.pop(0)
+        try:
+            kernel.program    # parses the file (driver.parse keeps it); the disk cache is left
+            # alone, so that a kernel never called is not taken for one compiled before
+        except Exception:   # as above: the call reports it
+            pass
+
+
+def _import_runtime() -> None:
+    """Imports the runtime and builds or loads the C FFI handler (runtime/native.py: a C compile
+    of about 0.1 s on a cold disk cache), where an NVIDIA driver is installed. CUDA itself is
+    not initialised here: a program may still fork before it uses the GPU."""
+    if not _gpu_driver_present():
+        return
+    try:
+        from ptxpy.runtime import launch, native  # noqa: F401
+
+        native.library()
+    except Exception:   # as above: a broken install fails again where the runtime is used
+        pass
+
+
+def _gpu_driver_present() -> bool:
+    """Whether this machine has NVIDIA's kernel driver loaded (Linux), without touching CUDA."""
+    return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidiactl")
 
 
 class _Call:
@@ -617,6 +672,11 @@ class _Call:
 
 
 _OFF = ("", "0", "false", "no", "off")     # environment values that turn a setting off
+
+
+def _interpret_forced() -> bool:
+    """PTXPY_INTERPRET=1: every kernel runs in the simulator."""
+    return os.environ.get("PTXPY_INTERPRET", "").strip().lower() not in _OFF
 
 
 def _check_arch(arch, kernel: str) -> None:

@@ -10,9 +10,10 @@ the parameters on its stack, with libcuda's cuTensorMapEncodeTiled and the argum
 runtime/tensor_map.py (`TensorMapLayout.arguments`); a map the driver refuses sends the call to
 Python, which reports the error.
 
-The C file is compiled on first use with the system's C compiler (`$CC`, else `cc`), about a
-second, into the disk cache (runtime/cache.py: keyed by the source and the compiler), and
-loaded from there afterwards. Without a C compiler, or with `PTXPY_NATIVE_HANDLER=0`, the
+The C file is compiled on first use with the system's C compiler (`$CC`, else `cc`), about
+0.1 s, into the disk cache (runtime/cache.py: keyed by the source and the compiler), and
+loaded from there afterwards. The runtime's preload (ptxpy/api.py, `_preload`) does this on a
+background thread as soon as a kernel is decorated, so that a first call seldom waits for it. Without a C compiler, or with `PTXPY_NATIVE_HANDLER=0`, the
 Python handler does everything, as before.
 """
 from __future__ import annotations

@@ -734,6 +734,26 @@ def test_a_kernel_in_a_block_called_through_jit_says_it_must_be_at_the_top_level
         "    @ptxpy.jit(out_shape=lambda x: x, grid=1, block=4)", "    ^"]
 
 
+def test_a_kernel_defined_in_a_function_is_reported_at_every_call(tmp_path):
+    """The second call used to find the parsed file kept and fail past the check (KeyError)."""
+    import importlib.util
+
+    import numpy as np
+
+    path = tmp_path / "inner.py"
+    path.write_text(HEADER + "def make():\n" + indented(
+        "@ptxpy.jit(out_shape=lambda x: x, grid=1, block=4)\n"
+        "def ink(x: Array[f32], out: Array[f32]):\n    out[0] = x[0]\n") + "    return ink\n")
+    spec = importlib.util.spec_from_file_location("inner", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = module.make()
+    for _ in range(2):
+        with pytest.raises(CompileError) as info:
+            kernel.ptx(np.zeros(4, np.float32))
+        assert "kernel 'make.<locals>.ink' is defined inside a function or class" in str(info.value)
+
+
 def sum_kernel(terms: int) -> str:
     return HEADER + ("@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n"
                      f"    out[0] = {' + '.join(f'x[{i}]' for i in range(terms))}\n")

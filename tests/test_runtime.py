@@ -429,6 +429,56 @@ def test_warm_start_takes_kernels_from_disk_without_the_compiler(cache_dir, tmp_
     assert changed["out"] == [0.0, 3.0, 6.0, 9.0]
 
 
+_PRELOAD_PROBE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ptxpy import api
+api._gpu_driver_present = lambda: sys.argv[2] == "driver"   # as on a machine with (without) one
+import kernels
+threads = dict(api._preloads)
+for thread in threads.values():
+    thread.join()
+import later   # a kernel decorated after the preload has finished starts another
+for thread in api._preloads.values():
+    thread.join()
+native = sys.modules.get("ptxpy.runtime.native")
+print(json.dumps({"started": sorted(threads), "runtime": "ptxpy.runtime.launch" in sys.modules,
+                  "compiler": "libcst" in sys.modules, "parsed": kernels.scale._program is not None,
+                  "later": later.scale._program is not None,
+                  "handler": native is not None and native._library is not None}))
+"""
+
+
+def _preloaded(folder, cache_dir, driver="driver", **settings) -> dict:
+    import json
+
+    (folder / "kernels.py").write_text(_KERNEL_FILE.replace("SCALE", "2.0"))
+    (folder / "later.py").write_text(_KERNEL_FILE.replace("SCALE", "3.0"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PTXPY_PRELOAD", "PTXPY_INTERPRET")}
+    env.update(PTXPY_CACHE_DIR=str(cache_dir), JAX_PLATFORMS="cpu", **settings)
+    proc = subprocess.run([sys.executable, "-c", _PRELOAD_PROBE, str(folder), driver], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_decorating_a_kernel_preloads_the_compiler_and_the_runtime(cache_dir, tmp_path):
+    from ptxpy.runtime import native
+
+    both = _preloaded(tmp_path, cache_dir)
+    assert both["started"] == ["compiler", "runtime"]
+    assert both["compiler"] and both["runtime"]
+    assert both["parsed"] and both["later"]   # the kernels' files, as their first calls would
+    assert both["handler"] == (native.compiler() is not None)   # built in the background
+    without_driver = _preloaded(tmp_path, cache_dir, driver="none")
+    assert without_driver["started"] == ["compiler", "runtime"] and not without_driver["runtime"]
+    assert _preloaded(tmp_path, cache_dir, PTXPY_PRELOAD="0") == {
+        "started": [], "runtime": False, "compiler": False, "parsed": False, "handler": False,
+        "later": False}
+    simulated = _preloaded(tmp_path, cache_dir, PTXPY_INTERPRET="1")
+    assert simulated["started"] == ["compiler"] and not simulated["runtime"]
+
+
 def test_compiler_fingerprint_follows_the_compiler_files():
     from ptxpy.transpiler import driver as transpiler_driver
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
@@ -171,6 +172,7 @@ class Program:
 
 #: parsed files by (filename, source text), most recently used last (see `parse`)
 _PROGRAMS: OrderedDict = OrderedDict()
+_PROGRAMS_LOCK = threading.Lock()
 PROGRAM_CACHE_SIZE = 16
 
 
@@ -178,15 +180,17 @@ def parse(source: str, filename: str = "<string>") -> Program:
     """The parsed `source`; the same text parsed again is taken from a small cache, with the
     device functions already checked for it (a Program is never changed by compiling it)."""
     key = (filename, source)
-    program = _PROGRAMS.get(key)
+    with _PROGRAMS_LOCK:
+        program = _PROGRAMS.get(key)
     if program is None:
         with _GcPaused():
             parsed = _located(lambda: _parse_module(source, filename), filename, source)
         program = Program(parsed, filename, source)
-        _PROGRAMS[key] = program
+    with _PROGRAMS_LOCK:    # ptxpy's preload (ptxpy/api.py) parses on a thread of its own
+        program = _PROGRAMS.setdefault(key, program)
+        _PROGRAMS.move_to_end(key)
         if len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
             _PROGRAMS.popitem(last=False)
-    _PROGRAMS.move_to_end(key)
     return program
 
 

@@ -1,11 +1,12 @@
 """examples/radix_sort.py with other tile and block sizes, with its tiles' digit counts published
 before the ranking (EARLY = 1: counted by shared atomics first) or after the block's scans, with
 at most 64 registers a thread (4 blocks an SM), and without its look-back (wrong places: the
-data path's own time), beside XLA's `jnp.sort` / `jnp.argsort` and a copy of the keys (the
+data path's own time), beside XLA's `jnp.sort` / `jnp.argsort` / `jax.lax.sort_key_val` (with
+`--pairs`: keys and i32 values) and a copy of the keys (the
 bandwidth ceiling of one pass that reads and writes every key once). Each sort is first
 compared with NumPy's. On a GPU only:
 
-    python benchmarks/probes/sort_probe.py [--sizes 24 26 28] [--only NAME ...] [--argsort]
+    python benchmarks/probes/sort_probe.py [--sizes 24 26 28] [--only NAME ...] [--argsort] [--pairs]
 
 Rates are keys per second; "passes" is the time over the copy's (a sort moves every key once
 per digit, four times, after one read to count the digits).
@@ -59,6 +60,13 @@ def seconds(f, x, rounds: int = 5, reps: int = 10) -> float:
     return best
 
 
+def _with_values(sort_pairs):
+    """f(x): `sort_pairs(x, values)` of i32 values made in the call (i ^ 0x5555)."""
+    def f(x):
+        return sort_pairs(x, jnp.arange(x.shape[0], dtype=jnp.int32) ^ 0x5555)
+    return f
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[24, 26, 28],
@@ -66,6 +74,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", default=None, help="variant names")
     parser.add_argument("--argsort", action="store_true",
                         help="time every variant's argsort too (else only the example's)")
+    parser.add_argument("--pairs", action="store_true",
+                        help="time every variant's sort_pairs (i32 values) beside jax.lax.sort_key_val")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp())
     systems = []
@@ -75,19 +85,26 @@ def main() -> None:
             systems.append((f"{name} sort", jax.jit(module.radix_sort), "sort"))
             if name == "example" or args.argsort:
                 systems.append((f"{name} argsort", jax.jit(module.radix_argsort), "argsort"))
+            if args.pairs:
+                systems.append((f"{name} pairs", jax.jit(_with_values(module.sort_pairs)), "pairs"))
     systems += [("XLA sort", jax.jit(jnp.sort), "sort"),
                 ("XLA argsort", jax.jit(jnp.argsort), "argsort"),
                 ("XLA copy (x + 1)", jax.jit(lambda x: x + 1), None)]
+    if args.pairs:
+        systems.append(("XLA pairs", jax.jit(_with_values(jax.lax.sort_key_val)), "pairs"))
     for log2 in args.sizes:
         n = 1 << log2
         x = jax.random.normal(jax.random.key(log2), (n,), jnp.float32)
         host = np.asarray(x)
-        want = {"sort": np.sort(host), "argsort": np.argsort(host, kind="stable")}
+        order = np.argsort(host, kind="stable")
+        want = {"sort": np.sort(host), "argsort": order,
+                "pairs": (np.arange(n, dtype=np.int32) ^ 0x5555)[order]}
         copy = seconds(jax.jit(lambda x: x + 1), x)
         rates = []
         for name, f, kind in systems:
             if kind is not None and "wrong" not in name:
-                np.testing.assert_array_equal(np.asarray(f(x)), want[kind], err_msg=name)
+                got = f(x)[1] if kind == "pairs" else f(x)   # pairs: the values (stable)
+                np.testing.assert_array_equal(np.asarray(got), want[kind], err_msg=name)
             s = seconds(f, x)
             rates.append(f"{name} {s * 1e3:.3f} ms {n / s / 1e9:.2f} Gkeys/s ({s / copy:.1f} passes)")
         print(f"2^{log2} f32: " + "; ".join(rates), flush=True)
