@@ -587,7 +587,8 @@ def _preload(part: str, kernel: "Kernel | None" = None) -> None:
 
     - The compiler (libcst above all, about 0.1 s) when a kernel not yet in the disk cache is
       decorated: a small kernel is compiled, which imports every module a compile needs, then
-      the kernel's file is parsed (`Kernel.program`), as its first call would. A warm start loads kernels from the disk cache and never needs the compiler. A
+      the kernel's file is parsed (`Kernel.program`), as its first call would (where the
+      decoration has read the file's text: with the disk cache on). A warm start loads kernels from the disk cache and never needs the compiler. A
       kernel decorated while the thread runs is read by it; one decorated later starts another.
     - The runtime (ptxpy.runtime.launch and cuda-python's driver bindings, about 35 ms, and the
       C FFI handler) when a kernel that may run on a GPU is decorated on a machine with an NVIDIA
@@ -638,6 +639,9 @@ def _load_compiler() -> None:
             if not _unread:
                 return
             kernel = _unread.pop(0)
+        if kernel._source is None:
+            continue    # read at decoration only with the disk cache on; a cell's context lines
+            # (ptxpy/cells.py) are read from the main thread, never while its cell still runs
         try:
             kernel.program    # parses the file (driver.parse keeps it); the disk cache is left
             # alone, so that a kernel never called is not taken for one compiled before
