@@ -7,7 +7,8 @@ Measures, each in a fresh process so that XLA flags and caches are what each row
     ptxpy Python (ctypes) FFI handler, a C FFI handler (built here with gcc, for comparison),
     and Pallas (Triton); with XLA's CUDA-graph command buffers on (default) and off; also with
     the last outputs kept alive, so that every call moves the graph's buffers;
-  * eager: one call plus block_until_ready, against an eager XLA op (x + 1);
+  * eager: one call plus block_until_ready (of `launch()` of PTX and of a `@ptxpy.jit` kernel),
+    against an eager XLA op (x + 1) and Pallas;
   * cold / warm start: first call in a new process with an empty cache, and with the cache warm;
   * first call of `@ptxpy.jit` saxpy in a new process: with empty caches, and with ptxpy's disk
     cache and JAX's persistent compilation cache warm; each also without ptxpy's background
@@ -355,7 +356,15 @@ def worker_eager(result: dict, workdir: str) -> None:
     import numpy as np
 
     x = jnp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
-    ops = {"ptxpy": _ptxpy_add1(), "XLA op (x + 1)": lambda v: v + 1.0, "Pallas": _pallas_add1()}
+    jitted = _ptxpy_jit_add1()
+
+    def checked_every_call(v):    # as before call plans were kept (session 52)
+        jitted._plans.clear()
+        return jitted(v)
+
+    ops = {"ptxpy": _ptxpy_add1(), "ptxpy @jit kernel": jitted,
+           "ptxpy @jit kernel, checked every call": checked_every_call,
+           "XLA op (x + 1)": lambda v: v + 1.0, "Pallas": _pallas_add1()}
     try:
         ops["C handler"] = _c_add1(workdir)
     except (OSError, subprocess.CalledProcessError) as e:
@@ -377,8 +386,11 @@ def _python_side_cost(x) -> dict:
     from ptxpy.runtime import launch as launch_mod
 
     k, out = _add1_kernel(), [jax.ShapeDtypeStruct(x.shape, jnp.float32)]
+    jitted = _ptxpy_jit_add1()
     paths = {"prepare() (trace time)": lambda: launch_mod.prepare(k, [x], out, N // BLOCK, BLOCK),
-             "eager lookup": lambda: launch_mod._eager_signature(k, [x], out, N // BLOCK, BLOCK, None)}
+             "eager lookup": lambda: launch_mod._eager_signature(k, [x], out, N // BLOCK, BLOCK, None),
+             "@jit call's checks, first time (Kernel._prepare)": lambda: jitted._prepare((x,), {}),
+             "@jit call's checks, again (Kernel._prepared_call)": lambda: jitted._prepared_call((x,), {})}
     costs = {}
     for name, fn in paths.items():
         times = []

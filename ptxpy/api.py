@@ -129,6 +129,7 @@ class Kernel:
         self._program = None
         self._params = None
         self._compiled: dict = {}
+        self._plans: dict = {}      # _call_key -> _CallPlan (`_prepared_call`)
         if not self._compiled_before():
             _preload("compiler", self)
         if interpret is not True and not _interpret_forced():
@@ -236,7 +237,7 @@ class Kernel:
     # --- calls ----------------------------------------------------------------------------
     @_located_errors
     def __call__(self, *args, **kwargs):
-        call = self._prepare(args, kwargs)
+        call = self._prepared_call(args, kwargs)
         if 0 in call.grid:
             outs = self._outputs_without_launch(call)
         elif self._interpreting():
@@ -279,6 +280,34 @@ class Kernel:
         if self.interpret is not None:
             return bool(self.interpret)
         return not _has_gpu()
+
+    def _prepared_call(self, args, kwargs) -> "_Call":
+        """`_prepare(args, kwargs)`, from the plans of earlier calls whose arguments had the same
+        kinds, shapes and dtypes, scalar values and keywords (`_call_key`): out_shape, grid and
+        block functions are called once for each such call, as jax.jit traces once per shape."""
+        key = _call_key(args, kwargs)
+        plan = self._plans.get(key) if key is not None else None
+        if plan is None:
+            call = self._prepare(args, kwargs)
+            if key is not None:
+                if len(self._plans) >= _PLANS_KEPT:
+                    self._plans.clear()
+                self._plans[key] = _CallPlan(call, self._argument_positions(args, kwargs, call))
+            return call
+        given = (*args, *kwargs.values())
+        call = _Call(plan.kernel, [given[k] for k in plan.positions], plan.out_types, plan.grid,
+                     plan.block, plan.many_outputs)
+        call.respecialise = plan.respecialise
+        return call
+
+    def _argument_positions(self, args, kwargs, call: "_Call") -> list[int]:
+        """Where each of `call.inputs` is in (*args, *kwargs.values()), as `_bind` binds them."""
+        names = [p.name for p in self._inputs(len(call.out_types))]
+        position = dict(zip(names, range(len(args))))
+        position.update((name, len(args) + k) for k, name in enumerate(kwargs))
+        types = {p.name: p.type for p in self.params}
+        return [position[name] for name in names
+                if name in position and not isinstance(types[name], ConstType)]
 
     def _prepare(self, args, kwargs, shapes_only: bool = False) -> "_Call":
         """The checked call; `shapes_only`: array arguments may be `jax.ShapeDtypeStruct`s (for
@@ -673,6 +702,62 @@ class _Call:
         self.kernel, self.inputs, self.out_types = kernel, inputs, out_types
         self.grid, self.block, self.many_outputs = grid, block, many_outputs
         self.respecialise = None    # batched -> CompiledKernel (see Kernel._specialise)
+
+
+class _CallPlan:
+    """What a checked call gives every call with the same `_call_key`: all of `_Call` but its
+    inputs, and where those are among the arguments."""
+
+    def __init__(self, call: _Call, positions: list[int]):
+        self.kernel, self.out_types, self.grid, self.block = (call.kernel, call.out_types,
+                                                              call.grid, call.block)
+        self.many_outputs, self.respecialise, self.positions = (call.many_outputs,
+                                                                call.respecialise, positions)
+
+
+_PLANS_KEPT = 256    # call plans a kernel keeps (then it starts again)
+
+
+def _call_key(args, kwargs) -> tuple | None:
+    """What `Kernel._prepare` reads of a call's arguments: each one's type, and an array's
+    shape, dtype and weak type or a scalar's value; the keywords' names; JAX's 64-bit mode.
+    None when an argument is anything else (a traced value, an object): it is prepared anew."""
+    parts = []
+    for value in (*args, *kwargs.values()):
+        part = _argument_key(value)
+        if part is None:
+            return None
+        parts.append(part)
+    return tuple(parts), tuple(kwargs), _x64()
+
+
+def _argument_key(value) -> tuple | None:
+    kind = type(value)
+    if kind in (bool, int, float):
+        return kind, value
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None or _is_tracer(value):
+        return None
+    import numpy    # (loaded: the value has a dtype)
+
+    if isinstance(value, numpy.generic):
+        return kind, value
+    try:
+        return kind, tuple(shape), dtype, getattr(value, "weak_type", False)
+    except TypeError:    # an unhashable dtype or shape: no key
+        return None
+
+
+def _is_tracer(value) -> bool:
+    import jax
+
+    return isinstance(value, jax.core.Tracer)
+
+
+def _x64() -> bool:
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
 
 
 _OFF = ("", "0", "false", "no", "off")     # environment values that turn a setting off

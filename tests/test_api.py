@@ -1064,3 +1064,50 @@ def test_an_out_shape_function_that_leaves_out_a_const_is_named():
     assert str(info.value) == ("scaled_by_const: out_shape's function takes (x) but the call "
                                "passes 2 inputs (x, K); give it one parameter per input, Const "
                                "parameters included: lambda x, K: ...")
+
+
+_GRID_CALLS = []
+
+
+def _counted_grid(x, y, a):
+    _GRID_CALLS.append((x.shape, a))
+    return (ptxpy.cdiv(x.shape[0], BLOCK),)
+
+
+@ptxpy.jit(out_shape=lambda x, y, a: x, grid=_counted_grid, block=BLOCK, interpret=True)
+def counted_axpy(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = a * x[i] + y[i]
+
+
+def test_a_repeated_call_reuses_its_plan_and_binds_its_own_arguments():
+    """out_shape and grid functions run once per kind of call (shapes, dtypes, scalar values,
+    keywords), as under jax.jit; each call still computes with its own arguments."""
+    axpy, seen = counted_axpy, _GRID_CALLS
+    seen.clear()
+    x, y = data()
+    np.testing.assert_allclose(np.asarray(axpy(x, y, 2.0)), 2 * x + y, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(axpy(y, x, 2.0)), 2 * y + x, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(axpy(x, a=2.0, y=x)), 3 * x, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(axpy(x, y=y, a=2.0)), 2 * x + y, rtol=1e-6)
+    assert seen == [((100,), 2.0), ((100,), 2.0), ((100,), 2.0)]    # positional; two keyword orders
+    np.testing.assert_allclose(np.asarray(axpy(x, y, 3.0)), 3 * x + y, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(axpy(x[:50], y[:50], 3.0)), 3 * x[:50] + y[:50], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(axpy(jnp.asarray(x), jnp.asarray(y), 3.0)), 3 * x + y,
+                               rtol=1e-6)
+    assert seen[3:] == [((100,), 3.0), ((50,), 3.0), ((100,), 3.0)]   # the numpy arrays' and JAX's
+    with pytest.raises(TypeError, match="must have dtype f32"):     # a refused call: every time
+        axpy(x.astype(np.float64), y, 3.0)
+    with pytest.raises(TypeError, match="must have dtype f32"):
+        axpy(x.astype(np.float64), y, 3.0)
+
+
+def test_a_call_under_jit_is_prepared_at_each_trace():
+    traced = jax.jit(lambda x, y, a: saxpy(x, y, a))
+    x, y = data()
+    np.testing.assert_allclose(np.asarray(traced(x, y, 2.0)), 2 * x + y, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(traced(x, y, -1.0)), y - x, rtol=1e-6)
+    keys = []
+    jax.jit(lambda v: keys.append(ptxpy.api._call_key((v,), {})) or v)(jnp.zeros(3))
+    assert keys == [None] and ptxpy.api._call_key((jnp.zeros(3),), {}) is not None
