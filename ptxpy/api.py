@@ -617,8 +617,9 @@ def _preload(part: str, kernel: "Kernel | None" = None) -> None:
     - The compiler (libcst above all, about 0.1 s) when a kernel not yet in the disk cache is
       decorated: a small kernel is compiled, which imports every module a compile needs, then
       the kernel's file is parsed (`Kernel.program`), as its first call would (where the
-      decoration has read the file's text: with the disk cache on). A warm start loads kernels from the disk cache and never needs the compiler. A
-      kernel decorated while the thread runs is read by it; one decorated later starts another.
+      decoration has read the file's text: with the disk cache on). A warm start loads kernels
+      from the disk cache and never needs the compiler. A kernel decorated while the thread
+      runs is read by it; one decorated later starts another.
     - The runtime (ptxpy.runtime.launch and cuda-python's driver bindings, about 35 ms, and the
       C FFI handler) when a kernel that may run on a GPU is decorated on a machine with an NVIDIA
       driver (`_import_runtime`), once a process.
@@ -740,12 +741,13 @@ def _argument_key(value) -> tuple | None:
         return None
     import numpy    # (loaded: the value has a dtype)
 
-    if isinstance(value, numpy.generic):
-        return kind, value
+    part = ((kind, value) if isinstance(value, numpy.generic)
+            else (kind, tuple(shape), dtype, getattr(value, "weak_type", False)))
     try:
-        return kind, tuple(shape), dtype, getattr(value, "weak_type", False)
-    except TypeError:    # an unhashable dtype or shape: no key
+        hash(part)
+    except TypeError:    # an unhashable dtype, shape or value: no key
         return None
+    return part
 
 
 def _is_tracer(value) -> bool:

@@ -1111,3 +1111,14 @@ def test_a_call_under_jit_is_prepared_at_each_trace():
     keys = []
     jax.jit(lambda v: keys.append(ptxpy.api._call_key((v,), {})) or v)(jnp.zeros(3))
     assert keys == [None] and ptxpy.api._call_key((jnp.zeros(3),), {}) is not None
+
+
+class _ShapedThing:
+    """Not an array, though it has a shape and a dtype (both unhashable)."""
+    shape, dtype = [4], ["f4"]
+
+
+def test_an_argument_that_cannot_key_a_plan_is_checked_as_before():
+    assert ptxpy.api._call_key((_ShapedThing(),), {}) is None
+    with pytest.raises(TypeError, match="argument 'x' must have dtype f32"):
+        counted_axpy(_ShapedThing(), np.zeros(4, np.float32), 1.0)
