@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from ptxpy import cells
 from ptxpy.runtime import cache
+from ptxpy.runtime.values import is_tracer as _is_tracer
 from ptxpy.transpiler import driver
 from ptxpy.transpiler.abi import CompiledKernel
 from ptxpy.transpiler.errors import CompileError, source_lines
@@ -750,12 +751,6 @@ def _argument_key(value) -> tuple | None:
     return part
 
 
-def _is_tracer(value) -> bool:
-    import jax
-
-    return isinstance(value, jax.core.Tracer)
-
-
 def _x64() -> bool:
     import jax
 
@@ -839,8 +834,6 @@ def _out_types(spec, kernel: str, computed: bool) -> tuple[list, bool]:
                             f"{'its function returned' if computed else 'got'} {got}")
     for k, entry in enumerate(entries):
         if any(_index(n) is None for n in entry.shape):
-            from ptxpy.runtime.launch import _is_tracer
-
             traced = any(_is_tracer(n) for n in entry.shape)
             raise TypeError(
                 f"{kernel}: out_shape must give each output a shape of ints; "

@@ -14,6 +14,7 @@ import numpy as np
 
 from ptxpy.runtime import batching
 from ptxpy.runtime.ptx_parser import SimulatorError
+from ptxpy.runtime.values import is_tracer as _is_tracer
 from ptxpy.transpiler.abi import CompiledKernel
 from ptxpy.transpiler.launch_shape import launch_shared_bytes
 
@@ -133,12 +134,6 @@ def _sharing_outputs(inputs, outputs, aliases) -> list:
         if np.shape(inputs[inp]) == outputs[out].shape:
             inputs[inp] = outputs[out]
     return inputs
-
-
-def _is_tracer(value) -> bool:
-    import jax
-
-    return isinstance(value, jax.core.Tracer)
 
 
 # --- errors under jax.jit ------------------------------------------------------------------

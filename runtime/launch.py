@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ptxpy.runtime import batching, driver, ffi
+from ptxpy.runtime.values import is_tracer as _is_tracer
 from ptxpy.transpiler import floatbits
 from ptxpy.runtime.tensor_map import TensorMapLayout
 from ptxpy.transpiler.abi import TENSOR_MAP, CompiledKernel, ParamSpec, param_size
@@ -293,12 +294,6 @@ def _check_type(kernel, spec, dtype, shape, what: str) -> None:
         raise ValueError(f"{_where(kernel, spec)}: extents cannot be negative, got {tuple(shape)}")
     if any(int(d) > _U32_MAX for d in shape):
         raise ValueError(f"{_where(kernel, spec)}: extents must fit in 32 bits, got {tuple(shape)}")
-
-
-def _is_tracer(value) -> bool:
-    import jax
-
-    return isinstance(value, jax.core.Tracer)
 
 
 def is_real_dtype(dtype) -> bool:
