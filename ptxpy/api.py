@@ -645,6 +645,7 @@ def _preloading(part: str) -> bool:
     return thread is not None and thread.is_alive()
 
 
+_warmed_up = False     # the warm-up compile is done once a process, by the first preload
 _WARM_UP_SOURCE = """
 import ptxpy
 from ptxpy import Array, f32, i32
@@ -661,10 +662,13 @@ def warm_up(x: Array[f32], n: i32, out: Array[f32]):
 
 
 def _load_compiler() -> None:
-    try:
-        driver.transpile(_WARM_UP_SOURCE, "<ptxpy preload>")
-    except Exception:   # whatever fails here fails again, with its error, where it is used
-        pass
+    global _warmed_up
+    if not _warmed_up:
+        _warmed_up = True
+        try:
+            driver.transpile(_WARM_UP_SOURCE, "<ptxpy preload>")
+        except Exception:   # whatever fails here fails again, with its error, where it is used
+            pass
     while True:
         with _preload_lock:
             if not _unread:
