@@ -13,7 +13,8 @@ Python, which reports the error.
 The C file is compiled on first use with the system's C compiler (`$CC`, else `cc`), about
 0.1 s, into the disk cache (runtime/cache.py: keyed by the source and the compiler), and
 loaded from there afterwards. The runtime's preload (ptxpy/api.py, `_preload`) does this on a
-background thread as soon as a kernel is decorated, so that a first call seldom waits for it. Without a C compiler, or with `PTXPY_NATIVE_HANDLER=0`, the
+background thread as soon as a kernel is decorated on a machine with an NVIDIA driver, so that
+a first call seldom waits for it. Without a C compiler, or with `PTXPY_NATIVE_HANDLER=0`, the
 Python handler does everything, as before.
 """
 from __future__ import annotations
