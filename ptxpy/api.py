@@ -15,7 +15,7 @@ from typing import NamedTuple
 from ptxpy import cells
 from ptxpy.runtime import cache
 from ptxpy.runtime.values import is_tracer as _is_tracer
-from ptxpy.transpiler import driver
+from ptxpy.transpiler import driver, pyast
 from ptxpy.transpiler.abi import CompiledKernel
 from ptxpy.transpiler.errors import CompileError, source_lines
 from ptxpy.types import ArrayType, ConstType, from_numpy
@@ -620,7 +620,10 @@ def _preload(part: str, kernel: "Kernel | None" = None) -> None:
       the kernel's file is parsed (`Kernel.program`), as its first call would (where the
       decoration has read the file's text: with the disk cache on). A warm start loads kernels
       from the disk cache and never needs the compiler. A kernel decorated while the thread
-      runs is read by it; one decorated later starts another.
+      runs is read by it; one decorated later starts another. Where Python cannot parse on two
+      threads at once (`pyast.THREAD_SAFE`: 3.11 before 3.11.8, 3.12 before 3.12.2), the thread
+      only imports the compiler's modules, once a process, and parses nothing: a parse of the
+      user's program on the main thread, such as pytest's of its test files, could fail.
     - The runtime (ptxpy.runtime.launch and cuda-python's driver bindings, about 35 ms, and the
       C FFI handler) when a kernel that may run on a GPU is decorated on a machine with an NVIDIA
       driver (`_import_runtime`), once a process.
@@ -628,11 +631,12 @@ def _preload(part: str, kernel: "Kernel | None" = None) -> None:
     `PTXPY_PRELOAD=0` turns both off."""
     if os.environ.get("PTXPY_PRELOAD", "1").strip().lower() in _OFF:
         return
+    parses = part == "compiler" and pyast.THREAD_SAFE
     with _preload_lock:
-        if kernel is not None:
+        if kernel is not None and parses:
             _unread.append(kernel)
         running = _preloads.get(part)
-        if running is not None and (part == "runtime" or running.is_alive()):
+        if running is not None and (not parses or running.is_alive()):
             return
         load = _load_compiler if part == "compiler" else _import_runtime
         _preloads[part] = threading.Thread(target=load, name=f"ptxpy-preload-{part}", daemon=True)
@@ -663,6 +667,12 @@ def warm_up(x: Array[f32], n: i32, out: Array[f32]):
 
 def _load_compiler() -> None:
     global _warmed_up
+    if not pyast.THREAD_SAFE:
+        try:
+            driver.import_stages()
+        except Exception:   # as below: fails again, with its error, where it is used
+            pass
+        return
     if not _warmed_up:
         _warmed_up = True
         try:

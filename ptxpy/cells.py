@@ -17,6 +17,8 @@ import math
 import os
 import types
 
+from ptxpy.transpiler import pyast
+
 
 def is_cell(filename: str) -> bool:
     """Whether `filename` names source text that is not a file: a notebook cell."""
@@ -27,7 +29,7 @@ def context_lines(namespace: dict, cell_source: str) -> str:
     """Source lines binding the names of `namespace` that a kernel may use and the cell does
     not bind itself (empty if the cell does not parse: its own error comes first)."""
     try:
-        bound = _top_level_names(ast.parse(cell_source))
+        bound = _top_level_names(pyast.parse(cell_source))
     except (SyntaxError, ValueError):
         return ""
     exported = _ptxpy_exports()

@@ -11,6 +11,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 import warnings
 
 import ml_dtypes
@@ -430,10 +432,18 @@ def test_warm_start_takes_kernels_from_disk_without_the_compiler(cache_dir, tmp_
 
 
 _PRELOAD_PROBE = """
-import json, sys
+import ast, json, sys, threading
 sys.path.insert(0, sys.argv[1])
 from ptxpy import api
+from ptxpy.transpiler import pyast
 api._gpu_driver_present = lambda: sys.argv[2] == "driver"   # as on a machine with (without) one
+pyast.THREAD_SAFE = sys.argv[3] == "safe"   # as on a Python that can (cannot) parse on threads
+parsed_on = set()
+python_parse = ast.parse
+def recorded_parse(*args, **kwargs):
+    parsed_on.add(threading.current_thread().name)
+    return python_parse(*args, **kwargs)
+ast.parse = recorded_parse
 import kernels
 threads = dict(api._preloads)
 for thread in threads.values():
@@ -445,18 +455,20 @@ native = sys.modules.get("ptxpy.runtime.native")
 print(json.dumps({"started": sorted(threads), "runtime": "ptxpy.runtime.launch" in sys.modules,
                   "compiler": "libcst" in sys.modules, "parsed": kernels.scale._program is not None,
                   "later": later.scale._program is not None,
-                  "handler": native is not None and native._library is not None}))
+                  "handler": native is not None and native._library is not None,
+                  "parsed_on": sorted(parsed_on)}))
 """
 
 
-def _preloaded(folder, cache_dir, driver="driver", **settings) -> dict:
+def _preloaded(folder, cache_dir, driver="driver", python="safe", **settings) -> dict:
     import json
 
     (folder / "kernels.py").write_text(_KERNEL_FILE.replace("SCALE", "2.0"))
     (folder / "later.py").write_text(_KERNEL_FILE.replace("SCALE", "3.0"))
     env = {k: v for k, v in os.environ.items() if k not in ("PTXPY_PRELOAD", "PTXPY_INTERPRET")}
     env.update(PTXPY_CACHE_DIR=str(cache_dir), JAX_PLATFORMS="cpu", **settings)
-    proc = subprocess.run([sys.executable, "-c", _PRELOAD_PROBE, str(folder), driver], env=env,
+    proc = subprocess.run([sys.executable, "-c", _PRELOAD_PROBE, str(folder), driver, python],
+                          env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.splitlines()[-1])
@@ -474,9 +486,60 @@ def test_decorating_a_kernel_preloads_the_compiler_and_the_runtime(cache_dir, tm
     assert without_driver["started"] == ["compiler", "runtime"] and not without_driver["runtime"]
     assert _preloaded(tmp_path, cache_dir, PTXPY_PRELOAD="0") == {
         "started": [], "runtime": False, "compiler": False, "parsed": False, "handler": False,
-        "later": False}
+        "later": False, "parsed_on": []}
     simulated = _preloaded(tmp_path, cache_dir, PTXPY_INTERPRET="1")
     assert simulated["started"] == ["compiler"] and not simulated["runtime"]
+
+
+def test_where_python_cannot_parse_on_two_threads_the_preload_parses_nothing(cache_dir, tmp_path):
+    """CPython 3.11.0-3.11.7 and 3.12.0-3.12.1 (gh-106905): a parse on the preload's thread could
+    make one on the main thread, such as pytest's of a test file, fail with a SystemError."""
+    unsafe = _preloaded(tmp_path, cache_dir, python="unsafe")
+    assert unsafe["started"] == ["compiler", "runtime"]
+    assert unsafe["compiler"] and unsafe["runtime"]      # still imported in the background
+    assert not unsafe["parsed"] and not unsafe["later"]  # the files wait for the first calls
+    assert unsafe["parsed_on"] == []
+    safe = _preloaded(tmp_path, cache_dir, python="safe")
+    assert safe["parsed_on"] == ["ptxpy-preload-compiler"]
+
+
+@pytest.mark.parametrize("version, safe", [
+    ((3, 10, 14), True), ((3, 11, 0), False), ((3, 11, 7, "final", 0), False), ((3, 11, 8), True),
+    ((3, 12, 0), False), ((3, 12, 1), False), ((3, 12, 2), True), ((3, 13, 0), True)])
+def test_pythons_that_parse_safely_on_two_threads(version, safe):
+    from ptxpy.transpiler import pyast
+
+    assert pyast.thread_safe(version) is safe
+
+
+def test_the_compilers_parses_on_threads_take_turns_where_python_needs_it(monkeypatch):
+    import ast as python_ast
+    from ptxpy.transpiler import pyast
+
+    inside, most = [0], [0]
+
+    def counted_parse(source):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.002)      # another thread would enter here, without the lock
+        inside[0] -= 1
+        return python_ast.Module(body=[], type_ignores=[])
+
+    def parse_on_four_threads():
+        threads = [threading.Thread(target=lambda: [pyast.parse("x = 1") for _ in range(5)])
+                   for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    monkeypatch.setattr(pyast.ast, "parse", counted_parse)
+    monkeypatch.setattr(pyast, "THREAD_SAFE", False)
+    parse_on_four_threads()
+    assert most[0] == 1
+    monkeypatch.setattr(pyast, "THREAD_SAFE", True)
+    parse_on_four_threads()
+    assert most[0] > 1      # the test can see overlapping parses
 
 
 def test_compiler_fingerprint_follows_the_compiler_files():

@@ -199,6 +199,13 @@ def clear_caches() -> None:
     _PROGRAMS.clear()
 
 
+def import_stages() -> None:
+    """Imports the modules a parse and a compile use (libcst above all), compiling nothing."""
+    from . import frontend, lower_intrinsics, mathlib, ssa_builder  # noqa: F401
+    from .backend import emit, isel, outssa, regalloc  # noqa: F401
+    from .passes import optimize  # noqa: F401
+
+
 def _parse_module(source: str, filename: str):
     from .frontend import parse_module
 

@@ -22,7 +22,7 @@ import libcst as cst
 
 from ptxpy.types import ArrayType, ConstType, Scalar, TupleType
 
-from . import typed
+from . import pyast, typed
 from .driver import cluster_dims, register_bounds
 from .errors import CompileError, DeepRecursion, source_lines
 from .scope import ModuleScope, NotConstant, code_of, const_eval, normalize, resolve_type
@@ -216,7 +216,7 @@ def _python_syntax_check(source: str, lines: list) -> ast.Module:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # e.g. SyntaxWarning for `1if x`: not the user's concern here
-            return ast.parse(source)
+            return pyast.parse(source)
     except SyntaxError as err:
         line = err.lineno or 1
         text = lines[line - 1] if 0 < line <= len(lines) else ""

@@ -15,7 +15,7 @@ import os
 import threading
 from dataclasses import fields, is_dataclass
 
-from . import typed
+from . import pyast, typed
 from .errors import CompileError, source_lines
 
 LIBRARY_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ptxpy", "libm.py")
@@ -54,7 +54,7 @@ def _check(name: str) -> tuple:
     global _tree
     source = library_source()
     if _tree is None:
-        _tree = ast.parse(source)
+        _tree = pyast.parse(source)
     try:
         try:
             return _typed(source, name, _needed_names(_tree, name))
