@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import warnings
 
 import ml_dtypes
@@ -512,34 +511,22 @@ def test_pythons_that_parse_safely_on_two_threads(version, safe):
     assert pyast.thread_safe(version) is safe
 
 
-def test_the_compilers_parses_on_threads_take_turns_where_python_needs_it(monkeypatch):
-    import ast as python_ast
+def test_the_compilers_parses_take_turns_where_python_needs_it(monkeypatch):
     from ptxpy.transpiler import pyast
 
-    inside, most = [0], [0]
+    def parse_on_a_thread() -> threading.Event:
+        done = threading.Event()
+        threading.Thread(target=lambda: (pyast.parse("x = 1"), done.set()), daemon=True).start()
+        return done
 
-    def counted_parse(source):
-        inside[0] += 1
-        most[0] = max(most[0], inside[0])
-        time.sleep(0.002)      # another thread would enter here, without the lock
-        inside[0] -= 1
-        return python_ast.Module(body=[], type_ignores=[])
-
-    def parse_on_four_threads():
-        threads = [threading.Thread(target=lambda: [pyast.parse("x = 1") for _ in range(5)])
-                   for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-
-    monkeypatch.setattr(pyast.ast, "parse", counted_parse)
     monkeypatch.setattr(pyast, "THREAD_SAFE", False)
-    parse_on_four_threads()
-    assert most[0] == 1
+    with pyast._lock:               # as another thread's parse holds it
+        done = parse_on_a_thread()
+        assert not done.wait(0.2)
+    assert done.wait(10)
     monkeypatch.setattr(pyast, "THREAD_SAFE", True)
-    parse_on_four_threads()
-    assert most[0] > 1      # the test can see overlapping parses
+    with pyast._lock:
+        assert parse_on_a_thread().wait(10)
 
 
 def test_compiler_fingerprint_follows_the_compiler_files():
