@@ -290,7 +290,7 @@ class Kernel:
         plan = self._plans.get(key) if key is not None else None
         if plan is None:
             call = self._prepare(args, kwargs)
-            if key is not None:
+            if key is not None and not self._const_from_an_array(args, kwargs, call):
                 if len(self._plans) >= _PLANS_KEPT:
                     self._plans.clear()
                 self._plans[key] = _CallPlan(call, self._argument_positions(args, kwargs, call))
@@ -300,6 +300,14 @@ class Kernel:
                      plan.block, plan.many_outputs)
         call.respecialise = plan.respecialise
         return call
+
+    def _const_from_an_array(self, args, kwargs, call: "_Call") -> bool:
+        """Whether a Const parameter took its value from a (0-d) array: `_call_key` holds an
+        array's shape and dtype, not its value, so such a call keys no plan."""
+        given = dict(zip((p.name for p in self._inputs(len(call.out_types))), args))
+        given.update(kwargs)
+        return any(isinstance(p.type, ConstType) and _array_like(given.get(p.name))
+                   for p in self.params)
 
     def _argument_positions(self, args, kwargs, call: "_Call") -> list[int]:
         """Where each of `call.inputs` is in (*args, *kwargs.values()), as `_bind` binds them."""
@@ -455,13 +463,14 @@ class Kernel:
         launch's block is a multiple of 32 threads (None: not known); `narrow_refs` the by-reference 64-bit
         scalars JAX holds in 32 bits; `large_arrays` the arrays of 2**31 elements or more."""
         arch = self.arch or _gpu_arch() or driver.DEFAULT_ARCH
-        key = (tuple(sorted(consts.items())), by_ref, arch, aliased, whole_warps, narrow_refs,
-               large_arrays, tuple(batched))
+        consts_text = repr(tuple(sorted(consts.items())))   # as values, -0.0 == 0.0
+        key = (consts_text, by_ref, arch, aliased, whole_warps, narrow_refs, large_arrays,
+               tuple(batched))
         if key not in self._compiled:
             options = driver.Options(arch, self.fast_math, self.debug, tuple(batched), aliased,
                                      whole_warps, narrow_refs, large_arrays, *self.register_bounds,
                                      cluster=self.cluster)
-            disk_key = self._cache_key(consts=repr(key[0]), by_ref=sorted(by_ref), **options.as_dict())
+            disk_key = self._cache_key(consts=consts_text, by_ref=sorted(by_ref), **options.as_dict())
             self._compiled[key] = cache.get_or_make_object(
                 "kernel", disk_key, lambda: self._compile(consts, by_ref, options))
         return self._compiled[key]
@@ -749,14 +758,16 @@ def _call_key(args, kwargs) -> tuple | None:
 
 def _argument_key(value) -> tuple | None:
     kind = type(value)
-    if kind in (bool, int, float):
+    if kind is bool or kind is int:
         return kind, value
+    if kind is float:
+        return kind, repr(value)     # -0.0 == 0.0, and nan != nan, as numbers
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if shape is None or dtype is None or _is_tracer(value):
         return None
     import numpy    # (loaded: the value has a dtype)
 
-    part = ((kind, value) if isinstance(value, numpy.generic)
+    part = ((kind, dtype, value.tobytes()) if isinstance(value, numpy.generic)
             else (kind, tuple(shape), dtype, getattr(value, "weak_type", False)))
     try:
         hash(part)

@@ -1103,6 +1103,40 @@ def test_a_repeated_call_reuses_its_plan_and_binds_its_own_arguments():
         axpy(x.astype(np.float64), y, 3.0)
 
 
+@ptxpy.jit(out_shape=lambda x, c: x, grid=1, block=8, interpret=True)
+def divided_by_const(x: Array[f32], c: Const[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = x[i] / c
+
+
+@pytest.mark.parametrize("make", [float, np.float32, np.float64], ids=["float", "f32", "f64"])
+def test_a_const_of_minus_zero_is_not_the_const_zero(make):
+    """-0.0 == 0.0 as numbers: neither a call plan nor the compiled kernels may take one for
+    the other (the kernel divides by the Const)."""
+    x = np.ones(8, np.float32)
+    assert np.all(np.asarray(divided_by_const(x, make(0.0))) == np.inf)
+    assert np.all(np.asarray(divided_by_const(x, make(-0.0))) == -np.inf)
+    assert np.all(np.asarray(divided_by_const(x, c=make(-0.0))) == -np.inf)
+    assert np.all(np.asarray(divided_by_const(x, make(0.0))) == np.inf)
+
+
+@pytest.mark.parametrize("wrap", [np.asarray, jnp.asarray], ids=["numpy", "jax"])
+def test_a_const_from_a_0d_array_is_read_at_every_call(wrap):
+    """A plan keys an array by its shape and dtype; a Const's value is read at every call."""
+    x = np.arange(8, dtype=np.float32)
+    for c in (2.0, 4.0, 8.0, 4.0):
+        got = divided_by_const(x, wrap(np.float32(c)))
+        np.testing.assert_array_equal(np.asarray(got), x / np.float32(c))
+
+
+def test_a_scalar_argument_keys_its_plan_by_its_exact_value():
+    keys = [ptxpy.api._call_key((v,), {}) for v in
+            (0.0, -0.0, float("nan"), np.float32(0.0), np.float32(-0.0), 1, True, 1.0)]
+    assert len(set(keys)) == len(keys)
+    assert ptxpy.api._call_key((float("nan"),), {}) == keys[2]     # one plan for every nan
+
+
 def test_a_call_under_jit_is_prepared_at_each_trace():
     traced = jax.jit(lambda x, y, a: saxpy(x, y, a))
     x, y = data()
