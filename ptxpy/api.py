@@ -246,11 +246,16 @@ class Kernel:
 
             outs = run_interpreted(call.kernel, call.inputs, call.out_types, call.grid, call.block,
                                    self.input_output_aliases, respecialise=call.respecialise)
+        elif call.plan is not None and call.plan.launched is not None:
+            outs = call.plan.launched.run_eagerly(call.inputs)
         else:
-            from ptxpy.runtime.launch import launch
+            from ptxpy.runtime.launch import launch_keeping
 
-            outs = launch(call.kernel, call.inputs, call.out_types, call.grid, call.block,
-                          self.input_output_aliases, respecialise=call.respecialise)
+            outs, launched = launch_keeping(call.kernel, call.inputs, call.out_types, call.grid,
+                                            call.block, self.input_output_aliases,
+                                            respecialise=call.respecialise)
+            if call.plan is not None:
+                call.plan.launched = launched
         return tuple(outs) if call.many_outputs else outs[0]
 
     def _outputs_without_launch(self, call: "_Call") -> list:
@@ -293,12 +298,13 @@ class Kernel:
             if key is not None and not self._const_from_an_array(args, kwargs, call):
                 if len(self._plans) >= _PLANS_KEPT:
                     self._plans.clear()
-                self._plans[key] = _CallPlan(call, self._argument_positions(args, kwargs, call))
+                call.plan = self._plans[key] = _CallPlan(
+                    call, self._argument_positions(args, kwargs, call))
             return call
         given = (*args, *kwargs.values())
         call = _Call(plan.kernel, [given[k] for k in plan.positions], plan.out_types, plan.grid,
                      plan.block, plan.many_outputs)
-        call.respecialise = plan.respecialise
+        call.respecialise, call.plan = plan.respecialise, plan
         return call
 
     def _const_from_an_array(self, args, kwargs, call: "_Call") -> bool:
@@ -727,17 +733,21 @@ class _Call:
         self.kernel, self.inputs, self.out_types = kernel, inputs, out_types
         self.grid, self.block, self.many_outputs = grid, block, many_outputs
         self.respecialise = None    # batched -> CompiledKernel (see Kernel._specialise)
+        self.plan = None            # the _CallPlan it was made from or made
 
 
 class _CallPlan:
     """What a checked call gives every call with the same `_call_key`: all of `_Call` but its
-    inputs, and where those are among the arguments."""
+    inputs, and where those are among the arguments; once a GPU launch of it has been checked,
+    the runtime's `PreparedCall`, which every later call runs directly (`launched`: the same
+    key fixes everything `launch` checks, but the arrays' contents)."""
 
     def __init__(self, call: _Call, positions: list[int]):
         self.kernel, self.out_types, self.grid, self.block = (call.kernel, call.out_types,
                                                               call.grid, call.block)
         self.many_outputs, self.respecialise, self.positions = (call.many_outputs,
                                                                 call.respecialise, positions)
+        self.launched = None
 
 
 _PLANS_KEPT = 256    # call plans a kernel keeps (then it starts again)

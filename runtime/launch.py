@@ -36,6 +36,16 @@ def launch(kernel: CompiledKernel, args: list, out_types: list, grid, block,
     `respecialise(batched)`, when given, compiles the kernel's batched specialisation with that
     compile option (`Kernel._specialise`): under `jax.vmap` the batch then runs as grid axis z
     where the kernel allows it. Without it (hand-written PTX) vmap runs in sequence."""
+    return launch_keeping(kernel, args, out_types, grid, block, input_output_aliases,
+                          respecialise)[0]
+
+
+def launch_keeping(kernel: CompiledKernel, args: list, out_types: list, grid, block,
+                   input_output_aliases: dict[int, int] | None = None,
+                   respecialise=None) -> tuple[list, PreparedCall | None]:
+    """`launch`, and the checked eager call that ran (None where the call was traced or its
+    arguments are not all JAX arrays and numbers): its `run_eagerly` runs any call whose
+    arguments have the same types, shapes, dtypes and scalar values (`_eager_signature`)."""
     args, out_types = list(args), list(out_types)
     signature = _eager_signature(kernel, args, out_types, grid, block, input_output_aliases)
     prepared = _eager_calls.get(signature) if signature is not None else None
@@ -44,13 +54,13 @@ def launch(kernel: CompiledKernel, args: list, out_types: list, grid, block,
         if signature is None:  # traced (or unusual) arguments
             operands = [prepared.values[i] for i in prepared.buffer_positions]
             if not any(_is_tracer(v) for v in operands):    # bind the FFI call directly
-                return prepared.bind(prepared.values)
+                return prepared.bind(prepared.values), None
             # the vmap rule, and the error that names the kernel under jax.grad
-            return batching.run(prepared.batching_call(respecialise), operands)
+            return batching.run(prepared.batching_call(respecialise), operands), None
         if len(_eager_calls) > 4096:
             _eager_calls.clear()
         _eager_calls[signature] = prepared
-    return prepared.run_eagerly(args)
+    return prepared.run_eagerly(args), prepared
 
 
 class PreparedCall:

@@ -1137,6 +1137,60 @@ def test_a_scalar_argument_keys_its_plan_by_its_exact_value():
     assert ptxpy.api._call_key((float("nan"),), {}) == keys[2]     # one plan for every nan
 
 
+@ptxpy.jit(out_shape=lambda x, y, a: x, grid=lambda x, y, a: ptxpy.cdiv(x.shape[0], BLOCK),
+           block=BLOCK, interpret=False)
+def gpu_axpy(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = a * x[i] + y[i]
+
+
+def test_a_repeated_eager_gpu_call_runs_the_launch_its_plan_checked(monkeypatch):
+    """The runtime's checked launch (`PreparedCall`, a stand-in here: no GPU) is kept in the call
+    plan: a call of the same kind runs it with its own arguments, without `launch`'s checks."""
+    from ptxpy.runtime import launch as launch_mod
+
+    checked, ran = [], []
+
+    class Launch:     # what an eager call uses of a PreparedCall
+        def __init__(self, kernel, args):
+            self.kernel, self.values, self.buffer_positions = kernel, args, [0, 1]
+
+        def run_eagerly(self, args):
+            ran.append(args)
+            return [args[2] * args[0] + args[1]]
+
+        def bind(self, values):
+            return self.run_eagerly(values)
+
+    def prepare(kernel, args, out_types, grid, block, aliases=None):
+        checked.append(args[2])
+        return Launch(kernel, args)
+
+    monkeypatch.delenv("PTXPY_INTERPRET", raising=False)
+    monkeypatch.setattr(ptxpy.api, "_has_gpu", lambda: True)
+    monkeypatch.setattr(ptxpy.api, "_gpu_arch", lambda: "sm_90")
+    monkeypatch.setattr(launch_mod, "prepare", prepare)
+    monkeypatch.setattr(launch_mod, "_eager_calls", {})
+    signatures = []
+    eager_signature = launch_mod._eager_signature
+    monkeypatch.setattr(launch_mod, "_eager_signature",
+                        lambda *args: signatures.append(args) or eager_signature(*args))
+    gpu_axpy._plans.clear()
+    x, y = data()
+    jx, jy = jnp.asarray(x), jnp.asarray(y)
+    for first, second, a in [(jx, jy, 2.0), (jy, jx, 2.0), (jx, jy, 3.0), (jx, jy, 2.0)]:
+        np.testing.assert_allclose(np.asarray(gpu_axpy(first, second, a)),
+                                   a * np.asarray(first) + np.asarray(second), rtol=1e-6)
+    assert checked == [2.0, 3.0]    # one check per kind of call
+    assert len(signatures) == 2     # and `launch` only for the first of each kind
+    assert [[id(v) for v in args[:2]] + [args[2]] for args in ran] == [
+        [id(jx), id(jy), 2.0], [id(jy), id(jx), 2.0], [id(jx), id(jy), 3.0], [id(jx), id(jy), 2.0]]
+    gpu_axpy(x, y, 2.0)
+    gpu_axpy(x, y, 2.0)      # NumPy arrays: launch checks every call (no runtime signature)
+    assert checked == [2.0, 3.0, 2.0, 2.0]
+
+
 def test_a_call_under_jit_is_prepared_at_each_trace():
     traced = jax.jit(lambda x, y, a: saxpy(x, y, a))
     x, y = data()
