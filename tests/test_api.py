@@ -1121,6 +1121,26 @@ def test_a_const_of_minus_zero_is_not_the_const_zero(make):
     assert np.all(np.asarray(divided_by_const(x, make(0.0))) == np.inf)
 
 
+@ptxpy.jit(out_shape=lambda x, k: x, grid=1, block=8, interpret=True)
+def scaled_sum(x: Array[i32], k: Const[int], out: Array[i32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        s = x[i]
+        s += x[i] * k
+        out[i] = s
+
+
+def test_a_compile_error_that_a_const_value_causes_names_the_value():
+    x = np.arange(8, dtype=np.int32)
+    np.testing.assert_array_equal(np.asarray(scaled_sum(x, 3)), x * 4)
+    with pytest.raises(ptxpy.CompileError) as info:
+        scaled_sum(x, 2**31)
+    lines = str(info.value).splitlines()
+    assert lines[0].endswith("error: cannot assign i64 to variable 's' of type i32; use i32(...) to convert")
+    assert lines[-1].endswith(f":{scaled_sum.fn.__code__.co_firstlineno + 1}:5: note: kernel "
+                              "'scaled_sum' compiled for Const k=2147483648")
+
+
 @pytest.mark.parametrize("wrap", [np.asarray, jnp.asarray], ids=["numpy", "jax"])
 def test_a_const_from_a_0d_array_is_read_at_every_call(wrap):
     """A plan keys an array by its shape and dtype; a Const's value is read at every call."""

@@ -1007,3 +1007,22 @@ def test_a_decorator_python_could_not_apply_is_an_error(imports, decorator, mess
 def test_other_undefined_decorators_are_left_alone():
     source = "import ptxpy\nfrom ptxpy import Array, f32\n@cache\ndef host(x):\n    return x\n"
     assert driver.transpile(source, "kernels.py") == {}
+
+
+def test_an_error_that_a_const_value_causes_notes_the_values_given():
+    source = ("import ptxpy\nfrom ptxpy import Array, Const, i32\n\n@ptxpy.jit\n"
+              "def k(x: Array[i32], K: Const[int] = 1):\n    s = x[0]\n    s += x[1] * K\n    x[0] = s\n")
+    assert list(driver.transpile(source, "kernels.py")) == ["k"]     # with its default, it compiles
+    with pytest.raises(CompileError) as info:
+        driver.transpile(source, "kernels.py", defines={"K": 2**31})
+    assert str(info.value) == (
+        "kernels.py:7:5: error: cannot assign i64 to variable 's' of type i32; use i32(...) to convert\n"
+        "    s += x[1] * K\n"
+        "    ^\n"
+        "kernels.py:5:5: note: kernel 'k' compiled for Const K=2147483648")
+
+
+def test_a_note_is_printed_without_a_source_line_even_when_located():
+    err = CompileError("bad", (2, 0)).noted("see here", (1, 4))
+    err.located("f.py", ["line one\n", "line two\n"])
+    assert str(err) == "f.py:2:1: error: bad\nline two\n^\nf.py:1:5: note: see here"

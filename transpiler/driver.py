@@ -216,7 +216,13 @@ def compile_kernel(program: Program, name: str, consts: dict | None = None, by_r
                    options: Options = Options(), stop_after: str = "ptx") -> Stages:
     """Compile one specialisation of kernel `name`; `stop_after` in 'typed', 'ssa', 'ptx'."""
     with _GcPaused(), DeepRecursion():
-        return _compile_kernel(program, name, consts, by_ref, options, stop_after)
+        try:
+            return _compile_kernel(program, name, consts, by_ref, options, stop_after)
+        except CompileError as err:
+            if consts and name in program.kernels:    # the values the error may depend on
+                given = ", ".join(f"{key}={value!r}" for key, value in consts.items())
+                err.noted(f"kernel '{name}' compiled for Const {given}", program.kernels[name].loc)
+            raise
 
 
 def _compile_kernel(program: Program, name: str, consts, by_ref, options: Options,

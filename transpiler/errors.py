@@ -78,21 +78,33 @@ class CompileError(Exception):
         self.loc = loc
         self.filename = filename
         self.source_line = source_line
+        self.notes: list = []    # CompileNotes, printed after the error
+
+    def noted(self, message: str, loc=None) -> "CompileError":
+        """This error, with a note at `loc` (line, col) of the same file: `file:LINE:COL: note:
+        message`, on a line of its own after the error's caret."""
+        self.notes.append(CompileNote(message, loc, self.filename))
+        return self
 
     def located(self, filename: str, source_lines: list[str]) -> "CompileError":
         """Fill in the file and source line (for errors raised deep inside a stage)."""
         self.filename = filename
         if self.loc and 0 < self.loc[0] <= len(source_lines):
             self.source_line = source_lines[self.loc[0] - 1]
+        for note in self.notes:
+            note.filename = filename
         return self
 
     def __str__(self) -> str:
+        return "\n".join([self._text(), *(str(note) for note in getattr(self, "notes", ()))])
+
+    def _text(self) -> str:
         where = self.filename or "ptxpy"     # about no file in particular: as usage errors print
         if not self.loc:
             return f"{where}: {self.kind}: {self.message}"
         line, col = self.loc[0], self.loc[1]   # an instruction's loc may also name its statement
         text = f"{where}:{line}:{col + 1}: {self.kind}: {self.message}"
-        if self.source_line is not None:
+        if self.source_line is not None and self.kind != "note":
             raw = self.source_line.rstrip("\n")
             caret_col = display_width(_shown(raw[:col]))
             text += f"\n{_shown(raw)}\n{' ' * caret_col}^"
@@ -104,6 +116,11 @@ class CompileWarning(CompileError):
     `file.py:LINE:COL: warning: message` with the line and a caret, issued from Python as a
     `SourceWarning` at the file and line; never raised by the compiler."""
     kind = "warning"
+
+
+class CompileNote(CompileError):
+    """More about an error, where it is: `file.py:LINE:COL: note: message` (no source line)."""
+    kind = "note"
 
 
 class SourceWarning(UserWarning):
