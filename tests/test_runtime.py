@@ -502,6 +502,37 @@ def test_where_python_cannot_parse_on_two_threads_the_preload_parses_nothing(cac
     assert safe["parsed_on"] == ["ptxpy-preload-compiler"]
 
 
+def test_only_the_main_thread_switches_the_collector_around_a_compile():
+    """A compile on another thread (the decorator's preload) leaves Python's collector alone, so
+    it never switches it back on after the program switched it off meanwhile."""
+    import gc
+
+    from ptxpy.transpiler import driver as transpiler_driver
+
+    seen = []
+
+    def compile_on_a_thread(program_turns_it_off: bool):
+        with transpiler_driver._GcPaused():
+            seen.append(gc.isenabled())
+            if program_turns_it_off:
+                gc.disable()
+
+    was_enabled = gc.isenabled()
+    try:
+        gc.enable()
+        with transpiler_driver._GcPaused():
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+        for turns_off in (False, True):
+            thread = threading.Thread(target=compile_on_a_thread, args=(turns_off,))
+            thread.start()
+            thread.join()
+            seen.append(gc.isenabled())
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
+    assert seen == [False, True, True, True, True, False]
+
+
 @pytest.mark.parametrize("version, safe", [
     ((3, 10, 14), True), ((3, 11, 0), False), ((3, 11, 7, "final", 0), False), ((3, 11, 8), True),
     ((3, 12, 0), False), ((3, 12, 1), False), ((3, 12, 2), True), ((3, 13, 0), True)])

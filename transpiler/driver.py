@@ -82,12 +82,14 @@ class _GcPaused:
     of them by reference counting; with the collector on, the allocations would trigger
     collections, now and then a full one of the whole process. The cycles a compile leaves
     (IR blocks and instructions point at each other) are collected after it, at the next
-    allocation, as before. Nested blocks do nothing more."""
+    allocation, as before. Nested blocks do nothing more. Only the main thread switches the
+    collector (it is the whole process's): a compile on another thread, such as the decorator's
+    preload, must not switch it back on after the program has switched it off meanwhile."""
 
     __slots__ = ("was_enabled",)
 
     def __enter__(self):
-        self.was_enabled = gc.isenabled()
+        self.was_enabled = gc.isenabled() and threading.current_thread() is threading.main_thread()
         if self.was_enabled:
             gc.disable()
         return self
