@@ -96,7 +96,7 @@ class CompileError(Exception):
         return self
 
     def __str__(self) -> str:
-        return "\n".join([self._text(), *(str(note) for note in getattr(self, "notes", ()))])
+        return "\n".join([self._text(), *(str(note) for note in self.notes)])
 
     def _text(self) -> str:
         where = self.filename or "ptxpy"     # about no file in particular: as usage errors print
