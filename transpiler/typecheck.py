@@ -834,8 +834,9 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         if len(bounds) == 3 and bounds[2] == 0:
             raise self.error("ptxpy.static_range() step must not be zero", nodes[2])
         values = range(*bounds)
-        if len(values) > MAX_UNROLL:
-            raise self.error(f"ptxpy.static_range of {len(values)} iterations is too long to unroll "
+        count = _range_length(values)
+        if count > MAX_UNROLL:
+            raise self.error(f"ptxpy.static_range of {count} iterations is too long to unroll "
                              f"(at most {MAX_UNROLL})", call)
         name = node.target.value
         self.static_loop_var(node.target, values)
@@ -1053,3 +1054,13 @@ def _widening_shift_hint(value: typed.Expr, known: Scalar, depth: int = 0) -> st
     return next((hint for child in children
                  if (hint := _widening_shift_hint(child, known, depth + 1))), "")
 
+
+def _range_length(values: range) -> int:
+    """len(values), which Python gives only up to sys.maxsize."""
+    try:
+        return len(values)
+    except OverflowError:
+        step = values.step
+        if step > 0:
+            return (values.stop - values.start + step - 1) // step
+        return (values.start - values.stop - step - 1) // -step
