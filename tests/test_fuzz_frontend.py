@@ -103,7 +103,7 @@ UNSUPPORTED = [
     "y = x @ x", "y = n << 2.0", "y = ~1.5", "y = 1 < 2 in 3", "y = n is None", "y = None",
     "y = ...", "y = 1j", "y = -(-(2 ** 64))", "y = int(math.inf)", "y = ptxpy.cdiv(1, 0)",
     "y: Array[f32] = 3", "y: f32\ny = x", "for q in range(0, 5, 0): pass",
-    "for q in ptxpy.static_range(10 ** 9): pass", "y = ptxpy.local_array((0,), f32)",
+    "for q in ptxpy.static_range(10 ** 9): pass", "for q in ptxpy.static_range(2 ** 64): pass", "y = ptxpy.local_array((0,), f32)",
     "y = ptxpy.local_array((2, 2), q)", "y = ptxpy.fma(1.0)", "y = ptxpy.shfl_sync(True, 1)",
     "y, z = x[0:3]", "y, z = x[n:n + 2]", "x[0:2] = 1", "y = dm(1, 2)", "y = clamp(x)",
     "y = clamp(1.0, 2.0, hi=3.0, lo=1.0)", "y = saxpy(x)", "y = ptxpy.nope()", "y = math.nope",
@@ -333,7 +333,15 @@ def mutation(source: str):
     words = re.findall(r"\w+|\S", source)
     replace_word = st.tuples(st.sampled_from(words), st.sampled_from(TOKENS)).map(
         lambda t: source.replace(t[0], t[1], 1))
-    return st.one_of(delete, insert, swap_lines, replace_word)
+    numbers = [match.span() for match in re.finditer(r"(?<![\w.])\d+(\.\d+)?(?![\w.])", source)]
+    replace_number = st.tuples(st.sampled_from(numbers), st.sampled_from(EXTREME_NUMBERS)).map(
+        lambda t: source[:t[0][0]] + t[1] + source[t[0][1]:])
+    return st.one_of(delete, insert, swap_lines, replace_word, replace_number)
+
+
+#: what a number of a valid kernel becomes in `mutation`: the ends of every type and past them
+EXTREME_NUMBERS = ["0", "-1", "31", "32", "64", "255", "65536", "2 ** 31", "2 ** 32", "-2 ** 63",
+                   "2 ** 64", "10 ** 30", "(1 << 70)", "1e308", "1e-320", "-0.0", "1e40"]
 
 
 def _swapped(lines, a, b):
