@@ -3,6 +3,8 @@ the kernel (TypeError, ValueError, CompileError), or the simulator's out-of-boun
 kernel's line where the arrays' lengths disagree, never another exception. The kernels run in
 the simulator; the arguments are arrays of any dtype and rank (NumPy and JAX, 0-d ones
 included), numbers, `jax.ShapeDtypeStruct`s and other objects, by position and by keyword.
+A call that runs computes what NumPy does on its own arguments, whatever calls came before it
+(whose call plans it may reuse).
 """
 import os
 import warnings
@@ -26,8 +28,8 @@ def axpy(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
         out[i] = a * x[i] + y[i]
 
 
-@ptxpy.jit(out_shape=lambda m, k: jax.ShapeDtypeStruct((m.shape[0],), jnp.int32), grid=1,
-           block=32, interpret=True)
+@ptxpy.jit(out_shape=lambda m, k: jax.ShapeDtypeStruct((m.shape[0],), jnp.int32),
+           grid=lambda m, k: ptxpy.cdiv(m.shape[0], 32), block=32, interpret=True)
 def row_sums(m: Array[u8, 2], k: Const[int], out: Array[i32]):
     r = ptxpy.global_id(0)
     if r < m.shape[0]:
@@ -37,8 +39,9 @@ def row_sums(m: Array[u8, 2], k: Const[int], out: Array[i32]):
         out[r] = s
 
 
-@ptxpy.jit(out_shape=lambda h, n: (h, jax.ShapeDtypeStruct((1,), jnp.float32)), grid=1,
-           block=8, interpret=True, input_output_aliases={0: 0})
+@ptxpy.jit(out_shape=lambda h, n: (h, jax.ShapeDtypeStruct((1,), jnp.float32)),
+           grid=lambda h, n: ptxpy.cdiv(h.shape[0], 8), block=8, interpret=True,
+           input_output_aliases={0: 0})
 def doubled(h: Array[f16], n: i32, out: Array[f16], total: Array[f32]):
     i = ptxpy.global_id(0)
     if i < n and i < h.shape[0]:
@@ -79,6 +82,27 @@ CALLS = settings(max_examples=int(os.environ.get("PTXPY_FUZZ_EXAMPLES", 300)) //
                  deadline=None, suppress_health_check=list(HealthCheck))
 
 
+def check_outputs(name: str, args: list, kwargs: dict, outs) -> None:
+    """A call that ran computed what NumPy does on its arguments (calls made with other
+    arguments before, whose plans it may reuse, must not show through)."""
+    params, _ = VALID_ARGUMENTS[name]
+    bound = {p: np.asarray(v) for p, v in zip(params, args)}
+    bound.update((p, np.asarray(v)) for p, v in kwargs.items())
+    with np.errstate(all="ignore"):
+        if name == "axpy":
+            x, y = bound["x"], bound["y"]
+            want = np.float32(bound["a"]) * x + y[:x.shape[0]]
+        elif name == "row_sums":
+            sums = (bound["m"].astype(np.int64) * int(bound["k"])).sum(axis=1)
+            want = ((sums + 2**31) % 2**32 - 2**31).astype(np.int32)
+        else:
+            h, count = bound["h"], max(0, min(int(bound["n"]), bound["h"].shape[0]))
+            want = h.copy()
+            want[:count] = h[:count] * np.float16(2)
+            outs = outs[0]      # (`total` is not initialised: its sum is left unchecked)
+    np.testing.assert_array_equal(np.asarray(outs), want)
+
+
 @st.composite
 def calls(draw):
     """(kernel name, args, kwargs): a valid call with up to three edits."""
@@ -95,7 +119,8 @@ def calls(draw):
         elif edit == "append":
             args.append(draw(ARGUMENTS))
         elif edit == "keyword" and args:
-            kwargs[params[len(args) - 1] if len(args) <= len(params) else "z"] = args.pop()
+            last = params[len(args) - 1] if len(args) <= len(params) else "z"
+            kwargs[last] = args.pop()
         elif edit == "jax" and args and (isinstance(args[k], np.ndarray) or (
                 type(args[k]) in (int, float) and abs(args[k]) < 2**31)):
             args[k] = jnp.asarray(args[k])
@@ -115,7 +140,8 @@ def test_any_call_gives_outputs_or_an_error_that_names_the_kernel(call, how):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if how == "call":
-                jax.block_until_ready(kernel(*args, **kwargs))
+                outs = jax.block_until_ready(kernel(*args, **kwargs))
+                check_outputs(name, args, kwargs, outs)
             else:
                 assert ".entry " + name in kernel.ptx(*args, **kwargs)
         event(f"{how}: ran")
@@ -128,3 +154,38 @@ def test_any_call_gives_outputs_or_an_error_that_names_the_kernel(call, how):
     except (TypeError, ValueError) as err:
         event(f"{how}: {type(err).__name__}")
         assert name in str(err), err
+
+
+@st.composite
+def valid_calls(draw):
+    """(kernel name, args, kwargs) of a call that must run: sizes, scalars (-0.0, nan, inf, NumPy
+    and 0-d JAX ones) and Const values vary, the last argument may go by keyword."""
+    name = draw(st.sampled_from(sorted(KERNELS)))
+    size = draw(st.sampled_from([1, 8, 65]))
+    if name == "axpy":
+        args = [np.arange(size, dtype=np.float32) - 3, np.ones(size, np.float32),
+                draw(st.sampled_from([2.0, -0.0, 0.0, float("nan"), 3, np.float32(0.5), 1e40]))]
+    elif name == "row_sums":
+        args = [np.arange(size * 3, dtype=np.uint8).reshape(size, 3),
+                draw(st.sampled_from([0, 1, 2, -3, 2**31 - 1, np.int32(5), np.asarray(7),
+                                      np.asarray(11), jnp.asarray(9), jnp.asarray(13)]))]
+    else:
+        args = [np.arange(size, dtype=np.float16),
+                draw(st.sampled_from([0, 4, 100, -1, np.int32(2), jnp.asarray(3)]))]
+    kwargs = {}
+    if draw(st.booleans()):
+        last = VALID_ARGUMENTS[name][0][len(args) - 1]
+        kwargs[last] = args.pop()
+    if draw(st.booleans()):
+        args = [jnp.asarray(a) if isinstance(a, np.ndarray) and a.ndim else a for a in args]
+    return name, args, kwargs
+
+
+@CALLS
+@given(st.lists(valid_calls(), min_size=1, max_size=6))
+def test_sequences_of_calls_compute_what_numpy_does(calls):
+    """Each call's outputs from its own arguments, whatever calls came before (call plans)."""
+    for name, args, kwargs in calls:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            check_outputs(name, args, kwargs, KERNELS[name](*args, **kwargs))
