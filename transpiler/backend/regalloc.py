@@ -4,12 +4,17 @@ PTX registers are virtual (ptxas allocates the hardware ones), so nothing is spi
 is readable code with few registers per class and no needless `mov`. Copies are coalesced
 aggressively whenever their two registers do not interfere, phi copies first and those in
 inner loops before outer ones. Colouring tries smallest-last and definition order and keeps
-the better one.
+the better one. From `LARGE_GRAPH` registers up, the loops over every edge run on NumPy bit
+matrices instead (`bitmatrix`, the same results).
 """
 from __future__ import annotations
 
 from .liveness import Registers, live_out
 from .machine import MBlock, MFunction, VReg
+
+#: registers from which the loops over every edge run on NumPy bit matrices (`bitmatrix`,
+#: imported only then); below it, the loops on Python ints are faster
+LARGE_GRAPH = 1024
 
 
 def allocate_registers(mfunc: MFunction) -> None:
@@ -60,6 +65,8 @@ def _make_symmetric(graph: list) -> None:
     is built, a register's row takes whole live sets at each definition (one `|=`), which
     with many long-lived registers (a wgmma's 128 accumulators, and the copies into them)
     would otherwise cost a step per live register per definition."""
+    if len(graph) >= LARGE_GRAPH:
+        return _bitmatrix().make_symmetric(graph)
     for n, row in enumerate(list(graph)):
         bit = 1 << n
         while row:
@@ -194,6 +201,10 @@ def _rename_rows(graph: list, registers: Registers, alias: dict) -> None:
     """Each remaining register's row in terms of remaining registers: a member merged away
     stands for the register it was merged into."""
     bit_of = registers.bit
+    if len(graph) >= LARGE_GRAPH:
+        moved = list(alias)
+        return _bitmatrix().rename_columns(graph, [_number(bit_of[reg]) for reg in moved],
+                                           [_number(bit_of[_find(alias, reg)]) for reg in moved])
     renamed = {bit_of[reg]: bit_of[_find(alias, reg)] for reg in alias}
     away = registers.mask(alias)
     for n, row in enumerate(graph):
@@ -206,6 +217,16 @@ def _rename_rows(graph: list, registers: Registers, alias: dict) -> None:
             row |= renamed[low]
             moved ^= low
         graph[n] = row
+
+
+def _number(bit: int) -> int:
+    """A register's number in the graph, from its bit."""
+    return bit.bit_length() - 1
+
+
+def _bitmatrix():
+    from . import bitmatrix
+    return bitmatrix
 
 
 def _find(alias: dict, reg: VReg) -> VReg:
@@ -240,6 +261,9 @@ def _number_in_order(colours: dict, order: list) -> dict[VReg, int]:
 
 def _greedy(registers: Registers, graph: list, order: list) -> dict[VReg, int]:
     """Each register in `order` gets the lowest colour none of its neighbours has yet."""
+    if len(graph) >= LARGE_GRAPH:
+        colours = _bitmatrix().greedy(graph, [_number(registers.bit[reg]) for reg in order])
+        return dict(zip(order, colours))
     colours: dict[VReg, int] = {}
     coloured = [0, 0]   # colour -> bitset of the registers that have it (colours from 1)
     bit_of = registers.bit
@@ -270,6 +294,9 @@ def _smallest_last(registers: Registers, graph: list, present: list) -> list:
     degree: as numbers follow ids, the lowest bit of one is the lowest id. The lowest degree
     can fall by one per removal, so its search restarts there."""
     regs, bit_of = registers.regs, registers.bit
+    if len(graph) >= LARGE_GRAPH:
+        order = _bitmatrix().smallest_last(graph, [_number(bit_of[reg]) for reg in present])
+        return [regs[n] for n in order]
     degree = [graph[n].bit_count() for n in range(len(regs))]
     buckets = [0] * (max(degree, default=0) + 1)   # degree -> bitset of the registers left
     left = 0   # bitset of the registers not removed yet
