@@ -70,6 +70,19 @@ def get_or_make_object(kind: str, key_parts: dict, make: Callable[[], object]):
     return _get_or_make(kind, key_parts, make, _pickle_codec)
 
 
+def read_bytes(kind: str, key_parts: dict) -> bytes | None:
+    """The disk entry of `key_parts` (None: missing, damaged, or the disk cache off)."""
+    if not disk_enabled():
+        return None
+    return _read_entry(entry_path(kind, key_parts), _bytes_codec)
+
+
+def write_bytes(kind: str, key_parts: dict, payload: bytes) -> None:
+    """Writes the disk entry of `key_parts` (atomically; nothing where the disk cache is off)."""
+    if disk_enabled():
+        _write_entry(entry_path(kind, key_parts), payload)
+
+
 @functools.lru_cache(maxsize=None)
 def compiler_fingerprint() -> str:
     """Names the compiler that is installed: the ptxpy version and the size and modification time

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ptxpy.runtime import batching, driver, ffi
+from ptxpy.runtime import batching, driver, executables, ffi
 from ptxpy.runtime.values import is_tracer as _is_tracer
 from ptxpy.transpiler import floatbits
 from ptxpy.runtime.tensor_map import TensorMapLayout
@@ -104,13 +104,18 @@ class PreparedCall:
         return ffi.call(self.key, operands, self.out_types, self.aliases, VMAP_METHOD)
 
     def run_eagerly(self, args: list) -> list:
-        """Through a cached `jax.jit` of the FFI call: JAX's C++ dispatch path."""
+        """Through a compiled `jax.jit` of the FFI call (JAX's C++ dispatch path), kept on disk
+        for the next process (runtime/executables.py)."""
+        operands = [args[i] for i in self.buffer_positions]
         if self._jitted is None:
-            import jax
+            self._jitted = executables.eager_runner(self._ffi_call, operands, {
+                "plan": self.key, "outs": [(tuple(t.shape), str(t.dtype)) for t in self.out_types],
+                "aliases": sorted(self.aliases.items()), "target": ffi.TARGET,
+                "vmap": VMAP_METHOD})
+        return list(self._jitted(*operands))
 
-            self._jitted = jax.jit(lambda *ops: ffi.call(self.key, list(ops), self.out_types,
-                                                         self.aliases, VMAP_METHOD))
-        return list(self._jitted(*[args[i] for i in self.buffer_positions]))
+    def _ffi_call(self, *operands) -> list:
+        return ffi.call(self.key, list(operands), self.out_types, self.aliases, VMAP_METHOD)
 
 
 def prepare(kernel: CompiledKernel, args: list, out_types: list, grid, block,

@@ -1,0 +1,126 @@
+"""The XLA executables of eager calls, kept in the disk cache between processes.
+
+An eager call of a kernel runs its FFI call through a compiled `jax.jit` (`PreparedCall.
+run_eagerly`). In a new process, JAX's first call of it traces the function, lowers it to
+StableHLO, hashes the module for its persistent compilation cache and loads the executable from
+there: about 6 ms of a warm start's 7 ms on an H100 (BENCHMARKS.md, session 52). So the first
+process that makes a call compiles it ahead of time (`jax.jit(fn).lower(*ops).compile()`),
+and writes the executable (`jax.experimental.serialize_executable`) to ptxpy's disk cache
+(runtime/cache.py, kind `xla`); a later process loads it and calls it directly.
+
+The entry's key names everything the executable depends on: the launch plan's content key
+(kernel image, launch shape, packed scalars), the operands' shapes and dtypes, the outputs and
+aliases, the device (platform, kind, id) and the backend's version, JAX's and jaxlib's
+versions, `XLA_FLAGS` and JAX's 64-bit mode. Only calls whose operands all live on one device
+(not sharded) are kept; anything else, a disk cache turned off (`PTXPY_CACHE=0`), or an entry
+that fails to load takes `jax.jit` as before. `PTXPY_EXECUTABLE_CACHE=1` turns this on: it is off
+by default until its effect on a GPU has been measured (the mechanism is tested on XLA's CPU
+backend, tests/test_executables.py). A call whose arguments sit on another device than the executable
+was compiled for is refused by JAX before it runs (ValueError) and then goes through `jax.jit`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import sys
+
+from . import cache
+
+log = logging.getLogger("ptxpy.executables")
+
+
+def eager_runner(fn, operands: list, key_parts: dict):
+    """A callable that runs `jax.jit(fn)` on operands like `operands` (their shapes, dtypes and
+    device): the executable from the disk cache, else compiled now and written there."""
+    import jax
+
+    device = _single_device(operands) if enabled() else None
+    if device is None:
+        return jax.jit(fn)
+    parts = dict(key_parts, **_environment(device), avals=[(tuple(op.shape), str(op.dtype))
+                                                             for op in operands])
+    compiled = _load(parts, device)
+    if compiled is None:
+        try:
+            compiled = jax.jit(fn).lower(*operands).compile()
+        except Exception:   # the call itself raises it again, through jax.jit, as before
+            return jax.jit(fn)
+        _store(parts, compiled)
+    return _Runner(compiled, fn)
+
+
+def enabled() -> bool:
+    """Whether executables are kept: `PTXPY_EXECUTABLE_CACHE=1`, with the disk cache on. Off by
+    default until measured on a GPU (docs/jax.md, "Caches")."""
+    flag = os.environ.get("PTXPY_EXECUTABLE_CACHE", "0").strip().lower()
+    return cache.disk_enabled() and flag in ("1", "true", "yes", "on")
+
+
+class _Runner:
+    """The compiled call; arguments on another device go through `jax.jit`."""
+
+    __slots__ = ("compiled", "fn", "jitted")
+
+    def __init__(self, compiled, fn):
+        self.compiled, self.fn, self.jitted = compiled, fn, None
+
+    def __call__(self, *operands):
+        try:
+            return self.compiled(*operands)
+        except ValueError:    # "compiled for input shardings that disagree ...": nothing ran
+            if self.jitted is None:
+                import jax
+
+                self.jitted = jax.jit(self.fn)
+            return self.jitted(*operands)
+
+
+def _single_device(operands: list):
+    """The one device every operand lives on whole, or None."""
+    import jax
+
+    devices = set()
+    for op in operands:
+        if not isinstance(op, jax.Array) or not op.is_fully_addressable:
+            return None
+        if not isinstance(op.sharding, jax.sharding.SingleDeviceSharding):
+            return None
+        devices |= op.sharding.device_set
+    return next(iter(devices)) if len(devices) == 1 else None
+
+
+def _environment(device) -> dict:
+    import jax
+    import jaxlib
+
+    return {"device": (device.platform, device.device_kind, device.id),
+            "backend": device.client.platform_version, "jax": jax.__version__,
+            "jaxlib": jaxlib.__version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "x64": bool(jax.config.jax_enable_x64), "python": sys.version_info[:2]}
+
+
+def _load(parts: dict, device):
+    payload = cache.read_bytes("xla", parts)
+    if payload is None:
+        return None
+    try:
+        from jax.experimental.serialize_executable import deserialize_and_load
+
+        serialized, in_tree, out_tree = pickle.loads(payload)
+        return deserialize_and_load(serialized, in_tree, out_tree, backend=device.client,
+                                    execution_devices=[device])
+    except Exception as e:   # an entry another JAX wrote, or a damaged one: compiled again
+        log.info("ptxpy: cached executable not loaded (%s: %s)", type(e).__name__, e)
+        return None
+
+
+def _store(parts: dict, compiled) -> None:
+    try:
+        from jax.experimental.serialize_executable import serialize
+
+        payload = pickle.dumps(serialize(compiled), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:   # a backend that cannot serialize: only a slower next process
+        log.info("ptxpy: executable not kept (%s: %s)", type(e).__name__, e)
+        return
+    cache.write_bytes("xla", parts, payload)

@@ -1,0 +1,182 @@
+"""Eager calls' executables kept in the disk cache (runtime/executables.py), on XLA's CPU
+backend: written by the first process, loaded by the next without tracing or compiling, and
+every way out of that path (damaged entry, cache off, sharded operands, another device)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+from ptxpy.runtime import cache, executables, ffi
+from ptxpy.runtime import launch as launch_mod
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_runtime import ADD1, _emulate_add1  # noqa: E402  (hand-written x + 1, its host stand-in)
+
+PARTS = {"plan": 1, "outs": [((6,), "float32")]}
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTXPY_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("PTXPY_CACHE", raising=False)
+    monkeypatch.setenv("PTXPY_EXECUTABLE_CACHE", "1")
+    cache.clear_memory()
+    yield tmp_path / "c"
+    cache.clear_memory()
+
+
+def _add_one(x):
+    return [x + 1.0]
+
+
+def _entries(folder) -> list:
+    xla = folder / "xla"
+    return sorted(xla.iterdir()) if xla.exists() else []
+
+
+def _no_jit(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("jax.jit was called")
+
+    monkeypatch.setattr(jax, "jit", refuse)
+
+
+def test_the_first_runner_compiles_and_writes_the_next_loads(cache_dir, monkeypatch):
+    x = jnp.arange(6, dtype=jnp.float32)
+    first = executables.eager_runner(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(first(x)[0], np.arange(6) + 1)
+    assert len(_entries(cache_dir)) == 1
+    _no_jit(monkeypatch)
+    again = executables.eager_runner(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(again(x * 2)[0], np.arange(6) * 2 + 1)
+    assert len(_entries(cache_dir)) == 1
+
+
+def test_other_shapes_and_key_parts_are_other_entries(cache_dir):
+    x = jnp.arange(6, dtype=jnp.float32)
+    executables.eager_runner(_add_one, [x], PARTS)(x)
+    y = jnp.arange(7, dtype=jnp.float32)
+    np.testing.assert_array_equal(executables.eager_runner(_add_one, [y], PARTS)(y)[0],
+                                  np.arange(7) + 1)
+    executables.eager_runner(_add_one, [x], dict(PARTS, plan=2))(x)
+    assert len(_entries(cache_dir)) == 3
+
+
+def test_a_damaged_entry_is_compiled_again(cache_dir, monkeypatch, caplog):
+    x = jnp.arange(6, dtype=jnp.float32)
+    executables.eager_runner(_add_one, [x], PARTS)(x)
+    (entry,) = _entries(cache_dir)
+    header, _, payload = entry.read_bytes().partition(b"\n")
+    entry.write_bytes(header + b"\n" + payload[:-7] + b"garbage")     # fails the checksum
+    runner = executables.eager_runner(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
+    assert "corrupt" in caplog.text
+    # a payload that checks out but is not an executable: loaded, refused, compiled again
+    cache.write_bytes("xla", dict(PARTS, **executables._environment(x.sharding._device),
+                                  avals=[((6,), "float32")]), b"not a pickle")
+    np.testing.assert_array_equal(executables.eager_runner(_add_one, [x], PARTS)(x)[0],
+                                  np.arange(6) + 1)
+    _no_jit(monkeypatch)    # and the entry written again is good
+    np.testing.assert_array_equal(executables.eager_runner(_add_one, [x], PARTS)(x)[0],
+                                  np.arange(6) + 1)
+
+
+@pytest.mark.parametrize("switch", ["PTXPY_CACHE=0", "PTXPY_EXECUTABLE_CACHE=0",
+                                    "PTXPY_EXECUTABLE_CACHE="])
+def test_without_the_disk_cache_it_is_jax_jit(cache_dir, monkeypatch, switch):
+    """Off with the disk cache, off when asked, and off by default (not measured on a GPU yet)."""
+    name, value = switch.split("=")
+    if value:
+        monkeypatch.setenv(name, value)
+    else:
+        monkeypatch.delenv(name)
+    x = jnp.arange(6, dtype=jnp.float32)
+    runner = executables.eager_runner(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
+    assert not isinstance(runner, executables._Runner)
+    assert _entries(cache_dir) == []
+
+
+def test_an_operand_that_is_not_a_jax_array_takes_jax_jit(cache_dir):
+    x = np.arange(6, dtype=np.float32)
+    runner = executables.eager_runner(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
+    assert _entries(cache_dir) == []
+
+
+def test_an_ffi_call_is_kept_and_loaded(cache_dir, monkeypatch):
+    """The executable of ptxpy's FFI call (here the CPU registration of the ctypes handler,
+    with a host stand-in for the launch) survives the round trip."""
+    ran = []
+
+    def emulate(plan, stream, pointers):
+        _emulate_add1(plan, stream, pointers)
+        ran.append(int.from_bytes(plan.params[8:12], "little"))
+
+    target = ffi.register_target("ptxpy_test_executables", "cpu", emulate)
+    x = jax.device_put(jnp.arange(6, dtype=jnp.float32), jax.devices("cpu")[0])
+    inputs, outputs = launch_mod.split_params(ADD1, 1)
+    values = launch_mod.check_args(ADD1, inputs, [x])
+    out_types = launch_mod.check_out_types(ADD1, outputs, [jax.ShapeDtypeStruct((6,), jnp.float32)])
+    _, slots, params, offsets = launch_mod.pack(ADD1, inputs, values, outputs, out_types)
+    plan = ffi.LaunchPlan("add1", None, (1, 1, 1), (1, 1, 1), 0, params, offsets, slots)
+    key = ffi.register_plan(plan, ("executables-test", params, tuple(slots)))
+
+    def call(x):
+        return ffi.call(key, [x], out_types, target=target)
+
+    parts = {"plan": key, "target": target}
+    np.testing.assert_array_equal(executables.eager_runner(call, [x], parts)(x)[0],
+                                  np.arange(6) + 1)
+    _no_jit(monkeypatch)
+    np.testing.assert_array_equal(executables.eager_runner(call, [x], parts)(x * 3)[0],
+                                  np.arange(6) * 3 + 1)
+    assert ran == [6, 6]
+
+
+_SECOND_PROCESS = textwrap.dedent("""
+    import sys
+    import jax, jax.numpy as jnp, numpy as np
+    from ptxpy.runtime import executables
+
+    def add_one(x):
+        return [x + 1.0]
+
+    calls = []
+    jit = jax.jit
+    jax.jit = lambda *a, **k: calls.append(1) or jit(*a, **k)
+    on = jax.devices()
+    x = jax.device_put(jnp.arange(6, dtype=jnp.float32), on[0])
+    runner = executables.eager_runner(add_one, [x], {"plan": 7})
+    np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
+    elsewhere = jax.device_put(x, on[1])     # refused by the executable: through jax.jit
+    out = runner(elsewhere)[0]
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert out.devices() == {on[1]}, out.devices()
+    print(sys.argv[1], len(calls))
+""")
+
+
+def test_a_second_process_loads_what_the_first_wrote(cache_dir, tmp_path):
+    script = tmp_path / "second.py"
+    script.write_text(_SECOND_PROCESS)
+    env = dict(os.environ, PTXPY_CACHE_DIR=str(cache_dir), JAX_PLATFORMS="cpu",
+               PTXPY_EXECUTABLE_CACHE="1",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    runs = [subprocess.run([sys.executable, str(script), name], env=env, capture_output=True,
+                           text=True, timeout=120) for name in ("first", "second")]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    # jax.jit: the first process compiles (1) and takes jax.jit for the other device (2); the
+    # second loads the executable and takes jax.jit only for the other device (1)
+    assert runs[0].stdout.split() == ["first", "2"]
+    assert runs[1].stdout.split() == ["second", "1"]
+    assert len(_entries(cache_dir)) == 1
