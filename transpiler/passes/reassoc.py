@@ -43,13 +43,16 @@ def _rewrite_all(func: Function) -> bool:
     changed = False
     uses = pass_users(func)   # (`func.edits` counts every sweep that changed something)
     for block in func.blocks:
-        for instr in list(block.instrs):
+        rebuilt = []    # the block's instructions with those the rewrites add before theirs
+        for instr in block.instrs:
             if instr.op == "add" and instr.type.is_int:
-                changed |= _hoist_constant(instr, uses)
+                changed |= _hoist_constant(instr, uses, rebuilt)
             elif instr.op == "mul_wide":
-                changed |= _split_wide(instr, uses)
+                changed |= _split_wide(instr, uses, rebuilt)
             elif instr.op in ("mul", "shl") and instr.type.is_int:
-                changed |= _distribute(instr, uses)
+                changed |= _distribute(instr, uses, rebuilt)
+            rebuilt.append(instr)
+        block.instrs = rebuilt
     return changed
 
 
@@ -77,8 +80,9 @@ def _split(add: Instr) -> tuple:
     return other, const
 
 
-def _hoist_constant(instr: Instr, uses: dict) -> bool:
-    """(x + C) + y -> (x + y) + C; (x + C) + D -> x + (C + D)."""
+def _hoist_constant(instr: Instr, uses: dict, before: list) -> bool:
+    """(x + C) + y -> (x + y) + C; (x + C) + D -> x + (C + D). A new instruction goes at the end
+    of `before` (the instructions of the block before `instr`), as in the rules below."""
     if any(isinstance(a, Const) for a in instr.args):
         outer = next(a for a in instr.args if isinstance(a, Const))
         inner = next((a for a in instr.args if not isinstance(a, Const)), None)
@@ -100,7 +104,7 @@ def _hoist_constant(instr: Instr, uses: dict) -> bool:
             continue
         x, const = _split(inner)
         joined = Instr("add", instr.type, [x, y], loc=instr.loc)
-        instr.block.instrs.insert(instr.block.instrs.index(instr), joined)
+        before.append(joined)
         joined.block = instr.block
         instr.args = [joined, const]
         return True
@@ -120,7 +124,7 @@ def _joined_exists(arg, y, uses: dict):
     return None
 
 
-def _split_wide(instr: Instr, uses: dict) -> bool:
+def _split_wide(instr: Instr, uses: dict, before: list) -> bool:
     """mul_wide(x + C, S) -> mul_wide(x, S) + C*S, for a constant S."""
     index, scale = instr.args
     inner = _offset_add(index, uses)
@@ -134,7 +138,7 @@ def _split_wide(instr: Instr, uses: dict) -> bool:
     if not x.type.is_signed and const.value >= 1 << 31:
         return False          # an unsigned "x - c" spelled as a wrapping add: leave it
     product = Instr("mul_wide", instr.type, [x, scale], dict(instr.attrs), loc=instr.loc)
-    instr.block.instrs.insert(instr.block.instrs.index(instr), product)
+    before.append(product)
     product.block = instr.block
     instr.op, instr.attrs = "add", {}
     instr.args = [product, Const(instr.type, int(const.value) * int(scale.value))]
@@ -149,7 +153,7 @@ def _has_product(add: Instr, scale: Const, uses: dict) -> bool:
                for user in uses.get(x, ()))
 
 
-def _distribute(instr: Instr, uses: dict) -> bool:
+def _distribute(instr: Instr, uses: dict, before: list) -> bool:
     """(x + C) * S -> x * S + C*S; (x + C) << k -> (x << k) + (C << k)."""
     t = instr.type
     if instr.op == "shl":
@@ -168,7 +172,7 @@ def _distribute(instr: Instr, uses: dict) -> bool:
         factor = instr.args[1 - k]
         folded = int(const.value) * int(factor.value)
         scaled = Instr("mul", t, [x, factor], loc=instr.loc)
-    instr.block.instrs.insert(instr.block.instrs.index(instr), scaled)
+    before.append(scaled)
     scaled.block = instr.block
     instr.op, instr.attrs = "add", {}
     instr.args = [scaled, Const(t, wrap_int(folded, t))]
