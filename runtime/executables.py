@@ -4,7 +4,8 @@ An eager call of a kernel runs its FFI call through a compiled `jax.jit` (`Prepa
 run_eagerly`). In a new process, JAX's first call of it traces the function, lowers it to
 StableHLO, hashes the module for its persistent compilation cache and loads the executable from
 there: about 6 ms of a warm start's 7 ms on an H100 (BENCHMARKS.md, session 52). So the first
-process that makes a call compiles it ahead of time (`jax.jit(fn).lower(*ops).compile()`),
+process that makes a call runs it through `jax.jit` as before, then, on a thread, compiles it
+ahead of time for the same arguments (`jitted.lower(...).compile()`, which JAX's caches answer)
 and writes the executable (`jax.experimental.serialize_executable`) to ptxpy's disk cache
 (runtime/cache.py, kind `xla`); a later process loads it and calls it directly.
 
@@ -24,30 +25,50 @@ import logging
 import os
 import pickle
 import sys
+import threading
 
 from . import cache
 
 log = logging.getLogger("ptxpy.executables")
 
 
-def eager_runner(fn, operands: list, key_parts: dict):
-    """A callable that runs `jax.jit(fn)` on operands like `operands` (their shapes, dtypes and
-    device): the executable from the disk cache, else compiled now and written there."""
+def eager_runner(fn, operands: list, key_parts: dict) -> tuple:
+    """(runner, keep): `runner` runs `jax.jit(fn)` on operands like `operands` (their shapes,
+    dtypes and device), from the executable in the disk cache where a process kept it. Where
+    none is kept, `keep` is a function to call after the runner's first call (so that its work
+    is not on that call's path): it writes the executable on a thread, which it returns (the
+    interpreter waits for it at exit). Otherwise `keep` is None."""
     import jax
 
     device = _single_device(operands) if enabled() else None
     if device is None:
-        return jax.jit(fn)
+        return jax.jit(fn), None
     parts = dict(key_parts, **_environment(device), avals=[(tuple(op.shape), str(op.dtype))
                                                              for op in operands])
     compiled = _load(parts, device)
-    if compiled is None:
-        try:
-            compiled = jax.jit(fn).lower(*operands).compile()
-        except Exception:   # the call itself raises it again, through jax.jit, as before
-            return jax.jit(fn)
-        _store(parts, compiled)
-    return _Runner(compiled, fn)
+    if compiled is not None:
+        return _Runner(compiled, fn), None
+    jitted = jax.jit(fn)
+    avals = [jax.ShapeDtypeStruct(op.shape, op.dtype, sharding=op.sharding) for op in operands]
+
+    def keep() -> threading.Thread:
+        thread = threading.Thread(target=_compile_and_store, args=(parts, jitted, avals),
+                                  name="ptxpy-keep-executable")
+        thread.start()
+        return thread
+
+    return jitted, keep
+
+
+def _compile_and_store(parts: dict, jitted, avals: list) -> None:
+    """The executable of `jitted` for `avals` (JAX's caches have it after the first call), into
+    the disk cache."""
+    try:
+        compiled = jitted.lower(*avals).compile()
+    except Exception as e:   # the calls themselves go through jax.jit and report it
+        log.info("ptxpy: executable not kept (%s: %s)", type(e).__name__, e)
+        return
+    _store(parts, compiled)
 
 
 def enabled() -> bool:

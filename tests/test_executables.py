@@ -37,6 +37,16 @@ def _add_one(x):
     return [x + 1.0]
 
 
+def _call(fn, operands, parts, *args):
+    """A runner's first call, as `PreparedCall.run_eagerly` makes it (then `keep`, waited for);
+    returns the first output and whether the executable was kept (not loaded)."""
+    runner, keep = executables.eager_runner(fn, operands, parts)
+    out = runner(*(args or operands))[0]
+    if keep is not None:
+        keep().join()
+    return out, keep is not None
+
+
 def _entries(folder) -> list:
     xla = folder / "xla"
     return sorted(xla.iterdir()) if xla.exists() else []
@@ -49,44 +59,45 @@ def _no_jit(monkeypatch):
     monkeypatch.setattr(jax, "jit", refuse)
 
 
-def test_the_first_runner_compiles_and_writes_the_next_loads(cache_dir, monkeypatch):
+def test_the_first_process_keeps_the_executable_the_next_loads_it(cache_dir, monkeypatch):
     x = jnp.arange(6, dtype=jnp.float32)
-    first = executables.eager_runner(_add_one, [x], PARTS)
-    np.testing.assert_array_equal(first(x)[0], np.arange(6) + 1)
-    assert len(_entries(cache_dir)) == 1
+    out, kept = _call(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert kept and len(_entries(cache_dir)) == 1
     _no_jit(monkeypatch)
-    again = executables.eager_runner(_add_one, [x], PARTS)
-    np.testing.assert_array_equal(again(x * 2)[0], np.arange(6) * 2 + 1)
-    assert len(_entries(cache_dir)) == 1
+    out, kept = _call(_add_one, [x], PARTS, x * 2)
+    np.testing.assert_array_equal(out, np.arange(6) * 2 + 1)
+    assert not kept and len(_entries(cache_dir)) == 1
 
 
 def test_other_shapes_and_key_parts_are_other_entries(cache_dir):
     x = jnp.arange(6, dtype=jnp.float32)
-    executables.eager_runner(_add_one, [x], PARTS)(x)
+    _call(_add_one, [x], PARTS)
     y = jnp.arange(7, dtype=jnp.float32)
-    np.testing.assert_array_equal(executables.eager_runner(_add_one, [y], PARTS)(y)[0],
-                                  np.arange(7) + 1)
-    executables.eager_runner(_add_one, [x], dict(PARTS, plan=2))(x)
+    np.testing.assert_array_equal(_call(_add_one, [y], PARTS)[0], np.arange(7) + 1)
+    _call(_add_one, [x], dict(PARTS, plan=2))
     assert len(_entries(cache_dir)) == 3
 
 
 def test_a_damaged_entry_is_compiled_again(cache_dir, monkeypatch, caplog):
     x = jnp.arange(6, dtype=jnp.float32)
-    executables.eager_runner(_add_one, [x], PARTS)(x)
+    _call(_add_one, [x], PARTS)
     (entry,) = _entries(cache_dir)
     header, _, payload = entry.read_bytes().partition(b"\n")
     entry.write_bytes(header + b"\n" + payload[:-7] + b"garbage")     # fails the checksum
-    runner = executables.eager_runner(_add_one, [x], PARTS)
-    np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
-    assert "corrupt" in caplog.text
-    # a payload that checks out but is not an executable: loaded, refused, compiled again
+    out, kept = _call(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert kept and "corrupt" in caplog.text
+    # a payload that checks out but is not an executable: loaded, refused, kept again
     cache.write_bytes("xla", dict(PARTS, **executables._environment(x.sharding._device),
                                   avals=[((6,), "float32")]), b"not a pickle")
-    np.testing.assert_array_equal(executables.eager_runner(_add_one, [x], PARTS)(x)[0],
-                                  np.arange(6) + 1)
+    out, kept = _call(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert kept
     _no_jit(monkeypatch)    # and the entry written again is good
-    np.testing.assert_array_equal(executables.eager_runner(_add_one, [x], PARTS)(x)[0],
-                                  np.arange(6) + 1)
+    out, kept = _call(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert not kept
 
 
 @pytest.mark.parametrize("switch", ["PTXPY_CACHE=0", "PTXPY_EXECUTABLE_CACHE=0",
@@ -99,17 +110,16 @@ def test_without_the_disk_cache_it_is_jax_jit(cache_dir, monkeypatch, switch):
     else:
         monkeypatch.delenv(name)
     x = jnp.arange(6, dtype=jnp.float32)
-    runner = executables.eager_runner(_add_one, [x], PARTS)
-    np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
-    assert not isinstance(runner, executables._Runner)
-    assert _entries(cache_dir) == []
+    out, kept = _call(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert not kept and _entries(cache_dir) == []
 
 
 def test_an_operand_that_is_not_a_jax_array_takes_jax_jit(cache_dir):
     x = np.arange(6, dtype=np.float32)
-    runner = executables.eager_runner(_add_one, [x], PARTS)
-    np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
-    assert _entries(cache_dir) == []
+    out, kept = _call(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert not kept and _entries(cache_dir) == []
 
 
 def test_an_ffi_call_is_kept_and_loaded(cache_dir, monkeypatch):
@@ -134,12 +144,12 @@ def test_an_ffi_call_is_kept_and_loaded(cache_dir, monkeypatch):
         return ffi.call(key, [x], out_types, target=target)
 
     parts = {"plan": key, "target": target}
-    np.testing.assert_array_equal(executables.eager_runner(call, [x], parts)(x)[0],
-                                  np.arange(6) + 1)
+    out, kept = _call(call, [x], parts)
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
     _no_jit(monkeypatch)
-    np.testing.assert_array_equal(executables.eager_runner(call, [x], parts)(x * 3)[0],
-                                  np.arange(6) * 3 + 1)
-    assert ran == [6, 6]
+    out, loaded = _call(call, [x], parts, x * 3)
+    np.testing.assert_array_equal(out, np.arange(6) * 3 + 1)
+    assert kept and not loaded and ran == [6, 6]
 
 
 _SECOND_PROCESS = textwrap.dedent("""
@@ -155,13 +165,15 @@ _SECOND_PROCESS = textwrap.dedent("""
     jax.jit = lambda *a, **k: calls.append(1) or jit(*a, **k)
     on = jax.devices()
     x = jax.device_put(jnp.arange(6, dtype=jnp.float32), on[0])
-    runner = executables.eager_runner(add_one, [x], {"plan": 7})
+    runner, keep = executables.eager_runner(add_one, [x], {"plan": 7})
     np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
+    if keep is not None:
+        keep()    # not waited for: the interpreter waits for it at exit
     elsewhere = jax.device_put(x, on[1])     # refused by the executable: through jax.jit
     out = runner(elsewhere)[0]
     np.testing.assert_array_equal(out, np.arange(6) + 1)
     assert out.devices() == {on[1]}, out.devices()
-    print(sys.argv[1], len(calls))
+    print(sys.argv[1], len(calls), isinstance(runner, executables._Runner))
 """)
 
 
@@ -175,8 +187,8 @@ def test_a_second_process_loads_what_the_first_wrote(cache_dir, tmp_path):
                            text=True, timeout=120) for name in ("first", "second")]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
-    # jax.jit: the first process compiles (1) and takes jax.jit for the other device (2); the
-    # second loads the executable and takes jax.jit only for the other device (1)
-    assert runs[0].stdout.split() == ["first", "2"]
-    assert runs[1].stdout.split() == ["second", "1"]
+    # the first process runs its calls through jax.jit (once) and keeps the executable at
+    # exit; the second loads it and takes jax.jit only for the other device
+    assert runs[0].stdout.split() == ["first", "1", "False"]
+    assert runs[1].stdout.split() == ["second", "1", "True"]
     assert len(_entries(cache_dir)) == 1

@@ -4,7 +4,7 @@ call's cached `jax.jit` of the FFI call without ptxpy's Python before it, a mini
 handler (benchmarks/launch.py's, eager and under `jax.jit`), Pallas (eager and under `jax.jit`)
 and XLA's own x + 1. Medians of 400 calls in microseconds, three rounds. On a GPU only:
 
-    python benchmarks/probes/eager_split_probe.py [--json out.json]
+    python benchmarks/probes/eager_split_probe.py [--json out.json] [--profile]
 """
 import argparse
 import json
@@ -42,6 +42,7 @@ def _split(fn, x, reps: int = 400) -> tuple:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
+    ap.add_argument("--profile", action="store_true", help="also a cProfile of the kernel's calls")
     args = ap.parse_args()
     import jax
     import jax.numpy as jnp
@@ -73,8 +74,26 @@ def main() -> None:
     for name, rows in results.items():
         cols = ["/".join(f"{r[k]:.1f}" for r in rows) for k in range(3)]
         print(f"{name:40s} {cols[0]:>26s} {cols[1]:>26s} {cols[2]:>26s}")
+    if args.profile:
+        _profile(kernel, x)
     if args.json:
         json.dump(results, open(args.json, "w"), indent=1)
+
+
+def _profile(kernel, x, calls: int = 3000) -> None:
+    """cProfile of `calls` eager calls of the kernel (each waited for), by own time."""
+    import cProfile
+    import pstats
+
+    import jax
+
+    profile = cProfile.Profile()
+    for _ in range(calls):
+        profile.enable()
+        out = kernel(x)
+        profile.disable()
+        jax.block_until_ready(out)
+    pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":
