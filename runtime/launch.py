@@ -198,7 +198,7 @@ def _eager_signature(kernel, args, out_types, grid, block, aliases) -> tuple | N
     if len(inputs) != len(args):
         return None
     for spec, v in zip(inputs, args):
-        if is_buffer(spec) and isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer):
+        if is_buffer(spec) and isinstance(v, jax.Array) and not _is_tracer(v):
             parts.append((v.shape, v.dtype))
         elif not spec.by_ref and spec.kind == "scalar" and isinstance(v, _NUMBER):
             parts.append((type(v), v, repr(v)))

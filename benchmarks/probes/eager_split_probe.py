@@ -74,10 +74,30 @@ def main() -> None:
     for name, rows in results.items():
         cols = ["/".join(f"{r[k]:.1f}" for r in rows) for k in range(3)]
         print(f"{name:40s} {cols[0]:>26s} {cols[1]:>26s} {cols[2]:>26s}")
+    _micro(kernel, x)
     if args.profile:
         _profile(kernel, x)
     if args.json:
         json.dump(results, open(args.json, "w"), indent=1)
+
+
+def _micro(kernel, x) -> None:
+    """Medians (us) of pieces of the decorator's Python, each alone."""
+    import timeit
+
+    import jax
+
+    from ptxpy import api
+    from ptxpy.runtime import values
+
+    pieces = {"jax.core.Tracer (the attribute lookup)": lambda: jax.core.Tracer,
+              "values.is_tracer(x)": lambda: values.is_tracer(x),
+              "api._call_key((x,), {})": lambda: api._call_key((x,), {}),
+              "kernel._prepared_call((x,), {})": lambda: kernel._prepared_call((x,), {}),
+              "kernel._interpreting()": kernel._interpreting}
+    for name, piece in pieces.items():
+        times = timeit.repeat(piece, number=200, repeat=15)
+        print(f"{name:45s} {statistics.median(times) / 200 * 1e6:8.2f} us")
 
 
 def _profile(kernel, x, calls: int = 3000) -> None:
