@@ -4,10 +4,12 @@ An eager call of a kernel runs its FFI call through a compiled `jax.jit` (`Prepa
 run_eagerly`). In a new process, JAX's first call of it traces the function, lowers it to
 StableHLO, hashes the module for its persistent compilation cache and loads the executable from
 there: about 6 ms of a warm start's 7 ms on an H100 (BENCHMARKS.md, session 52). So the first
-process that makes a call runs it through `jax.jit` as before, then, on a thread, compiles it
+process that makes a call runs it through `jax.jit` as before and, when it exits, compiles it
 ahead of time for the same arguments (`jitted.lower(...).compile()`, which JAX's caches answer)
 and writes the executable (`jax.experimental.serialize_executable`) to ptxpy's disk cache
-(runtime/cache.py, kind `xla`); a later process loads it and calls it directly.
+(runtime/cache.py, kind `xla`); a later process loads it and calls it directly. At exit the
+work is on no call's path: done on a thread after the first call, it took the GIL from the
+call's own wait and cost the H100's cold first call 4-8 ms.
 
 The entry's key names everything the executable depends on: the launch plan's content key
 (kernel image, launch shape, packed scalars), the operands' shapes and dtypes, the outputs and
@@ -21,6 +23,7 @@ was compiled for is refused by JAX before it runs (ValueError) and then goes thr
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import pickle
@@ -32,40 +35,59 @@ from . import cache
 log = logging.getLogger("ptxpy.executables")
 
 
-def eager_runner(fn, operands: list, key_parts: dict) -> tuple:
-    """(runner, keep): `runner` runs `jax.jit(fn)` on operands like `operands` (their shapes,
-    dtypes and device), from the executable in the disk cache where a process kept it. Where
-    none is kept, `keep` is a function to call after the runner's first call (so that its work
-    is not on that call's path): it writes the executable on a thread, which it returns (the
-    interpreter waits for it at exit). Otherwise `keep` is None."""
+def eager_runner(fn, operands: list, key_parts: dict):
+    """A callable that runs `jax.jit(fn)` on operands like `operands` (their shapes, dtypes and
+    device): the executable from the disk cache where a process kept it; else `jax.jit(fn)`,
+    whose executable this process keeps when it exits (`keep_pending`)."""
     import jax
 
     device = _single_device(operands) if enabled() else None
     if device is None:
-        return jax.jit(fn), None
+        return jax.jit(fn)
     parts = dict(key_parts, **_environment(device), avals=[(tuple(op.shape), str(op.dtype))
                                                              for op in operands])
     compiled = _load(parts, device)
     if compiled is not None:
-        return _Runner(compiled, fn), None
+        return _Runner(compiled, fn)
     jitted = jax.jit(fn)
-    avals = [jax.ShapeDtypeStruct(op.shape, op.dtype, sharding=op.sharding) for op in operands]
+    _keep_at_exit(parts, jitted, [jax.ShapeDtypeStruct(op.shape, op.dtype, sharding=op.sharding)
+                                  for op in operands])
+    return jitted
 
-    def keep() -> threading.Thread:
-        thread = threading.Thread(target=_compile_and_store, args=(parts, jitted, avals),
-                                  name="ptxpy-keep-executable")
-        thread.start()
-        return thread
 
-    return jitted, keep
+_pending: list = []     # (key parts, jitted function, argument types) to keep at exit
+_PENDING_MOST = 32      # calls kept by one process (each costs its exit a few ms)
+_pending_lock = threading.Lock()
+_exit_hook = False
+
+
+def _keep_at_exit(parts: dict, jitted, avals: list) -> None:
+    global _exit_hook
+    with _pending_lock:
+        if len(_pending) < _PENDING_MOST:
+            _pending.append((parts, jitted, avals))
+        if not _exit_hook:
+            atexit.register(keep_pending)
+            _exit_hook = True
+
+
+def keep_pending() -> int:
+    """Writes the executables of this process's calls that are not kept yet to the disk cache
+    (at exit, where the work is on no call's path; tests call it); returns how many."""
+    with _pending_lock:
+        pending = list(_pending)
+        _pending.clear()
+    for parts, jitted, avals in pending:
+        _compile_and_store(parts, jitted, avals)
+    return len(pending)
 
 
 def _compile_and_store(parts: dict, jitted, avals: list) -> None:
-    """The executable of `jitted` for `avals` (JAX's caches have it after the first call), into
-    the disk cache."""
+    """The executable of `jitted` for `avals` (JAX's caches have it after the calls), into the
+    disk cache."""
     try:
         compiled = jitted.lower(*avals).compile()
-    except Exception as e:   # the calls themselves go through jax.jit and report it
+    except Exception as e:   # the calls themselves went through jax.jit and reported it
         log.info("ptxpy: executable not kept (%s: %s)", type(e).__name__, e)
         return
     _store(parts, compiled)

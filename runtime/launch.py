@@ -108,14 +108,10 @@ class PreparedCall:
         for the next process (runtime/executables.py)."""
         operands = [args[i] for i in self.buffer_positions]
         if self._jitted is None:
-            self._jitted, keep = executables.eager_runner(self._ffi_call, operands, {
+            self._jitted = executables.eager_runner(self._ffi_call, operands, {
                 "plan": self.key, "outs": [(tuple(t.shape), str(t.dtype)) for t in self.out_types],
                 "aliases": sorted(self.aliases.items()), "target": ffi.TARGET,
                 "vmap": VMAP_METHOD})
-            if keep is not None:
-                outs = list(self._jitted(*operands))
-                keep()
-                return outs
         return list(self._jitted(*operands))
 
     def _ffi_call(self, *operands) -> list:

@@ -38,13 +38,11 @@ def _add_one(x):
 
 
 def _call(fn, operands, parts, *args):
-    """A runner's first call, as `PreparedCall.run_eagerly` makes it (then `keep`, waited for);
-    returns the first output and whether the executable was kept (not loaded)."""
-    runner, keep = executables.eager_runner(fn, operands, parts)
+    """A runner's first call, then what the process does at exit; returns the first output and
+    whether an executable was kept (not loaded)."""
+    runner = executables.eager_runner(fn, operands, parts)
     out = runner(*(args or operands))[0]
-    if keep is not None:
-        keep().join()
-    return out, keep is not None
+    return out, executables.keep_pending() > 0
 
 
 def _entries(folder) -> list:
@@ -165,10 +163,8 @@ _SECOND_PROCESS = textwrap.dedent("""
     jax.jit = lambda *a, **k: calls.append(1) or jit(*a, **k)
     on = jax.devices()
     x = jax.device_put(jnp.arange(6, dtype=jnp.float32), on[0])
-    runner, keep = executables.eager_runner(add_one, [x], {"plan": 7})
+    runner = executables.eager_runner(add_one, [x], {"plan": 7})
     np.testing.assert_array_equal(runner(x)[0], np.arange(6) + 1)
-    if keep is not None:
-        keep()    # not waited for: the interpreter waits for it at exit
     elsewhere = jax.device_put(x, on[1])     # refused by the executable: through jax.jit
     out = runner(elsewhere)[0]
     np.testing.assert_array_equal(out, np.arange(6) + 1)
@@ -187,8 +183,18 @@ def test_a_second_process_loads_what_the_first_wrote(cache_dir, tmp_path):
                            text=True, timeout=120) for name in ("first", "second")]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
-    # the first process runs its calls through jax.jit (once) and keeps the executable at
-    # exit; the second loads it and takes jax.jit only for the other device
+    # the first process runs its calls through jax.jit (once) and keeps the executable when it
+    # exits; the second loads it and takes jax.jit only for the other device
     assert runs[0].stdout.split() == ["first", "1", "False"]
     assert runs[1].stdout.split() == ["second", "1", "True"]
     assert len(_entries(cache_dir)) == 1
+
+
+def test_a_process_keeps_a_bounded_number_once_each(cache_dir, monkeypatch):
+    monkeypatch.setattr(executables, "_PENDING_MOST", 2)
+    for n in (3, 4, 5):
+        x = jnp.arange(n, dtype=jnp.float32)
+        executables.eager_runner(_add_one, [x], PARTS)(x)
+    assert executables.keep_pending() == 2
+    assert executables.keep_pending() == 0
+    assert len(_entries(cache_dir)) == 2
