@@ -15,10 +15,10 @@ The entry's key names everything the executable depends on: the launch plan's co
 (kernel image, launch shape, packed scalars), the operands' shapes and dtypes, the outputs and
 aliases, the device (platform, kind, id) and the backend's version, JAX's and jaxlib's
 versions, `XLA_FLAGS` and JAX's 64-bit mode. Only calls whose operands all live on one device
-(not sharded) are kept; anything else, a disk cache turned off (`PTXPY_CACHE=0`), or an entry
-that fails to load takes `jax.jit` as before. `PTXPY_EXECUTABLE_CACHE=1` turns this on: it is off
-by default until its effect on a GPU has been measured (the mechanism is tested on XLA's CPU
-backend, tests/test_executables.py). A call whose arguments sit on another device than the executable
+(not sharded) are kept; anything else, a disk cache turned off (`PTXPY_CACHE=0`, or only this
+part of it: `PTXPY_EXECUTABLE_CACHE=0`), or an entry that fails to load takes `jax.jit` as
+before. On the H100 a warm start's first call took 2.3-3.5 ms less (BENCHMARKS.md, session 54)
+and keeping one executable cost the exit 23-33 ms, once. A call whose arguments sit on another device than the executable
 was compiled for is refused by JAX before it runs (ValueError) and then goes through `jax.jit`.
 """
 from __future__ import annotations
@@ -94,10 +94,9 @@ def _compile_and_store(parts: dict, jitted, avals: list) -> None:
 
 
 def enabled() -> bool:
-    """Whether executables are kept: `PTXPY_EXECUTABLE_CACHE=1`, with the disk cache on. Off by
-    default until measured on a GPU (docs/jax.md, "Caches")."""
-    flag = os.environ.get("PTXPY_EXECUTABLE_CACHE", "0").strip().lower()
-    return cache.disk_enabled() and flag in ("1", "true", "yes", "on")
+    """Whether executables are kept: with the disk cache on, unless `PTXPY_EXECUTABLE_CACHE=0`."""
+    flag = os.environ.get("PTXPY_EXECUTABLE_CACHE", "1").strip().lower()
+    return cache.disk_enabled() and flag not in ("", "0", "false", "no", "off")
 
 
 class _Runner:

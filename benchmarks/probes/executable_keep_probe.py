@@ -3,7 +3,7 @@ one eager saxpy on 2^20 f32 in a new ptxpy cache folder, then `keep_pending()` t
 compile ahead of time, which JAX's caches answer, the serialization and the write), with the
 size of the entry. On a GPU only:
 
-    PTXPY_EXECUTABLE_CACHE=1 python benchmarks/probes/executable_keep_probe.py
+    python benchmarks/probes/executable_keep_probe.py
 """
 import os
 import sys
@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def main() -> None:
     folder = tempfile.mkdtemp()
     os.environ["PTXPY_CACHE_DIR"] = folder
-    os.environ.setdefault("PTXPY_EXECUTABLE_CACHE", "1")
+    os.environ["PTXPY_EXECUTABLE_CACHE"] = "1"
     sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
     import jax.numpy as jnp
 
