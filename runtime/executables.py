@@ -17,9 +17,10 @@ aliases, the device (platform, kind, id) and the backend's version, JAX's and ja
 versions, `XLA_FLAGS` and JAX's 64-bit mode. Only calls whose operands all live on one device
 (not sharded) are kept; anything else, a disk cache turned off (`PTXPY_CACHE=0`, or only this
 part of it: `PTXPY_EXECUTABLE_CACHE=0`), or an entry that fails to load takes `jax.jit` as
-before. On the H100 a warm start's first call took 2.3-3.5 ms less (BENCHMARKS.md, session 54)
-and keeping one executable cost the exit 23-33 ms, once. A call whose arguments sit on another device than the executable
-was compiled for is refused by JAX before it runs (ValueError) and then goes through `jax.jit`.
+before. A call whose arguments sit on another device than the executable was compiled for is
+refused by JAX before it runs (ValueError) and then goes through `jax.jit`. On the H100 a warm
+start's first call took 2.3-3.5 ms less, and keeping one executable cost the exit 23-33 ms,
+once (BENCHMARKS.md, session 54).
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def eager_runner(fn, operands: list, key_parts: dict):
 
 
 _pending: list = []     # (key parts, jitted function, argument types) to keep at exit
-_PENDING_MOST = 32      # calls kept by one process (each costs its exit a few ms)
+_PENDING_MOST = 32      # calls kept by one process (each cost the H100's exit 23-33 ms)
 _pending_lock = threading.Lock()
 _exit_hook = False
 
@@ -119,7 +120,7 @@ class _Runner:
             return self.jitted(*operands)
         if self.call is self.compiled:
             # after its first call, a `Compiled` holds JAX's C++ dispatch of itself; calling that
-            # directly skips a Python frame (about 0.3 us a call)
+            # directly skips a Python frame (about 0.3 us a call on the CPU machine)
             self.call = getattr(self.compiled, "_call", None) or self.compiled
         return outs
 
