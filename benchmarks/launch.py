@@ -12,7 +12,9 @@ Measures, each in a fresh process so that XLA flags and caches are what each row
   * cold / warm start: first call in a new process with an empty cache, and with the cache warm;
   * first call of `@ptxpy.jit` saxpy in a new process: with empty caches, and with ptxpy's disk
     cache and JAX's persistent compilation cache warm; each also without ptxpy's background
-    preloads (PTXPY_PRELOAD=0). Nothing of ptxpy's runtime is imported before the call.
+    preloads (PTXPY_PRELOAD=0). Nothing of ptxpy's runtime is imported before the call. The warm
+    rows load the call's XLA executable that the "caches empty" process kept at its exit
+    (runtime/executables.py); run with PTXPY_EXECUTABLE_CACHE=0 for JAX's persistent cache alone.
 """
 from __future__ import annotations
 
