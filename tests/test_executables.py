@@ -165,7 +165,14 @@ _SECOND_PROCESS = textwrap.dedent("""
     out = runner(elsewhere)[0]
     np.testing.assert_array_equal(out, np.arange(6) + 1)
     assert out.devices() == {on[1]}, out.devices()
-    print(sys.argv[1], len(calls), isinstance(runner, executables._Runner))
+    # kept for an array committed to the second device, and for an uncommitted one
+    committed = executables.eager_runner(add_one, [elsewhere], {"plan": 8})
+    assert committed(elsewhere)[0].devices() == {on[1]}
+    loose = jnp.arange(6, dtype=jnp.float32)
+    uncommitted = executables.eager_runner(add_one, [loose], {"plan": 9})
+    np.testing.assert_array_equal(uncommitted(loose)[0], np.arange(6) + 1)
+    kinds = [isinstance(r, executables._Runner) for r in (runner, committed, uncommitted)]
+    print(sys.argv[1], len(calls), *kinds)
 """)
 
 
@@ -178,11 +185,11 @@ def test_a_second_process_loads_what_the_first_wrote(cache_dir, tmp_path):
                            text=True, timeout=120) for name in ("first", "second")]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
-    # the first process runs its calls through jax.jit (once) and keeps the executable when it
-    # exits; the second loads it and takes jax.jit only for the other device
-    assert runs[0].stdout.split() == ["first", "1", "False"]
-    assert runs[1].stdout.split() == ["second", "1", "True"]
-    assert len(_entries(cache_dir)) == 1
+    # the first process runs its calls through jax.jit (three) and keeps the executables when
+    # it exits; the second loads them and takes jax.jit only for the first one's other device
+    assert runs[0].stdout.split() == ["first", "3", "False", "False", "False"]
+    assert runs[1].stdout.split() == ["second", "1", "True", "True", "True"]
+    assert len(_entries(cache_dir)) == 3
 
 
 def test_a_process_keeps_a_bounded_number_once_each(cache_dir, monkeypatch):
