@@ -20,7 +20,7 @@ part of it: `PTXPY_EXECUTABLE_CACHE=0`), or an entry that fails to load takes `j
 before. A call whose arguments sit on another device than the executable was compiled for is
 refused by JAX before it runs (ValueError) and then goes through `jax.jit`. On the H100 a warm
 start's first call took 2.3-3.5 ms less, and keeping one executable cost the exit 23-33 ms,
-once (BENCHMARKS.md, session 54).
+once (BENCHMARKS.md, session 54; before `_argument_type`, whose lowering JAX's caches answer).
 """
 from __future__ import annotations
 
