@@ -91,12 +91,24 @@ def compiler_fingerprint() -> str:
     import ptxpy
     import ptxpy.transpiler
 
+    return _sources_fingerprint([os.path.dirname(ptxpy.__file__),
+                                 os.path.dirname(ptxpy.transpiler.__file__)], (".py",))
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_fingerprint() -> str:
+    """Names the runtime that is installed (its Python and C sources, as `compiler_fingerprint`),
+    for entries that depend on how it calls XLA: the eager calls' executables."""
+    return _sources_fingerprint([os.path.dirname(os.path.abspath(__file__))], (".py", ".c"))
+
+
+def _sources_fingerprint(roots: list, suffixes: tuple) -> str:
     sources = []
-    for root in (os.path.dirname(ptxpy.__file__), os.path.dirname(ptxpy.transpiler.__file__)):
+    for root in roots:
         for folder, subfolders, files in os.walk(root):
             subfolders[:] = [d for d in subfolders if d != "__pycache__"]
-            sources += [os.path.join(folder, f) for f in files if f.endswith(".py")]
-    digest = hashlib.sha256(ptxpy.__version__.encode())
+            sources += [os.path.join(folder, f) for f in files if f.endswith(suffixes)]
+    digest = hashlib.sha256(__version__.encode())
     for path in sorted(sources):
         stat = os.stat(path)
         digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns};".encode())

@@ -13,8 +13,9 @@ call's own wait and cost the H100's cold first call 4-8 ms.
 
 The entry's key names everything the executable depends on: the launch plan's content key
 (kernel image, launch shape, packed scalars), the operands' shapes and dtypes, the outputs and
-aliases, the device (platform, kind, id) and the backend's version, JAX's and jaxlib's
-versions, `XLA_FLAGS` and JAX's 64-bit mode. Only calls whose operands all live on one device
+aliases, the installed runtime (`cache.runtime_fingerprint`: the FFI call's attributes are its
+own), the device (platform, kind, id) and the backend's version, JAX's and jaxlib's versions,
+`XLA_FLAGS` and JAX's 64-bit mode. Only calls whose operands all live on one device
 (not sharded) are kept; anything else, a disk cache turned off (`PTXPY_CACHE=0`, or only this
 part of it: `PTXPY_EXECUTABLE_CACHE=0`), or an entry that fails to load takes `jax.jit` as
 before. A call whose arguments sit on another device than the executable was compiled for is
@@ -154,7 +155,8 @@ def _environment(device) -> dict:
     import jax
     import jaxlib
 
-    return {"device": (device.platform, device.device_kind, device.id),
+    return {"runtime": cache.runtime_fingerprint(),
+            "device": (device.platform, device.device_kind, device.id),
             "backend": device.client.platform_version, "jax": jax.__version__,
             "jaxlib": jaxlib.__version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "x64": bool(jax.config.jax_enable_x64), "python": sys.version_info[:2]}

@@ -200,3 +200,21 @@ def test_a_process_keeps_a_bounded_number_once_each(cache_dir, monkeypatch):
     assert executables.keep_pending() == 2
     assert executables.keep_pending() == 0
     assert len(_entries(cache_dir)) == 2
+
+
+def test_an_edited_runtime_does_not_load_what_an_older_one_kept(cache_dir, monkeypatch):
+    """The FFI call an executable holds is the runtime's own: another runtime compiles anew."""
+    x = jnp.arange(6, dtype=jnp.float32)
+    assert _call(_add_one, [x], PARTS)[1]
+    monkeypatch.setattr(cache, "runtime_fingerprint", lambda: "another runtime")
+    out, kept = _call(_add_one, [x], PARTS)
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert kept and len(_entries(cache_dir)) == 2
+
+
+def test_the_runtimes_fingerprint_follows_its_sources(tmp_path, monkeypatch):
+    first = cache._sources_fingerprint([str(tmp_path)], (".py", ".c"))
+    (tmp_path / "handler.c").write_text("int x;")
+    second = cache._sources_fingerprint([str(tmp_path)], (".py", ".c"))
+    (tmp_path / "notes.txt").write_text("not a source")
+    assert first != second == cache._sources_fingerprint([str(tmp_path)], (".py", ".c"))
