@@ -711,14 +711,16 @@ def _load_compiler() -> None:
 
 def _import_runtime() -> None:
     """Imports the runtime and builds or loads the C FFI handler (runtime/native.py: a C compile
-    of about 0.1 s on a cold disk cache), where an NVIDIA driver is installed. CUDA itself is
-    not initialised here: a program may still fork before it uses the GPU."""
+    of about 0.1 s on a cold disk cache), where an NVIDIA driver is installed, and fingerprints
+    the runtime's sources (the kept executables' key). CUDA itself is not initialised here: a
+    program may still fork before it uses the GPU."""
     if not _gpu_driver_present():
         return
     try:
-        from ptxpy.runtime import launch, native  # noqa: F401
+        from ptxpy.runtime import cache, launch, native  # noqa: F401
 
         native.library()
+        cache.runtime_fingerprint()
     except Exception:   # as above: a broken install fails again where the runtime is used
         pass
 
