@@ -36,12 +36,13 @@ def make_symmetric(rows: list) -> None:
     """`regalloc._make_symmetric`: every row gains the registers whose rows name it."""
     count = len(rows)
     bits = packed(rows)
-    result = bits.copy()
+    # in place: a block's rows may already hold bits transposed from earlier blocks, but those
+    # transpose back into bits that are already there, so the result is the same
     for start in range(0, count, _ROWS_AT_ONCE):
         block = unpacked(bits[start:start + _ROWS_AT_ONCE], count)
         columns = np.packbits(block.T, axis=1, bitorder="little")   # bits start.. of every row
-        result[:, start // 8:start // 8 + columns.shape[1]] |= columns
-    rows[:] = as_rows(result)
+        bits[:, start // 8:start // 8 + columns.shape[1]] |= columns
+    rows[:] = as_rows(bits)
 
 
 def rename_columns(rows: list, moved: list, to: list) -> None:
@@ -52,7 +53,7 @@ def rename_columns(rows: list, moved: list, to: list) -> None:
     targets, starts = np.unique(np.asarray(to)[by_target], return_index=True)
     bits = packed(rows)
     for start in range(0, count, _ROWS_AT_ONCE):
-        block = unpacked(bits[start:start + _ROWS_AT_ONCE], count).copy()
+        block = unpacked(bits[start:start + _ROWS_AT_ONCE], count)     # (a new array)
         merged = np.logical_or.reduceat(block[:, sources], starts, axis=1)
         block[:, sources] = False
         block[:, targets] |= merged

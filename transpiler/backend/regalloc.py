@@ -9,6 +9,8 @@ matrices instead (`bitmatrix`, the same results).
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from .liveness import Registers, live_out
 from .machine import MBlock, MFunction, VReg
 
@@ -23,6 +25,7 @@ def allocate_registers(mfunc: MFunction) -> None:
     graph = interference_graph(mfunc, registers)
     loops = _loop_bodies(mfunc)
     keep_loop_predicates_apart(mfunc, loops, registers, graph)
+    _make_symmetric(graph)
     alias = coalesce(mfunc, loops, registers, graph)
     order = _definition_order(mfunc, alias, registers.reads)
     colours = _number_in_order(colour(registers, graph, alias, order), order)
@@ -42,7 +45,8 @@ def _drop_coalesced_copies(mfunc: MFunction, copies: set) -> None:
 
 def interference_graph(mfunc: MFunction, registers: Registers) -> list[int]:
     """The neighbours of each register (by its number in `registers`, as a bitset): the
-    registers of its class live where it is written, or written with it (symmetric)."""
+    registers of its class live where it is written, or written with it. One direction only:
+    `_make_symmetric` adds the reverse edges once every edge is in (`allocate_registers`)."""
     graph = [0] * len(registers.regs)
     outs = live_out(mfunc, registers)
     reads, writes = registers.reads_mask, registers.writes
@@ -56,7 +60,6 @@ def interference_graph(mfunc: MFunction, registers: Registers) -> list[int]:
                 if not instr.guard:
                     live &= ~writes[instr]
             live |= reads[instr]
-    _make_symmetric(graph)
     return graph
 
 
@@ -102,21 +105,23 @@ def keep_loop_predicates_apart(mfunc: MFunction, loops: list, registers: Registe
     (docs/ptx-dialect.md). In a register of its own the carried value is right.
     """
     bit_of = registers.bit
-    written = None     # block -> the predicates it writes (a bitset), made at the first use
+    writers = None     # predicate bit -> how many blocks write it, made at the first use
     for header, body in loops:
         carried = [instr.dsts[0] for pred in header.preds for instr in pred.instrs
                    if instr.phi_copy and instr.dsts[0].cls == "p"]
         if not carried:
             continue
-        if written is None:
-            written = {block: registers.mask(dst for instr in block.instrs for dst in instr.dsts
-                                             if dst.cls == "p") for block in mfunc.blocks}
-        outside = 0
-        for block, bits in written.items():
-            if block not in body:
-                outside |= bits
-        for reg in carried:
-            _add_edges(graph, bit_of[reg], outside & ~bit_of[reg])
+        if writers is None:
+            written = {block: {bit_of[dst] for instr in block.instrs for dst in instr.dsts
+                               if dst.cls == "p"} for block in mfunc.blocks}
+            writers = Counter(bit for bits in written.values() for bit in bits)
+            anywhere = sum(writers)
+        inside = Counter(bit for block in body for bit in written[block])
+        only_inside = sum(bit for bit, count in inside.items() if count == writers[bit])
+        outside = anywhere & ~only_inside    # the predicates some block outside the loop writes
+        for reg in carried:     # (one direction: `_make_symmetric` adds the reverse edges)
+            bit = bit_of[reg]
+            graph[bit.bit_length() - 1] |= outside & ~bit
 
 
 def keep_selected_predicates_live(mfunc: MFunction, registers: Registers) -> None:
@@ -155,15 +160,6 @@ def keep_selected_predicates_live(mfunc: MFunction, registers: Registers) -> Non
             if read & bit:
                 extra |= preds
         reads_mask[instr] = read | extra
-
-
-def _add_edges(graph: list, bit: int, others: int) -> None:
-    """Interference edges between the register `bit` and each register in the set `others`."""
-    graph[bit.bit_length() - 1] |= others
-    while others:
-        low = others & -others
-        graph[low.bit_length() - 1] |= bit
-        others ^= low
 
 
 def coalesce(mfunc: MFunction, loops: list, registers: Registers, graph: list) -> dict[VReg, VReg]:
