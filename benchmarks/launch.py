@@ -558,9 +558,11 @@ def main() -> None:
         ("chain, Python handler only", "chain", {"PTXPY_CACHE_DIR": cache_dir,
                                                  "PTXPY_NATIVE_HANDLER": "0"}),
         ("chain, CUDA graphs off", "chain", {"PTXPY_CACHE_DIR": cache_dir, "XLA_FLAGS": no_graphs}),
-        ("eager", "eager", {"PTXPY_CACHE_DIR": cache_dir}),
+        # both through `jax.jit`: the second would otherwise load what the first kept at exit
+        ("eager", "eager", {"PTXPY_CACHE_DIR": cache_dir, "PTXPY_EXECUTABLE_CACHE": "0"}),
         ("eager, Python handler only", "eager", {"PTXPY_CACHE_DIR": cache_dir,
-                                                 "PTXPY_NATIVE_HANDLER": "0"}),
+                                                 "PTXPY_NATIVE_HANDLER": "0",
+                                                 "PTXPY_EXECUTABLE_CACHE": "0"}),
         ("cold start (empty cache)", "cold", {"PTXPY_CACHE_DIR": tempfile.mkdtemp()}),
         ("warm start (cubin cached)", "cold", {"PTXPY_CACHE_DIR": cache_dir}),
         ("driver calls", "micro", {"PTXPY_CACHE_DIR": cache_dir}),

@@ -44,6 +44,8 @@ def main() -> None:
     ap.add_argument("--json")
     ap.add_argument("--profile", action="store_true", help="also a cProfile of the kernel's calls")
     args = ap.parse_args()
+    # the calls go through `jax.jit` whatever an earlier process kept (runtime/executables.py)
+    os.environ["PTXPY_EXECUTABLE_CACHE"] = "0"
     import jax
     import jax.numpy as jnp
     import numpy as np
