@@ -4,7 +4,7 @@ has set up its GPU and made two arrays). Each case runs in a fresh process, with
 (ptxpy's disk cache in a new folder, no JAX persistent cache) unless `--warm` is given (then
 ptxpy's disk cache and JAX's persistent compilation cache are primed by a first process).
 Prints the wall times, JAX's own log of its stages (trace, lowering, XLA compile) and the
-functions of the first call that took longest (cProfile, cumulative). On a GPU only:
+functions of the first call that took longest (cProfile, cumulative and own time). On a GPU only:
 
     python benchmarks/probes/first_call_probe.py [--warm] [--top 40] [--only ptxpy xla pallas]
 """
@@ -81,6 +81,7 @@ def worker(system: str, top: int) -> dict:
     assert float(out[0]) == 3.0
     stats = io.StringIO()
     pstats.Stats(profile, stream=stats).sort_stats("cumulative").print_stats(top)
+    pstats.Stats(profile, stream=stats).sort_stats("tottime").print_stats(top // 2)
     return {"import (ms)": (t1 - t0) * 1e3, "first call (ms)": (t3 - t2) * 1e3,
             "second call (ms)": (t4 - t3) * 1e3, "jax log": log.getvalue(),
             "profile": stats.getvalue()}
