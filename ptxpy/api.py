@@ -770,6 +770,8 @@ def _call_key(args, kwargs) -> tuple | None:
 
 def _argument_key(value) -> tuple | None:
     kind = type(value)
+    if kind is _concrete_array_type:    # a JAX array with a value: the common case, first
+        return kind, value.shape, value.dtype, value.weak_type
     if kind is bool or kind is int:
         return kind, value
     if kind is float:
@@ -785,7 +787,20 @@ def _argument_key(value) -> tuple | None:
         hash(part)
     except TypeError:    # an unhashable dtype, shape or value: no key
         return None
+    _note_concrete_array_type(kind)
     return part
+
+
+_concrete_array_type = None   # JAX's array class (`_argument_key` keys its values without checks)
+
+
+def _note_concrete_array_type(kind: type) -> None:
+    """Remembers `kind` if it is JAX's concrete array class, whose shape is a tuple, dtype a
+    NumPy dtype and weak_type a bool: those need no checks in `_argument_key`."""
+    global _concrete_array_type
+    if _concrete_array_type is None and kind.__module__ == "jax._src.array" \
+            and kind.__name__ == "ArrayImpl":
+        _concrete_array_type = kind
 
 
 def _x64() -> bool:
@@ -798,8 +813,24 @@ _OFF = ("", "0", "false", "no", "off")     # environment values that turn a sett
 
 
 def _interpret_forced() -> bool:
-    """PTXPY_INTERPRET=1: every kernel runs in the simulator."""
-    return os.environ.get("PTXPY_INTERPRET", "").strip().lower() not in _OFF
+    """PTXPY_INTERPRET=1: every kernel runs in the simulator. Read at every call (tests and
+    notebooks set it between calls), from os.environ's own table where it has one: `get` goes
+    through Mapping's and encodes the name each time (1.5 us a call on the H100's host)."""
+    value = _environ_table.get(_INTERPRET_KEY) if _environ_table is not None \
+        else os.environ.get("PTXPY_INTERPRET")
+    if not value:
+        return False
+    if isinstance(value, bytes):
+        value = os.fsdecode(value)
+    return value.strip().lower() not in _OFF
+
+
+# os.environ's table of encoded names and values (CPython on POSIX), which `os.environ[...] =`
+# and `del` keep current; None where its layout is not that one
+_environ_table = getattr(os.environ, "_data", None)
+_INTERPRET_KEY = b"PTXPY_INTERPRET"
+if not isinstance(_environ_table, dict) or any(not isinstance(k, bytes) for k in _environ_table):
+    _environ_table = None
 
 
 def _check_arch(arch, kernel: str) -> None:

@@ -2,6 +2,7 @@
 import functools
 import inspect
 import logging
+import os
 import re
 import warnings
 
@@ -968,6 +969,30 @@ def test_a_big_endian_array_is_refused_as_jax_refuses_it():
 def test_ptxpy_interpret_false_off_no_do_not_force_the_simulator(monkeypatch, value, forced):
     monkeypatch.setenv("PTXPY_INTERPRET", value)
     assert saxpy2._interpreting() is forced
+
+
+def test_ptxpy_interpret_is_read_at_every_call(monkeypatch):
+    monkeypatch.setenv("PTXPY_INTERPRET", "1")
+    assert saxpy2._interpreting() is True
+    monkeypatch.delenv("PTXPY_INTERPRET")
+    assert saxpy2._interpreting() is False
+    os.environ["PTXPY_INTERPRET"] = "on"
+    try:
+        assert saxpy2._interpreting() is True
+    finally:
+        del os.environ["PTXPY_INTERPRET"]
+    assert saxpy2._interpreting() is False
+
+
+def test_call_plans_key_arrays_by_shape_dtype_and_weak_type():
+    x = jnp.ones(3, jnp.float32)
+    key = ptxpy.api._argument_key(x)
+    assert key == (type(x), (3,), np.dtype(np.float32), False)
+    assert ptxpy.api._argument_key(jnp.ones(3, jnp.float32)) == key
+    assert ptxpy.api._argument_key(jnp.ones(4, jnp.float32)) != key
+    assert ptxpy.api._argument_key(jnp.ones(3, jnp.int32)) != key
+    assert ptxpy.api._argument_key(jnp.asarray(1.0)) != ptxpy.api._argument_key(jnp.float32(1.0))
+    assert ptxpy.api._argument_key(np.ones(3, np.float32))[0] is np.ndarray
 
 
 @pytest.mark.parametrize("grid", [lambda x: ptxpy.cdiv(jnp.int32(len(x)), 8), np.int64(1),
