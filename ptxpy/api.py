@@ -798,9 +798,13 @@ def _note_concrete_array_type(kind: type) -> None:
     """Remembers `kind` if it is JAX's concrete array class, whose shape is a tuple, dtype a
     NumPy dtype and weak_type a bool: those need no checks in `_argument_key`."""
     global _concrete_array_type
-    if _concrete_array_type is None and kind.__module__ == "jax._src.array" \
-            and kind.__name__ == "ArrayImpl":
-        _concrete_array_type = kind
+    if _concrete_array_type is None and kind.__name__ == "ArrayImpl":
+        try:
+            from jax._src.array import ArrayImpl
+        except ImportError:   # another JAX: every array takes the checked path
+            return
+        if kind is ArrayImpl:
+            _concrete_array_type = kind
 
 
 def _x64() -> bool:
