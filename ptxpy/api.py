@@ -162,6 +162,10 @@ class Kernel:
     @property
     def program(self) -> driver.Program:
         if self._program is None:
+            global _calls_compiling
+            if not _calls_compiling and not threading.current_thread().name.startswith(
+                    "ptxpy-preload"):
+                _calls_compiling = True
             filename, source = self.source
             try:
                 program = driver.parse(source, filename)
@@ -631,8 +635,9 @@ def _preload(part: str, kernel: "Kernel | None" = None) -> None:
     call, usually made after JAX has set up its GPU, does not wait for it.
 
     - The compiler (libcst above all, about 0.1 s) when a kernel not yet in the disk cache is
-      decorated: a small kernel is compiled, which imports every module a compile needs, then
-      the kernel's file is parsed (`Kernel.program`), as its first call would (where the
+      decorated: a small kernel is compiled, which imports every module a compile needs (only
+      the imports where a call has begun compiling by then: the warm-up would take the GIL from
+      it), then the kernel's file is parsed (`Kernel.program`), as its first call would (where the
       decoration has read the file's text: with the disk cache on). A warm start loads kernels
       from the disk cache and never needs the compiler. A kernel decorated while the thread
       runs is read by it; one decorated later starts another. Where Python cannot parse on two
@@ -665,6 +670,7 @@ def _preloading(part: str) -> bool:
 
 
 _warmed_up = False     # the warm-up compile is done once a process, by the first preload
+_calls_compiling = False   # whether a call (not the preload) has needed the compiler yet
 _WARM_UP_SOURCE = """
 import ptxpy
 from ptxpy import Array, f32, i32
@@ -691,7 +697,11 @@ def _load_compiler() -> None:
     if not _warmed_up:
         _warmed_up = True
         try:
-            driver.transpile(_WARM_UP_SOURCE, "<ptxpy preload>")
+            driver.import_stages()
+            # a call that compiles has begun (it waited for these imports): a warm-up compile
+            # now would only take the GIL from it
+            if not _calls_compiling:
+                driver.transpile(_WARM_UP_SOURCE, "<ptxpy preload>")
         except Exception:   # whatever fails here fails again, with its error, where it is used
             pass
     while True:

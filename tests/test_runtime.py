@@ -502,6 +502,45 @@ def test_where_python_cannot_parse_on_two_threads_the_preload_parses_nothing(cac
     assert safe["parsed_on"] == ["ptxpy-preload-compiler"]
 
 
+@pytest.mark.parametrize("call_began", [False, True])
+def test_the_preload_skips_its_warm_up_compile_once_a_call_compiles(monkeypatch, call_began):
+    """The preload's warm-up compile only warms the compiler: once a call has needed the
+    compiler (it waited for the preload's imports), it would take the GIL from that call."""
+    from ptxpy import api
+    from ptxpy.transpiler import driver as transpiler_driver
+
+    compiled, imported = [], []
+    monkeypatch.setattr(api, "_warmed_up", False)
+    monkeypatch.setattr(api, "_calls_compiling", call_began)
+    monkeypatch.setattr(api, "_unread", [])
+    monkeypatch.setattr(api.pyast, "THREAD_SAFE", True)
+    monkeypatch.setattr(transpiler_driver, "import_stages", lambda: imported.append(True))
+    monkeypatch.setattr(transpiler_driver, "transpile",
+                        lambda source, filename: compiled.append(filename))
+    api._load_compiler()
+    assert imported == [True]
+    assert compiled == ([] if call_began else ["<ptxpy preload>"])
+
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=1)
+def _first_of(x: ptxpy.Array[ptxpy.f32], out: ptxpy.Array[ptxpy.f32]):
+    out[0] = x[0]
+
+
+def test_a_kernel_read_by_a_call_not_by_the_preload_counts_as_a_call_compiling(monkeypatch):
+    from ptxpy import api
+
+    monkeypatch.setenv("PTXPY_PRELOAD", "0")     # (no preload of these two here)
+    monkeypatch.setattr(api, "_calls_compiling", False)
+    on_preload = ptxpy.jit(_first_of.fn)
+    thread = threading.Thread(target=lambda: on_preload.program, name="ptxpy-preload-compiler")
+    thread.start()
+    thread.join()
+    assert on_preload._program is not None and api._calls_compiling is False
+    ptxpy.jit(_first_of.fn).program
+    assert api._calls_compiling is True
+
+
 def test_only_the_main_thread_switches_the_collector_around_a_compile():
     """A compile on another thread (the decorator's preload) leaves Python's collector alone, so
     it never switches it back on after the program switched it off meanwhile."""
