@@ -11,12 +11,15 @@ functions of the first call that took longest (cProfile, cumulative and own time
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from worker_json import run_json  # noqa: E402
+
 N = 1 << 20
 
 
@@ -88,14 +91,8 @@ def worker(system: str, top: int) -> dict:
 
 
 def run(system: str, env: dict, top: int) -> dict:
-    with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", system, "--out", out.name,
-               "--top", str(top)]
-        proc = subprocess.run(cmd, env=dict(os.environ, **env), capture_output=True, text=True,
-                              timeout=300)
-        if proc.returncode != 0:
-            return {"error": proc.stderr[-3000:]}
-        return json.load(open(out.name))
+    return run_json([sys.executable, os.path.abspath(__file__), "--worker", system,
+                     "--top", str(top)], env)
 
 
 def main() -> None:

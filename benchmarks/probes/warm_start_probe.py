@@ -10,12 +10,15 @@ figure includes the steps inside it), then a second call. No profiler runs. On a
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from worker_json import run_json  # noqa: E402
+
 N = 1 << 20
 
 #: (module, attribute path) of the steps timed, outermost first
@@ -97,13 +100,7 @@ def worker() -> dict:
 
 
 def run(env: dict) -> dict:
-    with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--out", out.name]
-        proc = subprocess.run(cmd, env=dict(os.environ, **env), capture_output=True, text=True,
-                              timeout=300)
-        if proc.returncode != 0:
-            return {"error": proc.stderr[-3000:]}
-        return json.load(open(out.name))
+    return run_json([sys.executable, os.path.abspath(__file__), "--worker"], env)
 
 
 def main() -> None:
