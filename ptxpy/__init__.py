@@ -18,6 +18,10 @@ if _os.path.isfile(_os.path.join(_checkout, "pyproject.toml")) and _os.path.isdi
     __path__.append(_checkout)
 
 # Light imports only: NumPy, JAX, the runtime and the compiler itself load when first used.
+from ptxpy import _dataclass_code  # noqa: E402
+
+_dataclass_code.install()    # before any dataclass: libcst's import is half its compiles
+
 from ptxpy.types import (  # noqa: E402
     Array, Const, Scalar, ArrayType, bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64,
 )

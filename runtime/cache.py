@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from ptxpy import __version__
+from ptxpy._cachedir import cache_dir, disk_enabled  # noqa: F401 (this module's names too)
 
 log = logging.getLogger("ptxpy.cache")
 
@@ -33,19 +34,6 @@ _MAGIC = b"ptxpy-cache"
 
 _memory: dict[tuple[str, str], object] = {}
 _memory_lock = threading.Lock()
-
-
-def cache_dir() -> Path:
-    """The folder of the on-disk cache (it need not exist yet)."""
-    moved = os.environ.get("PTXPY_CACHE_DIR")
-    if moved:
-        return Path(moved).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "ptxpy"
-
-
-def disk_enabled() -> bool:
-    return os.environ.get("PTXPY_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def cache_key(key_parts: dict) -> str:
