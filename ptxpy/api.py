@@ -9,6 +9,7 @@ import math
 import operator
 import os
 import threading
+import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -131,10 +132,13 @@ class Kernel:
         self._params = None
         self._compiled: dict = {}
         self._plans: dict = {}      # _call_key -> _CallPlan (`_prepared_call`)
-        if not self._compiled_before():
+        warm = self._compiled_before()
+        if not warm:
             _preload("compiler", self)
         if interpret is not True and not _interpret_forced():
             _preload("runtime")
+            if warm:
+                _preload("executables", self)
 
     # --- source and signature ------------------------------------------------------------
     @property
@@ -233,6 +237,13 @@ class Kernel:
         except (OSError, TypeError, CompileError):    # no source to read: the call will say so
             return False
 
+    def _owner(self) -> str | None:
+        """The kernel's name in the index of its calls' kept executables: file and name."""
+        try:
+            return f"{self.source[0]}:{self.__qualname__}"
+        except (OSError, TypeError, CompileError):
+            return None
+
     def _cache_key(self, **specialisation) -> dict:
         filename, source = self.source
         return {"kernel": self.__qualname__, "file": filename,   # a nested function: its own key
@@ -257,7 +268,7 @@ class Kernel:
 
             outs, launched = launch_keeping(call.kernel, call.inputs, call.out_types, call.grid,
                                             call.block, self.input_output_aliases,
-                                            respecialise=call.respecialise)
+                                            respecialise=call.respecialise, owner=self._owner())
             if call.plan is not None:
                 call.plan.launched = launched
         return tuple(outs) if call.many_outputs else outs[0]
@@ -623,10 +634,12 @@ class Param(NamedTuple):
     type: object    # Scalar | ArrayType | ConstType
 
 
-#: the background loads started in this process ('compiler', 'runtime')
+#: the background loads started in this process ('compiler', 'runtime', 'executables')
 _preloads: dict[str, threading.Thread] = {}
 #: kernels decorated, not in the disk cache, whose files the compiler's preload has yet to read
 _unread: list = []
+#: kernels decorated, in the disk cache, whose kept executables the preload has yet to load
+_warm: list = []
 _preload_lock = threading.Lock()
 
 
@@ -647,18 +660,21 @@ def _preload(part: str, kernel: "Kernel | None" = None) -> None:
     - The runtime (ptxpy.runtime.launch and cuda-python's driver bindings, about 35 ms, and the
       C FFI handler) when a kernel that may run on a GPU is decorated on a machine with an NVIDIA
       driver (`_import_runtime`), once a process.
+    - The executables that an earlier process kept for the calls of a kernel found in the disk
+      cache (`_load_executables`), on the same machines, once the program has set up JAX's GPU.
 
-    `PTXPY_PRELOAD=0` turns both off."""
+    `PTXPY_PRELOAD=0` turns them all off."""
     if os.environ.get("PTXPY_PRELOAD", "1").strip().lower() in _OFF:
         return
-    parses = part == "compiler" and pyast.THREAD_SAFE
+    queue = {"compiler": _unread if pyast.THREAD_SAFE else None, "executables": _warm}.get(part)
     with _preload_lock:
-        if kernel is not None and parses:
-            _unread.append(kernel)
+        if kernel is not None and queue is not None:
+            queue.append(kernel)
         running = _preloads.get(part)
-        if running is not None and (not parses or running.is_alive()):
+        if running is not None and (queue is None or running.is_alive()):
             return
-        load = _load_compiler if part == "compiler" else _import_runtime
+        load = {"compiler": _load_compiler, "runtime": _import_runtime,
+                "executables": _load_executables}[part]
         _preloads[part] = threading.Thread(target=load, name=f"ptxpy-preload-{part}", daemon=True)
         _preloads[part].start()
 
@@ -733,6 +749,46 @@ def _import_runtime() -> None:
         cache.runtime_fingerprint()
     except Exception:   # as above: a broken install fails again where the runtime is used
         pass
+
+
+_GPU_WAIT_S = 60.0     # how long the executables' preload waits for the program to set up JAX
+
+
+def _load_executables() -> None:
+    """Loads the executables kept for the calls of the kernels in `_warm` (runtime/
+    executables.py, `prefetch`) once the program has set up JAX's backends: it never sets them
+    up itself (the program may still choose platforms or memory settings), so it looks at what
+    JAX has set up every few milliseconds, for up to `_GPU_WAIT_S`."""
+    if not _gpu_driver_present():
+        return
+    try:
+        from ptxpy.runtime import executables
+    except Exception:   # as above
+        return
+    deadline = time.monotonic() + _GPU_WAIT_S
+    while not executables.started_backends():
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.005)
+    if not any(b.platform in ("cuda", "gpu") for b in executables.started_backends().values()):
+        return
+    try:
+        from ptxpy.runtime import ffi
+
+        ffi.register_target()    # as the call would: XLA finds the FFI handler as it loads
+    except Exception:   # as above
+        return
+    while True:
+        with _preload_lock:
+            if not _warm:
+                return
+            kernel = _warm.pop(0)
+        owner = kernel._owner()
+        try:
+            if owner is not None:
+                executables.prefetch(owner)
+        except Exception:   # the call loads it itself, or compiles it
+            pass
 
 
 def _gpu_driver_present() -> bool:

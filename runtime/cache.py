@@ -65,6 +65,13 @@ def read_bytes(kind: str, key_parts: dict) -> bytes | None:
     return _read_entry(entry_path(kind, key_parts), _bytes_codec)
 
 
+def read_digest(kind: str, digest: str) -> bytes | None:
+    """As `read_bytes`, the entry named by its key's digest (`cache_key(key_parts)`)."""
+    if not disk_enabled():
+        return None
+    return _read_entry(cache_dir() / kind / f"{digest}.{kind}", _bytes_codec)
+
+
 def write_bytes(kind: str, key_parts: dict, payload: bytes) -> None:
     """Writes the disk entry of `key_parts` (atomically; nothing where the disk cache is off)."""
     if disk_enabled():

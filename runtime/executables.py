@@ -37,10 +37,12 @@ from . import cache
 log = logging.getLogger("ptxpy.executables")
 
 
-def eager_runner(fn, operands: list, key_parts: dict):
+def eager_runner(fn, operands: list, key_parts: dict, owner: str | None = None):
     """A callable that runs `jax.jit(fn)` on operands like `operands` (their shapes, dtypes and
-    device): the executable from the disk cache where a process kept it; else `jax.jit(fn)`,
-    whose executable this process keeps when it exits (`keep_pending`)."""
+    device): the executable from the disk cache where a process kept it (loaded ahead of the
+    call where the kernel's preload found it in `owner`'s index: `prefetch`); else
+    `jax.jit(fn)`, whose executable this process keeps when it exits (`keep_pending`). `owner`
+    names the kernel whose calls these are (ptxpy/api.py: its file and name), or None."""
     import jax
 
     device = _single_device(operands) if enabled() else None
@@ -48,11 +50,15 @@ def eager_runner(fn, operands: list, key_parts: dict):
         return jax.jit(fn)
     parts = dict(key_parts, **_environment(device), avals=[(tuple(op.shape), str(op.dtype))
                                                              for op in operands])
-    compiled = _load(parts, device)
+    digest = cache.cache_key(parts)
+    compiled = _take_prefetched(digest)
+    if compiled is None:
+        compiled = _load(cache.read_bytes("xla", parts), device)
     if compiled is not None:
+        _note_use(owner, digest, device)
         return _Runner(compiled, fn)
     jitted = jax.jit(fn)
-    _keep_at_exit(parts, jitted, [_argument_type(op) for op in operands])
+    _keep_at_exit(parts, jitted, [_argument_type(op) for op in operands], owner, digest, device)
     return jitted
 
 
@@ -74,24 +80,37 @@ _pending_lock = threading.Lock()
 _exit_hook = False
 
 
-def _keep_at_exit(parts: dict, jitted, avals: list) -> None:
-    global _exit_hook
+def _keep_at_exit(parts: dict, jitted, avals: list, owner, digest: str, device) -> None:
     with _pending_lock:
-        if len(_pending) < _PENDING_MOST:
+        kept = len(_pending) < _PENDING_MOST
+        if kept:
             _pending.append((parts, jitted, avals))
-        if not _exit_hook:
-            atexit.register(keep_pending)
-            _exit_hook = True
+        _hook_exit()
+    if kept:
+        _note_use(owner, digest, device)
+
+
+def _hook_exit() -> None:
+    """(with `_pending_lock` held)"""
+    global _exit_hook
+    if not _exit_hook:
+        atexit.register(keep_pending)
+        _exit_hook = True
 
 
 def keep_pending() -> int:
-    """Writes the executables of this process's calls that are not kept yet to the disk cache
-    (at exit, where the work is on no call's path; tests call it); returns how many."""
+    """Writes the executables of this process's calls that are not kept yet to the disk cache,
+    and the kernels' indexes of them (at exit, where the work is on no call's path; tests call
+    it); returns how many executables."""
     with _pending_lock:
         pending = list(_pending)
         _pending.clear()
+        used = dict(_used)
+        _used.clear()
     for parts, jitted, avals in pending:
         _compile_and_store(parts, jitted, avals)
+    for owner, entries in used.items():
+        _update_index(owner, entries)
     return len(pending)
 
 
@@ -162,8 +181,7 @@ def _environment(device) -> dict:
             "x64": bool(jax.config.jax_enable_x64), "python": sys.version_info[:2]}
 
 
-def _load(parts: dict, device):
-    payload = cache.read_bytes("xla", parts)
+def _load(payload: bytes | None, device):
     if payload is None:
         return None
     try:
@@ -175,6 +193,103 @@ def _load(parts: dict, device):
     except Exception as e:   # an entry another JAX wrote, or a damaged one: compiled again
         log.info("ptxpy: cached executable not loaded (%s: %s)", type(e).__name__, e)
         return None
+
+
+# --- loading a warm start's executables before its first call ---------------------------------
+#
+# A kernel's index (disk cache kind `xla-index`, keyed by its owner: file and name) lists the
+# executables its calls used in the last process that kept one, most recent first, each with
+# its device. When a kernel found in the disk cache is decorated, ptxpy's preload waits for
+# the program to set up JAX's GPU (it never does that itself) and loads those executables
+# (`prefetch`), so that the first call takes one ready (`_take_prefetched`): loading one is
+# about 3 ms of a warm start's 6 on an H100 (BENCHMARKS.md, session 56).
+
+_INDEX_MOST = 8                 # executables listed per kernel
+_used: dict = {}                # owner -> [(digest, platform, device id)] of this process's calls
+_prefetched: dict = {}          # digest -> a loaded executable no call has taken yet
+_prefetching: dict = {}         # digest -> threading.Event set when its load has ended
+
+
+def _note_use(owner, digest: str, device) -> None:
+    if owner is None:
+        return
+    entry = (digest, device.platform, device.id)
+    with _pending_lock:
+        entries = _used.setdefault(owner, [])
+        if entry not in entries:
+            entries.append(entry)
+        _hook_exit()
+
+
+def _index_parts(owner: str) -> dict:
+    return {"owner": owner, "python": sys.version_info[:2]}
+
+
+def _read_index(owner: str) -> list:
+    payload = cache.read_bytes("xla-index", _index_parts(owner))
+    try:
+        entries = pickle.loads(payload) if payload is not None else []
+    except Exception:   # written by something else: rewritten at exit
+        return []
+    return [tuple(e) for e in entries] if isinstance(entries, list) else []
+
+
+def _update_index(owner: str, entries: list) -> None:
+    old = _read_index(owner)
+    new = (entries + [e for e in old if e not in entries])[:_INDEX_MOST]
+    if new != old:
+        cache.write_bytes("xla-index", _index_parts(owner), pickle.dumps(new))
+
+
+def prefetch(owner: str) -> int:
+    """Loads the executables of `owner`'s index that are for devices of a backend JAX has set
+    up; returns how many it loaded."""
+    if not enabled():
+        return 0
+    loaded = 0
+    for digest, platform, device_id in _read_index(owner):
+        device = _started_device(platform, device_id)
+        with _pending_lock:
+            if device is None or digest in _prefetching:
+                continue
+            done = _prefetching[digest] = threading.Event()
+        try:
+            compiled = _load(cache.read_digest("xla", digest), device)
+            if compiled is not None:
+                _prefetched[digest] = compiled
+                loaded += 1
+        finally:
+            done.set()
+    return loaded
+
+
+def _take_prefetched(digest: str):
+    """The executable `prefetch` loaded for `digest`, waiting for a load in progress."""
+    loading = _prefetching.get(digest)
+    if loading is None:
+        return None
+    loading.wait()
+    return _prefetched.pop(digest, None)
+
+
+def _started_device(platform: str, device_id: int):
+    """The device of `platform` numbered `device_id`, where JAX has set up its backend."""
+    for backend in started_backends().values():
+        for device in backend.devices():
+            if device.platform == platform and device.id == device_id:
+                return device
+    return None
+
+
+def started_backends() -> dict:
+    """JAX's backends set up so far, by platform, without setting any up ({} where this JAX
+    keeps them elsewhere)."""
+    try:
+        from jax._src import xla_bridge
+    except ImportError:
+        return {}
+    backends = getattr(xla_bridge, "_backends", None)
+    return dict(backends) if isinstance(backends, dict) else {}
 
 
 def _store(parts: dict, compiled) -> None:

@@ -500,10 +500,10 @@ def register_target(name: str = TARGET, platform: str = "CUDA",
             gpu = platform.upper() in ("CUDA", "GPU")
             recorded = gpu and run is run_on_gpu and record
             handler = make_handler(run, with_stream=gpu, record=record_on_gpu if recorded else None)
-            _handlers[(name, platform)] = handler
             address = _native_address(handler) if recorded else None
             _register(jax, name, address or ctypes.cast(handler, ctypes.c_void_p).value, platform,
                       record=recorded)
+            _handlers[(name, platform)] = handler    # (only once registered: else tried again)
             if address:
                 _use_native_plans()
     return name

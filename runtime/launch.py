@@ -42,10 +42,11 @@ def launch(kernel: CompiledKernel, args: list, out_types: list, grid, block,
 
 def launch_keeping(kernel: CompiledKernel, args: list, out_types: list, grid, block,
                    input_output_aliases: dict[int, int] | None = None,
-                   respecialise=None) -> tuple[list, PreparedCall | None]:
+                   respecialise=None, owner: str | None = None) -> tuple[list, PreparedCall | None]:
     """`launch`, and the checked eager call that ran (None where the call was traced or its
     arguments are not all JAX arrays and numbers): its `run_eagerly` runs any call whose
-    arguments have the same types, shapes, dtypes and scalar values (`_eager_signature`)."""
+    arguments have the same types, shapes, dtypes and scalar values (`_eager_signature`).
+    `owner` names the kernel for its index of kept executables (runtime/executables.py)."""
     args, out_types = list(args), list(out_types)
     signature = _eager_signature(kernel, args, out_types, grid, block, input_output_aliases)
     prepared = _eager_calls.get(signature) if signature is not None else None
@@ -60,6 +61,8 @@ def launch_keeping(kernel: CompiledKernel, args: list, out_types: list, grid, bl
         if len(_eager_calls) > 4096:
             _eager_calls.clear()
         _eager_calls[signature] = prepared
+    if prepared.owner is None:
+        prepared.owner = owner
     return prepared.run_eagerly(args), prepared
 
 
@@ -71,6 +74,7 @@ class PreparedCall:
         self.kernel, self.key, self.values = kernel, key, values
         self.buffer_positions, self.out_types, self.aliases = buffer_positions, out_types, aliases
         self.grid, self.block = grid, block
+        self.owner = None      # the kernel's name for executables' index (`launch_keeping`)
         self._jitted = None
 
     def batching_call(self, respecialise) -> batching.Call:
@@ -111,7 +115,7 @@ class PreparedCall:
             self._jitted = executables.eager_runner(self._ffi_call, operands, {
                 "plan": self.key, "outs": [(tuple(t.shape), str(t.dtype)) for t in self.out_types],
                 "aliases": sorted(self.aliases.items()), "target": ffi.TARGET,
-                "vmap": VMAP_METHOD})
+                "vmap": VMAP_METHOD}, self.owner)
         return list(self._jitted(*operands))
 
     def _ffi_call(self, *operands) -> list:

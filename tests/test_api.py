@@ -1200,6 +1200,7 @@ def test_a_repeated_eager_gpu_call_runs_the_launch_its_plan_checked(monkeypatch)
     class Launch:     # what an eager call uses of a PreparedCall
         def __init__(self, kernel, args):
             self.kernel, self.values, self.buffer_positions = kernel, args, [0, 1]
+            self.owner = None
 
         def run_eagerly(self, args):
             ran.append(args)

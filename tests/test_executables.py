@@ -28,6 +28,8 @@ def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("PTXPY_CACHE_DIR", str(tmp_path / "c"))
     monkeypatch.delenv("PTXPY_CACHE", raising=False)
     monkeypatch.delenv("PTXPY_EXECUTABLE_CACHE", raising=False)    # on by default
+    for name in ("_used", "_prefetched", "_prefetching"):
+        monkeypatch.setattr(executables, name, {})
     cache.clear_memory()
     yield tmp_path / "c"
     cache.clear_memory()
@@ -218,3 +220,79 @@ def test_the_runtimes_fingerprint_follows_its_sources(tmp_path, monkeypatch):
     second = cache._sources_fingerprint([str(tmp_path)], (".py", ".c"))
     (tmp_path / "notes.txt").write_text("not a source")
     assert first != second == cache._sources_fingerprint([str(tmp_path)], (".py", ".c"))
+
+
+# --- a kernel's index of its executables, loaded before its first call ------------------------
+
+def _kept_for(owner: str, n: int):
+    """A process's call of `_add_one` on n elements for kernel `owner`, kept at its exit."""
+    x = jnp.arange(n, dtype=jnp.float32)
+    executables.eager_runner(_add_one, [x], PARTS, owner)(x)
+    executables.keep_pending()
+    return x
+
+
+def test_a_kernels_index_lists_its_calls_executables_latest_first(cache_dir):
+    _kept_for("k.py:k", 6)
+    (entry,) = _entries(cache_dir)
+    device = jax.devices()[0]
+    assert executables._read_index("k.py:k") == [(entry.stem, device.platform, device.id)]
+    _kept_for("k.py:k", 7)
+    index = executables._read_index("k.py:k")
+    assert len(index) == 2 and index[1][0] == entry.stem
+    _kept_for("k.py:k", 6)        # loaded from the disk cache: listed first again
+    assert [e[0] for e in executables._read_index("k.py:k")] == [entry.stem, index[0][0]]
+    assert executables._read_index("other.py:k") == []
+    _kept_for("k.py:k", 8)
+    executables._INDEX_MOST, most = 2, executables._INDEX_MOST
+    try:
+        _kept_for("k.py:k", 9)
+        assert len(executables._read_index("k.py:k")) == 2
+    finally:
+        executables._INDEX_MOST = most
+
+
+def test_prefetch_loads_the_indexed_executables_and_the_call_takes_them(cache_dir, monkeypatch):
+    x = _kept_for("k.py:k", 6)
+    _kept_for("k.py:k", 7)
+    assert executables.prefetch("k.py:k") == 2
+    assert executables.prefetch("k.py:k") == 0      # once
+    _no_jit(monkeypatch)
+    read = cache.read_bytes
+    monkeypatch.setattr(cache, "read_bytes",
+                        lambda kind, parts: pytest.fail("read from disk") if kind == "xla"
+                        else read(kind, parts))
+    runner = executables.eager_runner(_add_one, [x], PARTS, "k.py:k")
+    assert isinstance(runner, executables._Runner)
+    np.testing.assert_array_equal(runner(x * 3)[0], np.arange(6) * 3 + 1)
+    assert len(executables._prefetched) == 1      # the other call's, not taken
+
+
+def test_prefetch_skips_what_cannot_be_loaded(cache_dir, monkeypatch):
+    x = _kept_for("k.py:k", 6)
+    (entry,) = _entries(cache_dir)
+    entry.write_bytes(b"damaged")
+    assert executables.prefetch("k.py:k") == 0
+    out, kept = _call(_add_one, [x], PARTS)      # the call compiles it again
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    assert kept
+    monkeypatch.setenv("PTXPY_EXECUTABLE_CACHE", "0")
+    executables._prefetching.clear()
+    assert executables.prefetch("k.py:k") == 0
+    assert executables.prefetch("never-called.py:k") == 0
+
+
+def test_a_call_waits_for_its_executables_load_in_progress(cache_dir):
+    import threading
+    import time
+
+    loading = executables._prefetching["d"] = threading.Event()
+
+    def finish():
+        time.sleep(0.05)
+        executables._prefetched["d"] = "the executable"
+        loading.set()
+
+    threading.Thread(target=finish).start()
+    assert executables._take_prefetched("d") == "the executable"
+    assert executables._take_prefetched("d") is None and executables._take_prefetched("e") is None

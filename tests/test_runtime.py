@@ -541,6 +541,62 @@ def test_a_kernel_read_by_a_call_not_by_the_preload_counts_as_a_call_compiling(m
     assert api._calls_compiling is True
 
 
+def test_a_kernel_found_in_the_disk_cache_preloads_its_executables(monkeypatch):
+    from ptxpy import api
+
+    started = []
+    monkeypatch.setattr(api, "_preload", lambda part, kernel=None: started.append((part, kernel)))
+    monkeypatch.delenv("PTXPY_INTERPRET", raising=False)
+    monkeypatch.setattr(api.Kernel, "_compiled_before", lambda self: True)
+    warm = ptxpy.jit(_first_of.fn)
+    assert started == [("runtime", None), ("executables", warm)]
+    started.clear()
+    ptxpy.jit(_first_of.fn, interpret=True)     # never on the GPU
+    assert started == []
+    monkeypatch.setattr(api.Kernel, "_compiled_before", lambda self: False)
+    cold = ptxpy.jit(_first_of.fn)
+    assert started == [("compiler", cold), ("runtime", None)]
+    assert warm._owner() == f"{os.path.abspath(__file__)}:_first_of"
+
+
+class _Backend:
+    def __init__(self, platform):
+        self.platform = platform
+
+
+@pytest.mark.parametrize("backends, loaded", [
+    ({}, False),                                    # the program never sets up JAX
+    ({"cpu": _Backend("cpu")}, False),              # JAX without its GPU
+    ({"cpu": _Backend("cpu"), "cuda": _Backend("cuda")}, True)])
+def test_the_executables_preload_waits_for_the_programs_gpu(monkeypatch, backends, loaded):
+    from ptxpy import api
+    from ptxpy.runtime import executables
+
+    owners, registered = [], []
+    monkeypatch.setattr(api, "_gpu_driver_present", lambda: True)
+    monkeypatch.setattr(api, "_GPU_WAIT_S", 0.05)
+    monkeypatch.setattr(api, "_warm", [_first_of, _first_of])
+    monkeypatch.setattr(executables, "started_backends", lambda: backends)
+    monkeypatch.setattr(executables, "prefetch", owners.append)
+    monkeypatch.setattr(ffi, "register_target", lambda: registered.append(True))
+    api._load_executables()
+    assert owners == ([_first_of._owner()] * 2 if loaded else [])
+    assert registered == ([True] if loaded else [])    # the FFI handler before the loads
+
+
+def test_started_backends_sets_none_up():
+    probe = ("import jax, jax.numpy as jnp\n"
+             "from ptxpy.runtime import executables\n"
+             "print(sorted(executables.started_backends()), sorted(executables.started_backends()))\n"
+             "jnp.ones(1)\n"
+             "print(sorted(executables.started_backends()))\n")
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["[] []", "['cpu']"]
+
+
 def test_only_the_main_thread_switches_the_collector_around_a_compile():
     """A compile on another thread (the decorator's preload) leaves Python's collector alone, so
     it never switches it back on after the program switched it off meanwhile."""

@@ -9,3 +9,5 @@ step keep 30 python3 benchmarks/probes/executable_keep_probe.py
 step gpu_tests 150 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_api.py \
     tests/test_runtime.py tests/test_vmap.py tests/test_native_handler.py
 step executables 60 python3 -m pytest -q -p no:cacheprovider tests/test_executables.py
+step eager_split 60 python3 benchmarks/probes/eager_split_probe.py
+step first_call 90 python3 benchmarks/launch.py --only "first call, caches"

@@ -6,6 +6,8 @@ figure includes the steps inside it), then a second call. No profiler runs. On a
     python benchmarks/probes/warm_start_probe.py [--runs 5] [--no-keep]
 
 `--no-keep`: with `PTXPY_EXECUTABLE_CACHE=0` (the first call goes through `jax.jit`).
+`--prefetch-ab`: each run twice, the second without the preload that loads the kernel's kept
+executables before its call (`api._load_executables`), alternated.
 """
 import argparse
 import json
@@ -63,15 +65,19 @@ def worker() -> dict:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    from ptxpy import api
+
+    if os.environ.get("BENCH_NO_PREFETCH"):
+        api._load_executables = lambda: None
     t0 = time.perf_counter()
     from saxpy import saxpy
     decorated = (time.perf_counter() - t0) * 1e3
     x = jnp.ones(N, jnp.float32).block_until_ready()
     y = jnp.ones(N, jnp.float32).block_until_ready()
     time.sleep(0.3)    # the runtime's preload (about 35 ms) finishes, as it would during set-up
-    from ptxpy import api
-
     preloads = {part: thread.is_alive() for part, thread in api._preloads.items()}
+    executables = sys.modules.get("ptxpy.runtime.executables")
+    loaded_ahead = len(executables._prefetched) if executables else 0
     times: dict = {}
     for module, path in STEPS:
         try:
@@ -94,7 +100,8 @@ def worker() -> dict:
     t4 = time.perf_counter()
     jax.block_until_ready(saxpy(x, y, 2.0))
     t5 = time.perf_counter()
-    return {"decorate": decorated, "preloads running": preloads, "first call": (t3 - t1) * 1e3,
+    return {"decorate": decorated, "preloads running": preloads, "loaded ahead": loaded_ahead,
+            "first call": (t3 - t1) * 1e3,
             "first call's dispatch": (t2 - t1) * 1e3, "first call's wait": (t3 - t2) * 1e3,
             "steps": first, "second call": (t5 - t4) * 1e3}
 
@@ -109,6 +116,7 @@ def main() -> None:
     ap.add_argument("--out")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-keep", action="store_true")
+    ap.add_argument("--prefetch-ab", action="store_true")
     a = ap.parse_args()
     if a.worker:
         json.dump(worker(), open(a.out, "w"))
@@ -117,16 +125,18 @@ def main() -> None:
     if a.no_keep:
         env["PTXPY_EXECUTABLE_CACHE"] = "0"
     run(env)    # fills both caches (and keeps the executable at its exit)
+    variants = [("", {}), ("without prefetch: ", {"BENCH_NO_PREFETCH": "1"})]
     for _ in range(a.runs):
-        result = run(env)
-        if "error" in result:
-            print(result["error"])
-            continue
-        steps = result.pop("steps")
-        print(json.dumps({k: round(v, 2) if isinstance(v, float) else v
-                          for k, v in result.items()}))
-        for step, ms in steps.items():
-            print(f"    {step:45s} {ms:8.2f} ms")
+        for label, extra in variants if a.prefetch_ab else variants[:1]:
+            result = run(dict(env, **extra))
+            if "error" in result:
+                print(result["error"])
+                continue
+            steps = result.pop("steps")
+            print(label + json.dumps({k: round(v, 2) if isinstance(v, float) else v
+                                      for k, v in result.items()}))
+            for step, ms in steps.items():
+                print(f"    {step:45s} {ms:8.2f} ms")
 
 
 if __name__ == "__main__":
