@@ -289,7 +289,13 @@ def started_backends() -> dict:
     except ImportError:
         return {}
     backends = getattr(xla_bridge, "_backends", None)
-    return dict(backends) if isinstance(backends, dict) else {}
+    if not isinstance(backends, dict) or not backends:
+        return {}
+    lock = getattr(xla_bridge, "_backend_lock", None)
+    if lock is None:
+        return dict(backends)
+    with lock:     # JAX sets its backends up one at a time under this lock: the CPU's first
+        return dict(backends)
 
 
 def _store(parts: dict, compiled) -> None:
