@@ -55,9 +55,11 @@ def install() -> bool:
 
 
 def _exec(source, globals=None, locals=None):
-    if source.__class__ is str and globals is not None and \
-            globals.get("__name__", "").startswith(_KEPT_MODULES):
-        source = _code_of(source)
+    if source.__class__ is str:
+        if globals is not None and globals.get("__name__", "").startswith(_KEPT_MODULES):
+            source = _code_of(source)
+        else:   # compiled here, a text would take this module's __future__ flags
+            source = compile(source, "<string>", "exec", dont_inherit=True)
     return exec(source, globals, locals)
 
 

@@ -98,6 +98,19 @@ def test_a_user_dataclass_behaves_as_without_the_cache():
         "test_a_user_dataclass_behaves_as_without_the_cache.<locals>.Point(x=3, y=2)"
     with pytest.raises(dataclasses.FrozenInstanceError):
         Point(1).x = 5
+    # the fields' annotations, as `dataclasses` compiles `__init__` (under the cache module's
+    # `from __future__ import annotations` they were the names of its locals, '_type_x')
+    fields = Point.__dataclass_fields__
+    assert Point.__init__.__annotations__ == {"x": fields["x"].type, "y": fields["y"].type,
+                                              "return": None}
+
+
+def test_libcsts_methods_from_the_cache_are_as_compiled_by_dataclasses():
+    import libcst
+
+    assert libcst.Name.__init__.__annotations__["value"] is str
+    assert libcst.Name("a").deep_equals(libcst.Name("a"))
+    assert libcst.Name("a").with_changes(value="b").value == "b"
 
 
 def test_an_unwritable_cache_folder_only_skips_the_write(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ class StandIn:
     """What an eager call uses of the runtime's PreparedCall: nothing runs."""
 
     def __init__(self, kernel):
-        self.kernel = kernel
+        self.kernel, self.owner = kernel, None
 
     def run_eagerly(self, args):
         return [args[0]]
