@@ -94,6 +94,9 @@ def jit(fn=None, *, out_shape=None, grid=None, block=None, input_output_aliases=
     return wrap(fn) if fn is not None else wrap
 
 
+_NO_KEY = object()    # `Kernel._prepared_call` without a key: it computes one
+
+
 def _located_errors(method):
     """A Kernel entry point whose CompileError shows the user's frames only: the message
     locates the error in their source (PTXPY_TRACEBACK=1 keeps ptxpy's frames)."""
@@ -253,7 +256,14 @@ class Kernel:
     # --- calls ----------------------------------------------------------------------------
     @_located_errors
     def __call__(self, *args, **kwargs):
-        call = self._prepared_call(args, kwargs)
+        key = _call_key(args, kwargs)
+        plan = self._plans.get(key) if key is not None else None
+        if plan is not None and plan.launched is not None and not self._interpreting():
+            # a call like one checked and launched before: its launch, without a `_Call`
+            given = (*args, *kwargs.values()) if kwargs else args
+            outs = plan.launched.run_eagerly([given[k] for k in plan.positions])
+            return tuple(outs) if plan.many_outputs else outs[0]
+        call = self._prepared_call(args, kwargs, key)
         if 0 in call.grid:
             outs = self._outputs_without_launch(call)
         elif self._interpreting():
@@ -302,11 +312,13 @@ class Kernel:
             return bool(self.interpret)
         return not _has_gpu()
 
-    def _prepared_call(self, args, kwargs) -> "_Call":
+    def _prepared_call(self, args, kwargs, key=_NO_KEY) -> "_Call":
         """`_prepare(args, kwargs)`, from the plans of earlier calls whose arguments had the same
-        kinds, shapes and dtypes, scalar values and keywords (`_call_key`): out_shape, grid and
-        block functions are called once for each such call, as jax.jit traces once per shape."""
-        key = _call_key(args, kwargs)
+        kinds, shapes and dtypes, scalar values and keywords (`_call_key`, or `key` where the
+        caller has it): out_shape, grid and block functions are called once for each such call,
+        as jax.jit traces once per shape."""
+        if key is _NO_KEY:
+            key = _call_key(args, kwargs)
         plan = self._plans.get(key) if key is not None else None
         if plan is None:
             call = self._prepare(args, kwargs)
