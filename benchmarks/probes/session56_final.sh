@@ -4,10 +4,10 @@
 # launch.py's first calls, the eager split. Results under $OUT.
 HERE=$(dirname "$0")
 source "$HERE/card_steps.sh"
-step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/
-step cpu_parts 90 python3 -m pytest -q -p no:cacheprovider tests/test_executables.py \
+step gpu_tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/
+step cpu_parts 60 python3 -m pytest -q -p no:cacheprovider tests/test_executables.py \
     tests/test_dataclass_code.py
-step saxpy 60 python3 examples/saxpy.py
-step warm_start 90 python3 benchmarks/probes/warm_start_probe.py --runs 2 --prefetch-ab
-step first_call 60 python3 benchmarks/launch.py --only "first call, caches"
-step eager_split 60 python3 benchmarks/probes/eager_split_probe.py
+step saxpy 30 python3 examples/saxpy.py
+step warm_start 60 python3 benchmarks/probes/warm_start_probe.py --runs 2 --prefetch-ab
+step first_call 50 python3 benchmarks/launch.py --only "first call, caches"
+step eager_split 40 python3 benchmarks/probes/eager_split_probe.py
