@@ -1,4 +1,5 @@
-"""The compiled code of the methods `dataclasses` generates for libcst's nodes, kept on disk.
+"""The compiled code of the methods `dataclasses` generates for libcst's and the compiler's
+classes, kept on disk.
 
 `@dataclass` writes each class's `__init__`, `__repr__`, `__eq__`, `__hash__` ... as source text
 and compiles it with `exec` every time the class is created: Python's bytecode cache does not

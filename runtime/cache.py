@@ -69,7 +69,7 @@ def read_digest(kind: str, digest: str) -> bytes | None:
     """As `read_bytes`, the entry named by its key's digest (`cache_key(key_parts)`)."""
     if not disk_enabled():
         return None
-    return _read_entry(cache_dir() / kind / f"{digest}.{kind}", _bytes_codec)
+    return _read_entry(_digest_path(kind, digest), _bytes_codec)
 
 
 def write_bytes(kind: str, key_parts: dict, payload: bytes) -> None:
@@ -112,7 +112,11 @@ def _sources_fingerprint(roots: list, suffixes: tuple) -> str:
 
 def entry_path(kind: str, key_parts: dict) -> Path:
     """Where the disk entry of `key_parts` lives."""
-    return cache_dir() / kind / f"{cache_key(key_parts)}.{kind}"
+    return _digest_path(kind, cache_key(key_parts))
+
+
+def _digest_path(kind: str, digest: str) -> Path:
+    return cache_dir() / kind / f"{digest}.{kind}"
 
 
 def clear_memory() -> None:
@@ -146,7 +150,7 @@ def _get_or_make(kind: str, key_parts: dict, make: Callable, codec: _Codec):
     with _memory_lock:
         if (kind, key) in _memory:
             return _memory[(kind, key)]
-    path = cache_dir() / kind / f"{key}.{kind}"
+    path = _digest_path(kind, key)
     value = _read_entry(path, codec) if disk_enabled() else None
     if value is None:
         value = make()

@@ -53,7 +53,7 @@ def eager_runner(fn, operands: list, key_parts: dict, owner: str | None = None):
     digest = cache.cache_key(parts)
     compiled = _take_prefetched(digest)
     if compiled is None:
-        compiled = _load(cache.read_bytes("xla", parts), device)
+        compiled = _load(cache.read_digest("xla", digest), device)
     if compiled is not None:
         _note_use(owner, digest, device)
         return _Runner(compiled, fn)

@@ -258,10 +258,7 @@ def test_prefetch_loads_the_indexed_executables_and_the_call_takes_them(cache_di
     assert executables.prefetch("k.py:k") == 2
     assert executables.prefetch("k.py:k") == 0      # once
     _no_jit(monkeypatch)
-    read = cache.read_bytes
-    monkeypatch.setattr(cache, "read_bytes",
-                        lambda kind, parts: pytest.fail("read from disk") if kind == "xla"
-                        else read(kind, parts))
+    monkeypatch.setattr(cache, "read_digest", lambda kind, digest: pytest.fail("read from disk"))
     runner = executables.eager_runner(_add_one, [x], PARTS, "k.py:k")
     assert isinstance(runner, executables._Runner)
     np.testing.assert_array_equal(runner(x * 3)[0], np.arange(6) * 3 + 1)

@@ -35,7 +35,7 @@ STEPS = [
     ("ptxpy.runtime.executables", "eager_runner"),
     ("ptxpy.runtime.executables", "_environment"),
     ("ptxpy.runtime.executables", "_load"),
-    ("ptxpy.runtime.cache", "read_bytes"),
+    ("ptxpy.runtime.cache", "read_digest"),
     ("jax.experimental.serialize_executable", "deserialize_and_load"),
     ("ptxpy.runtime.executables", "_Runner.__call__"),
 ]
