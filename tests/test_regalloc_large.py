@@ -155,3 +155,19 @@ def test_kernels_compile_to_the_same_ptx_either_way(example, monkeypatch):
 
     on_ints, on_bits = _both(monkeypatch, run)
     assert on_ints == on_bits
+
+
+def test_walks_given_the_packed_matrix(case, monkeypatch):
+    """`colour` packs a large graph once for its three walks: given the matrix, they give what
+    they give packing it themselves, and leave it as it was."""
+    registers, rows, rng = case
+    graph, alias = _coalesced(registers, rows, rng)
+    if alias:
+        regalloc._rename_rows(graph, registers, alias)
+    present = [reg for reg in registers.regs if reg not in alias]
+    monkeypatch.setattr(regalloc, "LARGE_GRAPH", 0)
+    bits = bitmatrix.packed(graph)
+    order = regalloc._smallest_last(registers, graph, present)
+    assert regalloc._smallest_last(registers, graph, present, bits) == order
+    assert regalloc._greedy(registers, graph, order, bits) == regalloc._greedy(registers, graph, order)
+    assert bitmatrix.as_rows(bits) == graph

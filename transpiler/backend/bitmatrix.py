@@ -19,8 +19,8 @@ _ROWS_AT_ONCE = 1024    # rows unpacked together (a multiple of 8): 1024 bytes p
 def packed(rows: list) -> np.ndarray:
     """The bitsets `rows` as a (rows, bytes) matrix of bits, bit k of row i at byte k // 8."""
     width = (len(rows) + 7) // 8
-    data = b"".join(row.to_bytes(width, "little") for row in rows)
-    return np.frombuffer(data, np.uint8).reshape(len(rows), width).copy()
+    data = bytearray(b"".join(row.to_bytes(width, "little") for row in rows))   # (writable)
+    return np.frombuffer(data, np.uint8).reshape(len(rows), width)
 
 
 def unpacked(bits: np.ndarray, count: int) -> np.ndarray:
@@ -61,11 +61,12 @@ def rename_columns(rows: list, moved: list, to: list) -> None:
     rows[:] = as_rows(bits)
 
 
-def smallest_last(rows: list, present: list) -> list:
+def smallest_last(rows: list, present: list, bits: np.ndarray | None = None) -> list:
     """`regalloc._smallest_last` on register numbers: `present` in reverse order of removal,
-    each removed with the fewest neighbours left, the lowest number among equals."""
+    each removed with the fewest neighbours left, the lowest number among equals (`bits`:
+    `packed(rows)`, where the caller has it)."""
     count = len(rows)
-    bits = packed(rows)
+    bits = packed(rows) if bits is None else bits
     removed = np.iinfo(np.int64).max
     degree = np.full(count, removed, np.int64)
     degree[present] = [rows[n].bit_count() for n in present]
@@ -82,11 +83,12 @@ def smallest_last(rows: list, present: list) -> list:
     return order
 
 
-def greedy(rows: list, order: list) -> list:
+def greedy(rows: list, order: list, bits: np.ndarray | None = None) -> list:
     """`regalloc._greedy` on register numbers: the colours (from 1) of `order`, each the lowest
-    none of its neighbours coloured before it has."""
+    none of its neighbours coloured before it has (`bits`: `packed(rows)`, where the caller has
+    it)."""
     count = len(rows)
-    bits = packed(rows)
+    bits = packed(rows) if bits is None else bits
     colour_of = np.zeros(count, np.int64)     # 0: not coloured yet
     colours, highest = [], 0
     for n in order:

@@ -236,8 +236,10 @@ def colour(registers: Registers, graph: list, alias: dict, def_order: list) -> d
     better of two greedy orders."""
     best = None
     present = [reg for reg in registers.regs if reg not in alias]
-    for order in (_smallest_last(registers, graph, present), def_order):
-        colours = _greedy(registers, graph, order)
+    # a large graph is packed into a bit matrix once for the three walks over it
+    bits = _bitmatrix().packed(graph) if len(graph) >= LARGE_GRAPH else None
+    for order in (_smallest_last(registers, graph, present, bits), def_order):
+        colours = _greedy(registers, graph, order, bits)
         used = _count(colours)
         if best is None or used < best[0]:
             best = (used, colours)
@@ -255,10 +257,11 @@ def _number_in_order(colours: dict, order: list) -> dict[VReg, int]:
     return {reg: renumber[(reg.cls, c)] for reg, c in colours.items()}
 
 
-def _greedy(registers: Registers, graph: list, order: list) -> dict[VReg, int]:
-    """Each register in `order` gets the lowest colour none of its neighbours has yet."""
+def _greedy(registers: Registers, graph: list, order: list, bits=None) -> dict[VReg, int]:
+    """Each register in `order` gets the lowest colour none of its neighbours has yet (`bits`:
+    the graph as `bitmatrix.packed` gives it, where the caller has it)."""
     if len(graph) >= LARGE_GRAPH:
-        colours = _bitmatrix().greedy(graph, [_number(registers.bit[reg]) for reg in order])
+        colours = _bitmatrix().greedy(graph, [_number(registers.bit[reg]) for reg in order], bits)
         return dict(zip(order, colours))
     colours: dict[VReg, int] = {}
     coloured = [0, 0]   # colour -> bitset of the registers that have it (colours from 1)
@@ -284,14 +287,14 @@ def _count(colours: dict) -> int:
     return sum(per_class.values())
 
 
-def _smallest_last(registers: Registers, graph: list, present: list) -> list:
+def _smallest_last(registers: Registers, graph: list, present: list, bits=None) -> list:
     """The registers `present` in reverse order of removal, each removed with the fewest
     neighbours left (the lowest id among equals). The registers left are kept in bitsets by
     degree: as numbers follow ids, the lowest bit of one is the lowest id. The lowest degree
-    can fall by one per removal, so its search restarts there."""
+    can fall by one per removal, so its search restarts there. (`bits`: as in `_greedy`.)"""
     regs, bit_of = registers.regs, registers.bit
     if len(graph) >= LARGE_GRAPH:
-        order = _bitmatrix().smallest_last(graph, [_number(bit_of[reg]) for reg in present])
+        order = _bitmatrix().smallest_last(graph, [_number(bit_of[reg]) for reg in present], bits)
         return [regs[n] for n in order]
     degree = [graph[n].bit_count() for n in range(len(regs))]
     buckets = [0] * (max(degree, default=0) + 1)   # degree -> bitset of the registers left
