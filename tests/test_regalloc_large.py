@@ -99,8 +99,10 @@ def _coalesced(registers, rows, rng):
     return graph, alias
 
 
-def test_rename_rows(case, monkeypatch):
+@pytest.mark.parametrize("few_moved", [1, 10 ** 9], ids=["column-by-column", "unpacked"])
+def test_rename_rows(case, monkeypatch, few_moved):
     registers, rows, rng = case
+    monkeypatch.setattr(bitmatrix, "_FEW_MOVED", few_moved)
     graph, alias = _coalesced(registers, rows, rng)
 
     def run():

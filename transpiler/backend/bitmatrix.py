@@ -6,21 +6,27 @@ each step on ints as wide as the register count, so with thousands of registers 
 (a kernel that unrolls far more accumulators than a thread has registers) their cost grows with
 the cube of the count: matmul_tf32.py with 32 mma tiles a warp took 5 s to allocate. These are
 the same four steps over the graph as a matrix of packed bits, a row or a block of rows at a
-time in C, which is quadratic. They give exactly what the loops give (tests compare them), so
+time in C, which is quadratic (the transpose that makes the graph symmetric works on 8 x 8
+squares of bits held in 64-bit words; a renaming of few columns moves them one by one). They give exactly what the loops give (tests compare them), so
 the PTX does not depend on which ran; `regalloc` uses them from `LARGE_GRAPH` registers up.
 """
 from __future__ import annotations
 
 import numpy as np
 
-_ROWS_AT_ONCE = 1024    # rows unpacked together (a multiple of 8): 1024 bytes per register
+_ROWS_AT_ONCE = 1024    # rows unpacked (or transposed) together: a multiple of 8
+_FEW_MOVED = 16         # `rename_columns` goes column by column when at most count / 16 move
 
 
-def packed(rows: list) -> np.ndarray:
-    """The bitsets `rows` as a (rows, bytes) matrix of bits, bit k of row i at byte k // 8."""
+def packed(rows: list, height: int | None = None) -> np.ndarray:
+    """The bitsets `rows` as a (rows, bytes) matrix of bits, bit k of row i at byte k // 8
+    (`height`: that many rows, the last ones zero)."""
     width = (len(rows) + 7) // 8
-    data = bytearray(b"".join(row.to_bytes(width, "little") for row in rows))   # (writable)
-    return np.frombuffer(data, np.uint8).reshape(len(rows), width)
+    bits = np.zeros((len(rows) if height is None else height, width), np.uint8)
+    flat = memoryview(bits.reshape(-1))
+    for i, row in enumerate(rows):   # (one copy of each row, no copy of the whole)
+        flat[i * width:(i + 1) * width] = row.to_bytes(width, "little")
+    return bits
 
 
 def unpacked(bits: np.ndarray, count: int) -> np.ndarray:
@@ -35,19 +41,37 @@ def as_rows(bits: np.ndarray) -> list:
 def make_symmetric(rows: list) -> None:
     """`regalloc._make_symmetric`: every row gains the registers whose rows name it."""
     count = len(rows)
-    bits = packed(rows)
+    width = (count + 7) // 8
+    bits = packed(rows, 8 * width)     # square: the rows padded to whole bytes
     # in place: a block's rows may already hold bits transposed from earlier blocks, but those
     # transpose back into bits that are already there, so the result is the same
     for start in range(0, count, _ROWS_AT_ONCE):
-        block = unpacked(bits[start:start + _ROWS_AT_ONCE], count)
-        columns = np.packbits(block.T, axis=1, bitorder="little")   # bits start.. of every row
-        bits[:, start // 8:start // 8 + columns.shape[1]] |= columns
-    rows[:] = as_rows(bits)
+        groups = bits[start:start + _ROWS_AT_ONCE].shape[0] // 8
+        bits[:, start // 8:start // 8 + groups] |= _transposed(bits[start:start + 8 * groups])
+    rows[:] = as_rows(bits[:count])
+
+
+def _transposed(block: np.ndarray) -> np.ndarray:
+    """The bit matrix `block` (8g rows, w bytes a row) transposed: 8w rows of g bytes. Each 8 x 8
+    square of bits (8 rows, one byte of each) is one 64-bit word, byte i from row i, and is
+    transposed within the word (bit 8i + j to bit 8j + i: Hacker's Delight, section 7-3)."""
+    groups, width = block.shape[0] // 8, block.shape[1]
+    words = np.ascontiguousarray(block.reshape(groups, 8, width).transpose(0, 2, 1))
+    x = words.view("<u8").reshape(groups, width)
+    for shift, mask in ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0)):
+        t = ((x ^ (x >> np.uint64(shift))) & np.uint64(mask))
+        x = x ^ t ^ (t << np.uint64(shift))
+    # byte j of the word of (group g, byte b) holds row 8b + j of the result, at its byte g
+    x = x.astype("<u8", copy=False).view(np.uint8).reshape(groups, width, 8)
+    return x.transpose(1, 2, 0).reshape(8 * width, groups)
 
 
 def rename_columns(rows: list, moved: list, to: list) -> None:
     """`regalloc._rename_rows`: in every row, register `moved[k]` (a number) becomes `to[k]`."""
     count = len(rows)
+    if len(moved) <= count // _FEW_MOVED:
+        _rename_few_columns(rows, moved, to)
+        return
     by_target = np.argsort(np.asarray(to), kind="stable")
     sources = np.asarray(moved)[by_target]
     targets, starts = np.unique(np.asarray(to)[by_target], return_index=True)
@@ -58,6 +82,18 @@ def rename_columns(rows: list, moved: list, to: list) -> None:
         block[:, sources] = False
         block[:, targets] |= merged
         bits[start:start + _ROWS_AT_ONCE] = np.packbits(block, axis=1, bitorder="little")
+    rows[:] = as_rows(bits)
+
+
+def _rename_few_columns(rows: list, moved: list, to: list) -> None:
+    """`rename_columns` one column at a time, on the packed bits: for a few columns, cheaper
+    than unpacking every row."""
+    bits = packed(rows)
+    columns = [(bits[:, m >> 3] >> np.uint8(m & 7)) & np.uint8(1) for m in moved]
+    for m in moved:
+        bits[:, m >> 3] &= np.uint8(0xFF ^ (1 << (m & 7)))
+    for column, target in zip(columns, to):
+        bits[:, target >> 3] |= column << np.uint8(target & 7)
     rows[:] = as_rows(bits)
 
 
