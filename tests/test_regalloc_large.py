@@ -171,5 +171,6 @@ def test_walks_given_the_packed_matrix(case, monkeypatch):
     bits = bitmatrix.packed(graph)
     order = regalloc._smallest_last(registers, graph, present)
     assert regalloc._smallest_last(registers, graph, present, bits) == order
-    assert regalloc._greedy(registers, graph, order, bits) == regalloc._greedy(registers, graph, order)
+    colours = regalloc._greedy(registers, graph, order)
+    assert regalloc._greedy(registers, graph, order, bits) == colours
     assert bitmatrix.as_rows(bits) == graph

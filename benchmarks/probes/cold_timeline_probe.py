@@ -26,7 +26,8 @@ import json, os, sys, threading, time
 T0 = time.perf_counter()
 events = []
 def mark(what):
-    events.append((round((time.perf_counter() - T0) * 1e3, 2), threading.current_thread().name, what))
+    at = round((time.perf_counter() - T0) * 1e3, 2)
+    events.append((at, threading.current_thread().name, what))
 gaps = []
 def sampler():
     last = time.perf_counter()

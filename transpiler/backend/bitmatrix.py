@@ -7,8 +7,9 @@ each step on ints as wide as the register count, so with thousands of registers 
 the cube of the count: matmul_tf32.py with 32 mma tiles a warp took 5 s to allocate. These are
 the same four steps over the graph as a matrix of packed bits, a row or a block of rows at a
 time in C, which is quadratic (the transpose that makes the graph symmetric works on 8 x 8
-squares of bits held in 64-bit words; a renaming of few columns moves them one by one). They give exactly what the loops give (tests compare them), so
-the PTX does not depend on which ran; `regalloc` uses them from `LARGE_GRAPH` registers up.
+squares of bits held in 64-bit words; a renaming of few columns moves them one by one). They
+give exactly what the loops give (tests compare them), so the PTX does not depend on which
+ran; `regalloc` uses them from `LARGE_GRAPH` registers up.
 """
 from __future__ import annotations
 
@@ -46,9 +47,12 @@ def make_symmetric(rows: list) -> None:
     # in place: a block's rows may already hold bits transposed from earlier blocks, but those
     # transpose back into bits that are already there, so the result is the same
     for start in range(0, count, _ROWS_AT_ONCE):
-        groups = bits[start:start + _ROWS_AT_ONCE].shape[0] // 8
+        groups = min(_ROWS_AT_ONCE, 8 * width - start) // 8
         bits[:, start // 8:start // 8 + groups] |= _transposed(bits[start:start + 8 * groups])
     rows[:] = as_rows(bits[:count])
+
+
+_TRANSPOSE_STEPS = ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0))
 
 
 def _transposed(block: np.ndarray) -> np.ndarray:
@@ -58,8 +62,8 @@ def _transposed(block: np.ndarray) -> np.ndarray:
     groups, width = block.shape[0] // 8, block.shape[1]
     words = np.ascontiguousarray(block.reshape(groups, 8, width).transpose(0, 2, 1))
     x = words.view("<u8").reshape(groups, width)
-    for shift, mask in ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0)):
-        t = ((x ^ (x >> np.uint64(shift))) & np.uint64(mask))
+    for shift, mask in _TRANSPOSE_STEPS:
+        t = (x ^ (x >> np.uint64(shift))) & np.uint64(mask)
         x = x ^ t ^ (t << np.uint64(shift))
     # byte j of the word of (group g, byte b) holds row 8b + j of the result, at its byte g
     x = x.astype("<u8", copy=False).view(np.uint8).reshape(groups, width, 8)
