@@ -118,7 +118,9 @@ def smallest_last(rows: list, present: list, bits: np.ndarray | None = None) -> 
         order.append(n)
         degree[n] = removed
         left[n] = False
-        degree[unpacked(bits[n], count) & left] -= 1
+        # (a subtraction of the mask, not `degree[mask] -= 1`: indexing by a scattered mask
+        # costs several times as much)
+        np.subtract(degree, unpacked(bits[n], count) & left, out=degree)
     order.reverse()
     return order
 
@@ -133,7 +135,8 @@ def greedy(rows: list, order: list, bits: np.ndarray | None = None) -> list:
     colours, highest = [], 0
     for n in order:
         # neighbours per colour 0..highest+1; highest+1 is free, so the first zero from 1 is
-        near = np.bincount(colour_of[unpacked(bits[n], count)], minlength=highest + 2)
+        # (`np.compress`, not `colour_of[mask]`: see smallest_last)
+        near = np.bincount(np.compress(unpacked(bits[n], count), colour_of), minlength=highest + 2)
         c = int(np.argmin(near[1:])) + 1
         colour_of[n] = c
         highest = max(highest, c)
