@@ -254,15 +254,20 @@ class Kernel:
                 "compiler": cache.compiler_fingerprint(), **specialisation}
 
     # --- calls ----------------------------------------------------------------------------
-    @_located_errors
     def __call__(self, *args, **kwargs):
-        key = _call_key(args, kwargs)
-        plan = self._plans.get(key) if key is not None else None
-        if plan is not None and plan.launched is not None and not self._interpreting():
-            # a call like one checked and launched before: its launch, without a `_Call`
-            given = (*args, *kwargs.values()) if kwargs else args
-            outs = plan.launched.run_eagerly([given[k] for k in plan.positions])
-            return tuple(outs) if plan.many_outputs else outs[0]
+        try:
+            key = _call_key(args, kwargs)
+            plan = self._plans.get(key)     # (no plan has the key None)
+            if plan is not None and plan.run is not None and not self._interpreting():
+                # a call like one checked and launched before: its jitted launch, straight
+                given = (*args, *kwargs.values()) if kwargs else args
+                outs = plan.run(*[given[k] for k in plan.operands])
+                return tuple(outs) if plan.many_outputs else outs[0]
+            return self._call(args, kwargs, key)
+        except CompileError as err:     # as `_located_errors`, without its frame on every call
+            raise _shown(err) from None
+
+    def _call(self, args, kwargs, key):
         call = self._prepared_call(args, kwargs, key)
         if 0 in call.grid:
             outs = self._outputs_without_launch(call)
@@ -279,8 +284,8 @@ class Kernel:
             outs, launched = launch_keeping(call.kernel, call.inputs, call.out_types, call.grid,
                                             call.block, self.input_output_aliases,
                                             respecialise=call.respecialise, owner=self._owner())
-            if call.plan is not None:
-                call.plan.launched = launched
+            if call.plan is not None and launched is not None:
+                call.plan.note_launched(launched)
         return tuple(outs) if call.many_outputs else outs[0]
 
     def _outputs_without_launch(self, call: "_Call") -> list:
@@ -828,6 +833,12 @@ class _CallPlan:
         self.many_outputs, self.respecialise, self.positions = (call.many_outputs,
                                                                 call.respecialise, positions)
         self.launched = None
+        self.run = self.operands = None   # `launched`'s jitted FFI call, the arguments it takes
+
+    def note_launched(self, launched) -> None:
+        self.launched = launched
+        self.operands = [self.positions[k] for k in launched.buffer_positions]
+        self.run = launched.runner()
 
 
 _PLANS_KEPT = 256    # call plans a kernel keeps (then it starts again)
@@ -838,7 +849,11 @@ def _call_key(args, kwargs) -> tuple | None:
     shape, dtype and weak type or a scalar's value; the keywords' names; JAX's 64-bit mode.
     None when an argument is anything else (a traced value, an object): it is prepared anew."""
     parts = []
-    for value in (*args, *kwargs.values()):
+    for value in (*args, *kwargs.values()) if kwargs else args:
+        kind = type(value)
+        if kind is _concrete_array_type:    # the common case, inline
+            parts.append((kind, value.shape, value.dtype, value.weak_type))
+            continue
         part = _argument_key(value)
         if part is None:
             return None
@@ -886,9 +901,19 @@ def _note_concrete_array_type(kind: type) -> None:
 
 
 def _x64() -> bool:
+    if _jax_config is None:
+        _note_jax_config()
+    return _jax_config.jax_enable_x64
+
+
+_jax_config = None     # jax.config, once imported (read at every call)
+
+
+def _note_jax_config() -> None:
+    global _jax_config
     import jax
 
-    return bool(jax.config.jax_enable_x64)
+    _jax_config = jax.config
 
 
 _OFF = ("", "0", "false", "no", "off")     # environment values that turn a setting off

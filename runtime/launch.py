@@ -118,6 +118,11 @@ class PreparedCall:
                 "vmap": VMAP_METHOD}, self.owner)
         return list(self._jitted(*operands))
 
+    def runner(self):
+        """After a `run_eagerly`: the jitted FFI call it made, which takes the operands
+        (`buffer_positions` of the arguments) and returns the outputs' list; else None."""
+        return self._jitted
+
     def _ffi_call(self, *operands) -> list:
         return ffi.call(self.key, list(operands), self.out_types, self.aliases, VMAP_METHOD)
 

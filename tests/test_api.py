@@ -1190,6 +1190,17 @@ def gpu_axpy(x: Array[f32], y: Array[f32], a: f32, out: Array[f32]):
         out[i] = a * x[i] + y[i]
 
 
+def _as_on_a_gpu(monkeypatch, prepare) -> None:
+    """Eager calls take the GPU's path, with `prepare` for the runtime's checked launch."""
+    from ptxpy.runtime import launch as launch_mod
+
+    monkeypatch.delenv("PTXPY_INTERPRET", raising=False)
+    monkeypatch.setattr(ptxpy.api, "_has_gpu", lambda: True)
+    monkeypatch.setattr(ptxpy.api, "_gpu_arch", lambda: "sm_90")
+    monkeypatch.setattr(launch_mod, "prepare", prepare)
+    monkeypatch.setattr(launch_mod, "_eager_calls", {})
+
+
 def test_a_repeated_eager_gpu_call_runs_the_launch_its_plan_checked(monkeypatch):
     """The runtime's checked launch (`PreparedCall`, a stand-in here: no GPU) is kept in the call
     plan: a call of the same kind runs it with its own arguments, without `launch`'s checks."""
@@ -1209,15 +1220,14 @@ def test_a_repeated_eager_gpu_call_runs_the_launch_its_plan_checked(monkeypatch)
         def bind(self, values):
             return self.run_eagerly(values)
 
+        def runner(self):    # the jitted FFI call: the buffers only (the scalar is the plan's)
+            return lambda x, y: self.run_eagerly([x, y, self.values[2]])
+
     def prepare(kernel, args, out_types, grid, block, aliases=None):
         checked.append(args[2])
         return Launch(kernel, args)
 
-    monkeypatch.delenv("PTXPY_INTERPRET", raising=False)
-    monkeypatch.setattr(ptxpy.api, "_has_gpu", lambda: True)
-    monkeypatch.setattr(ptxpy.api, "_gpu_arch", lambda: "sm_90")
-    monkeypatch.setattr(launch_mod, "prepare", prepare)
-    monkeypatch.setattr(launch_mod, "_eager_calls", {})
+    _as_on_a_gpu(monkeypatch, prepare)
     signatures = []
     eager_signature = launch_mod._eager_signature
     monkeypatch.setattr(launch_mod, "_eager_signature",
@@ -1235,6 +1245,51 @@ def test_a_repeated_eager_gpu_call_runs_the_launch_its_plan_checked(monkeypatch)
     gpu_axpy(x, y, 2.0)
     gpu_axpy(x, y, 2.0)      # NumPy arrays: launch checks every call (no runtime signature)
     assert checked == [2.0, 3.0, 2.0, 2.0]
+
+
+@ptxpy.jit(out_shape=lambda a, x: x, grid=lambda a, x: ptxpy.cdiv(x.shape[0], BLOCK),
+           block=BLOCK, interpret=False)
+def gpu_scale(a: f32, x: Array[f32], out: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        out[i] = a * x[i]
+
+
+def test_a_repeated_eager_call_passes_its_plans_jitted_call_the_buffers_only(monkeypatch):
+    """The runtime's own PreparedCall (its jitted FFI call a stand-in: no GPU): a repeated call
+    hands the jitted call the arrays among its arguments (scalar first, by keyword), in order."""
+    from ptxpy.runtime import executables, launch as launch_mod
+
+    made, given = [], []
+
+    def prepare(kernel, args, out_types, grid, block, aliases=None):
+        positions = [k for k, v in enumerate(args) if isinstance(v, jax.Array)]
+        return launch_mod.PreparedCall(kernel, None, list(args), positions, out_types, {})
+
+    def eager_runner(fn, operands, key_parts, owner=None):
+        made.append(len(operands))
+        scale = {1: 2.0, 2: 3.0}[len(made)]     # the plan's scalar (the prepared values hold it)
+        return lambda x: given.append(x) or [scale * x]
+
+    _as_on_a_gpu(monkeypatch, prepare)
+    monkeypatch.setattr(executables, "eager_runner", eager_runner)
+    monkeypatch.setattr(gpu_scale, "_plans", {})
+    prepared_calls = []
+    prepared_call = gpu_scale._prepared_call
+    monkeypatch.setattr(gpu_scale, "_prepared_call",
+                        lambda *args: prepared_calls.append(args) or prepared_call(*args))
+    x, y = (jnp.asarray(v) for v in data())
+    calls = [((2.0, x), {}), ((2.0, y), {}), ((3.0,), {"x": x}), ((3.0,), {"x": y}),
+             ((2.0, x), {})]
+    for args, kwargs in calls:
+        array = kwargs.get("x", args[-1])
+        np.testing.assert_allclose(np.asarray(gpu_scale(*args, **kwargs)),
+                                   args[0] * np.asarray(array), rtol=1e-6)
+    assert made == [1, 1]     # one jitted call per kind of call: (2.0, array), (3.0, x=array)
+    assert len(prepared_calls) == 2     # the repeated calls go straight to it
+    assert [id(v) for v in given] == [id(x), id(y), id(x), id(y), id(x)]
+    plan = next(iter(gpu_scale._plans.values()))
+    assert plan.operands == [1] and plan.run is plan.launched.runner()
 
 
 def test_a_call_under_jit_is_prepared_at_each_trace():
