@@ -382,6 +382,16 @@ ALLOWED = ("a compile-time constant, or known at launch: built from ptxpy.block_
     ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array(len(x) - 10**12, f32)\n",
      "kernels.py:6:37: error: 1000000000000 is past the 32-bit integers the kernel computes a "
      "shape known at launch in"),
+    # a constant tuple inside the shape is no extent known at launch (a fuzz find: it was read
+    # as a launch formula)
+    ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array(((1, 2),), f32)\n",
+     "kernels.py:6:29: error: the shape of ptxpy.shared_array must be a positive int or a tuple of "
+     "1 to 4 positive ints, got ((1, 2),)"),
+    ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array((4, (2, 3)), f32)\n",
+     "kernels.py:6:29: error: the shape of ptxpy.shared_array must be a positive int or a tuple of "
+     "1 to 4 positive ints, got (4, (2, 3))"),
+    ("@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array((len(x), (2, 3)), f32)\n",
+     "kernels.py:6:38: error: an extent of ptxpy.shared_array must be an int, got (2, 3)"),
 ])
 def test_errors(body, message):
     assert compile_error(body) == message

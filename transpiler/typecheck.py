@@ -47,9 +47,9 @@ UNSUPPORTED_STATEMENTS = {
 }
 
 
-def _shown(shape) -> str:
+def _shown(shape, at_launch: bool) -> str:
     """A shape as the message shows it (extents known at launch as written)."""
-    if not isinstance(shape, tuple) or not any(map(is_formula, shape)):
+    if not at_launch or not isinstance(shape, tuple) or not any(map(is_formula, shape)):
         return repr(shape)
     return "(" + ", ".join(describe(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
@@ -627,17 +627,20 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         space = "shared" if self.qualname(call.func) == "ptxpy.shared_array" else "local"
         label = f"ptxpy.{space}_array"
         shape_node, dtype_node = self.args(call, label, 2, keywords=("shape", "dtype"))
+        at_launch = False
         try:
             shape = self.const_value(shape_node, f"the shape of {label}", shape=True)
         except CompileError:
             if space != "shared":
                 raise
             shape = self.launch_shape(shape_node, label)   # sized at launch (launch_shape.py)
+            at_launch = True
         shape = shape if isinstance(shape, tuple) else (shape,)
-        if not 1 <= len(shape) <= 4 or not all(is_formula(n) or (
+        # (a formula is a tuple: only the launch-sized path makes one, never a constant)
+        if not 1 <= len(shape) <= 4 or not all((at_launch and is_formula(n)) or (
                 isinstance(n, int) and not isinstance(n, bool) and n > 0) for n in shape):
             raise self.error(f"the shape of {label} must be a positive int or a tuple of 1 to 4 "
-                             f"positive ints, got {_shown(shape)}", shape_node)
+                             f"positive ints, got {_shown(shape, at_launch)}", shape_node)
         elem = scalar_named(self.qualname(dtype_node))
         if elem is None:
             raise self.error(f"the dtype of {label} must be a ptxpy scalar type such as f32, got "
