@@ -1,9 +1,9 @@
 #!/bin/bash
 # Planned in session 58 (no card was lent then): an eager call's Python before and after the
 # fast path that calls the plan's jitted FFI call straight (eager_split_probe.py, alternated:
-# new, old, new, old), then the whole GPU suite. Results under $OUT. The old files are not in
-# the repository: make them first (the commit before the change); if git ignores the folder,
-# name it in the device call's carry beside .whl:
+# new, old, new, old), then the whole GPU suite and launch.py's eager rows. Results under
+# $OUT. The old files are not in the repository: make them first (the commit before the
+# change); if git ignores the folder, name it in the device call's carry beside .whl:
 #   mkdir -p benchmarks/probes/ab_old
 #   git show 6bed69b:ptxpy/api.py > benchmarks/probes/ab_old/api.py
 #   git show 6bed69b:runtime/launch.py > benchmarks/probes/ab_old/launch.py
@@ -19,3 +19,4 @@ for round in 1 2; do
 done
 use_new
 step gpu_tests 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/
+step launch_eager 90 python3 benchmarks/launch.py --only eager
