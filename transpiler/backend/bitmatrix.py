@@ -114,7 +114,7 @@ def smallest_last(rows: list, present: list, bits: np.ndarray | None = None) -> 
     left[present] = True
     order = []
     for _ in range(len(present)):
-        n = int(np.argmin(degree))    # the first of the smallest: the lowest number
+        n = int(degree.argmin())    # the first of the smallest: the lowest number
         order.append(n)
         degree[n] = removed
         left[n] = False
@@ -137,7 +137,7 @@ def greedy(rows: list, order: list, bits: np.ndarray | None = None) -> list:
         # neighbours per colour 0..highest+1; highest+1 is free, so the first zero from 1 is
         # (`np.compress`, not `colour_of[mask]`: see smallest_last)
         near = np.bincount(np.compress(unpacked(bits[n], count), colour_of), minlength=highest + 2)
-        c = int(np.argmin(near[1:])) + 1
+        c = int(near[1:].argmin()) + 1
         colour_of[n] = c
         highest = max(highest, c)
         colours.append(c)
