@@ -135,8 +135,9 @@ def greedy(rows: list, order: list, bits: np.ndarray | None = None) -> list:
     colours, highest = [], 0
     for n in order:
         # neighbours per colour 0..highest+1; highest+1 is free, so the first zero from 1 is
-        # (`np.compress`, not `colour_of[mask]`: see smallest_last)
-        near = np.bincount(np.compress(unpacked(bits[n], count), colour_of), minlength=highest + 2)
+        # (compress, not `colour_of[mask]`: see smallest_last; the method skips np.compress's
+        # Python wrapper)
+        near = np.bincount(colour_of.compress(unpacked(bits[n], count)), minlength=highest + 2)
         c = int(near[1:].argmin()) + 1
         colour_of[n] = c
         highest = max(highest, c)
