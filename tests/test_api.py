@@ -674,6 +674,33 @@ def test_an_array_of_2_31_elements_or_more_on_the_gpu():
     assert np.asarray(jax.jit(pick)(a, 65535, 32768)).tolist() == [7, 9]
 
 
+@ptxpy.jit(out_shape=lambda a, x, y: [x, x], grid=lambda a, x, y: ptxpy.cdiv(x.shape[0], 128),
+           block=128)
+def scaled_and_sum(a: f32, x: Array[f32], y: Array[f32], scaled: Array[f32], total: Array[f32]):
+    i = ptxpy.global_id(0)
+    if i < x.shape[0]:
+        scaled[i] = a * x[i]
+        total[i] = x[i] + y[i]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not any(d.platform == "gpu" for d in jax.devices()), reason="no CUDA GPU")
+def test_repeated_eager_calls_run_their_plans_launch_with_their_own_arrays_on_the_gpu():
+    """A repeated eager call goes straight to its plan's jitted FFI call (`_CallPlan.run`): each
+    call's own arrays, in order, whether passed by position or keyword."""
+    rng = np.random.default_rng(7)
+    arrays = [jnp.asarray(rng.standard_normal(1000).astype(np.float32)) for _ in range(3)]
+    calls = [((2.0, arrays[0], arrays[1]), {}), ((2.0, arrays[1], arrays[2]), {}),
+             ((2.0,), {"x": arrays[2], "y": arrays[0]}), ((2.0,), {"x": arrays[0], "y": arrays[2]}),
+             ((-0.5, arrays[1], arrays[0]), {}), ((2.0, arrays[2], arrays[0]), {})]
+    for args, kwargs in calls:
+        a, x, y = (*args, kwargs.get("x"), kwargs.get("y")) if kwargs else args
+        scaled, total = scaled_and_sum(*args, **kwargs)
+        np.testing.assert_allclose(np.asarray(scaled), a * np.asarray(x), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(total), np.asarray(x) + np.asarray(y), rtol=1e-6)
+    assert all(plan.run is not None for plan in scaled_and_sum._plans.values())
+
+
 @ptxpy.jit(out_shape=lambda x: [x, x], grid=1, block=lambda x: x.shape[0])
 def warp_totals(x: Array[f32], s: Array[f32], m: Array[f32]):
     i = ptxpy.thread_idx.x
