@@ -1,5 +1,5 @@
 #!/bin/bash
-# Planned in session 58 (no card was lent then): an eager call's Python before and after the
+# Session 58's card run (BENCHMARKS.md, session 58): an eager call's Python before and after the
 # fast path that calls the plan's jitted FFI call straight (eager_split_probe.py, alternated:
 # new, old, the whole GPU suite, old, new), then launch.py's eager rows. Results under
 # $OUT. The old files are not in the repository: make them first (the commit before the
