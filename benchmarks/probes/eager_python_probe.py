@@ -1,6 +1,6 @@
 """The Python of a repeated eager `@ptxpy.jit` call, on the CPU: everything from the call to the
-jitted FFI call, which a stand-in for the runtime's checked launch (`PreparedCall`) replaces
-(so no GPU is needed, and JAX's own dispatch is left out). The kernel is benchmarks/launch.py's
+jitted FFI call: the runtime's own checked launch (`PreparedCall`) runs, with a stand-in for
+its jitted FFI call (so no GPU is needed, and JAX's own dispatch is left out). The kernel is benchmarks/launch.py's
 `x + 1` on 1024 f32, compiled for sm_90.
 
     JAX_PLATFORMS=cpu python benchmarks/probes/eager_python_probe.py [--calls 20000] [--profile]
