@@ -48,9 +48,12 @@ def transpile(source: str, filename: str = "<string>", arch: str = "sm_90", defi
         cluster = driver.cluster_dims(cluster)
     except ValueError as err:
         raise ValueError(f"transpile: {err}") from None
-    return driver.transpile(source, filename, arch, defines, fast_math, debug,
-                            max_registers=max_registers, launch_bounds=launch_bounds,
-                            cluster=cluster)
+    try:
+        return driver.transpile(source, filename, arch, defines, fast_math, debug,
+                                max_registers=max_registers, launch_bounds=launch_bounds,
+                                cluster=cluster)
+    except CompileError as err:
+        raise _shown(err) from None
 
 
 def _check_function(fn, decorator: str) -> None:
@@ -254,6 +257,13 @@ class Kernel:
                 "compiler": cache.compiler_fingerprint(), **specialisation}
 
     # --- calls ----------------------------------------------------------------------------
+    def __getitem__(self, launch):
+        """Numba's and Triton's launch, `kernel[grid, block](...)`: not ptxpy's; say what is."""
+        raise TypeError(f"{self.__name__}: a ptxpy kernel is not launched as "
+                        f"{self.__name__}[grid, block](...); give grid= and block= to @ptxpy.jit "
+                        f"(numbers, or functions of the call's inputs) and call "
+                        f"{self.__name__}(inputs...), which returns the outputs")
+
     def __call__(self, *args, **kwargs):
         try:
             key = _call_key(args, kwargs)
@@ -385,15 +395,21 @@ class Kernel:
     def _computed_out_types(self, args, kwargs) -> tuple[list, bool]:
         spec = self._computed("out_shape", self.out_shape, args, kwargs)
         try:
-            return _out_types(spec, self.__name__, callable(self.out_shape))
+            out_types, many = _out_types(spec, self.__name__, callable(self.out_shape))
         except TypeError as err:    # what its function returned may come of a refused argument
             if callable(self.out_shape):
                 self._raise_argument_error(self.out_shape, args, kwargs, err)
             raise
+        n_arrays = sum(isinstance(p.type, ArrayType) for p in self.params)
+        if len(out_types) > n_arrays and callable(self.out_shape):
+            # more outputs than array parameters: its function returned a refused argument
+            # (`lambda x: x` given a list of NumPy scalars), whose error comes first
+            self._raise_argument_error(self.out_shape, args, kwargs, None)
+        return out_types, many
 
     def _computed(self, what: str, spec, args, kwargs):
         """out_shape, grid or block for this call: the value, or what its function returns."""
-        _required(spec, what)
+        _required(spec, what, self.__name__)
         if not callable(spec):
             return spec
         try:
@@ -427,9 +443,9 @@ class Kernel:
                 raise refused from None
 
     def _raise_if_out_shape_leaves_out_inputs(self, fn, args, kwargs, n_arrays: int) -> None:
-        """out_shape's function, whose parameters are the kernel's inputs but for its `Const`s
-        (`lambda x: x`), cannot take a call that binds as the kernel's inputs: say so, rather
-        than read its arity as the number of outputs."""
+        """out_shape's function, whose parameters are some of the kernel's inputs, in order, with
+        others left out (often its `Const`s: `lambda x: x`), cannot take a call that binds as the
+        kernel's inputs: say so, rather than read its arity as the number of outputs."""
         given = len(args) + len(kwargs)
         n_outputs = len(self.params) - given
         if _accepts(fn, args, kwargs) or not 1 <= n_outputs <= n_arrays:
@@ -441,12 +457,16 @@ class Kernel:
         except (TypeError, ValueError):
             return
         inputs = self._inputs(n_outputs)
-        if takes != [p.name for p in inputs if not isinstance(p.type, ConstType)]:
-            return      # (named as the inputs but for the Consts: else the call may be wrong)
+        if not _is_subsequence(takes, [p.name for p in inputs]):
+            return      # (named as some of the inputs: else the call may be wrong)
+        if any(takes == [p.name for p in self._inputs(m)] for m in self._output_counts_like(fn)):
+            return      # named as the inputs of its arity's reading: the call passes too many
+        consts_left_out = any(isinstance(p.type, ConstType) and p.name not in takes for p in inputs)
         takes, inputs = ", ".join(takes), ", ".join(p.name for p in inputs)
         raise TypeError(f"{self.__name__}: out_shape's function takes ({takes}) but the call passes "
-                        f"{given} inputs ({inputs}); give it one parameter per input, Const "
-                        f"parameters included: lambda {inputs}: ...") from None
+                        f"{given} inputs ({inputs}); give it one parameter per input"
+                        f"{', Const parameters included' if consts_left_out else ''}: "
+                        f"lambda {inputs}: ...") from None
 
     def _output_count_like(self, fn) -> int:
         """The number of outputs that leaves the kernel as many inputs as `fn` has parameters;
@@ -596,7 +616,8 @@ class Kernel:
                                 f"ShapeDtypeStruct (for shapes, {self.__name__}.transpile(...) "
                                 "gives the PTX)")
             if _scalar_type_of(dtype) != expected.elem:
-                raise TypeError(f"{self.__name__}: argument '{name}' must have dtype {expected.elem}, got {dtype}")
+                raise TypeError(f"{self.__name__}: argument '{name}' must have dtype {expected.elem}, "
+                                f"got {dtype}{_x64_hint(expected.elem, dtype)}")
             if not getattr(dtype, "isnative", True):
                 raise TypeError(f"{self.__name__}: argument '{name}' has dtype '{dtype.str}', in "
                                 "big-endian byte order, which JAX does not take: convert it with "
@@ -900,6 +921,18 @@ def _note_concrete_array_type(kind: type) -> None:
             _concrete_array_type = kind
 
 
+def _x64_hint(expected, got) -> str:
+    """Why a 64-bit parameter got its 32-bit kind: JAX's 64-bit mode is off (under jax.jit,
+    JAX has made the caller's float64 array float32 before the kernel sees it)."""
+    if expected.bits != 64 or getattr(got, "itemsize", 0) != 4 or _x64():
+        return ""
+    kind = {"f": "float", "i": "int", "u": "uint"}.get(getattr(got, "kind", ""))
+    if kind is None or str(expected) != f"{kind[0]}64":
+        return ""
+    return (f" (if it was {kind}64: JAX's 64-bit mode is off, and JAX holds {kind}64 values as "
+            f"{got}; jax.config.update('jax_enable_x64', True) turns it on)")
+
+
 def _x64() -> bool:
     if _jax_config is None:
         _note_jax_config()
@@ -972,6 +1005,12 @@ def _aliases(value, kernel: str) -> dict[int, int]:
     return dict(indices)
 
 
+def _is_subsequence(names: list, of: list) -> bool:
+    """`names` is `of` with some entries left out, in the same order."""
+    rest = iter(of)
+    return len(names) < len(of) and all(name in rest for name in names)
+
+
 def _accepts(fn, args, kwargs) -> bool:
     """Whether `fn`'s signature takes these arguments (True when it cannot be read)."""
     try:
@@ -985,9 +1024,10 @@ def _accepts(fn, args, kwargs) -> bool:
     return True
 
 
-def _required(spec, what: str):
+def _required(spec, what: str, kernel: str):
     if spec is None:
-        raise TypeError(f"@ptxpy.jit needs {what}= to run or specialise a kernel")
+        raise TypeError(f"{kernel}: @ptxpy.jit needs {what}= to run or specialise a kernel: "
+                        f"@ptxpy.jit({what}=...)")
     return spec
 
 

@@ -4706,8 +4706,8 @@ class _Batch:
         if exited:     # they were live when this lane arrived
             first = (exited & -exited).bit_length() - 1
             why = (f"lane {first} of the warp, named in the member mask, has exited (a `return` "
-                   f"before the call?) instead of executing it with this lane; every lane of the "
-                   f"warp must make a warp call together")
+                   f"before the call, or a branch that skipped it) instead of executing it with "
+                   f"this lane; every lane of the warp must make a warp call together")
         else:
             why = "lanes named in the member mask are live but never execute it with this lane"
         raise SimulatorError(f"{op.where}: `{op.ins.text}`: {why}; {self.describe(lane)}")

@@ -211,6 +211,8 @@ def test_failing_out_shape_function_names_the_argument_problem():
         saxpy(None, y, 1.0)
     with pytest.raises(TypeError, match="saxpy: argument 'x' must be an array, got list"):
         saxpy([1.0, 2.0], y, 1.0)
+    with pytest.raises(TypeError, match="saxpy: argument 'x' must be an array, got list"):
+        saxpy(list(x), y, 1.0)    # NumPy scalars: out_shape's `x` reads as many outputs
     with pytest.raises(TypeError, match="saxpy: argument 'y' must be an array, got float"):
         saxpy(x, 2.0, 1.0)
     with pytest.raises(TypeError, match="divided: out_shape could not be computed for this call: "
@@ -312,6 +314,11 @@ def test_compile_errors_from_a_call_carry_no_compiler_frames(tmp_path, monkeypat
     monkeypatch.delenv("PTXPY_TRACEBACK", raising=False)
     with pytest.raises(CompileError) as info:
         module.k.ptx(np.zeros(4, np.float32))
+    assert str(info.value).startswith(f"{path}:6:21: error: name 'undefined_name' is not defined")
+    frames = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
+    assert not any("transpiler" in f for f in frames), frames
+    with pytest.raises(CompileError) as info:     # ptxpy.transpile likewise
+        ptxpy.transpile(path.read_text(), str(path))
     assert str(info.value).startswith(f"{path}:6:21: error: name 'undefined_name' is not defined")
     frames = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
     assert not any("transpiler" in f for f in frames), frames
@@ -589,6 +596,31 @@ def times_k(x: Array[f32], out: Array[f32], K: Const[int]):
         out[i] = x[i] * K
 
 
+@ptxpy.jit
+def bare(x: Array[f32], out: Array[f32]):
+    out[0] = x[0]
+
+
+def test_a_kernel_without_out_shape_grid_or_block_names_itself_and_the_option():
+    x = np.ones(4, np.float32)
+    for call in (lambda: bare(x), lambda: bare.ptx(x)):
+        with pytest.raises(TypeError, match=r"^bare: @ptxpy\.jit needs out_shape= to run or "
+                                            r"specialise a kernel: @ptxpy\.jit\(out_shape=\.\.\.\)$"):
+            call()
+    no_grid = ptxpy.jit(bare.fn, out_shape=lambda x: x, interpret=True)
+    with pytest.raises(TypeError, match=r"^bare: @ptxpy\.jit needs grid= to run"):
+        no_grid(x)
+
+
+def test_a_numba_style_launch_says_how_ptxpy_launches():
+    x, y = data(8)
+    with pytest.raises(TypeError, match=r"^saxpy: a ptxpy kernel is not launched as "
+                                        r"saxpy\[grid, block\]\(\.\.\.\); give grid= and block= to "
+                                        r"@ptxpy\.jit .* and call saxpy\(inputs\.\.\.\), which "
+                                        r"returns the outputs$"):
+        saxpy[1, BLOCK](x, y, 2.0)
+
+
 def test_wrong_argument_count_is_the_kernels_own_type_error():
     x, y = data(8)
     with pytest.raises(TypeError, match=r"^saxpy\(\) takes 3 arguments \(x, y, a\) but 4 were "
@@ -748,6 +780,11 @@ def test_a_64_bit_array_needs_jax_enable_x64():
     with pytest.raises(TypeError, match=r"kernel 'negate64', parameter 'x': an array of f64 needs "
                                         r"jax.config.update\('jax_enable_x64', True\)"):
         negate64(x)
+    # under jax.jit JAX has made it float32 before the kernel sees it: the dtype error says why
+    with pytest.raises(TypeError, match=r"^negate64: argument 'x' must have dtype f64, got float32 "
+                                        r"\(if it was float64: JAX's 64-bit mode is off, and JAX "
+                                        r"holds float64 values as float32; jax.config.update"):
+        jax.jit(negate64)(x)
     with jax.enable_x64(True):
         np.testing.assert_array_equal(np.asarray(negate64(x)), -x)
 
@@ -1116,6 +1153,21 @@ def test_an_out_shape_function_that_leaves_out_a_const_is_named():
     assert str(info.value) == ("scaled_by_const: out_shape's function takes (x) but the call "
                                "passes 2 inputs (x, K); give it one parameter per input, Const "
                                "parameters included: lambda x, K: ...")
+
+
+@ptxpy.jit(out_shape=lambda x: np.zeros(2, np.int32), grid=1, block=1, interpret=True)
+def count_above(x: Array[f32, 2], threshold: f32, out: Array[i32]):
+    out[0] = i32(x[0, 0] > threshold)
+
+
+def test_an_out_shape_function_that_leaves_out_a_scalar_input_is_named():
+    """Not read as a kernel of two outputs (its arity would say so), whose error would call
+    the input x an output."""
+    with pytest.raises(TypeError) as info:
+        count_above(np.ones((2, 2), np.float32), np.float32(0.5))
+    assert str(info.value) == ("count_above: out_shape's function takes (x) but the call passes 2 "
+                               "inputs (x, threshold); give it one parameter per input: "
+                               "lambda x, threshold: ...")
 
 
 _GRID_CALLS = []

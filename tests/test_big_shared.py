@@ -82,15 +82,18 @@ def test_each_target_has_its_own_limit():
             compile_source(source, "reverse_big", arch=arch)
     source = REVERSE.format(n=43008, pad=256)           # 168 KB + 3 KB: sm_90 only
     compile_source(source, "reverse_big", arch="sm_90")
-    with pytest.raises(CompileError, match=r"sm_80 gives a block at most 166912 \(163 KB\)"):
+    with pytest.raises(CompileError, match=r"sm_80 gives a block at most 166912 \(163 KB\)") as info:
         compile_source(source, "reverse_big", arch="sm_80")
+    # located at the declaration that goes past the target's limit (the kernel's own tile)
+    assert str(info.value).splitlines()[1] == "    tile = ptxpy.shared_array(N, f32)"
 
 
 def test_past_every_target_s_limit_is_an_error_at_the_declaration():
     source = REVERSE.format(n=60000, pad=256)
     with pytest.raises(CompileError) as info:
         compile_source(source, "reverse_big")
-    assert "shared arrays take 240000 bytes; the limit is 232448" in str(info.value)
+    assert ("shared arrays take 240000 bytes; no target gives a block more than 232448 (227 KB, "
+            "sm_90)") in str(info.value)
     assert "tile = ptxpy.shared_array(N, f32)" in str(info.value)
 
 

@@ -445,6 +445,32 @@ CASES = [
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    ptxpy.__syncthreads()\n',
      "kernels.py:6:5: error: ptxpy has no attribute '__syncthreads'; CUDA's __syncthreads is "
      "ptxpy.syncthreads"),
+    ('typo_in_a_compile_time_constant',
+     'BLOCK = 4\n@ptxpy.jit\ndef k(x: Array[f32]):\n    for j in ptxpy.static_range(BLOK):\n'
+     '        x[j] = 1.0\n',
+     "kernels.py:7:33: error: name 'BLOK' is not defined; did you mean BLOCK?"),
+    ('typo_in_a_ptxpy_constant',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    r = ptxpy.local_array(ptxpy.WARPSIZE, f32)\n'
+     '    x[0] = r[0]\n',
+     "kernels.py:6:27: error: ptxpy has no attribute 'WARPSIZE'; did you mean ptxpy.WARP_SIZE?"),
+    ('unpack_a_scalar',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    a, b = i32(3)\n',
+     "kernels.py:6:12: error: cannot unpack an i32 value into 2 variables"),
+    ('numba_grid',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[ptxpy.grid(1)] = 1.0\n',
+     "kernels.py:6:7: error: ptxpy has no attribute 'grid'; Numba's cuda.grid(1) is "
+     "ptxpy.global_id(0) (cuda.grid(2): ptxpy.global_id(0), ptxpy.global_id(1))"),
+    ('numba_atomic',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    ptxpy.atomic.max(x, 0, 1.0)\n',
+     "kernels.py:6:5: error: ptxpy has no attribute 'atomic'; Numba's cuda.atomic.max is "
+     "ptxpy.atomic_max"),
+    ('numba_shared_array',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared.array(32, f32)\n',
+     "kernels.py:6:9: error: ptxpy has no attribute 'shared'; Numba's cuda.shared.array(shape, "
+     "dtype) is ptxpy.shared_array(shape, dtype)"),
+    ('numpy_dtype_name',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = ptxpy.float32(ptxpy.WARP_SIZE)\n',
+     "kernels.py:6:12: error: ptxpy has no attribute 'float32'; ptxpy's float32 is ptxpy.f32"),
     ('cuda_name_not_imported',
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    x[0] = blockDim.x\n',
      "kernels.py:6:12: error: name 'blockDim' is not defined; CUDA's blockDim is ptxpy.block_dim"),
@@ -887,6 +913,10 @@ def test_a_variable_that_may_be_unassigned_where_it_is_read_is_a_warning(body, n
     "    for i in range(n):\n        v = x[i]\n        out[i] = v",
     "    if t > 0:\n        return\n    y = x[t]\n    out[t] = y",
     "    acc = 0.0\n    while n > 0:\n        acc += x[n]\n        n -= 1\n    out[t] = acc",
+    # a range of constant bounds that is not empty assigns its variable on every path
+    "    for i in range(3):\n        pass\n    out[t] = f32(i)",
+    "    for i in range(8, 0, -3):\n        if x[i] > 0.0:\n            break\n    out[t] = f32(i)",
+    "    for i in range(4):\n        i += 10\n    out[t] = f32(i)",
 ])
 def test_a_variable_assigned_on_every_path_gives_no_warning(body, tmp_path, capsys):
     from ptxpy.cli import main
@@ -895,6 +925,21 @@ def test_a_variable_assigned_on_every_path_gives_no_warning(body, tmp_path, caps
     path.write_text(HEADER + MAYBE_UNASSIGNED.format(body=body))
     assert main(["transpile", str(path), "-o", str(tmp_path)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_the_variable_of_an_empty_static_range_read_after_it_is_an_error():
+    """`ptxpy.static_range(0)` never assigns its variable, as a dead `if False:` branch never
+    does: reading it after the loop is the same error; a variable assigned before keeps its value."""
+    body = "    for q in ptxpy.static_range({}):\n        pass\n    out[t] = f32(q)"
+    err = compile_error(HEADER + MAYBE_UNASSIGNED.format(body=body.format(0)))
+    assert err.message == "local variable 'q' is used before it is assigned"
+    assert err.loc == (10, 17)
+    source = HEADER + MAYBE_UNASSIGNED.format(body="    q = 5\n" + body.format("2, 2"))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")     # q is assigned on every path: no warning either
+        ptx = driver.transpile(source, "kernels.py", kernels=["k"])["k"]
+    assert "0f40A00000" in ptx             # f32(q) is 5.0
 
 
 EXPONENTIAL_CALLS = "".join(f"""
@@ -964,6 +1009,23 @@ def test_constant_indices_that_cannot_be_right_are_warnings(body, lines, message
     with pytest.warns(SourceWarning) as seen:
         ptxpy.transpile(source, "kernels.py")
     assert [(str(w.message), w.lineno) for w in seen] == [(message, line) for line in lines]
+
+
+def test_warnings_come_in_source_order_with_the_caret_at_the_access(tmp_path, capsys):
+    """Made by different stages (the SSA builder's vector access and out-of-bounds index, its
+    unassigned read), printed by line; a misaligned vector access is marked at its start."""
+    from ptxpy.cli import main
+
+    path = tmp_path / "warned.py"
+    path.write_text(HEADER + "@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n"
+                    "    r = ptxpy.local_array(4, f32)\n    t = ptxpy.thread_idx.x\n"
+                    "    if t > 3:\n        y = 1.0\n    a, b, c, d = x[2:6]\n"
+                    "    out[t] = r[10] + y + a + b + c + d\n")
+    assert main(["transpile", str(path), "-o", str(tmp_path)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    firsts = [line.split(": warning: ")[0].split(":", 1)[1] for line in err if ": warning: " in line]
+    assert firsts == ["10:20", "11:14", "11:22"]   # x[2:6]'s start; r[10]; y
+    assert err[2] == " " * 19 + "^"
 
 
 def test_in_bounds_constant_indices_and_aligned_vectors_give_no_warning():

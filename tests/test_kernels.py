@@ -300,6 +300,51 @@ def aug(x: Array[i32], out: Array[i32]):
     np.testing.assert_array_equal(out, v + 100)
 
 
+
+def test_augmented_assignment_evaluates_an_elements_index_once():
+    """`out[f()] op= v` calls `f()` once, as Python does: the load and the store use one index
+    (an atomic counter here, so a second evaluation would move both the counter and the store)."""
+    source = src("""
+@ptxpy.func
+def take(c: Array[i32]) -> i32:
+    return ptxpy.atomic_add(c, 0, 1)
+
+@ptxpy.jit
+def aug(c: Array[i32], out: Array[f32], grid: Array[f32, 2]):
+    out[ptxpy.atomic_add(c, 0, 1)] += 1.0
+    out[take(c) + 1] *= 4.0
+    grid[1, ptxpy.atomic_add(c, 1, 2)] -= 0.5
+""")
+    out = np.array([10, 20, 30, 40], np.float32)
+    grid = np.arange(8, dtype=np.float32).reshape(2, 4)
+    c, got, got_grid = run(source, "aug", [Out(2, np.int32, np.zeros(2, np.int32)), Out(4, np.float32, out),
+                                           Out((2, 4), np.float32, grid)], grid=1, block=1)
+    np.testing.assert_array_equal(c, [2, 2])
+    np.testing.assert_array_equal(got, [11, 20, 120, 40])   # out[0] += 1; out[1 + 1] *= 4
+    expected = grid.copy()
+    expected[1, 0] -= 0.5
+    np.testing.assert_array_equal(got_grid, expected)
+
+def test_divmod_and_frexp_evaluate_their_operand_once():
+    """`divmod(f(), b)` and `math.frexp(f())` call `f()` once, as Python does: both items come
+    from one value (eight threads each take one ticket of the counters)."""
+    source = src("""
+@ptxpy.jit
+def split(c: Array[i32], fc: Array[f32], qr: Array[i32], back: Array[f32]):
+    t = ptxpy.thread_idx.x
+    q, r = divmod(ptxpy.atomic_add(c, 0, 1), 3)
+    qr[t] = q * 3 + r
+    m, e = math.frexp(ptxpy.atomic_add(fc, 0, 1.0))
+    back[t] = math.ldexp(m, e)
+""")
+    c, fc, qr, back = run(source, "split", [Out(1, np.int32, np.zeros(1, np.int32)),
+                                            Out(1, np.float32, np.zeros(1, np.float32)),
+                                            Out(8, np.int32), Out(8, np.float32)], grid=1, block=8)
+    assert c[0] == 8 and fc[0] == 8.0
+    np.testing.assert_array_equal(np.sort(qr), np.arange(8))
+    np.testing.assert_array_equal(np.sort(back), np.arange(8, dtype=np.float32))
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.int16])
 def test_floor_division_and_modulo_on_negative_ints(dtype):
     t = {np.int32: "i32", np.int64: "i64", np.int8: "i8", np.int16: "i16"}[dtype]

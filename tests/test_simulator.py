@@ -725,8 +725,32 @@ def k(x: Array[f32], out: Array[f32]):
 """, "k")
     x = np.ones(40, np.float32)
     with pytest.raises(SimulatorError, match=r"^kernels\.py:10: `shfl\.sync\.bfly.*`: lane 8 of the "
-                       r"warp, named in the member mask, has exited \(a `return` before the call\?\)"):
+                       r"warp, named in the member mask, has exited \(a `return` before the call, or a branch that skipped it\)"):
         run_kernel(kernel.ptx, "k", grid=1, block=64, args=[x, 40, np.zeros(40, np.float32), 40])
+
+
+def test_a_warp_function_in_a_branch_that_some_lanes_skip_names_a_lane_that_left():
+    """Lane 16 skips the branch and reaches the kernel's end: it has exited by the time lane 0
+    waits for it at the shuffle, with no `return` in the kernel."""
+    from kernel_harness import compile_source
+
+    kernel = compile_source("""
+import ptxpy
+from ptxpy import Array, f32
+
+@ptxpy.jit
+def k(x: Array[f32], out: Array[f32]):
+    t = ptxpy.thread_idx.x
+    v = x[t]
+    if t < 16:
+        v = ptxpy.shfl_xor_sync(v, 1)
+    out[t] = v
+""", "k")
+    x = np.ones(32, np.float32)
+    with pytest.raises(SimulatorError, match=r"^kernels\.py:10: `shfl\.sync\.bfly.*`: lane 16 of the "
+                       r"warp, named in the member mask, has exited \(a `return` before the call, or "
+                       r"a branch that skipped it\)"):
+        run_kernel(kernel.ptx, "k", grid=1, block=32, args=[x, 32, np.zeros(32, np.float32), 32])
 
 
 def test_bar_warp_sync_makes_lanes_wait_for_their_mask():

@@ -252,7 +252,7 @@ class CallChecker:
 
     def divmod_call(self, node: cst.Call) -> typed.Expr:
         """`divmod(a, b)`: the tuple `(a // b, a % b)`, Python's floor division and remainder."""
-        a, b = (self.value(v) for v in self.args(node, "divmod", 2))
+        a, b = (typed.once(self.value(v)) for v in self.args(node, "divmod", 2))
         items = [self.binary(op, a, b, node) for op in (cst.FloorDivide, cst.Modulo)]
         return typed.TupleExpr(self.loc(node), TupleType(tuple(e.type for e in items)), items)
 
@@ -359,6 +359,7 @@ class CallChecker:
     def frexp(self, node: cst.Call) -> typed.Expr:
         """`m, e = math.frexp(x)`: x == m * 2^e with 1/2 <= |m| < 1 (m of x's type, e an i32)."""
         (x,) = self.float_args(self.args(node, "math.frexp", 1))
+        x = typed.once(x)
         loc = self.loc(node)
         items = [typed.Intrinsic(loc, x.type, "frexp_mantissa", [x]),
                  typed.Intrinsic(loc, i32, "frexp_exponent", [x])]

@@ -247,8 +247,8 @@ def _compile_kernel(program: Program, name: str, consts, by_ref, options: Option
         return stages
     func = _located(lambda: build_function(stages.typed, options.arch, options.as_dict()), filename, source)
     lines = source_lines(source) if func.warnings else []
-    stages.warnings = [CompileWarning(message, loc).located(filename, lines)
-                       for loc, message in func.warnings]
+    stages.warnings = [CompileWarning(message, loc).located(filename, lines)   # in source order
+                       for loc, message in sorted(func.warnings, key=_warning_position)]
     stages.ssa = _located(lambda: optimize(func), filename, source)
     if stop_after == "ssa":
         return stages
@@ -403,6 +403,11 @@ def consts_for(kernel_decl, defines: dict) -> dict:
     """The `Const` values of a kernel from `-D NAME=VALUE` defines (others take defaults)."""
     names = {p.name for p in kernel_decl.params if type(p.type).__name__ == "ConstType"}
     return {k: v for k, v in defines.items() if k in names}
+
+
+def _warning_position(warning: tuple) -> tuple:
+    loc = warning[0]
+    return tuple(loc) if loc else (0, 0)
 
 
 def _located(step, filename: str, source: str):

@@ -299,12 +299,33 @@ class ExprChecker:
         try:
             value = const_eval(node, self.const_lookup, self.const_callee)
         except NotConstant as err:
+            undefined = self.undefined_name_error(err.node)
+            if undefined is not None:     # a typo, not a variable: say that
+                raise undefined from None
             reason = f" ({err.reason})" if err.reason else ""
             raise self.error(f"{what} must be a compile-time constant: literals, module constants, "
                              f"Const parameters and arithmetic on them{reason}{hint}", node) from None
         if isinstance(value, tuple) and not shape:
             raise self.error(f"{what} must be a number, not the tuple {value!r}", node)
         return value
+
+    def undefined_name_error(self, node) -> CompileError | None:
+        """The error for `node` where it is a name defined nowhere (`BLOK`, `ptxpy.WARPSIZE`),
+        else None."""
+        if node.__class__ is cst.Name:
+            name = node.value
+            if (self.is_local(name) or name in self.scope.constants or name in self.scope.others
+                    or name in self.scope.unevaluated or name in self.parsed.funcs
+                    or name in self.parsed.kernels or self.qualname(node) is not None):
+                return None
+            return self.name_error(node, None)
+        if node.__class__ is cst.Attribute:
+            qual = self.qualname(node)
+            module, _, attr = (qual or "").partition(".")
+            known = PTXPY_NAMES if module == "ptxpy" else MATH_NAMES if module == "math" else None
+            if known is not None and attr and attr.split(".")[0] not in known:
+                return self.name_error(node, qual)
+        return None
 
     def const_callee(self, node: cst.CSTNode):
         return CONST_FUNCS.get(self.qualname(node) or "")
@@ -471,8 +492,17 @@ class ExprChecker:
                                   "(kernels can use parameters, locals, module constants, "
                                   "@ptxpy.func functions, math and ptxpy)", node)
         if qual is None:
-            return self.error(f"name '{text}' is not defined{_name_hint(text)}", node)
+            hint = _name_hint(text) or self.closest_name_hint(text)
+            return self.error(f"name '{text}' is not defined{hint}", node)
         return self.error(_qualname_problem(qual, text), node)
+
+    def closest_name_hint(self, name: str) -> str:
+        """`; did you mean BLOCK?` for a name close to a module constant, a variable, a
+        parameter or a device function."""
+        known = [*self.scope.constants, *self.vars, *self.arrays, *self.consts, *self.local_names,
+                 *self.parsed.funcs]
+        close = difflib.get_close_matches(name, sorted(set(known)), n=1, cutoff=0.75)
+        return f"; did you mean {close[0]}?" if close else ""
 
     # arrays
     def array_attribute(self, name: str, node: cst.Attribute) -> typed.Expr:
@@ -813,6 +843,19 @@ CUDA_NAMES = {"threadIdx": "thread_idx", "blockIdx": "block_idx", "blockDim": "b
               "__reduce_max_sync": "warp_max", "__reduce_min_sync": "warp_min",
               "__pipeline_memcpy_async": "cp_async", "__pipeline_commit": "cp_async_commit",
               "__pipeline_wait_prior": "cp_async_wait"}
+#: Numba-CUDA's names (`cuda.X`, written `ptxpy.X`) of what ptxpy spells otherwise
+NUMBA_NAMES = {"grid": "Numba's cuda.grid(1) is ptxpy.global_id(0) (cuda.grid(2): "
+                       "ptxpy.global_id(0), ptxpy.global_id(1))",
+               "gridsize": "Numba's cuda.gridsize(1) is ptxpy.grid_dim.x * ptxpy.block_dim.x",
+               "shared": "Numba's cuda.shared.array(shape, dtype) is ptxpy.shared_array(shape, dtype)",
+               "local": "Numba's cuda.local.array(shape, dtype) is ptxpy.local_array(shape, dtype)",
+               "warpsize": "Numba's cuda.warpsize is ptxpy.WARP_SIZE",
+               "laneid": "Numba's cuda.laneid is ptxpy.lane_id()",
+               **{numpy: f"ptxpy's {numpy} is ptxpy.{short}" for numpy, short in (
+                   ("float16", "f16"), ("bfloat16", "bf16"), ("float32", "f32"),
+                   ("float64", "f64"), ("int8", "i8"), ("int16", "i16"), ("int32", "i32"),
+                   ("int64", "i64"), ("uint8", "u8"), ("uint16", "u16"), ("uint32", "u32"),
+                   ("uint64", "u64"))}}
 MATH_NAMES = frozenset(name for name in dir(math) if not name.startswith("_"))
 
 
@@ -834,6 +877,8 @@ def unknown_attribute(module: str, attr: str, names) -> str:
     message = f"{shown} has no attribute '{attr}'"
     if module == "ptxpy" and attr in CUDA_NAMES:
         return f"{message}; CUDA's {attr} is ptxpy.{CUDA_NAMES[attr]}"
+    if module == "ptxpy" and attr in NUMBA_NAMES:
+        return f"{message}; {NUMBA_NAMES[attr]}"
     close = difflib.get_close_matches(attr, sorted(names), n=2, cutoff=0.7)
     if close:
         return f"{message}; did you mean {' or '.join(f'{module}.{name}' for name in close)}?"
@@ -856,6 +901,10 @@ def _qualname_problem(qual: str, text: str) -> str:
             return f"ptxpy.{dim} has the attributes .x, .y and .z"
         if attr in PTXPY_NAMES:
             return f"'{text}' must be called or indexed; it is not a value"
+        rest = attr[len(dim) + 1:]
+        if dim == "atomic" and f"atomic_{rest}" in PTXPY_NAMES:     # Numba's cuda.atomic.add
+            return (f"ptxpy has no attribute 'atomic'; Numba's cuda.atomic.{rest} is "
+                    f"ptxpy.atomic_{rest}")
         if dim not in PTXPY_NAMES:
             return unknown_attribute("ptxpy", dim, PTXPY_NAMES)
         return f"ptxpy.{dim} has no attribute '{attr[len(dim) + 1:]}'"

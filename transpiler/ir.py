@@ -152,6 +152,7 @@ class SharedDecl:
     values: tuple = ()      # 'const': the numbers, already of type `elem`
     launch: tuple = ()      # a shared array sized at launch: (source name, extent formulas)
                             # (transpiler/launch_shape.py); its count is then 0
+    loc: tuple | None = field(default=None, compare=False)   # where the source declares it
 
     @property
     def nbytes(self) -> int:

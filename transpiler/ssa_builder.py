@@ -202,6 +202,7 @@ class _Builder:
         self.reads_to_check: list = []  # (value, name, loc) of variable reads through a phi
         self.exit_block = None
         self.call_depth = 0
+        self.once_values = None         # TupleExpr being built: its shared operands (Once) -> values
         self.statements_built = 0       # (unrolled and inlined copies counted each time)
         self.expansion = None           # (what, loc) of the outermost unrolled loop or call
         self.entry = self.new_block("entry")
@@ -236,8 +237,11 @@ class _Builder:
         total = sum(shared_bytes(self.func.arrays))
         limit = shared_limit(self.func.arch)
         if total > limit:
+            arrays = self.func.arrays
+            first_over = next(decl for k, decl in enumerate(arrays)
+                              if sum(shared_bytes(arrays[:k + 1])) > limit)
             raise CompileError(f"shared arrays take {total} bytes; {self.func.arch} gives a block at most "
-                               f"{limit} ({limit // 1024} KB)", kernel.loc)
+                               f"{limit} ({limit // 1024} KB)", first_over.loc or kernel.loc)
 
     def warn_unassigned_reads(self) -> None:
         """A variable read where some path reaches it without an assignment (`if c: y = 1`,
@@ -334,7 +338,7 @@ class _Builder:
                 continue
             space = "shared" if decl.space == "shared" else "local"
             symbol = self.unique_symbol(f"{'smem' if space == 'shared' else 'local'}_{prefix}{decl.name}")
-            self.func.arrays.append(ir.SharedDecl(symbol, decl.elem, count, 16, space))
+            self.func.arrays.append(ir.SharedDecl(symbol, decl.elem, count, 16, space, loc=decl.loc))
             addr = ir.Instr("addr_of", ir.ADDR_TYPE, attrs={"symbol": symbol}, loc=self.loc)
             if self.entry.terminator is not None:
                 self.entry.insert_before_terminator(addr)
@@ -351,7 +355,8 @@ class _Builder:
         earlier = [d.launch for d in self.func.arrays if d.launch]
         symbol = self.unique_symbol(f"smem_{prefix}{decl.name}")
         self.func.arrays.append(ir.SharedDecl(symbol, decl.elem, 0, 16, "shared",
-                                              launch=(decl.name, decl.elem.nbytes, shape)))
+                                              launch=(decl.name, decl.elem.nbytes, shape),
+                                              loc=decl.loc))
         offset = ir.Const(i32, 0)
         for _, elem_bytes, extents in earlier:
             offset = self.op("add", offset, self.launch_region_bytes(extents, elem_bytes))
@@ -800,6 +805,9 @@ class _Builder:
     def s_For(self, s) -> None:
         ty = self.scope.types.get(s.var, s.start.type)
         start, stop, step = (self.coerce(self.ev(e), ty) for e in (s.start, s.stop, s.step))
+        if _runs_at_least_once(start, stop, step, s.step_sign):
+            # the variable is assigned on every path out of the loop: no warning for a read after it
+            self.assign(s.var, start)
         if s.step_sign == 0:
             self.counted_for(s, start, stop, step)
         else:
@@ -1007,7 +1015,7 @@ class _Builder:
         lead = [self.ev(i) for i in s.lead]
         start = self.ev(s.start)
         if self.vectorizable(array, s.width):
-            addr = self.vector_address(array, lead, start, s.width)
+            addr = self.vector_address(array, lead, start, s.width, where=s.start.loc)
             values = []
             for piece, n in self.vector_pieces(array, addr, s.width):
                 attrs = {"space": array.space, "nc": array.nc, "n": n}
@@ -1026,7 +1034,7 @@ class _Builder:
         start = self.ev(s.start)
         values = [self.coerce(v, array.elem) for v in values]
         if self.vectorizable(array, len(values)):
-            addr = self.vector_address(array, lead, start, len(values))
+            addr = self.vector_address(array, lead, start, len(values), where=s.start.loc)
             for k, (piece, n) in enumerate(self.vector_pieces(array, addr, len(values))):
                 self.emit("vstore", None, [piece, *values[k * n:(k + 1) * n]], {"space": array.space})
             return
@@ -1045,15 +1053,18 @@ class _Builder:
         half = width // 2
         return [(addr, half), (self.op("add", addr, ir.Const(i64, half * array.elem.nbytes)), half)]
 
-    def vector_address(self, array: _Array, lead: list, start, width: int, guard=None):
+    def vector_address(self, array: _Array, lead: list, start, width: int, guard=None,
+                       where=None):
         """Address of `array[*lead, start]`; under debug, checks that the flat element index is a
         multiple of `width` (so the access is aligned) and that all `width` elements are in bounds
-        (where `guard`, a bool, is true: an access it turns off reads nothing)."""
+        (where `guard`, a bool, is true: an access it turns off reads nothing). `where`: the
+        source position of `start`, for the warning of a constant misaligned one."""
         indices = [*lead, start]
         start = self.resolve(start)
         if isinstance(start, ir.Const) and start.value % width:
             self.warn(f"misaligned vector access: '{array.name}' at element {start.value} of its "
-                      f"last axis, which is not a multiple of {width} (a GPU fault when it runs)")
+                      f"last axis, which is not a multiple of {width} (a GPU fault when it runs)",
+                      where)
         what = (f"misaligned vector access to '{array.name}' at element %lld (must be a multiple "
                 f"of {width})")
         return self.span_address(array, lead, start, width, width * array.elem.nbytes, what,
@@ -1152,8 +1163,9 @@ class _Builder:
                           f"({extent.value} elements): the access is undefined if it runs")
                 return
 
-    def warn(self, message: str) -> None:
-        entry = (self.loc, message)
+    def warn(self, message: str, loc=None) -> None:
+        """A warning at `loc` (the statement being built's position by default)."""
+        entry = (loc or self.loc, message)
         if entry not in self.func.warnings:
             self.func.warnings.append(entry)
 
@@ -1220,8 +1232,22 @@ class _Builder:
         return values
 
     def x_TupleExpr(self, e):
-        """`return a, b` in a function returning a tuple (frontend's typecheck.TupleExpr)."""
-        return [self.ev(x) for x in e.items]
+        """`return a, b` in a function returning a tuple (frontend's typecheck.TupleExpr), and
+        the tuples of `divmod` and `math.frexp`, whose items share operands (`Once`)."""
+        saved, self.once_values = self.once_values, {}
+        try:
+            return [self.ev(x) for x in e.items]
+        finally:
+            self.once_values = saved
+
+    def x_Once(self, e):
+        """A shared operand: its value in this TupleExpr, evaluated by the first item to read it."""
+        if self.once_values is None:
+            return self.ev(e.value)
+        value = self.once_values.get(e)
+        if value is None:
+            value = self.once_values[e] = self.ev(e.value)
+        return value
 
     def coerce(self, value, ty: Scalar):
         """`value` converted to `ty` as a cast does (to bool: != 0)."""
@@ -1550,6 +1576,14 @@ def _simple(e) -> bool:
     if isinstance(e, typed.Intrinsic):
         return e.name in _SREG_INTRINSICS and all(map(_simple, e.args))
     return False
+
+
+def _runs_at_least_once(start, stop, step, sign: int) -> bool:
+    """Whether `range(start, stop, step)` has an iteration, its bounds and step constants of a
+    known sign."""
+    if sign == 0 or not all(isinstance(v, ir.Const) for v in (start, stop, step)):
+        return False
+    return len(range(start.value, stop.value, sign * _step_size(step, sign))) > 0
 
 
 def _has_loop_jump(body: list) -> bool:

@@ -196,7 +196,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             raise self.error("a kernel cannot return a value; write results into an output array", node)
         if value is None:
             if rtype is not None:
-                raise self.error(f"'{self.decl.name}' must return a {rtype} value", node)
+                raise self.error(f"'{self.decl.name}' must return {a_type(rtype)} value", node)
             return [typed.Return(self.loc(node), None)]
         if rtype is None:
             raise self.error(f"'{self.decl.name}' has no return annotation; annotate it (-> f32) to "
@@ -394,7 +394,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             if whole.type is None:
                 raise self.error(f"'{code_of(value_node)}' returns no value", value_node)
             if not isinstance(whole.type, TupleType):
-                raise self.error(f"cannot unpack a {whole.type} value into {len(elements)} targets",
+                raise self.error(f"cannot unpack {a_type(whole.type)} value into {len(elements)} targets",
                                  value_node)
             if len(whole.type.items) != len(elements):
                 raise self.error(f"cannot unpack {len(whole.type.items)} values into {len(elements)} "
@@ -437,7 +437,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.check_assignable(name, node)
         known = self.variable_type(name)
         if known is not None and known != value.type:
-            raise self.error(f"cannot unpack a {value.type} value into variable '{name}' of type "
+            raise self.error(f"cannot unpack {a_type(value.type)} value into variable '{name}' of type "
                              f"{known}; unpack into new variables, then convert", node)
         self.declare_local(name, value.type)
         return value
@@ -453,7 +453,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
     def unpack_call(self, names: list, target, value_node, node) -> typed.Assign:
         value = self.expr(value_node)
         if not isinstance(value.type, TupleType):
-            raise self.error(f"cannot unpack a {value.type} value into {len(names)} variables", value_node)
+            raise self.error(f"cannot unpack {a_type(value.type)} value into {len(names)} variables", value_node)
         if len(value.type.items) != len(names):
             raise self.error(f"cannot unpack {len(value.type.items)} values into {len(names)} variables",
                              node)
@@ -461,7 +461,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             self.check_assignable(name, target)
             known = self.variable_type(name)
             if known is not None and known != t:
-                raise self.error(f"cannot unpack a {t} value into variable '{name}' of type {known}; "
+                raise self.error(f"cannot unpack {a_type(t)} value into variable '{name}' of type {known}; "
                                  "unpack into new variables, then convert", target)
             self.declare_local(name, t)
         return typed.Assign(self.loc(target), names, [value])
@@ -483,11 +483,25 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
                 and target.value.value in self.arrays:
             array = target.value.value
-            indices = self.indices(array, target)
+            held, indices = self.held_indices(self.indices(array, target))
             current = typed.Load(self.loc(target), self.arrays[array].elem, array, indices)
             value = self.apply(op, current, node)
-            return [self.store_value(array, indices, value, node)]
+            return [*held, self.store_value(array, indices, value, node)]
         raise self.assign_target_error(target)
+
+    def held_indices(self, indices: list) -> tuple:
+        """`a[f()] += e` evaluates `f()` once, as Python does: indices other than constants and
+        variables go into temporaries, read by both the load and the store.
+        Returns (assignments to the temporaries, the indices to use)."""
+        held, used = [], []
+        for index in indices:
+            if isinstance(index, (typed.Constant, typed.Var)):
+                used.append(index)
+                continue
+            name = self.temporary(index.type)
+            held.append(typed.Assign(index.loc, [name], [index]))
+            used.append(typed.Var(index.loc, index.type, name))
+        return held, used
 
     def apply(self, op: type, current: typed.Expr, node: cst.AugAssign) -> typed.Expr:
         if op is cst.Power:
@@ -656,7 +670,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             raise self.error(f"'{name}' is a scalar variable; it cannot also name an array", call)
         self.arrays[name] = ArrayType(elem, len(shape))
         self.array_nodes[name] = call
-        self.decls.append(typed.ArrayDecl(name, elem, tuple(shape), space))
+        self.decls.append(typed.ArrayDecl(name, elem, tuple(shape), space, self.loc(call)))
         self.check_shared_size(call)
         return []
 
@@ -726,11 +740,14 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         return (decl.elem, tuple(decl.shape), decl.space) == (elem, tuple(shape), space)
 
     def check_shared_size(self, node) -> None:
+        """The arrays so far fit every target (the SSA builder checks the target's own limit)."""
         for space, limit, what in (("shared", MAX_SHARED_BYTES, ""), ("local", MAX_LOCAL_BYTES, " per thread")):
             total = sum(math.prod(decl.shape) * decl.elem.nbytes for decl in self.decls
                         if decl.space == space and not any(map(is_formula, decl.shape)))
             if total > limit:
-                raise self.error(f"{space} arrays take {total} bytes{what}; the limit is {limit}", node)
+                limit_is = (f"no target gives a block more than {limit} ({limit // 1024} KB, sm_90)"
+                            if space == "shared" else f"the limit is {limit}")
+                raise self.error(f"{space} arrays take {total} bytes{what}; {limit_is}", node)
 
     # --- control flow ---------------------------------------------------------------------
     def _s_If(self, node: cst.If) -> list:
@@ -896,7 +913,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
     def static_loop_var(self, target: cst.Name, values: range) -> None:
         """Give a static_range variable its type for reads after the loop (where it holds the
         last value): the variable's type if it has one and every value fits it, else i32 (i64
-        where the values do not fit)."""
+        where the values do not fit); none after an empty range that leaves it unassigned."""
         name = target.value
         self.check_assignable(name, target)
         ends = [v for part in (values[:1], values[-1:]) for v in part]
@@ -908,6 +925,8 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
                 raise self.error(f"loop variable '{name}' is {known}, but ptxpy.static_range gives "
                                  f"values from {values[0]} to {values[-1]} that do not fit it", target)
             self.declare_local(name, known)
+            return
+        if not values:   # never assigned, as in a dead `if False:` branch: a later read is an error
             return
         self.declare_local(name, i32 if all(fits(v, i32) for v in ends) else i64)
 
@@ -1067,3 +1086,8 @@ def _range_length(values: range) -> int:
         if step > 0:
             return (values.stop - values.start + step - 1) // step
         return (values.start - values.stop - step - 1) // -step
+
+
+def a_type(t) -> str:
+    """`t` with its article, as the name is read: an i32, an f16, a u8, a bf16."""
+    return f"{'an' if str(t)[:1] in 'aefhilmnorsx' else 'a'} {t}"

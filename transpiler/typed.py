@@ -167,6 +167,18 @@ class TupleItem(Expr):
 
 
 @dataclass(eq=False)
+class Once(Expr):
+    """An operand that the items of a TupleExpr share (`divmod(a, b)`'s `a` and `b`): evaluated
+    once, by the first item that reads it, as Python evaluates a call's argument once."""
+    value: Expr
+
+
+def once(e: Expr) -> Expr:
+    """`e` to be shared by the items of one TupleExpr (constants and variables as they are)."""
+    return e if isinstance(e, (Constant, Var)) else Once(e.loc, e.type, e)
+
+
+@dataclass(eq=False)
 class TupleExpr(Expr):
     """The value of `return a, b` in a `@ptxpy.func` returning a tuple (type TupleType): the
     only place a tuple is built; each item is already converted to its element type."""
@@ -328,6 +340,7 @@ class ArrayDecl:
     elem: Scalar
     shape: tuple             # ints, or for a shared array sized at launch formulas (launch_shape.py)
     space: str               # 'shared' | 'local'
+    loc: tuple | None = None   # the `shared_array`/`local_array` call
 
 
 @dataclass(eq=False)
@@ -402,6 +415,8 @@ def format_expr(e: Expr) -> str:
         return f"{format_expr(e.value)}[{e.index}]{t}"
     if isinstance(e, TupleExpr):
         return f"({', '.join(map(format_expr, e.items))}){t}"
+    if isinstance(e, Once):
+        return f"once {format_expr(e.value)}"
     if isinstance(e, ArrayArg):
         return e.array
     return f"<{type(e).__name__}>"

@@ -153,12 +153,14 @@ def keep_selected_predicates_live(mfunc: MFunction, registers: Registers) -> Non
                 grown = True
     any_selected = sum(selected)
     for instr, read in reads_mask.items():
-        if not read & any_selected:
+        hit = read & any_selected
+        if not hit:
             continue
         extra = 0
-        for bit, preds in selected.items():
-            if read & bit:
-                extra |= preds
+        while hit:      # the selected values it reads, one bit each (few, of many selected)
+            low = hit & -hit
+            extra |= selected[low]
+            hit ^= low
         reads_mask[instr] = read | extra
 
 

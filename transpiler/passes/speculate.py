@@ -21,6 +21,7 @@ Runs after `reassoc`/`hoist`/`cse` (so an access is `array + C`) and before `lic
 from __future__ import annotations
 
 from ..ir import Const, Function, Instr, set_targets, users
+from .copyprop import replace_all_uses
 from .simplifycfg import merge_into
 
 MAX_ARM = 3     # instructions per arm, the terminator not counted
@@ -34,6 +35,7 @@ LOCAL_SPACES = ("shared", "local")
 def run(func: Function) -> Function:
     sizes = {decl.name: decl.nbytes for decl in func.arrays}
     uses = None
+    places: dict = {}   # a block that took another's place in the layout -> that (first) block
     for head in reversed(func.blocks[:]):    # inner branches first: see _absorb_join
         term = head.terminator
         if term is None or term.op != "cbr" or term.targets[0] is term.targets[1]:
@@ -41,21 +43,55 @@ def run(func: Function) -> Function:
         shape = _shape(head, sizes)
         if shape is not None:
             uses = uses if uses is not None else users(func)   # arms' values keep their uses
-            _convert(func, head, *shape, uses)
-            _absorb_join(func, head, shape[0], uses)
-    func.edits += uses is not None
+            _convert(head, *shape, uses)
+            _absorb_join(func, head, shape[0], uses, places)
+    if uses is not None:
+        func.blocks = _laid_out(func.blocks, places)
+        func.edits += 1
     return func
 
 
-def _absorb_join(func: Function, head, join, uses: dict) -> None:
+def _laid_out(blocks: list, places: dict) -> list:
+    """`blocks` less those emptied (arms moved out, blocks merged away), each block in `places`
+    at its place. (Removing each from the list as it went was quadratic in unrolled code.)"""
+    at = {place: block for block, place in places.items() if block.instrs}
+    return [at[b] if b in at else b for b in blocks
+            if b in at or (b.instrs and b not in places)]
+
+
+def _absorb_join(func: Function, head, join, uses: dict, places: dict) -> None:
     """Merge `join` into `head` where `head` is now its only predecessor, so that a converted
     branch nested in an arm of another (`if nan: k = NAN elif k == SIGN: k = 0`) leaves that
     arm one short block, which the outer branch's conversion then takes in turn: no branch on
     a loaded value is left between one load and the next."""
     if join.preds != [head] or join is func.entry or join is head:
         return
-    merge_into(head, join, lambda: uses)
-    func.blocks.remove(join)
+    if len(join.instrs) <= len(head.instrs):
+        merge_into(head, join, lambda: uses)     # (join, emptied, leaves the layout)
+    else:
+        _prepend_into(head, join, uses)
+        places[join] = places.get(head, head)
+
+
+def _prepend_into(head, join, uses: dict) -> None:
+    """`merge_into(head, join)` built the other way round: `head`'s instructions go to the
+    front of `join`, which takes `head`'s name and predecessors (and, in `run`, its place). In
+    a run of unrolled converted branches each join holds the rest of the run, merged first
+    (the pass goes backwards): moving the shorter side keeps the merges linear, not quadratic."""
+    for phi in join.phis:      # each of one argument, as in merge_into
+        replace_all_uses(uses, phi, phi.args[0])
+        phi.block = None
+    moved = head.instrs[:-1]   # less head's `br join`
+    for instr in head.phis:
+        instr.block = join
+    for instr in moved:
+        instr.block = join
+    join.phis, join.instrs, join.preds = head.phis, moved + join.instrs, head.preds
+    for pred in head.preds:
+        term = pred.instrs[-1]
+        term.targets = [join if target is head else target for target in term.targets]
+    join.name = head.name
+    head.phis, head.instrs, head.preds = [], [], []
 
 
 def _shape(head, sizes):
@@ -105,7 +141,7 @@ def _safe_load(load: Instr, sizes: dict) -> bool:
     return size is not None and 0 <= offset <= size - load.type.nbytes
 
 
-def _convert(func, head, join, then_arm, else_arm, uses) -> None:
+def _convert(head, join, then_arm, else_arm, uses) -> None:
     """Move the arms into `head`, turn `join`'s phis into selects and branch straight to it."""
     term = head.terminator
     cond = term.args[0]
@@ -134,8 +170,7 @@ def _convert(func, head, join, then_arm, else_arm, uses) -> None:
     for arm in (then_arm, else_arm):
         if arm is not None:
             set_targets(arm.instrs[-1], [])   # the arm leaves join's preds and phis
-            arm.instrs, arm.preds = [], []
-            func.blocks.remove(arm)
+            arm.instrs, arm.preds = [], []     # (emptied: leaves the layout)
     k = join.preds.index(head)
     for phi in join.phis:
         phi.args[k] = merged[phi]
