@@ -1027,7 +1027,7 @@ def _float_fn(op: str, approx, nan_mode: bool, m: _Mods):
     if op in native:
         f = native[op]
         if op == "div" and approx == "approx":
-            return via64(f)
+            return _approx_divide(via64(f))
         return lambda t, a, b: f(a, b).astype(t.dtype) if t.name in ("f32", "f64") else via64(f)(t, a, b)
     if op in ("fma", "mad"):
         return lambda t, a, b, c: _fma(a, b, c, t)
@@ -1038,6 +1038,20 @@ def _float_fn(op: str, approx, nan_mode: bool, m: _Mods):
     if op == "neg":
         return lambda t, a: _sign_bits(a, t, "neg")
     m.fail(f"'{op}' on floats")
+
+
+def _approx_divide(divide):
+    """`div.approx.f32`, `a * (1 / b)` on the GPU: where `|b|` is above 2^126 the reciprocal is
+    below the normal range and flushed, so the quotient is a signed 0 (NaN for an infinite
+    `a`), as the PTX ISA says, not the exact quotient (a subnormal or tiny normal)."""
+    def fn(t, a, b):
+        out = divide(t, a, b)
+        flushed = np.isfinite(b) & (np.abs(np.asarray(b, np.float64)) > 2.0**126)
+        if not np.any(flushed):
+            return out
+        zero = np.copysign(np.zeros_like(np.asarray(b, np.float64)), b)
+        return np.where(flushed, (np.asarray(a, np.float64) * zero).astype(t.dtype), out)
+    return fn
 
 
 def _sign_bits(a, t: PtxType, what: str):

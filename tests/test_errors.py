@@ -35,7 +35,19 @@ CASES = [
      "kernels.py:6:14: error: name 'foo' is not defined"),
     ('python_builtin',
      '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = sum(out)\n',
-     "kernels.py:6:14: error: name 'sum' is a Python builtin that kernels do not support"),
+     "kernels.py:6:14: error: name 'sum' is a Python builtin that kernels do not support; sum in "
+     "a loop, or across a warp with ptxpy.warp_sum"),
+    ('python_pow',
+     '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = pow(out[1], 2)\n',
+     "kernels.py:6:14: error: name 'pow' is a Python builtin that kernels do not support; write "
+     "x ** k (k a constant integer) or math.pow(x, y)"),
+    ('float_modulo_by_zero',
+     '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = 7.0 % 0.0\n',
+     "kernels.py:6:14: error: cannot evaluate this constant expression: float modulo by zero"),
+    ('constant_overflow',
+     '@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = 2.0 ** 2000\n',
+     "kernels.py:6:14: error: cannot evaluate this constant expression: the result is too large "
+     "for a float"),
     ('foreign_module',
      'import numpy as np\n@ptxpy.jit\ndef k(out: Array[f32]):\n    out[0] = np.float32(1)\n',
      "kernels.py:7:14: error: 'np.float32' (from module numpy) cannot be used in a kernel (only math and ptxpy can)"),
@@ -453,6 +465,22 @@ CASES = [
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    r = ptxpy.local_array(ptxpy.WARPSIZE, f32)\n'
      '    x[0] = r[0]\n',
      "kernels.py:6:27: error: ptxpy has no attribute 'WARPSIZE'; did you mean ptxpy.WARP_SIZE?"),
+    ('string_formatting_in_print',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    print("%f" % x[0])\n',
+     "kernels.py:6:11: error: '\"%f\" % x[0]': string formatting is not supported in kernels; "
+     "print takes the values as arguments: print(\"x =\", x)"),
+    ('an_accumulator_started_at_an_int',
+     '@ptxpy.jit\ndef k(x: Array[f32], out: Array[f32]):\n    acc = 0\n'
+     '    for j in range(4):\n        acc += x[j]\n    out[0] = acc\n',
+     "kernels.py:8:9: error: cannot assign f32 to variable 'acc' of type i32; 'acc' is i32 because "
+     "its first value is the integer 0: start it as a float (acc = 0.0), or use i32(...) to convert"),
+    ('the_whole_shape_as_a_value',
+     '@ptxpy.jit\ndef k(x: Array[f32, 2]):\n    s = x.shape\n',
+     "kernels.py:6:9: error: 'x.shape' is a tuple; use one extent (x.shape[0]) or unpack it into "
+     "variables: n, m = x.shape"),
+    ('the_shape_unpacked_into_too_few',
+     '@ptxpy.jit\ndef k(x: Array[f32, 3]):\n    n, m = x.shape\n',
+     "kernels.py:6:5: error: cannot unpack the 3 extents of 'x.shape' into 2 variables"),
     ('unpack_a_scalar',
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    a, b = i32(3)\n',
      "kernels.py:6:12: error: cannot unpack an i32 value into 2 variables"),

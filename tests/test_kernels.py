@@ -2,6 +2,7 @@
 
 One kernel per construct of SPEC 2.1-2.3; each result is computed independently with NumPy.
 """
+import math
 import re
 
 import numpy as np
@@ -324,6 +325,94 @@ def aug(c: Array[i32], out: Array[f32], grid: Array[f32, 2]):
     expected = grid.copy()
     expected[1, 0] -= 0.5
     np.testing.assert_array_equal(got_grid, expected)
+
+def test_a_shape_unpacks_into_its_extents():
+    """`n, m = x.shape`, as in NumPy and Numba: each extent an i32."""
+    source = src("""
+@ptxpy.jit
+def extents(x: Array[f32, 3], out: Array[i32]):
+    n, m, k = x.shape
+    out[0] = n
+    out[1] = m * 10 + k
+""")
+    (out,) = run(source, "extents", [np.zeros((2, 3, 4), np.float32), Out(2, np.int32)],
+                 grid=1, block=1)
+    np.testing.assert_array_equal(out, [2, 34])
+
+
+def test_math_of_constants_folds_to_python_s_weak_values():
+    """`d * math.sqrt(2.0)` keeps an f64 `d`'s precision (the constant is Python's double,
+    weak, as `1.0 / 3.0` is); `math.floor(2.5)` is Python's int 2, `math.ceil(-0.5)` 0 (not
+    -0.0); where Python raises (`math.log(0.0)`) the C value stays."""
+    source = src("""
+@ptxpy.jit
+def consts(d: Array[f64], h: Array[f16], out: Array[f64], ints: Array[i64], half: Array[f16]):
+    out[0] = d[0] * math.sqrt(2.0)
+    out[1] = d[0] * math.atan2(1.0, 3.0)
+    out[2] = math.log(0.0)
+    ints[0] = math.floor(2.5) * 3
+    ints[1] = i64(math.copysign(1.0, math.ceil(-0.5)))
+    half[0] = h[0] * math.sqrt(2.0)
+""")
+    compiled = compile_source(source, "consts")
+    assert "sqrt.rn" not in compiled.ptx and "0d3FF6A09E667F3BCD" in compiled.ptx   # sqrt(2), folded
+    out, ints, half = run(source, "consts", [np.ones(1), np.ones(1, np.float16), Out(3, np.float64),
+                                             Out(2, np.int64), Out(1, np.float16)],
+                          grid=1, block=1)
+    assert out[0] == math.sqrt(2.0) and out[1] == math.atan2(1.0, 3.0) and out[2] == -math.inf
+    np.testing.assert_array_equal(ints, [6, 1])      # ceil(-0.5) is the int 0: copysign gives +1
+    assert half[0] == np.float16(math.sqrt(2.0))     # f16 stays f16 (weak)
+
+
+def test_log_with_a_base_is_log_over_log():
+    """`math.log(x, b)` as Python computes it: log(x) / log(b); of constants, Python's value."""
+    source = src("""
+@ptxpy.jit
+def logs(x: Array[f64], out: Array[f64]):
+    i = ptxpy.thread_idx.x
+    out[i] = math.log(x[i], 10.0) + math.log(1000.0, 10.0)
+""")
+    x = np.array([1.0, 10.0, 5.0, 1e-3])
+    (out,) = run(source, "logs", [x, Out(4, np.float64)], grid=1, block=4)
+    expected = np.array([math.log(v, 10.0) for v in x]) + math.log(1000.0, 10.0)
+    np.testing.assert_allclose(out, expected, rtol=4e-16)
+
+
+def test_fma_of_half_types_rounds_once():
+    """`ptxpy.fma` on f16 and bf16 is their own `fma.rn` (through f32 it rounded twice)."""
+    import ml_dtypes
+
+    for t, a, b, c, exact in (("f16", 1.015625, 1.03125, 2.0**-24, 1.0478515625),
+                              ("bf16", 1.0625, 1.0625, 2.0**-30, 1.1328125)):
+        dtype = np.float16 if t == "f16" else ml_dtypes.bfloat16
+        source = src(f"""
+from ptxpy import bf16
+@ptxpy.jit
+def fused(a: Array[{t}], b: Array[{t}], c: Array[{t}], out: Array[{t}]):
+    out[0] = ptxpy.fma(a[0], b[0], c[0])
+""")
+        assert f"fma.rn.{t} " in compile_source(source, "fused").ptx
+        (out,) = run(source, "fused", [np.array([v], dtype) for v in (a, b, c)] + [Out(1, dtype)],
+                     grid=1, block=1)
+        assert float(out[0]) == exact, t
+
+
+def test_abs_of_half_types_keeps_a_nan_s_bits():
+    import ml_dtypes
+
+    for t, dtype in (("f16", np.float16), ("bf16", ml_dtypes.bfloat16)):
+        source = src(f"""
+from ptxpy import bf16
+@ptxpy.jit
+def magnitude(x: Array[{t}], out: Array[{t}]):
+    i = ptxpy.thread_idx.x
+    out[i] = abs(x[i])
+""")
+        bits = np.array([0xFFC1, 0x7FA0, 0x8000, 0xBC00], np.uint16) if t == "bf16" else \
+            np.array([0xFE01, 0x7D00, 0x8000, 0xBC00], np.uint16)
+        (out,) = run(source, "magnitude", [bits.view(dtype), Out(4, dtype)], grid=1, block=4)
+        np.testing.assert_array_equal(out.view(np.uint16), bits & 0x7FFF)
+
 
 def test_divmod_and_frexp_evaluate_their_operand_once():
     """`divmod(f(), b)` and `math.frexp(f())` call `f()` once, as Python does: both items come

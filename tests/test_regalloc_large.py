@@ -99,7 +99,7 @@ def _coalesced(registers, rows, rng):
     return graph, alias
 
 
-@pytest.mark.parametrize("few_moved", [1, 10 ** 9], ids=["column-by-column", "unpacked"])
+@pytest.mark.parametrize("few_moved", [1, 10 ** 9], ids=["column-by-column", "by-transpose"])
 def test_rename_rows(case, monkeypatch, few_moved):
     registers, rows, rng = case
     monkeypatch.setattr(bitmatrix, "_FEW_MOVED", few_moved)

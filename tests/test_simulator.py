@@ -1516,6 +1516,12 @@ def test_correctly_rounded_and_approximate_math():
         np.testing.assert_allclose(out, ref, rtol=2 ** -22, atol=2 ** -22, err_msg=op)
     out = run_map("div.approx.f32 {d}, {a}, {b};", ("f32", y), "f32", b=("f32", x))
     np.testing.assert_allclose(out, y / x, rtol=2 ** -22)
+    # a * (1 / b): past 2^126 the reciprocal is flushed, the quotient a signed 0 (NaN for inf)
+    a = np.array([1, -3, np.inf, 6, 5], np.float32)
+    b = np.array([1e38, 2.0**127, 2.0**127, -2.0**126 * 1.5, 2.0**126], np.float32)
+    out = run_map("div.approx.f32 {d}, {a}, {b};", ("f32", a), "f32", b=("f32", b))
+    assert list(out[:2]) == [0.0, 0.0] and np.signbit(out[1]) and np.isnan(out[2])
+    assert out[3] == 0.0 and np.signbit(out[3]) and out[4] == np.float32(5 / 2.0**126)
 
 
 def test_setp_ordered_unordered_and_nan_rules():

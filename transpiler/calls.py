@@ -315,6 +315,12 @@ class CallChecker:
     # math
     def math_call(self, name: str, node: cst.Call) -> typed.Expr:
         label = f"math.{name}"
+        if name == "log" and len(node.args) == 2:
+            return self.log_base(node)
+        if name in MATH_UNARY or name in MATH_PREDICATES or name in MATH_BINARY:
+            folded = self.folded_math(name, node)
+            if folded is not None:
+                return folded
         if name in MATH_UNARY or name in MATH_PREDICATES:
             (arg,) = self.args(node, label, 1)
             (value,) = self.float_args([arg])
@@ -333,6 +339,39 @@ class CallChecker:
         supported = " ".join(sorted(supported))
         raise self.error(f"math.{name} is not supported in kernels (supported: {supported}, and "
                          "the constants pi e tau inf nan)", node.func)
+
+    def log_base(self, node: cst.Call) -> typed.Expr:
+        """`math.log(x, base)`: `log(x) / log(base)`, as Python computes it."""
+        x_node, base_node = self.args(node, "math.log", 2)
+        values = [self.value(n) for n in (x_node, base_node)]
+        if all(is_weak(v) and isinstance(v, typed.Constant) for v in values):
+            try:
+                return weak_constant(math.log(*(float(v.value) for v in values)), self.loc(node))
+            except (ValueError, ZeroDivisionError):
+                pass     # (the C values, as below)
+        x, base = self.float_args([x_node, base_node])
+        loc = self.loc(node)
+        return self.binary(cst.Divide, typed.Intrinsic(loc, x.type, "log", [x]),
+                           typed.Intrinsic(loc, base.type, "log", [base]), node)
+
+    def folded_math(self, name: str, node: cst.Call) -> typed.Expr | None:
+        """`math.sqrt(2.0)`, `math.floor(2.5)`: of weak constants, Python's value, itself weak
+        (so `d * math.sqrt(2.0)` keeps an f64 `d`'s precision, as Python and CUDA do), an int
+        for floor, ceil and trunc; None where an argument is not one, or where Python raises
+        (`math.log(0.0)`: then the C value, computed in the argument's type)."""
+        nodes = self.args(node, f"math.{name}", 2 if name in MATH_BINARY else 1)
+        values = [self.value(n) for n in nodes]
+        if not all(is_weak(v) and isinstance(v, typed.Constant) and type(v.value) in (int, float)
+                   for v in values):
+            return None
+        function = getattr(math, name, None)
+        try:
+            result = function(*(float(v.value) for v in values))
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if name in ("floor", "ceil", "trunc"):
+            result = int(result)
+        return weak_constant(result, self.loc(node))
 
     def ldexp(self, node: cst.Call) -> typed.Expr:
         """`math.ldexp(x, n)`: x * 2^n rounded once; n any integer (beyond +-2^16 it is clamped:

@@ -18,7 +18,7 @@ from .errors import CompileError
 from .floatbits import int_to_float, round_to
 from .scope import (COMPARE_OPS, CONST_FUNCS, KERNEL_BUILTINS, PTXPY_NAMES,
                     NotConstant, code_of, const_eval, fold_binary, fold_unary, number_literal,
-                    qualname_constant, subscript_items)
+                    arithmetic_problem, qualname_constant, subscript_items)
 
 BINARY_NAMES = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv",
@@ -516,7 +516,9 @@ class ExprChecker:
         if attr == "ndim":
             return weak_constant(kind.rank, loc)
         if attr == "shape":
-            raise self.error(f"'{name}.shape' is a tuple; use one extent: {name}.shape[0]", node)
+            unpack = ", ".join("nmkl"[:kind.rank]) if kind.rank > 1 else "n,"
+            raise self.error(f"'{name}.shape' is a tuple; use one extent ({name}.shape[0]) or "
+                             f"unpack it into variables: {unpack} = {name}.shape", node)
         raise self.error(f"arrays have no attribute '{attr}' (use {name}.shape[k], {name}.size or "
                          f"len({name}))", node)
 
@@ -650,6 +652,9 @@ class ExprChecker:
             raise self.error("the '@' operator is not supported in kernels", node.operator)
         if op is cst.Power:
             return self.power(self.value(node.left, True), node.right, node)
+        if op is cst.Modulo and isinstance(node.left, _STRINGS):     # "%d" % i
+            raise self.error(f"'{code_of(node)}': string formatting is not supported in kernels; "
+                             "print takes the values as arguments: print(\"x =\", x)", node)
         left, right = self.value(node.left, True), self.value(node.right, True)
         if is_wide(left) and not is_weak(right) or is_wide(right) and not is_weak(left):
             wide = left if is_wide(left) else right
@@ -690,7 +695,8 @@ class ExprChecker:
         try:
             value = fold_binary(op, a, b)
         except (ArithmeticError, ValueError, TypeError) as err:
-            raise self.error(f"cannot evaluate this constant expression: {err}", node) from None
+            raise self.error(f"cannot evaluate this constant expression: {arithmetic_problem(err)}",
+                             node) from None
         return folded_constant(value, self.loc(node))
 
     def power(self, base: typed.Expr, exponent_node, node) -> typed.Expr:
@@ -885,6 +891,12 @@ def unknown_attribute(module: str, attr: str, names) -> str:
     return message
 
 
+#: what a kernel writes for a Python builtin it does not have
+_BUILTIN_HINTS = {"pow": "; write x ** k (k a constant integer) or math.pow(x, y)",
+                  "sum": "; sum in a loop, or across a warp with ptxpy.warp_sum",
+                  "isinstance": "; types are known when the kernel compiles"}
+
+
 def _qualname_problem(qual: str, text: str) -> str:
     module, _, attr = qual.partition(".")
     if not attr:
@@ -894,7 +906,7 @@ def _qualname_problem(qual: str, text: str) -> str:
     if module == "builtins":
         if attr in KERNEL_BUILTINS:
             return f"'{attr}' must be called"
-        return f"name '{attr}' is a Python builtin that kernels do not support"
+        return f"name '{attr}' is a Python builtin that kernels do not support{_BUILTIN_HINTS.get(attr, '')}"
     if module == "ptxpy":
         dim = attr.split(".")[0]
         if dim in typed.DIM3_NAMES:

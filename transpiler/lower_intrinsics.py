@@ -308,9 +308,16 @@ def _isfinite(b, x):
 
 def _abs(b, e):
     (x,) = _args(b, e)
-    if x.type.is_float and x.type in (f16, bf16):
-        return b.coerce(b.op("abs", b.coerce(x, f32)), x.type)
+    if x.type.is_float and x.type in (f16, bf16):   # the sign bit cleared: a NaN keeps its bits
+        bits = b.op("and", b.emit("bitcast", u16, [x]), ir.Const(u16, 0x7FFF))
+        return b.emit("bitcast", x.type, [bits])
     return b.op("abs", b.coerce(x, e.type) if isinstance(e.type, Scalar) else x)
+
+
+def _fma(b, e):
+    """`ptxpy.fma(a, b, c)`, rounded once in its type: f16 and bf16 by their own `fma.rn`
+    (through f32 it would round twice: the f32 result, then to the half type)."""
+    return b.op("fma", *[b.coerce(a, e.type) for a in _args(b, e)])
 
 
 def _bitcast(b, e):
@@ -321,7 +328,6 @@ def _bitcast(b, e):
 MATH = {
     "sqrt": lambda b, e, a: _sqrt(b, a[0]),
     "rsqrt": lambda b, e, a: _rsqrt(b, a[0]),
-    "fma": lambda b, e, a: b.op("fma", *a),
     "floor": lambda b, e, a: b.op("floor", a[0]),
     "ceil": lambda b, e, a: b.op("ceil", a[0]),
     "trunc": lambda b, e, a: b.op("trunc", a[0]),
@@ -1242,6 +1248,7 @@ HANDLERS = {
     "nanosleep": lambda b, e: b.emit("nanosleep", None, _args(b, e)),
     "dp4a": lambda b, e: b.emit("dp4a", e.type, _args(b, e)),
     "abs": _abs,
+    "fma": _fma,
     "shfl_sync": _shfl("idx"),
     "shfl_up_sync": _shfl("up"),
     "shfl_down_sync": _shfl("down"),

@@ -141,7 +141,17 @@ def _checked(node, fn, *args):
     try:
         return fn(*args)
     except (ArithmeticError, ValueError, TypeError) as err:
-        raise NotConstant(node, f"cannot evaluate this constant expression ({err})") from None
+        raise NotConstant(node, f"cannot evaluate this constant expression ({arithmetic_problem(err)})") from None
+
+
+def arithmetic_problem(err: Exception) -> str:
+    """Python's error of a constant expression, in words: `7.0 % 0.0` says only 'float
+    modulo', `2.0 ** 2000` an errno tuple."""
+    if isinstance(err, OverflowError):
+        return "the result is too large for a float" if "int" not in str(err) else str(err)
+    if isinstance(err, ZeroDivisionError) and "zero" not in str(err):
+        return f"{err} by zero"
+    return str(err)
 
 
 def _element(e, lookup, callee):

@@ -61,6 +61,7 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         self.is_kernel = decl.name in self.parsed.kernels and self.parsed.kernels[decl.name] is decl
         self.consts = dict(consts)
         self.vars: dict = {}          # scalar params and locals -> Scalar
+        self.int_literal_starts: dict = {}   # local first assigned an int literal -> that int
         self.locals: dict = {}        # locals only, in order of first assignment
         self.arrays: dict = {}        # array name -> ArrayType
         self.array_params: set = set()
@@ -292,16 +293,27 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
         if known is None:
             converted = convert(value, value.type)
             self.declare_local(name, converted.type)
+            if is_weak(value) and value.type.is_int and isinstance(value, typed.Constant):
+                self.int_literal_starts[name] = value.value
             return converted
         if not can_convert_implicitly(value.type, known, is_weak(value)):
             raise self.error(f"cannot assign {value.type} to variable '{name}' of type {known}; "
                              + (_widening_shift_hint(value, known)
+                                or self.int_start_hint(name, value.type, known)
                                 or f"use {known}(...) to convert"), node)
         if is_weak(value) and value.type.is_int and known.is_int and not fits(value.value, known):
             raise self.error(f"{value.value} does not fit in variable '{name}' of type {known}; use "
                              f"{known}(...) to wrap it", node)
         self.declare_local(name, known)
         return convert(value, known)
+
+    def int_start_hint(self, name: str, t: Scalar, known: Scalar) -> str:
+        """For `acc = 0` then `acc += x[i]` (a float): the literal that made `acc` an integer."""
+        start = self.int_literal_starts.get(name)
+        if start is None or not t.is_float or name in self.annotations:
+            return ""
+        return (f"'{name}' is {known} because its first value is the integer {start}: start it "
+                f"as a float ({name} = {float(start)!r}), or use {known}(...) to convert")
 
     def variable_type(self, name: str) -> Scalar | None:
         return self.vars.get(name, self.annotations.get(name))
@@ -341,7 +353,22 @@ class FunctionChecker(ExprChecker, CallChecker, ShapeFormulas):
             values = [self.value(item.value) for item in items]
             converted = [self.bind(n, v, item) for n, v, item in zip(names, values, items)]
             return [typed.Assign(self.loc(target), names, converted)]
+        extents = self.whole_shape(value)
+        if extents is not None:      # `n, m = x.shape`
+            if len(extents) != len(names):
+                raise self.error(f"cannot unpack the {len(extents)} extents of '{code_of(value)}' "
+                                 f"into {len(names)} variables", node)
+            converted = [self.bind(n, v, value) for n, v in zip(names, extents)]
+            return [typed.Assign(self.loc(target), names, converted)]
         return [self.unpack_call(names, target, value, node)]
+
+    def whole_shape(self, node) -> list | None:
+        """`x.shape` of an array `x`: its extents (i32 each), else None."""
+        if not (node.__class__ is cst.Attribute and node.attr.value == "shape"
+                and node.value.__class__ is cst.Name and node.value.value in self.arrays):
+            return None
+        name, loc = node.value.value, self.loc(node)
+        return [typed.Shape(loc, i32, name, dim) for dim in range(self.arrays[name].rank)]
 
     def target_elements(self, target) -> list:
         """The targets of `a, x[i] = ...`: variable names and array elements (libcst nodes)."""

@@ -71,22 +71,39 @@ def _transposed(block: np.ndarray) -> np.ndarray:
 
 
 def rename_columns(rows: list, moved: list, to: list) -> None:
-    """`regalloc._rename_rows`: in every row, register `moved[k]` (a number) becomes `to[k]`."""
+    """`regalloc._rename_rows`: in every row, register `moved[k]` (a number) becomes `to[k]`
+    (a register not moved). `rows` is a symmetric graph whose moved registers' rows have been
+    merged into those of the registers they became (theirs then 0), as coalescing leaves it.
+
+    Then the result is symmetric too (its row r, bit t: some register merged into r
+    interferes with some register merged into t, which reads the same both ways), so its row t
+    is its column t: the OR of the columns of the registers merged into t. Columns are rows of
+    the transpose: one transpose and a few ORs of rows, instead of unpacking every row to move
+    bits (regalloc's loops on ints compute the same, as tests check)."""
     count = len(rows)
     if len(moved) <= count // _FEW_MOVED:
         _rename_few_columns(rows, moved, to)
         return
-    by_target = np.argsort(np.asarray(to), kind="stable")
-    sources = np.asarray(moved)[by_target]
-    targets, starts = np.unique(np.asarray(to)[by_target], return_index=True)
-    bits = packed(rows)
+    columns = transposed(rows)
+    renamed = list(columns)
+    for m, t in zip(moved, to):
+        renamed[t] |= columns[m]
+    for m in moved:
+        renamed[m] = 0
+    rows[:] = renamed
+
+
+def transposed(rows: list) -> list:
+    """The bitsets of the transpose of the square bit matrix `rows`: row c holds bit r where
+    row r holds bit c."""
+    count = len(rows)
+    width = (count + 7) // 8
+    bits = packed(rows, 8 * width)
+    out = np.zeros_like(bits)
     for start in range(0, count, _ROWS_AT_ONCE):
-        block = unpacked(bits[start:start + _ROWS_AT_ONCE], count)     # (a new array)
-        merged = np.logical_or.reduceat(block[:, sources], starts, axis=1)
-        block[:, sources] = False
-        block[:, targets] |= merged
-        bits[start:start + _ROWS_AT_ONCE] = np.packbits(block, axis=1, bitorder="little")
-    rows[:] = as_rows(bits)
+        groups = min(_ROWS_AT_ONCE, 8 * width - start) // 8
+        out[:, start // 8:start // 8 + groups] = _transposed(bits[start:start + 8 * groups])
+    return as_rows(out[:count])
 
 
 def _rename_few_columns(rows: list, moved: list, to: list) -> None:

@@ -19,24 +19,30 @@ def destruct_ssa(mfunc: MFunction) -> None:
 
 
 def split_critical_edges(mfunc: MFunction) -> None:
+    after, before = {}, {}    # block -> the edge blocks placed right after / before it
     for block in list(mfunc.blocks):
         if not block.phis or len(block.preds) < 2:
             continue
         for k, pred in enumerate(block.preds):
             if len(pred.succs) > 1:
-                block.preds[k] = _split(mfunc, pred, block)
+                block.preds[k] = _split(pred, block, after, before)
+    if after or before:     # (placed once: an insert at each split was quadratic)
+        mfunc.blocks = [placed for block in mfunc.blocks
+                        for placed in (*before.get(block, ()), block, *after.get(block, ()))]
 
 
-def _split(mfunc: MFunction, pred: MBlock, succ: MBlock) -> MBlock:
+def _split(pred: MBlock, succ: MBlock, after: dict, before: dict) -> MBlock:
     edge = MBlock(f"{pred.name}_{succ.name}", preds=[pred],
                   term=Terminator("br", [succ], loc=pred.term.loc))
     targets = pred.term.targets
     is_else = targets.index(succ) == len(targets) - 1 and len(targets) == 2
     targets[targets.index(succ)] = edge
-    # place it where a branch is saved: after pred when pred would fall through to it,
-    # otherwise just before succ, which it then falls through to
-    position = mfunc.blocks.index(pred) + 1 if is_else else mfunc.blocks.index(succ)
-    mfunc.blocks.insert(position, edge)
+    # place it where a branch is saved: after pred when pred would fall through to it
+    # (the latest split first), otherwise just before succ, which it then falls through to
+    if is_else:
+        after.setdefault(pred, []).insert(0, edge)
+    else:
+        before.setdefault(succ, []).append(edge)
     return edge
 
 

@@ -228,9 +228,17 @@ def _bitmatrix():
 
 
 def _find(alias: dict, reg: VReg) -> VReg:
-    while reg in alias:
-        reg = alias[reg]
-    return reg
+    """The register `reg` was merged into; the path to it shortened on the way (registers
+    merged one into the next, as an accumulator's copies across an unrolled loop are, would
+    otherwise make each look-up walk the whole chain)."""
+    root = reg
+    while root in alias:
+        root = alias[root]
+    while reg is not root:
+        parent = alias[reg]
+        alias[reg] = root
+        reg = parent
+    return root
 
 
 def colour(registers: Registers, graph: list, alias: dict, def_order: list) -> dict[VReg, int]:

@@ -19,16 +19,18 @@ def run(func: Function) -> Function:
     loops = natural_loops(func, dom_tree(func))
     if not loops:
         return func
-    order = block_order(func)
+    # each block's place in the code's order; a new preheader's just before its header's
+    position = {block: float(k) for k, block in enumerate(block_order(func))}
+    names = {block.name for block in func.blocks}
     changed = False
     for loop in loops:
-        preheader = ensure_preheader(func, loop)
+        preheader = ensure_preheader(func, loop, names)
         if preheader is None:
             continue
-        if preheader not in order:
-            order.insert(order.index(loop.header), preheader)
+        if preheader not in position:
+            position[preheader] = position[loop.header] - 0.5
             changed = True
-        changed |= _hoist(loop, preheader, order)
+        changed |= _hoist(loop, preheader, position)
     func.edits += changed
     return func
 
@@ -42,12 +44,11 @@ def can_hoist(instr: Instr) -> bool:
     return True
 
 
-def _hoist(loop: Loop, preheader: Block, order: list[Block]) -> bool:
-    """Move the loop's invariant instructions to `preheader`; whether there were any."""
+def _hoist(loop: Loop, preheader: Block, position: dict) -> bool:
+    """Move the loop's invariant instructions to `preheader`, its blocks taken in the code's
+    order (`position`); whether there were any."""
     body, moved = loop.blocks, False
-    for block in order:
-        if block not in body:
-            continue
+    for block in sorted((b for b in body if b in position), key=position.__getitem__):
         kept = []
         for instr in block.instrs:
             if can_hoist(instr) and all(
@@ -60,8 +61,9 @@ def _hoist(loop: Loop, preheader: Block, order: list[Block]) -> bool:
     return moved
 
 
-def ensure_preheader(func: Function, loop: Loop) -> Block | None:
-    """The loop's preheader, made (and added to the enclosing loops) when it has none."""
+def ensure_preheader(func: Function, loop: Loop, names: set | None = None) -> Block | None:
+    """The loop's preheader, made (and added to the enclosing loops) when it has none;
+    `names`: the function's block names (kept up to date), to name it."""
     existing = loop.preheader()
     if existing is not None:
         return existing
@@ -69,7 +71,7 @@ def ensure_preheader(func: Function, loop: Loop) -> Block | None:
     outside = [p for p in header.preds if p not in loop.blocks]
     if not outside:
         return None
-    preheader = Block(_unique_name(func, header.name + "_pre"))
+    preheader = Block(_unique_name(func, header.name + "_pre", names))
     preheader.func = func
     func.blocks.insert(func.blocks.index(header), preheader)
     incoming = _move_edges(header, outside, preheader)
@@ -103,10 +105,12 @@ def _move_edges(header: Block, outside: list[Block], preheader: Block) -> dict:
     return incoming
 
 
-def _unique_name(func: Function, name: str) -> str:
-    names = {b.name for b in func.blocks}
+def _unique_name(func: Function, name: str, names: set | None = None) -> str:
+    if names is None:
+        names = {b.name for b in func.blocks}
     candidate, n = name, 1
     while candidate in names:
         n += 1
         candidate = f"{name}{n}"
+    names.add(candidate)
     return candidate
