@@ -66,6 +66,9 @@ def _check_function(fn, decorator: str) -> None:
             else f"the built-in {getattr(fn, '__name__', fn)!r}" if inspect.isbuiltin(fn)
             else f"an object of type {type(fn).__name__}"
             + (f" ({fn.__name__!r})" if hasattr(fn, "__name__") else ""))
+    if isinstance(fn, str):     # Numba's @cuda.jit("void(float32[:])")
+        raise TypeError(f"{decorator} takes no signature (got {fn!r:.60}): ptxpy reads the types "
+                        "from the function's annotations (x: Array[f32], n: i32)")
     raise TypeError(f"{decorator} needs a function defined with def (ptxpy compiles its source), "
                     f"got {what}")
 

@@ -612,6 +612,12 @@ def test_a_kernel_without_out_shape_grid_or_block_names_itself_and_the_option():
         no_grid(x)
 
 
+def test_a_numba_style_signature_is_refused_where_the_decorator_is_applied():
+    with pytest.raises(TypeError, match=r"^@ptxpy\.jit takes no signature \(got 'void\(float32\[:\]\)'\): "
+                                        r"ptxpy reads the types from the function's annotations"):
+        ptxpy.jit("void(float32[:])")
+
+
 def test_a_numba_style_launch_says_how_ptxpy_launches():
     x, y = data(8)
     with pytest.raises(TypeError, match=r"^saxpy: a ptxpy kernel is not launched as "

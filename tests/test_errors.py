@@ -481,6 +481,19 @@ CASES = [
     ('the_shape_unpacked_into_too_few',
      '@ptxpy.jit\ndef k(x: Array[f32, 3]):\n    n, m = x.shape\n',
      "kernels.py:6:5: error: cannot unpack the 3 extents of 'x.shape' into 2 variables"),
+    ('a_string_const_default',
+     '@ptxpy.jit\ndef k(x: Array[f32], N: Const[int] = "s"):\n    x[0] = 1.0\n',
+     "kernels.py:5:38: error: the default of Const parameter 'N' must be a number or a bool (it "
+     "is Const[int]), not a string"),
+    ('a_list_as_a_shared_shape',
+     '@ptxpy.jit\ndef k(x: Array[f32]):\n    s = ptxpy.shared_array([16, 16], f32)\n'
+     '    x[0] = s[0, 0]\n',
+     "kernels.py:6:28: error: the shape of ptxpy.shared_array is a tuple, not a list: (16, 16)"),
+    ('a_numba_signature',
+     '@ptxpy.jit("void(float32[:])")\ndef k(x: Array[f32]):\n    x[0] = 1.0\n',
+     "kernels.py:4:12: error: @ptxpy.jit takes no signature or other positional argument: ptxpy "
+     "reads the types from the function's annotations (x: Array[f32], n: i32), and its options "
+     "are keywords (grid=..., block=...)"),
     ('unpack_a_scalar',
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    a, b = i32(3)\n',
      "kernels.py:6:12: error: cannot unpack an i32 value into 2 variables"),

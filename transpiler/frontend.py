@@ -446,6 +446,13 @@ def _check_decorators(parsed: ParsedModule, kinds: list, others: list) -> None:
     kind, deco = kinds[0]
     if kind == "func" and isinstance(deco.decorator, cst.Call) and deco.decorator.args:
         raise CompileError("@ptxpy.func takes no arguments", parsed.loc(deco.decorator))
+    positional = [a for a in (deco.decorator.args if isinstance(deco.decorator, cst.Call) else ())
+                  if a.keyword is None]
+    if kind == "jit" and positional:    # Numba's @cuda.jit("void(float32[:])")
+        raise CompileError("@ptxpy.jit takes no signature or other positional argument: ptxpy "
+                           "reads the types from the function's annotations (x: Array[f32], "
+                           "n: i32), and its options are keywords (grid=..., block=...)",
+                           parsed.loc(positional[0]))
 
 
 def _params(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -> list:
@@ -493,6 +500,9 @@ def _default(parsed: ParsedModule, name: str, kind, node: cst.BaseExpression):
     try:
         value = const_eval(node, parsed.scope.lookup, parsed.scope.const_callee)
     except NotConstant:
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            raise CompileError(f"the default of Const parameter '{name}' must be a number or a "
+                               f"bool (it is {kind}), not a string", parsed.loc(node)) from None
         raise CompileError(f"the default of Const parameter '{name}' must be a compile-time constant",
                            parsed.loc(node)) from None
     return const_param_value(name, kind, value, parsed.loc(node))

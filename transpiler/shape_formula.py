@@ -85,6 +85,9 @@ class ShapeFormulas:
                              "or a variable assigned once, before it, from such an expression", node)
         if kind is cst.Name or kind is cst.Attribute:
             self.expr(node)           # an undefined name (CUDA's blockDim.x ...) says so
+        if kind is cst.List:
+            raise self.error(f"the shape of {label} is a tuple, not a list: "
+                             f"{code_of(node).replace('[', '(', 1)[:-1]})", node)
         raise self.error(f"'{code_of(node)}' is not known at launch: the shape of {label} must be "
                          f"{ALLOWED}", node)
 
