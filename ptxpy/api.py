@@ -1069,6 +1069,9 @@ def _dim3(value, what: str, kernel: str, least: int = 1) -> tuple:
     kind = "positive" if least == 1 else "non-negative"
     dims = [_index(d) for d in (value if isinstance(value, (tuple, list)) else (value,))]
     wrong = f"{kernel}: {what} must be a {kind} int or a tuple of 1 to 3 {kind} ints, got {value!r}"
+    if any(_is_tracer(d) for d in (value if isinstance(value, (tuple, list)) else (value,))):
+        wrong += ("; under jax.jit a traced value cannot size the launch: make it a Const "
+                  "parameter, or a static argument of jax.jit (static_argnames)")
     if not 1 <= len(dims) <= 3 or None in dims:
         raise TypeError(wrong)
     if not all(d >= least for d in dims):

@@ -419,7 +419,7 @@ def check_out_types(kernel, outputs: list[ParamSpec], out_types: list) -> list:
         if not hasattr(t, "shape") or not hasattr(t, "dtype"):
             raise TypeError(f"{_where(kernel, spec)}: out_types entries must be "
                             f"jax.ShapeDtypeStruct, got {type(t).__name__}")
-        _check_type(kernel, spec, t.dtype, t.shape, "output")
+        _check_type(kernel, spec, t.dtype, t.shape, "output (out_shape's entry)")
         _check_tensor_maps(kernel, spec, tuple(t.shape))
         _check_jax_holds(kernel, spec, "an output")
         checked.append(jax.ShapeDtypeStruct(tuple(int(d) for d in t.shape), t.dtype))

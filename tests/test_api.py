@@ -478,8 +478,8 @@ def test_interpret_mode_makes_the_checks_of_a_gpu_launch():
     x, y = data()
     wrong_out = ptxpy.jit(saxpy.fn, out_shape=lambda x, y, a: jax.ShapeDtypeStruct(x.shape, jnp.int32),
                           grid=2, block=BLOCK, interpret=True)
-    with pytest.raises(TypeError, match="kernel 'saxpy', parameter 'out': expected output of "
-                                        r"dtype f32 \(float32\), got int32"):
+    with pytest.raises(TypeError, match=r"kernel 'saxpy', parameter 'out': expected output "
+                                        r"\(out_shape's entry\) of dtype f32 \(float32\), got int32"):
         wrong_out(x, y, 1.0)
     too_wide = ptxpy.jit(saxpy.fn, out_shape=lambda x, y, a: x, grid=1, block=2048, interpret=True)
     with pytest.raises(ValueError, match=r"block \(2048, 1, 1\) has 2048 threads; CUDA devices "
@@ -610,6 +610,20 @@ def test_a_kernel_without_out_shape_grid_or_block_names_itself_and_the_option():
     no_grid = ptxpy.jit(bare.fn, out_shape=lambda x: x, interpret=True)
     with pytest.raises(TypeError, match=r"^bare: @ptxpy\.jit needs grid= to run"):
         no_grid(x)
+
+
+@ptxpy.jit(out_shape=lambda x, n: x, grid=1, block=lambda x, n: n, interpret=True)
+def block_of_n(x: Array[f32], n: i32, out: Array[f32]):
+    out[0] = x[0]
+
+
+def test_a_launch_sized_by_a_traced_value_says_how_to_make_it_static():
+    x = np.ones(4, np.float32)
+    with pytest.raises(TypeError, match=r"^block_of_n: block must be a positive int .*; under "
+                                        r"jax\.jit a traced value cannot size the launch: make it a "
+                                        r"Const parameter, or a static argument of jax\.jit"):
+        jax.jit(block_of_n)(x, 4)
+    assert np.asarray(jax.jit(block_of_n, static_argnames="n")(x, 4))[0] == 1.0
 
 
 def test_a_numba_style_signature_is_refused_where_the_decorator_is_applied():
