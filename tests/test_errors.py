@@ -494,6 +494,14 @@ CASES = [
      "kernels.py:4:12: error: @ptxpy.jit takes no signature or other positional argument: ptxpy "
      "reads the types from the function's annotations (x: Array[f32], n: i32), and its options "
      "are keywords (grid=..., block=...)"),
+    ('a_quoted_annotation_of_no_type',
+     '@ptxpy.jit\ndef k(x: "Array[f33]"):\n    pass\n',
+     "kernels.py:5:10: error: unsupported type annotation 'f33' (use a ptxpy scalar type, bool, "
+     "int, float, Array[T] or Array[T, R])"),
+    ('a_quoted_annotation_that_does_not_parse',
+     '@ptxpy.jit\ndef k(x: "Array[f32"):\n    pass\n',
+     "kernels.py:5:10: error: unsupported type annotation \"Array[f32\": its text is not a type "
+     "(use a ptxpy scalar type, bool, int, float, Array[T] or Array[T, R])"),
     ('unpack_a_scalar',
      '@ptxpy.jit\ndef k(x: Array[f32]):\n    a, b = i32(3)\n',
      "kernels.py:6:12: error: cannot unpack an i32 value into 2 variables"),

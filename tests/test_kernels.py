@@ -326,6 +326,27 @@ def aug(c: Array[i32], out: Array[f32], grid: Array[f32, 2]):
     expected[1, 0] -= 0.5
     np.testing.assert_array_equal(got_grid, expected)
 
+def test_quoted_annotations_name_their_types():
+    """`x: "Array[f32]"`, as Python's typing reads a quoted annotation (parameters, Const,
+    locals, a device function's tuple return)."""
+    source = src("""
+@ptxpy.func
+def pair(v: "f32") -> "tuple[f32, i32]":
+    return v * 2.0, i32(v)
+
+@ptxpy.jit
+def quoted(x: "Array[f32]", out: 'Array[f32, 2]', K: "Const[int]" = 3):
+    i = ptxpy.thread_idx.x
+    acc: "f32" = 1
+    twice, whole = pair(x[i])
+    out[0, i] = twice * K + acc
+    out[1, i] = f32(whole)
+""")
+    x = np.array([0.5, 1.5, 2.5, -3.0], np.float32)
+    (out,) = run(source, "quoted", [x, Out((2, 4), np.float32)], grid=1, block=4)
+    np.testing.assert_array_equal(out, [x * 6 + 1, np.trunc(x)])
+
+
 def test_a_shape_unpacks_into_its_extents():
     """`n, m = x.shape`, as in NumPy and Numba: each extent an i32."""
     source = src("""

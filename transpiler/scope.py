@@ -417,6 +417,8 @@ def resolve_type(node: cst.BaseExpression, scope: ModuleScope, loc, allow_const:
     """The ptxpy type an annotation denotes: Scalar, ArrayType, ConstType or TupleType."""
     if node.__class__ is cst.Subscript:   # (isinstance: an ABC check, slower)
         return _subscript_type(node, scope, loc, allow_const, allow_tuple)
+    if node.__class__ is cst.SimpleString:    # a quoted annotation, `x: "Array[f32]"`, as Python reads it
+        return _quoted_type(node, scope, loc, allow_const, allow_tuple)
     scalar = scalar_named(scope.qualname(node))
     if scalar is not None:
         return scalar
@@ -431,6 +433,19 @@ def resolve_type(node: cst.BaseExpression, scope: ModuleScope, loc, allow_const:
                            f"ptxpy's {node.value}; rename that definition", loc(node))
     raise CompileError(f"unsupported type annotation '{code_of(node)}' (use a ptxpy scalar type, "
                        "bool, int, float, Array[T] or Array[T, R])", loc(node))
+
+
+def _quoted_type(node: cst.SimpleString, scope: ModuleScope, loc, allow_const, allow_tuple):
+    """The type a quoted annotation names; its errors at the string."""
+    try:
+        inner = cst.parse_expression(node.evaluated_value.strip())
+    except Exception:
+        raise CompileError(f"unsupported type annotation {code_of(node)}: its text is not a type "
+                           "(use a ptxpy scalar type, bool, int, float, Array[T] or Array[T, R])",
+                           loc(node)) from None
+    if inner.__class__ is cst.SimpleString:
+        raise CompileError(f"unsupported type annotation {code_of(node)}", loc(node))
+    return resolve_type(inner, scope, lambda _: loc(node), allow_const, allow_tuple)
 
 
 def _check_imported(node: cst.CSTNode, scope: ModuleScope, loc) -> None:
