@@ -372,6 +372,7 @@ class Kernel:
     def _prepare(self, args, kwargs, shapes_only: bool = False) -> "_Call":
         """The checked call; `shapes_only`: array arguments may be `jax.ShapeDtypeStruct`s (for
         `ptx` and `transpile`, which run nothing)."""
+        self._refuse_containers(args, kwargs)
         out_types, many = self._computed_out_types(args, kwargs)
         bound, consts = self._bind(args, kwargs, len(out_types))
         self._check_arrays(bound, shapes_only)
@@ -410,11 +411,32 @@ class Kernel:
             self._raise_argument_error(self.out_shape, args, kwargs, None)
         return out_types, many
 
+    def _refuse_containers(self, args, kwargs) -> None:
+        """A tuple, list or dict given for a parameter (which takes an array or a number, never
+        a pytree): its own error, before out_shape's function reads it as several outputs."""
+        if not any(isinstance(v, (tuple, list, dict)) for v in (*args, *kwargs.values())):
+            return
+        n_outputs = (self._output_count_like(self.out_shape) if callable(self.out_shape)
+                     else self._declared_output_count() or 1)
+        values, error = self._matching(args, kwargs, n_outputs)
+        if error is not None:
+            return      # (the call's own error comes later)
+        for p in self._inputs(n_outputs):
+            value = values.get(p.name)
+            if isinstance(value, (tuple, list, dict)) and not isinstance(p.type, ConstType):
+                if isinstance(p.type, ArrayType):
+                    raise self._not_an_array(p.name, value)
+                self._check_scalar(p.name, p.type, value)
+
     def _computed(self, what: str, spec, args, kwargs):
         """out_shape, grid or block for this call: the value, or what its function returns."""
         _required(spec, what, self.__name__)
         if not callable(spec):
             return spec
+        kwargs = self._with_const_defaults(spec, args, kwargs)
+        by_name = None if _accepts(spec, args, kwargs) else self._by_name(spec, args, kwargs)
+        if by_name is not None:     # a function that leaves out Const parameters
+            args, kwargs = (), by_name
         try:
             return spec(*args, **kwargs)
         except Exception as err:    # raised in the user's function: keep its frames below
@@ -476,18 +498,85 @@ class Kernel:
         1 when none does."""
         return next(iter(self._output_counts_like(fn)), 1)
 
+    def _with_const_defaults(self, fn, args, kwargs) -> dict:
+        """`kwargs` and, for a Const parameter the call leaves to its default, that default,
+        where `fn` (out_shape's, grid's or block's function) names the parameter without a
+        default of its own and the call's positions do not reach it (`lambda x, K: x`)."""
+        defaults = self._const_defaults
+        if not defaults:
+            return kwargs
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            return kwargs
+        names = list(params)
+        extra = {name: value for name, value in defaults.items()
+                 if name in params and name not in kwargs and names.index(name) >= len(args)
+                 and params[name].default is inspect.Parameter.empty}
+        return {**kwargs, **extra} if extra else kwargs
+
+    def _by_name(self, fn, args, kwargs) -> dict | None:
+        """The call's inputs that `fn` names, by name, where its parameters are the kernel's
+        inputs but for Const parameters it leaves out (as Triton's grid functions leave out
+        `meta`: `lambda x: x` for `k(x, out, K=4)` called `k(x, 3)`); else None."""
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            return None
+        if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params.values()):
+            return None
+        names = list(params)
+        n_outputs = self._outputs_after_named(names)
+        if n_outputs is None:
+            return None
+        values, error = self._matching(args, kwargs, n_outputs)
+        inputs = self._inputs(n_outputs)
+        if error is not None or any(p.name not in names and not isinstance(p.type, ConstType)
+                                    for p in inputs):
+            return None
+        chosen = {name: values[name] for name in names if name in values}
+        for name in names:
+            if name not in chosen and params[name].default is inspect.Parameter.empty:
+                if name not in self._const_defaults:
+                    return None
+                chosen[name] = self._const_defaults[name]
+        return chosen
+
+    @functools.cached_property
+    def _const_defaults(self) -> dict:
+        """{name: default} of the Const parameters that have one."""
+        return {name: p.default for name, p in inspect.signature(self.fn).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+
     def _output_counts_like(self, fn) -> list[int]:
         """The numbers of outputs that leave the kernel as many inputs as `fn` has parameters
-        (none when it takes `*args` or `**kwargs`)."""
+        (none when it takes `*args` or `**kwargs`); where `fn`'s parameters are named as the
+        kernel's, the array parameters after the last one it names (`lambda x: x` for
+        `k(x, out, K=4)`: one, `out`, though it leaves out K)."""
         try:
-            kinds = [p.kind for p in inspect.signature(fn).parameters.values()]
+            params = inspect.signature(fn).parameters
         except (TypeError, ValueError):
             return []
+        kinds = [p.kind for p in params.values()]
         if inspect.Parameter.VAR_POSITIONAL in kinds or inspect.Parameter.VAR_KEYWORD in kinds:
             return []
+        after_named = self._outputs_after_named(list(params))
+        if after_named is not None:
+            return [after_named]
         count = len(kinds)
         n_arrays = sum(isinstance(p.type, ArrayType) for p in self.params)
         return [n for n in range(1, n_arrays + 1) if len(self.params) - n == count]
+
+    def _outputs_after_named(self, names: list) -> int | None:
+        """How many array parameters follow the last one of `names`, when `names` are all the
+        kernel's parameters and name an array; else None."""
+        if not names or not set(names) <= {p.name for p in self.params}:
+            return None
+        arrays = [p.name for p in self.params if isinstance(p.type, ArrayType)]
+        named = [k for k, name in enumerate(arrays) if name in names]
+        if not named or named[-1] == len(arrays) - 1:
+            return None
+        return len(arrays) - 1 - named[-1]
 
     def _large_arrays(self, bound, out_types) -> tuple:
         """The array parameters given 2**31 elements or more (each extent is below 2**31, their

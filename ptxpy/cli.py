@@ -10,6 +10,7 @@ import argparse
 import ast
 import gc
 import os
+import re
 import sys
 import time
 
@@ -31,18 +32,22 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="ptxpy", description="Compile type-annotated Python kernels to PTX.")
+    parser = Parser(prog="ptxpy", description="Compile type-annotated Python kernels to PTX.",
+                    allow_abbrev=False)
     parser.add_argument("--version", action="store_true", help="print ptxpy's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     t = commands.add_parser("transpile", help="write one NAME.ptx per @ptxpy.jit kernel of FILE.py",
                             usage="ptxpy transpile FILE.py [-o DIR] [--arch sm_90] [--kernel NAME ...] "
                                   "[-D NAME=VALUE ...]\n                       [--emit ptx|ssa|typed] "
-                                  "[--check] [--fast-math] [--debug]",
+                                  "[--check] [--fast-math] [--debug] [--max-registers N]\n"
+                                  "                       [--launch-bounds THREADS[,BLOCKS]] "
+                                  "[--cluster X[,Y[,Z]]]",
+                            allow_abbrev=False,
                             description="Read FILE.py without running it and write one DIR/NAME.ptx "
                                         "per @ptxpy.jit kernel.")
     t.set_defaults(command_parser=t)
-    t.add_argument("--version", action="version", version=f"ptxpy {ptxpy.__version__}",
-                   help="print ptxpy's version and exit (as ptxpy --version)")
+    t.add_argument("--version", action="store_true", dest="command_version",
+                   help="print ptxpy's version and exit (as ptxpy --version), alone")
     t.add_argument("file", metavar="FILE.py", nargs="?")
     t.add_argument("-o", "--output-dir", metavar="DIR", help="where to write (default: beside FILE.py)")
     t.add_argument("--arch", default=driver.DEFAULT_ARCH, help="target, e.g. sm_80, sm_90 (default: sm_90)")
@@ -128,6 +133,11 @@ def parse_arguments(parser: Parser, argv: list[str]) -> argparse.Namespace:
     at_fault = getattr(args, "command_parser", parser)
     if extra:
         at_fault.error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "command_version", False):    # `ptxpy transpile --version`: alone
+        if [a for a in argv if a not in ("transpile", "--version")]:
+            at_fault.error("--version takes no other arguments")
+        args.version, args.command = True, None
+        return args
     if args.command == "transpile" and args.file is None:
         if args.kernel and args.kernel[-1].endswith(".py"):   # `--kernel a b FILE.py`
             args.file = args.kernel.pop()
@@ -336,7 +346,13 @@ def check_with_ptxas(name: str, ptx: str, arch: str) -> bool:
     if not ok:
         print(f"{name}: ptxas rejected the PTX:\n{log}", file=sys.stderr)
         return False
-    print(f"{name}: ptxas {arch}: {registers} registers")
+    target = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, flags=re.M)   # sm_90a where wgmma made it
+    arch = target.group(1) if target else arch
+    stack = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads",
+                      log)
+    spills = "" if not stack or stack.group(2) == stack.group(3) == "0" else \
+        f", {stack.group(2)} bytes spill stores, {stack.group(3)} bytes spill loads"
+    print(f"{name}: ptxas {arch}: {registers} registers{spills}")
     return True
 
 

@@ -82,7 +82,23 @@ def run(call: Call, operands: list) -> list:
             return tuple(call.execute(call.kernel, list(ops), call.out_types, call.grid))
     else:
         launch = _unbatched_fn(call)
+    operands = [_as_jax(o) for o in operands]
     return list(_without_derivative(launch, call.kernel.name)(*operands))
+
+
+def _as_jax(value):
+    """`value` with no NumPy array inside: a custom_jvp given one under a trace fails on JAX's
+    own assertion ("non-canonical constant"), as a NumPy array that `jax.vmap` batches holds
+    one inside its tracer (`jax.jit(lambda: jax.vmap(kernel)(numpy_array))`). Such a tracer
+    is copied (`copy` keeps derivatives, so `jax.grad` still meets the kernel's own error)."""
+    import jax
+
+    if isinstance(value, (np.ndarray, np.generic)):
+        return jax.numpy.asarray(value)
+    if isinstance(value, jax.core.Tracer) and isinstance(getattr(value, "val", None),
+                                                         (np.ndarray, np.generic)):
+        return jax.lax.copy_p.bind(value)
+    return value
 
 
 def _without_derivative(fn, kernel: str):

@@ -1165,14 +1165,31 @@ def scaled_by_const(x: Array[f32], out: Array[f32], K: Const[int] = 2):
     out[i] = x[i] * K
 
 
-def test_an_out_shape_function_that_leaves_out_a_const_is_named():
+def test_an_out_shape_function_may_leave_out_const_parameters():
+    """As Triton's grid functions leave out `meta`: the function gets the inputs it names, by
+    name; the call's signature is still every input."""
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(np.asarray(scaled_by_const(x)), x * 2)
-    with pytest.raises(TypeError) as info:
-        scaled_by_const(x, 3)
-    assert str(info.value) == ("scaled_by_const: out_shape's function takes (x) but the call "
-                               "passes 2 inputs (x, K); give it one parameter per input, Const "
-                               "parameters included: lambda x, K: ...")
+    np.testing.assert_array_equal(np.asarray(scaled_by_const(x, 3)), x * 3)
+    np.testing.assert_array_equal(np.asarray(scaled_by_const(x, K=5)), x * 5)
+    np.testing.assert_array_equal(np.asarray(jax.jit(scaled_by_const, static_argnames="K")(x, K=3)),
+                                  x * 3)
+    assert str(inspect.signature(scaled_by_const)) == "(x: Array[f32], K: Const[int] = 2)"
+
+
+@ptxpy.jit(out_shape=lambda x, K: x, grid=lambda x, K: 1, block=lambda x, K: 4 * K, interpret=True)
+def spread_by_const(x: Array[f32], out: Array[f32], K: Const[int] = 1):
+    i = ptxpy.global_id(0)
+    if i < len(x):
+        out[i] = x[i] + K
+
+
+def test_functions_that_name_a_const_get_its_default_when_the_call_leaves_it_out():
+    x = np.arange(8, dtype=np.float32)
+    got = np.asarray(spread_by_const(x, K=2))      # block 8: every element
+    np.testing.assert_array_equal(got, x + 2)
+    first = np.asarray(spread_by_const(x))         # block 4 (K's default 1): the first four
+    np.testing.assert_array_equal(first[:4], x[:4] + 1)
 
 
 @ptxpy.jit(out_shape=lambda x: np.zeros(2, np.int32), grid=1, block=1, interpret=True)

@@ -473,10 +473,30 @@ def test_a_define_of_the_wrong_kind_names_the_option(tmp_path, capsys):
 def test_version_after_the_command_prints_the_version(capsys):
     import ptxpy
 
-    with pytest.raises(SystemExit) as exit:
-        main(["transpile", "--version"])
-    assert exit.value.code == 0
+    assert main(["transpile", "--version"]) == 0
     assert capsys.readouterr().out == f"ptxpy {ptxpy.__version__}\n"
+    # with anything else it is a malformed command line, as `ptxpy --version transpile k.py`
+    for argv in (["transpile", "k.py", "--version"], ["transpile", "--version", "-o", "d"]):
+        with pytest.raises(SystemExit) as exit:
+            main(argv)
+        assert exit.value.code == 2
+        assert capsys.readouterr().err.endswith("ptxpy: error: --version takes no other arguments\n")
+
+
+def test_abbreviated_options_are_unknown(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["transpile", "k.py", "--debu"])
+    assert exit.value.code == 2
+    assert "unrecognized arguments: --debu" in capsys.readouterr().err
+
+
+def test_check_names_the_target_assembled_and_reports_spills(tmp_path, capsys):
+    examples = os.path.join(os.path.dirname(__file__), "..", "examples")
+    assert main(["transpile", os.path.join(examples, "matmul.py"), "-o", str(tmp_path),
+                 "--max-registers", "32", "--check"]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert re.fullmatch(r"matmul: ptxas sm_90: 32 registers, \d+ bytes spill stores, \d+ bytes "
+                        r"spill loads", line), line
 
 
 def test_a_kernel_named_twice_is_compiled_once(kernels_file, tmp_path, capsys):
@@ -542,3 +562,30 @@ def test_file_name_bytes_that_are_not_text_come_back_as_given(tmp_path, environm
                           env=env, timeout=120)
     assert done.returncode == 1
     assert done.stderr.startswith(bad + b":3:10: error: 'f32' is not imported")
+
+
+FLAGGED = """
+import math
+import ptxpy
+from ptxpy import Array, f32
+
+@ptxpy.jit(out_shape=lambda x: x, grid=1, block=32, fast_math=FAST, debug=DEBUG)
+def flagged(x: Array[f32], out: Array[f32]):
+    i = ptxpy.thread_idx.x
+    out[i] = math.exp(x[i])
+"""
+
+
+def test_the_command_line_compiles_as_the_decorator_s_fast_math_and_debug_say(tmp_path):
+    """The PTX it writes is the one the decorated kernel runs: `fast_math=True` in the decorator
+    gives the hardware exp (ex2.approx), `debug=True` the bounds checks (a trap)."""
+    from ptxpy.cli import main
+
+    path = tmp_path / "flagged.py"
+    for fast, debug in ((False, False), (True, False), (False, True)):
+        path.write_text(FLAGGED.replace("FAST", str(fast)).replace("DEBUG", str(debug)))
+        assert main(["transpile", str(path), "-o", str(tmp_path)]) == 0
+        ptx = (tmp_path / "flagged.ptx").read_text()
+        assert ("ex2.approx" in ptx) == fast and ("trap;" in ptx) == debug, (fast, debug)
+    path.write_text(FLAGGED.replace("FAST", "1").replace("DEBUG", "False"))
+    assert main(["transpile", str(path), "-o", str(tmp_path)]) == 1   # not a bool: its error

@@ -373,3 +373,14 @@ def test_a_custom_vjp_around_a_vmapped_kernel_still_batches_it():
         grad = jax.grad(lambda x: twice_plus_one(x).sum())(xs)
     np.testing.assert_array_equal(grad, np.full_like(xs, 2.0))
     assert n.count == 1
+
+
+def test_vmap_of_a_numpy_array_inside_jit():
+    """`jax.vmap` batches a NumPy array as a tracer holding it; under `jax.jit` the launch's
+    custom_jvp refused that with JAX's own assertion ('non-canonical constant')."""
+    x = np.arange(3 * 40, dtype=np.float32).reshape(3, 40)
+    y = np.ones(40, np.float32)
+    got = jax.jit(lambda: jax.vmap(saxpy, in_axes=(0, None, None))(x, y, 2.0))()
+    np.testing.assert_array_equal(np.asarray(got), 2 * x + y)
+    with pytest.raises(TypeError, match="has no derivative rule"):   # still its own error
+        jax.grad(lambda a: jax.vmap(saxpy, in_axes=(0, None, None))(x, y, a).sum())(2.0)

@@ -342,15 +342,18 @@ def _transpile(source: str, filename: str, options: Options, defines, kernels) -
 def with_decorator_bounds(program: Program, name: str, options: Options) -> Options:
     """`options` for compiling kernel `name` without its decorator at hand (`ptxpy transpile`):
     the `max_registers`, `launch_bounds` and `cluster` its `@ptxpy.jit(...)` writes as
-    constants, where `options` give none."""
+    constants, where `options` give none, and its `fast_math=True` or `debug=True` (so the PTX
+    is the one the decorated kernel runs)."""
     decl = program.kernels[name]
     written, bounds = getattr(decl, "register_bounds", (None, ()))
     cluster = getattr(decl, "cluster", ())
+    flags = getattr(decl, "flags", {})
     if (written and not options.max_registers) or (bounds and not options.launch_bounds) or \
-            (cluster and not options.cluster):
+            (cluster and not options.cluster) or any(not getattr(options, f) for f in flags):
         return replace(options, max_registers=options.max_registers or written,
                        launch_bounds=options.launch_bounds or bounds,
-                       cluster=options.cluster or cluster)
+                       cluster=options.cluster or cluster,
+                       **{flag: True for flag in flags})
     return options
 
 

@@ -61,9 +61,9 @@ class FuncDecl:
 @dataclass
 class KernelDecl:
     """A `@ptxpy.jit` kernel. `return_type` is always None; `node` as for FuncDecl.
-    `register_bounds`: (max_registers, launch_bounds) and `cluster` (x, y, z) its decorator
-    gives as constants, for compiles that have no decorator to ask (`ptxpy transpile`,
-    `ptxpy.transpile`)."""
+    `register_bounds`: (max_registers, launch_bounds), `cluster` (x, y, z) and `flags`
+    ({"fast_math": True}, {"debug": True}) its decorator gives as constants, for compiles that
+    have no decorator to ask (`ptxpy transpile`, `ptxpy.transpile`)."""
     name: str
     params: list
     loc: tuple
@@ -71,6 +71,7 @@ class KernelDecl:
     return_type: None = None
     register_bounds: tuple = (None, ())
     cluster: tuple = ()
+    flags: dict = field(default_factory=dict)
 
     @property
     def node(self) -> cst.FunctionDef:
@@ -265,6 +266,7 @@ def _declare(parsed: ParsedModule, node: cst.FunctionDef) -> None:
             decl.register_bounds = register_bounds(found.get("max_registers"),
                                                    found.get("launch_bounds"))
             decl.cluster = cluster_dims(found.get("cluster"))
+            decl.flags = {flag: True for flag in ("fast_math", "debug") if found.get(flag)}
     except CompileError as err:
         err = err.located(parsed.filename, parsed.source_lines).with_traceback(None)
         decl = InvalidDecl(name, parsed.loc(node.name), err)
@@ -342,9 +344,18 @@ def _declaration(parsed: ParsedModule, node: cst.FunctionDef, is_kernel: bool) -
 
 #: the decorator's keywords that change the PTX whatever the call (read from the source), and
 #: the checks of their values
+def _flag(name: str):
+    def check(value):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r:.40}")
+        return value
+    return check
+
+
 DECORATOR_CONSTANTS = {"max_registers": lambda v: register_bounds(max_registers=v),
                        "launch_bounds": lambda v: register_bounds(launch_bounds=v),
-                       "cluster": cluster_dims}
+                       "cluster": cluster_dims, "fast_math": _flag("fast_math"),
+                       "debug": _flag("debug")}
 
 
 def _decorator_constants(parsed: ParsedModule, decorator: cst.BaseExpression) -> dict:
