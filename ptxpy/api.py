@@ -433,17 +433,22 @@ class Kernel:
         _required(spec, what, self.__name__)
         if not callable(spec):
             return spec
-        kwargs = self._with_const_defaults(spec, args, kwargs)
-        by_name = None if _accepts(spec, args, kwargs) else self._by_name(spec, args, kwargs)
-        if by_name is not None:     # a function that leaves out Const parameters
-            args, kwargs = (), by_name
+        given = self._with_const_defaults(spec, args, kwargs)
         try:
-            return spec(*args, **kwargs)
+            return spec(*args, **given)
         except Exception as err:    # raised in the user's function: keep its frames below
-            if what == "out_shape":
-                self._raise_argument_error(spec, args, kwargs, err)
-            raise TypeError(f"{self.__name__}: {what} could not be computed for this call: "
-                            f"{type(err).__name__}: {err}") from err
+            failed = err
+        # a function that leaves out Const parameters takes the inputs it names, by name
+        by_name = None if _accepts(spec, args, given) else self._by_name(spec, args, kwargs)
+        if by_name is not None:
+            try:
+                return spec(**by_name)
+            except Exception as err:
+                failed = err
+        if what == "out_shape":
+            self._raise_argument_error(spec, args, kwargs, failed)
+        raise TypeError(f"{self.__name__}: {what} could not be computed for this call: "
+                        f"{type(failed).__name__}: {failed}") from failed
 
     def _raise_argument_error(self, out_shape, args, kwargs, err: Exception) -> None:
         """The kernel's own error when out_shape's function failed on arguments that fit no
@@ -505,9 +510,8 @@ class Kernel:
         defaults = self._const_defaults
         if not defaults:
             return kwargs
-        try:
-            params = inspect.signature(fn).parameters
-        except (TypeError, ValueError):
+        params = _parameters(fn)
+        if params is None:
             return kwargs
         names = list(params)
         extra = {name: value for name, value in defaults.items()
@@ -1011,6 +1015,25 @@ def _note_concrete_array_type(kind: type) -> None:
             return
         if kind is ArrayImpl:
             _concrete_array_type = kind
+
+
+def _parameters(fn):
+    """`fn`'s parameters (inspect's mapping), read once per function; None where they cannot
+    be read."""
+    try:
+        return _hashable_parameters(fn)
+    except TypeError:       # an unhashable callable object
+        return _read_parameters(fn)
+
+
+def _read_parameters(fn):
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+
+
+_hashable_parameters = functools.lru_cache(maxsize=256)(_read_parameters)
 
 
 def _x64_hint(expected, got) -> str:
