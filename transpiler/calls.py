@@ -318,17 +318,14 @@ class CallChecker:
         if name == "log" and len(node.args) == 2:
             return self.log_base(node)
         if name in MATH_UNARY or name in MATH_PREDICATES or name in MATH_BINARY:
-            folded = self.folded_math(name, node)
+            count = 2 if name in MATH_BINARY else 1
+            values = [self.value(n) for n in self.args(node, label, count)]
+            folded = self.folded_math(name, values, node)
             if folded is not None:
                 return folded
-        if name in MATH_UNARY or name in MATH_PREDICATES:
-            (arg,) = self.args(node, label, 1)
-            (value,) = self.float_args([arg])
-            result = bool_ if name in MATH_PREDICATES else value.type
-            return typed.Intrinsic(self.loc(node), result, name, [value])
-        if name in MATH_BINARY:
-            values = self.float_args(self.args(node, label, 2))
-            return typed.Intrinsic(self.loc(node), values[0].type, name, values)
+            values = promoted_floats(values)
+            result = bool_ if name in MATH_PREDICATES else values[0].type
+            return typed.Intrinsic(self.loc(node), result, name, values)
         if name == "ldexp":
             return self.ldexp(node)
         if name == "frexp":
@@ -342,32 +339,27 @@ class CallChecker:
 
     def log_base(self, node: cst.Call) -> typed.Expr:
         """`math.log(x, base)`: `log(x) / log(base)`, as Python computes it."""
-        x_node, base_node = self.args(node, "math.log", 2)
-        values = [self.value(n) for n in (x_node, base_node)]
-        if all(is_weak(v) and isinstance(v, typed.Constant) for v in values):
-            try:
-                return weak_constant(math.log(*(float(v.value) for v in values)), self.loc(node))
-            except (ValueError, ZeroDivisionError):
-                pass     # (the C values, as below)
-        x, base = self.float_args([x_node, base_node])
+        values = [self.value(n) for n in self.args(node, "math.log", 2)]
+        folded = self.folded_math("log", values, node)
+        if folded is not None:
+            return folded
+        x, base = promoted_floats(values)
         loc = self.loc(node)
         return self.binary(cst.Divide, typed.Intrinsic(loc, x.type, "log", [x]),
                            typed.Intrinsic(loc, base.type, "log", [base]), node)
 
-    def folded_math(self, name: str, node: cst.Call) -> typed.Expr | None:
+    def folded_math(self, name: str, values: list, node: cst.Call) -> typed.Expr | None:
         """`math.sqrt(2.0)`, `math.floor(2.5)`: of weak constants, Python's value, itself weak
         (so `d * math.sqrt(2.0)` keeps an f64 `d`'s precision, as Python and CUDA do), an int
         for floor, ceil and trunc; None where an argument is not one, or where Python raises
         (`math.log(0.0)`: then the C value, computed in the argument's type)."""
-        nodes = self.args(node, f"math.{name}", 2 if name in MATH_BINARY else 1)
-        values = [self.value(n) for n in nodes]
         if not all(is_weak(v) and isinstance(v, typed.Constant) and type(v.value) in (int, float)
                    for v in values):
             return None
         function = getattr(math, name, None)
         try:
             result = function(*(float(v.value) for v in values))
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
             return None
         if name in ("floor", "ceil", "trunc"):
             result = int(result)
@@ -406,11 +398,7 @@ class CallChecker:
 
     def float_args(self, nodes: list) -> list:
         """Arguments of a float function: promoted together; integers become f32."""
-        values = [self.value(n) for n in nodes]
-        t = join(values)
-        if not t.is_float:
-            t = f32
-        return [convert(v, t) for v in values]
+        return promoted_floats([self.value(n) for n in nodes])
 
     # ptxpy
     def ptxpy_call(self, name: str, node: cst.Call) -> typed.Expr:
@@ -1427,3 +1415,11 @@ def subscripted(node: cst.BaseExpression, names) -> str | None:
             and node.value.value in names):
         return node.value.value
     return None
+
+
+def promoted_floats(values: list) -> list:
+    """The typed arguments of a float function, promoted together; integers become f32."""
+    t = join(values)
+    if not t.is_float:
+        t = f32
+    return [convert(v, t) for v in values]
